@@ -1,0 +1,785 @@
+//! The runtime the generated message code is written against: a zero-copy [`Reader`] over a
+//! `Bytes` frame, a [`Writer`] that can chain large payloads instead of copying them, and the
+//! [`Codec`] / [`Message`] traits.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use nom::IResult;
+
+use crate::error::{DecodeError, EncodeError};
+use crate::primitives;
+
+/// A UTF-8 string that is a slice of a decoded frame (no copy).
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KStr(Bytes);
+
+impl KStr {
+    /// Wraps bytes already known to be valid UTF-8.
+    pub fn from_utf8(bytes: Bytes) -> Result<Self, std::str::Utf8Error> {
+        std::str::from_utf8(&bytes)?;
+        Ok(Self(bytes))
+    }
+
+    /// A string from a static literal, without allocating.
+    pub const fn from_static(s: &'static str) -> Self {
+        Self(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        // The constructors only accept valid UTF-8; fall back to "" rather than panic.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// The underlying bytes (a slice of the frame it was decoded from).
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.0
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the string is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Deref for KStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for KStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for KStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&'static str> for KStr {
+    fn from(s: &'static str) -> Self {
+        Self::from_static(s)
+    }
+}
+
+impl From<String> for KStr {
+    fn from(s: String) -> Self {
+        Self(Bytes::from(s))
+    }
+}
+
+impl PartialEq<str> for KStr {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for KStr {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// A 128-bit UUID as Kafka sends it (topic ids, directory ids), 16 big-endian bytes.
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Uuid(pub [u8; 16]);
+
+impl Uuid {
+    /// The all-zero id Kafka uses for "none".
+    pub const ZERO: Self = Self([0; 16]);
+
+    /// Whether this is the all-zero id.
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}
+
+impl std::fmt::Debug for Uuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, b) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Uuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A tagged field this code does not know, kept so that it can be written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawTaggedField {
+    pub tag: u32,
+    pub data: Bytes,
+}
+
+/// An inclusive range of versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionRange {
+    pub min: i16,
+    pub max: i16,
+}
+
+impl VersionRange {
+    /// Whether `v` is in the range.
+    pub const fn contains(&self, v: i16) -> bool {
+        v >= self.min && v <= self.max
+    }
+}
+
+/// A struct of a message schema: decodes from and encodes to a given version.
+pub trait Codec: Sized {
+    /// Reads the struct as laid out in `version`.
+    fn decode(r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError>;
+    /// Writes the struct as laid out in `version`.
+    fn encode(&self, w: &mut Writer, version: i16) -> Result<(), EncodeError>;
+    /// A random value that `version` can carry (every field valid in that version).
+    #[cfg(feature = "arbitrary")]
+    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, version: i16) -> arbitrary::Result<Self>;
+}
+
+/// A top-level message (request, response, header or data schema).
+pub trait Message: Codec + Default {
+    /// The schema's name, e.g. `"FetchRequest"`.
+    const NAME: &'static str;
+    /// Versions the schema defines.
+    const VERSIONS: VersionRange;
+    /// First flexible version (compact encodings and tagged fields), if any.
+    const FLEXIBLE_MIN: Option<i16>;
+
+    /// Decodes a whole message from `bytes`, which must hold nothing else.
+    fn decode_from(bytes: &Bytes, version: i16) -> Result<Self, DecodeError> {
+        if !Self::VERSIONS.contains(version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: Self::NAME,
+                api_key: -1,
+                version,
+            });
+        }
+        let mut r = Reader::new(bytes);
+        let v = Self::decode(&mut r, version).map_err(|e| e.in_message(Self::NAME, version))?;
+        if r.remaining() != 0 {
+            return Err(DecodeError::Invalid {
+                field: Self::NAME,
+                reason: "bytes left after the last field",
+            }
+            .in_message(Self::NAME, version));
+        }
+        Ok(v)
+    }
+
+    /// Encodes the message alone into contiguous bytes.
+    fn encode_to_bytes(&self, version: i16) -> Result<Bytes, EncodeError> {
+        if !Self::VERSIONS.contains(version) {
+            return Err(EncodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
+        }
+        let mut w = Writer::new();
+        self.encode(&mut w, version)
+            .map_err(|e| e.in_message(Self::NAME, version))?;
+        Ok(w.into_bytes())
+    }
+}
+
+/// Maps a nom failure on `input` to a typed error for `field`.
+fn nom_err(field: &'static str, need: usize, have: usize, e: nom::Err<nom::error::Error<&[u8]>>) -> DecodeError {
+    match e {
+        nom::Err::Error(inner) | nom::Err::Failure(inner)
+            if inner.code == nom::error::ErrorKind::TooLarge =>
+        {
+            DecodeError::Invalid {
+                field,
+                reason: "varint is longer than its type allows",
+            }
+        }
+        _ => DecodeError::Truncated { field, need, have },
+    }
+}
+
+/// A cursor over a complete frame. Everything it hands out that is not a number is a slice of
+/// the frame (`Bytes::slice`), so decoding copies no payload.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    buf: &'a Bytes,
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over all of `buf`.
+    pub fn new(buf: &'a Bytes) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            end: buf.len(),
+        }
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// Current offset in the frame.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// What is left, as a slice of the frame.
+    pub fn rest(&self) -> Bytes {
+        self.buf.slice(self.pos..self.end)
+    }
+
+    fn input(&self) -> &'a [u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    fn run<T>(
+        &mut self,
+        field: &'static str,
+        need: usize,
+        p: impl FnOnce(&'a [u8]) -> IResult<&'a [u8], T>,
+    ) -> Result<T, DecodeError> {
+        let input = self.input();
+        match p(input) {
+            Ok((rest, v)) => {
+                self.pos = self.end - rest.len();
+                Ok(v)
+            }
+            Err(e) => Err(nom_err(field, need, input.len(), e)),
+        }
+    }
+
+    /// Takes the next `n` bytes as a slice of the frame.
+    pub fn take(&mut self, field: &'static str, n: usize) -> Result<Bytes, DecodeError> {
+        if n > self.remaining() {
+            return Err(DecodeError::Truncated {
+                field,
+                need: n,
+                have: self.remaining(),
+            });
+        }
+        let b = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(b)
+    }
+
+    pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        Ok(self.i8(field)? != 0)
+    }
+    pub fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
+        self.run(field, 1, nom::number::complete::be_i8)
+    }
+    pub fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
+        self.run(field, 2, nom::number::complete::be_i16)
+    }
+    pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        self.run(field, 2, nom::number::complete::be_u16)
+    }
+    pub fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        self.run(field, 4, nom::number::complete::be_i32)
+    }
+    pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        self.run(field, 4, nom::number::complete::be_u32)
+    }
+    pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        self.run(field, 8, nom::number::complete::be_i64)
+    }
+    pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
+        self.run(field, 8, nom::number::complete::be_f64)
+    }
+    pub fn uuid(&mut self, field: &'static str) -> Result<Uuid, DecodeError> {
+        let b = self.take(field, 16)?;
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&b);
+        Ok(Uuid(id))
+    }
+    pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        self.run(field, 1, primitives::uvarint)
+    }
+    pub fn varint(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        self.run(field, 1, primitives::varint)
+    }
+    pub fn varlong(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        self.run(field, 1, primitives::varlong)
+    }
+
+    /// A length prefix: i16 (`wide == false`) or i32 for classic strings/bytes, unsigned varint
+    /// minus one for compact ones. `None` is the null marker (-1). The length is checked
+    /// against the bytes remaining, so it can never size an allocation by itself.
+    fn length(&mut self, field: &'static str, flexible: bool, wide: bool) -> Result<Option<usize>, DecodeError> {
+        let len: i64 = if flexible {
+            i64::from(self.uvarint(field)?) - 1
+        } else if wide {
+            i64::from(self.i32(field)?)
+        } else {
+            i64::from(self.i16(field)?)
+        };
+        if len < -1 {
+            return Err(DecodeError::Invalid {
+                field,
+                reason: "negative length",
+            });
+        }
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = len as u64;
+        if len > self.remaining() as u64 {
+            return Err(DecodeError::TooLarge {
+                field,
+                len,
+                max: self.remaining() as u64,
+            });
+        }
+        Ok(Some(len as usize))
+    }
+
+    /// A nullable string.
+    pub fn nullable_string(&mut self, field: &'static str, flexible: bool) -> Result<Option<KStr>, DecodeError> {
+        match self.length(field, flexible, false)? {
+            None => Ok(None),
+            Some(n) => {
+                let b = self.take(field, n)?;
+                KStr::from_utf8(b).map(Some).map_err(|_| DecodeError::Invalid {
+                    field,
+                    reason: "string is not valid UTF-8",
+                })
+            }
+        }
+    }
+
+    /// A string that must not be null in this version.
+    pub fn string(&mut self, field: &'static str, flexible: bool, version: i16) -> Result<KStr, DecodeError> {
+        self.nullable_string(field, flexible)?
+            .ok_or(DecodeError::NullNotAllowed { field, version })
+    }
+
+    /// Nullable bytes (also used for record sets).
+    pub fn nullable_bytes(&mut self, field: &'static str, flexible: bool) -> Result<Option<Bytes>, DecodeError> {
+        match self.length(field, flexible, true)? {
+            None => Ok(None),
+            Some(n) => self.take(field, n).map(Some),
+        }
+    }
+
+    /// Bytes that must not be null in this version.
+    pub fn bytes(&mut self, field: &'static str, flexible: bool, version: i16) -> Result<Bytes, DecodeError> {
+        self.nullable_bytes(field, flexible)?
+            .ok_or(DecodeError::NullNotAllowed { field, version })
+    }
+
+    /// A nullable array whose elements are read by `elem`. The count is checked against the
+    /// bytes remaining (every element takes at least one byte) before any allocation.
+    pub fn nullable_array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        mut elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Option<Vec<T>>, DecodeError> {
+        let count: i64 = if flexible {
+            i64::from(self.uvarint(field)?) - 1
+        } else {
+            i64::from(self.i32(field)?)
+        };
+        if count < -1 {
+            return Err(DecodeError::Invalid {
+                field,
+                reason: "negative array count",
+            });
+        }
+        if count == -1 {
+            return Ok(None);
+        }
+        if count as u64 > self.remaining() as u64 {
+            return Err(DecodeError::TooLarge {
+                field,
+                len: count as u64,
+                max: self.remaining() as u64,
+            });
+        }
+        let mut out = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            out.push(elem(self)?);
+        }
+        Ok(Some(out))
+    }
+
+    /// An array that must not be null in this version.
+    pub fn array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        version: i16,
+        elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        self.nullable_array(field, flexible, elem)?
+            .ok_or(DecodeError::NullNotAllowed { field, version })
+    }
+
+    /// The presence marker of a nullable struct field: `false` for null.
+    pub fn struct_present(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        Ok(self.i8(field)? >= 0)
+    }
+
+    /// A tagged-field section. `known` is called with each tag and a reader limited to its
+    /// value; it returns `false` for tags it does not know, which are kept in `unknown`.
+    pub fn tagged_fields(
+        &mut self,
+        field: &'static str,
+        unknown: &mut Vec<RawTaggedField>,
+        mut known: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
+    ) -> Result<(), DecodeError> {
+        let count = self.uvarint(field)?;
+        if count as usize > self.remaining() {
+            return Err(DecodeError::TooLarge {
+                field,
+                len: u64::from(count),
+                max: self.remaining() as u64,
+            });
+        }
+        let mut last: Option<u32> = None;
+        for _ in 0..count {
+            let tag = self.uvarint(field)?;
+            if last.is_some_and(|l| tag <= l) {
+                return Err(DecodeError::Invalid {
+                    field,
+                    reason: "tagged fields out of order or repeated",
+                });
+            }
+            last = Some(tag);
+            let size = self.uvarint(field)? as usize;
+            if size > self.remaining() {
+                return Err(DecodeError::TooLarge {
+                    field,
+                    len: size as u64,
+                    max: self.remaining() as u64,
+                });
+            }
+            let mut sub = Reader {
+                buf: self.buf,
+                pos: self.pos,
+                end: self.pos + size,
+            };
+            if known(tag, &mut sub)? {
+                if sub.remaining() != 0 {
+                    return Err(DecodeError::Invalid {
+                        field,
+                        reason: "tagged field value shorter than its size",
+                    });
+                }
+            } else {
+                unknown.push(RawTaggedField {
+                    tag,
+                    data: self.buf.slice(self.pos..self.pos + size),
+                });
+            }
+            self.pos += size;
+        }
+        Ok(())
+    }
+}
+
+/// Payloads at least this long are chained into the output instead of copied.
+const CHAIN_THRESHOLD: usize = 4096;
+
+/// Encoding output: a growing buffer plus, for large byte fields and record sets, the
+/// caller's `Bytes` chained in place (no copy).
+#[derive(Debug, Default)]
+pub struct Writer {
+    buf: BytesMut,
+    chunks: Vec<Bytes>,
+    chunked_len: usize,
+}
+
+impl Writer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.chunked_len + self.buf.len()
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The output as a list of chunks, in order (for vectored writes).
+    pub fn into_chunks(mut self) -> Vec<Bytes> {
+        if !self.buf.is_empty() {
+            self.chunks.push(self.buf.freeze());
+        }
+        self.chunks
+    }
+
+    /// The output as one contiguous buffer (copies chained chunks, if any).
+    pub fn into_bytes(self) -> Bytes {
+        if self.chunks.is_empty() {
+            return self.buf.freeze();
+        }
+        let mut out = BytesMut::with_capacity(self.len());
+        for c in self.into_chunks() {
+            out.extend_from_slice(&c);
+        }
+        out.freeze()
+    }
+
+    pub fn bool(&mut self, v: bool) {
+        self.buf.put_u8(u8::from(v));
+    }
+    pub fn i8(&mut self, v: i8) {
+        self.buf.put_i8(v);
+    }
+    pub fn i16(&mut self, v: i16) {
+        self.buf.put_i16(v);
+    }
+    pub fn u16(&mut self, v: u16) {
+        self.buf.put_u16(v);
+    }
+    pub fn i32(&mut self, v: i32) {
+        self.buf.put_i32(v);
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.buf.put_u32(v);
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.buf.put_i64(v);
+    }
+    pub fn f64(&mut self, v: f64) {
+        self.buf.put_f64(v);
+    }
+    pub fn uuid(&mut self, v: &Uuid) {
+        self.buf.put_slice(&v.0);
+    }
+    pub fn uvarint(&mut self, v: u32) {
+        primitives::put_uvarint(&mut self.buf, v);
+    }
+    pub fn varint(&mut self, v: i32) {
+        primitives::put_varint(&mut self.buf, v);
+    }
+    pub fn varlong(&mut self, v: i64) {
+        primitives::put_varlong(&mut self.buf, v);
+    }
+
+    /// Raw bytes, copied (small) or chained (large).
+    pub fn raw(&mut self, b: &Bytes) {
+        if b.len() >= CHAIN_THRESHOLD {
+            if !self.buf.is_empty() {
+                let head = self.buf.split().freeze();
+                self.chunked_len += head.len();
+                self.chunks.push(head);
+            }
+            self.chunked_len += b.len();
+            self.chunks.push(b.clone());
+        } else {
+            self.buf.put_slice(b);
+        }
+    }
+
+    fn length(&mut self, field: &'static str, flexible: bool, wide: bool, len: Option<usize>) -> Result<(), EncodeError> {
+        match (flexible, len) {
+            (true, None) => self.uvarint(0),
+            (true, Some(n)) => {
+                let n = u32::try_from(n)
+                    .ok()
+                    .filter(|n| *n < u32::MAX && (!wide || *n <= i32::MAX as u32))
+                    .ok_or(EncodeError::TooLarge { field, len: n })?;
+                self.uvarint(n + 1);
+            }
+            (false, None) if wide => self.i32(-1),
+            (false, None) => self.i16(-1),
+            (false, Some(n)) if wide => {
+                self.i32(i32::try_from(n).map_err(|_| EncodeError::TooLarge { field, len: n })?)
+            }
+            (false, Some(n)) => {
+                self.i16(i16::try_from(n).map_err(|_| EncodeError::TooLarge { field, len: n })?)
+            }
+        }
+        Ok(())
+    }
+
+    pub fn nullable_string(&mut self, field: &'static str, flexible: bool, v: Option<&KStr>) -> Result<(), EncodeError> {
+        self.length(field, flexible, false, v.map(KStr::len))?;
+        if let Some(s) = v {
+            self.buf.put_slice(s.as_bytes());
+        }
+        Ok(())
+    }
+
+    pub fn string(&mut self, field: &'static str, flexible: bool, v: &KStr) -> Result<(), EncodeError> {
+        self.nullable_string(field, flexible, Some(v))
+    }
+
+    pub fn nullable_bytes(&mut self, field: &'static str, flexible: bool, v: Option<&Bytes>) -> Result<(), EncodeError> {
+        self.length(field, flexible, true, v.map(Bytes::len))?;
+        if let Some(b) = v {
+            self.raw(b);
+        }
+        Ok(())
+    }
+
+    pub fn bytes(&mut self, field: &'static str, flexible: bool, v: &Bytes) -> Result<(), EncodeError> {
+        self.nullable_bytes(field, flexible, Some(v))
+    }
+
+    /// An array header (count or null); the caller writes the elements.
+    pub fn array_len(&mut self, field: &'static str, flexible: bool, len: Option<usize>) -> Result<(), EncodeError> {
+        match (flexible, len) {
+            (true, None) => self.uvarint(0),
+            (true, Some(n)) => {
+                let n = u32::try_from(n)
+                    .ok()
+                    .filter(|n| *n <= i32::MAX as u32)
+                    .ok_or(EncodeError::TooLarge { field, len: n })?;
+                self.uvarint(n + 1);
+            }
+            (false, None) => self.i32(-1),
+            (false, Some(n)) => {
+                self.i32(i32::try_from(n).map_err(|_| EncodeError::TooLarge { field, len: n })?)
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a nullable array with `elem` for each element.
+    pub fn nullable_array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: Option<&[T]>,
+        mut elem: impl FnMut(&mut Self, &T) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        self.array_len(field, flexible, v.map(<[T]>::len))?;
+        for x in v.unwrap_or_default() {
+            elem(self, x)?;
+        }
+        Ok(())
+    }
+
+    /// Writes an array with `elem` for each element.
+    pub fn array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: &[T],
+        elem: impl FnMut(&mut Self, &T) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        self.nullable_array(field, flexible, Some(v), elem)
+    }
+
+    /// Writes a tagged-field section: the known fields already encoded in `known` (by tag), and
+    /// the preserved unknown ones, merged in tag order.
+    pub fn tagged_fields(&mut self, known: Vec<(u32, Bytes)>, unknown: &[RawTaggedField]) {
+        let mut all = known;
+        all.extend(unknown.iter().map(|f| (f.tag, f.data.clone())));
+        all.sort_by_key(|(tag, _)| *tag);
+        self.uvarint(all.len() as u32);
+        for (tag, data) in all {
+            self.uvarint(tag);
+            self.uvarint(data.len() as u32);
+            self.raw(&data);
+        }
+    }
+
+    /// Encodes one tagged field's value on its own, for [`Writer::tagged_fields`].
+    pub fn tagged_value(
+        known: &mut Vec<(u32, Bytes)>,
+        tag: u32,
+        f: impl FnOnce(&mut Self) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut w = Self::new();
+        f(&mut w)?;
+        known.push((tag, w.into_bytes()));
+        Ok(())
+    }
+}
+
+/// Helpers the generated `arbitrary` functions use: small, bounded, version-valid values.
+#[cfg(feature = "arbitrary")]
+pub mod arb {
+    use super::{KStr, RawTaggedField, Uuid};
+    use arbitrary::{Result, Unstructured};
+    use bytes::Bytes;
+
+    pub fn string(u: &mut Unstructured<'_>) -> Result<KStr> {
+        let len = u.int_in_range(0..=12)?;
+        let mut s = String::with_capacity(len);
+        for _ in 0..len {
+            // Mostly ASCII, sometimes multi-byte characters.
+            let c = if u.ratio(1, 8)? {
+                u.choose(&['é', 'ß', '日', '🦀'])?.to_owned()
+            } else {
+                char::from(u.int_in_range(b' '..=b'~')?)
+            };
+            s.push(c);
+        }
+        Ok(KStr::from(s))
+    }
+
+    pub fn bytes(u: &mut Unstructured<'_>) -> Result<Bytes> {
+        let len = u.int_in_range(0..=24)?;
+        Ok(Bytes::copy_from_slice(u.bytes(len)?))
+    }
+
+    pub fn uuid(u: &mut Unstructured<'_>) -> Result<Uuid> {
+        Ok(Uuid(u.arbitrary()?))
+    }
+
+    pub fn f64(u: &mut Unstructured<'_>) -> Result<f64> {
+        let v: f64 = u.arbitrary()?;
+        Ok(if v.is_finite() { v } else { 0.5 })
+    }
+
+    pub fn len(u: &mut Unstructured<'_>) -> Result<usize> {
+        u.int_in_range(0..=3)
+    }
+
+    pub fn maybe<T>(u: &mut Unstructured<'_>, nullable: bool, f: impl FnOnce(&mut Unstructured<'_>) -> Result<T>) -> Result<Option<T>> {
+        if nullable && u.ratio(1, 5)? {
+            Ok(None)
+        } else {
+            f(u).map(Some)
+        }
+    }
+
+    pub fn vec<T>(u: &mut Unstructured<'_>, mut f: impl FnMut(&mut Unstructured<'_>) -> Result<T>) -> Result<Vec<T>> {
+        let n = len(u)?;
+        (0..n).map(|_| f(u)).collect()
+    }
+
+    /// Unknown tagged fields with tags no schema uses, so they stay unknown on decode.
+    pub fn unknown_tags(u: &mut Unstructured<'_>) -> Result<Vec<RawTaggedField>> {
+        if u.ratio(3, 4)? {
+            return Ok(Vec::new());
+        }
+        let n = u.int_in_range(1..=2)?;
+        (0..n)
+            .map(|i| {
+                Ok(RawTaggedField {
+                    tag: 10_000 + i,
+                    data: bytes(u)?,
+                })
+            })
+            .collect()
+    }
+}

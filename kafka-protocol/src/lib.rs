@@ -1,0 +1,15 @@
+//! Zero-copy codec for the Kafka wire protocol: every API key and version (generated from
+//! Kafka's message schemas), request and response headers, record batches and compression.
+//!
+//! The crate is pure: no I/O, no async runtime, no clock.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod error;
+pub mod error_code;
+pub mod primitives;
+pub mod record;
+
+pub use bytes::Bytes;
+pub use codec::{Codec, KStr, Message, RawTaggedField, Reader, Uuid, VersionRange, Writer};
+pub use error::{DecodeError, EncodeError};
