@@ -199,7 +199,12 @@ pub trait Message: Codec + Default {
 }
 
 /// Maps a nom failure on `input` to a typed error for `field`.
-fn nom_err(field: &'static str, need: usize, have: usize, e: nom::Err<nom::error::Error<&[u8]>>) -> DecodeError {
+fn nom_err(
+    field: &'static str,
+    need: usize,
+    have: usize,
+    e: nom::Err<nom::error::Error<&[u8]>>,
+) -> DecodeError {
     match e {
         nom::Err::Error(inner) | nom::Err::Failure(inner)
             if inner.code == nom::error::ErrorKind::TooLarge =>
@@ -324,7 +329,12 @@ impl<'a> Reader<'a> {
     /// A length prefix: i16 (`wide == false`) or i32 for classic strings/bytes, unsigned varint
     /// minus one for compact ones. `None` is the null marker (-1). The length is checked
     /// against the bytes remaining, so it can never size an allocation by itself.
-    fn length(&mut self, field: &'static str, flexible: bool, wide: bool) -> Result<Option<usize>, DecodeError> {
+    fn length(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        wide: bool,
+    ) -> Result<Option<usize>, DecodeError> {
         let len: i64 = if flexible {
             i64::from(self.uvarint(field)?) - 1
         } else if wide {
@@ -353,27 +363,42 @@ impl<'a> Reader<'a> {
     }
 
     /// A nullable string.
-    pub fn nullable_string(&mut self, field: &'static str, flexible: bool) -> Result<Option<KStr>, DecodeError> {
+    pub fn nullable_string(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+    ) -> Result<Option<KStr>, DecodeError> {
         match self.length(field, flexible, false)? {
             None => Ok(None),
             Some(n) => {
                 let b = self.take(field, n)?;
-                KStr::from_utf8(b).map(Some).map_err(|_| DecodeError::Invalid {
-                    field,
-                    reason: "string is not valid UTF-8",
-                })
+                KStr::from_utf8(b)
+                    .map(Some)
+                    .map_err(|_| DecodeError::Invalid {
+                        field,
+                        reason: "string is not valid UTF-8",
+                    })
             }
         }
     }
 
     /// A string that must not be null in this version.
-    pub fn string(&mut self, field: &'static str, flexible: bool, version: i16) -> Result<KStr, DecodeError> {
+    pub fn string(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        version: i16,
+    ) -> Result<KStr, DecodeError> {
         self.nullable_string(field, flexible)?
             .ok_or(DecodeError::NullNotAllowed { field, version })
     }
 
     /// Nullable bytes (also used for record sets).
-    pub fn nullable_bytes(&mut self, field: &'static str, flexible: bool) -> Result<Option<Bytes>, DecodeError> {
+    pub fn nullable_bytes(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+    ) -> Result<Option<Bytes>, DecodeError> {
         match self.length(field, flexible, true)? {
             None => Ok(None),
             Some(n) => self.take(field, n).map(Some),
@@ -381,7 +406,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes that must not be null in this version.
-    pub fn bytes(&mut self, field: &'static str, flexible: bool, version: i16) -> Result<Bytes, DecodeError> {
+    pub fn bytes(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        version: i16,
+    ) -> Result<Bytes, DecodeError> {
         self.nullable_bytes(field, flexible)?
             .ok_or(DecodeError::NullNotAllowed { field, version })
     }
@@ -596,7 +626,13 @@ impl Writer {
         }
     }
 
-    fn length(&mut self, field: &'static str, flexible: bool, wide: bool, len: Option<usize>) -> Result<(), EncodeError> {
+    fn length(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        wide: bool,
+        len: Option<usize>,
+    ) -> Result<(), EncodeError> {
         match (flexible, len) {
             (true, None) => self.uvarint(0),
             (true, Some(n)) => {
@@ -618,7 +654,12 @@ impl Writer {
         Ok(())
     }
 
-    pub fn nullable_string(&mut self, field: &'static str, flexible: bool, v: Option<&KStr>) -> Result<(), EncodeError> {
+    pub fn nullable_string(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: Option<&KStr>,
+    ) -> Result<(), EncodeError> {
         self.length(field, flexible, false, v.map(KStr::len))?;
         if let Some(s) = v {
             self.buf.put_slice(s.as_bytes());
@@ -626,11 +667,21 @@ impl Writer {
         Ok(())
     }
 
-    pub fn string(&mut self, field: &'static str, flexible: bool, v: &KStr) -> Result<(), EncodeError> {
+    pub fn string(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: &KStr,
+    ) -> Result<(), EncodeError> {
         self.nullable_string(field, flexible, Some(v))
     }
 
-    pub fn nullable_bytes(&mut self, field: &'static str, flexible: bool, v: Option<&Bytes>) -> Result<(), EncodeError> {
+    pub fn nullable_bytes(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: Option<&Bytes>,
+    ) -> Result<(), EncodeError> {
         self.length(field, flexible, true, v.map(Bytes::len))?;
         if let Some(b) = v {
             self.raw(b);
@@ -638,12 +689,22 @@ impl Writer {
         Ok(())
     }
 
-    pub fn bytes(&mut self, field: &'static str, flexible: bool, v: &Bytes) -> Result<(), EncodeError> {
+    pub fn bytes(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        v: &Bytes,
+    ) -> Result<(), EncodeError> {
         self.nullable_bytes(field, flexible, Some(v))
     }
 
     /// An array header (count or null); the caller writes the elements.
-    pub fn array_len(&mut self, field: &'static str, flexible: bool, len: Option<usize>) -> Result<(), EncodeError> {
+    pub fn array_len(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        len: Option<usize>,
+    ) -> Result<(), EncodeError> {
         match (flexible, len) {
             (true, None) => self.uvarint(0),
             (true, Some(n)) => {
@@ -754,7 +815,11 @@ pub mod arb {
         u.int_in_range(0..=3)
     }
 
-    pub fn maybe<T>(u: &mut Unstructured<'_>, nullable: bool, f: impl FnOnce(&mut Unstructured<'_>) -> Result<T>) -> Result<Option<T>> {
+    pub fn maybe<T>(
+        u: &mut Unstructured<'_>,
+        nullable: bool,
+        f: impl FnOnce(&mut Unstructured<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
         if nullable && u.ratio(1, 5)? {
             Ok(None)
         } else {
@@ -762,7 +827,10 @@ pub mod arb {
         }
     }
 
-    pub fn vec<T>(u: &mut Unstructured<'_>, mut f: impl FnMut(&mut Unstructured<'_>) -> Result<T>) -> Result<Vec<T>> {
+    pub fn vec<T>(
+        u: &mut Unstructured<'_>,
+        mut f: impl FnMut(&mut Unstructured<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let n = len(u)?;
         (0..n).map(|_| f(u)).collect()
     }

@@ -54,10 +54,7 @@ pub enum DecodeError {
     UnknownCompression { codec: u8 },
     /// Decompression failed or its output went past the allowed maximum.
     #[error("{codec} decompression failed: {reason}")]
-    Decompression {
-        codec: &'static str,
-        reason: String,
-    },
+    Decompression { codec: &'static str, reason: String },
     /// Context: the message and version being decoded when `source` happened.
     #[error("decoding {message} v{version}: {source}")]
     InMessage {
@@ -104,10 +101,7 @@ pub enum EncodeError {
     UnsupportedVersion { message: &'static str, version: i16 },
     /// Compression failed.
     #[error("{codec} compression failed: {reason}")]
-    Compression {
-        codec: &'static str,
-        reason: String,
-    },
+    Compression { codec: &'static str, reason: String },
     /// Context: the message and version being encoded when `source` happened.
     #[error("encoding {message} v{version}: {source}")]
     InMessage {

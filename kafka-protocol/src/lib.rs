@@ -7,9 +7,15 @@
 pub mod codec;
 pub mod error;
 pub mod error_code;
+pub mod frame;
 pub mod primitives;
 pub mod record;
 
 pub use bytes::Bytes;
 pub use codec::{Codec, KStr, Message, RawTaggedField, Reader, Uuid, VersionRange, Writer};
 pub use error::{DecodeError, EncodeError};
+pub use frame::{
+    Request, Response, decode_request, decode_response, encode_request, encode_response,
+};
+pub use messages::{ApiKey, RequestBody, RequestHeader, ResponseBody, ResponseHeader};
+pub mod messages;

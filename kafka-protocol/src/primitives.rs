@@ -119,7 +119,12 @@ mod tests {
 
     #[test]
     fn signed_varint_zigzag() {
-        for (v, wire) in [(0i32, vec![0u8]), (-1, vec![1]), (1, vec![2]), (-64, vec![0x7f])] {
+        for (v, wire) in [
+            (0i32, vec![0u8]),
+            (-1, vec![1]),
+            (1, vec![2]),
+            (-64, vec![0x7f]),
+        ] {
             let mut b = Vec::new();
             put_varint(&mut b, v);
             assert_eq!(b, wire);
