@@ -1,8 +1,8 @@
 //! Project tasks: `cargo xtask <command>`.
-//!
-//! - `codegen [--specs DIR] [--check]`: generate `kafka-protocol/src/messages/` from Kafka's schemas.
 
 mod codegen;
+mod decode;
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +11,10 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 fn usage() -> &'static str {
     "usage: cargo xtask <command>\n\
      commands:\n  \
-       codegen [--specs DIR] [--check]   generate the protocol code from Kafka's message schemas\n"
+       codegen [--specs DIR] [--check]   generate the protocol code from Kafka's message schemas\n  \
+       decode [FILE|-] [--response --api-key K --api-version V] [--roundtrip]\n                                    \
+     decode one frame (raw or hex, with or without size prefix) and print it\n  \
+       fuzz <target|all> [--seconds N]   coverage-guided fuzzing of the decoders (see xtask/fuzz)\n"
 }
 
 fn workspace_root() -> PathBuf {
@@ -46,16 +49,35 @@ fn run(args: &[String]) -> Result<(), Error> {
                     "--check" => opts.check = true,
                     "--specs" => opts.specs = it.next().ok_or("--specs needs a directory")?.into(),
                     other => {
-                        return Err(format!("codegen: unknown argument {other}\n{}", usage()).into());
+                        return Err(
+                            format!("codegen: unknown argument {other}\n{}", usage()).into()
+                        );
                     }
                 }
             }
             codegen::run(&root, &opts)
         }
+        "decode" => decode::run(&root, rest),
+        "fuzz" => fuzz::run(&root, rest),
         "-h" | "--help" | "help" => {
             print!("{}", usage());
             Ok(())
         }
         other => Err(format!("unknown command {other}\n{}", usage()).into()),
+    }
+}
+
+/// Runs `cargo` (the one that runs xtask) with `args` in the workspace root.
+pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<(), Error> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(args)
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed ({status})", args.join(" ")).into())
     }
 }
