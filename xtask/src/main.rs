@@ -1,5 +1,6 @@
 //! Project tasks: `cargo xtask <command>`.
 
+mod bench;
 mod codegen;
 mod decode;
 mod fuzz;
@@ -14,7 +15,8 @@ fn usage() -> &'static str {
        codegen [--specs DIR] [--check]   generate the protocol code from Kafka's message schemas\n  \
        decode [FILE|-] [--response --api-key K --api-version V] [--roundtrip]\n                                    \
      decode one frame (raw or hex, with or without size prefix) and print it\n  \
-       fuzz <target|all> [--seconds N]   coverage-guided fuzzing of the decoders (see xtask/fuzz)\n"
+       fuzz <target|all> [--seconds N]   coverage-guided fuzzing of the decoders (see xtask/fuzz)\n  \
+       bench codec [--quick]             criterion benchmarks, ours and kafka-protocol-rs side by side\n"
 }
 
 fn workspace_root() -> PathBuf {
@@ -57,6 +59,7 @@ fn run(args: &[String]) -> Result<(), Error> {
             }
             codegen::run(&root, &opts)
         }
+        "bench" => bench::run(&root, rest),
         "decode" => decode::run(&root, rest),
         "fuzz" => fuzz::run(&root, rest),
         "-h" | "--help" | "help" => {

@@ -1,0 +1,128 @@
+//! `cargo xtask bench codec [--quick]`: runs the criterion benchmarks of `kafka-bench` (ours and
+//! kafka-protocol-rs side by side), streaming criterion's progress, then prints a summary table
+//! and writes it as JSON to `target/bench-codec.json`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::Error;
+
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
+    let Some((what, rest)) = args.split_first() else {
+        return Err("bench: say what to measure: `cargo xtask bench codec [--quick]`".into());
+    };
+    match what.as_str() {
+        "codec" => codec(root, rest),
+        other => Err(format!("bench: unknown benchmark {other} (known: codec)").into()),
+    }
+}
+
+fn codec(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("target"));
+    let criterion_dir = target.join("criterion");
+    let _ = std::fs::remove_dir_all(&criterion_dir);
+    let mut args = vec![
+        "bench",
+        "-p",
+        "kafka-bench",
+        "--features",
+        "compare",
+        "--bench",
+        "codec",
+        "--",
+    ];
+    if rest.iter().any(|a| a == "--quick") {
+        args.extend([
+            "--warm-up-time",
+            "1",
+            "--measurement-time",
+            "2",
+            "--sample-size",
+            "10",
+        ]);
+    }
+    println!("bench: building in release and running the codec benchmarks (progress below)");
+    crate::cargo(root, &args)?;
+
+    let rows = collect(&criterion_dir)?;
+    if rows.is_empty() {
+        return Err(format!("no criterion results under {}", criterion_dir.display()).into());
+    }
+    println!("\n{:<48} {:>14} {:>14}", "benchmark", "time", "throughput");
+    for r in &rows {
+        let tp = r
+            .bytes
+            .map(|b| format!("{:.1} GB/s", b as f64 / r.mean_ns))
+            .unwrap_or_default();
+        println!("{:<48} {:>14} {:>14}", r.id, fmt_ns(r.mean_ns), tp);
+    }
+    let json: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.id, "mean_ns": r.mean_ns, "bytes": r.bytes,
+                "gb_per_s": r.bytes.map(|b| b as f64 / r.mean_ns),
+            })
+        })
+        .collect();
+    let out = target.join("bench-codec.json");
+    std::fs::write(&out, serde_json::to_string_pretty(&json)?)?;
+    println!("\nbench: {} results, JSON in {}", rows.len(), out.display());
+    Ok(())
+}
+
+struct Row {
+    id: String,
+    mean_ns: f64,
+    bytes: Option<u64>,
+}
+
+/// Reads every `*/new/benchmark.json` + `estimates.json` under criterion's output folder.
+fn collect(dir: &Path) -> Result<Vec<Row>, Error> {
+    let mut rows = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)?.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n == "new") {
+                    if let Some(row) = read_row(&p) {
+                        rows.push(row);
+                    }
+                } else {
+                    stack.push(p);
+                }
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(rows)
+}
+
+fn read_row(dir: &Path) -> Option<Row> {
+    let bench: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("benchmark.json")).ok()?).ok()?;
+    let est: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("estimates.json")).ok()?).ok()?;
+    Some(Row {
+        id: bench.get("full_id")?.as_str()?.to_owned(),
+        mean_ns: est.get("mean")?.get("point_estimate")?.as_f64()?,
+        bytes: bench
+            .get("throughput")
+            .and_then(|t| t.get("Bytes"))
+            .and_then(Value::as_u64),
+    })
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
