@@ -32,7 +32,7 @@ fn parse_args() -> Result<Args, String> {
     while let Some(arg) = it.next() {
         let mut num = |name: &str| -> Result<i16, String> {
             it.next()
-                .ok_or(format!("{name} needs a value"))?
+                .ok_or_else(|| format!("{name} needs a value"))?
                 .parse()
                 .map_err(|e| format!("{name}: {e}"))
         };
@@ -116,7 +116,7 @@ fn run(args: &Args) -> Result<(), String> {
         let (Some(k), Some(v)) = (args.api_key, args.api_version) else {
             return Err("--response needs --api-key and --api-version".into());
         };
-        let key = ApiKey::from_i16(k).ok_or(format!("unknown api key {k}"))?;
+        let key = ApiKey::from_i16(k).ok_or_else(|| format!("unknown api key {k}"))?;
         let resp = frame::decode_response(&frame_bytes, key, v).map_err(|e| e.to_string())?;
         println!("{key:?} response v{v}");
         println!("header: {:#?}", resp.header);
@@ -147,7 +147,7 @@ fn run(args: &Args) -> Result<(), String> {
                 .iter()
                 .zip(frame_bytes.iter())
                 .position(|(a, b)| a != b)
-                .unwrap_or(reencoded.len().min(frame_bytes.len()));
+                .unwrap_or_else(|| reencoded.len().min(frame_bytes.len()));
             return Err(format!(
                 "round trip differs at byte {at} (input {} bytes, re-encoded {} bytes)",
                 frame_bytes.len(),

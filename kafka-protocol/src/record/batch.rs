@@ -75,7 +75,11 @@ fn put(buf: &mut [u8], at: usize, v: &[u8]) {
 
 /// Reads the length field of the entry starting `buf` and returns the entry's total size,
 /// `None` if `buf` does not hold the length field yet.
-pub(crate) fn entry_size(buf: &[u8], field: &'static str, min_len: i32) -> Option<Result<usize, DecodeError>> {
+pub(crate) fn entry_size(
+    buf: &[u8],
+    field: &'static str,
+    min_len: i32,
+) -> Option<Result<usize, DecodeError>> {
     if buf.len() < LOG_OVERHEAD {
         return None;
     }
@@ -91,7 +95,11 @@ pub(crate) fn entry_size(buf: &[u8], field: &'static str, min_len: i32) -> Optio
 
 /// Checks that `buf` starts with a whole v2 batch and returns its size.
 fn check_batch(buf: &[u8]) -> Result<usize, DecodeError> {
-    let size = match entry_size(buf, "RecordBatch.batchLength", (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32) {
+    let size = match entry_size(
+        buf,
+        "RecordBatch.batchLength",
+        (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32,
+    ) {
         None => {
             return Err(DecodeError::Truncated {
                 field: "RecordBatch.batchLength",
@@ -135,7 +143,12 @@ impl RecordBatch {
     /// copy). Checks the length field and the magic, not the CRC.
     pub fn parse(input: &Bytes) -> Result<(Self, Bytes), DecodeError> {
         let size = check_batch(input)?;
-        Ok((Self { buf: input.slice(..size) }, input.slice(size..)))
+        Ok((
+            Self {
+                buf: input.slice(..size),
+            },
+            input.slice(size..),
+        ))
     }
 
     /// A view over `buf`, which must hold exactly one batch.
@@ -221,7 +234,8 @@ impl RecordBatch {
 
     /// Offset of the last record (`baseOffset + lastOffsetDelta`).
     pub fn last_offset(&self) -> i64 {
-        self.base_offset().wrapping_add(i64::from(self.last_offset_delta()))
+        self.base_offset()
+            .wrapping_add(i64::from(self.last_offset_delta()))
     }
 
     /// Offset just after this batch.
@@ -464,7 +478,12 @@ impl<'a> RecordBatchMut<'a> {
     }
 
     /// Sets the producer id, epoch and base sequence, then recomputes the CRC.
-    pub fn set_producer_state(&mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) {
+    pub fn set_producer_state(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        base_sequence: i32,
+    ) {
         put(self.buf, PRODUCER_ID, &producer_id.to_be_bytes());
         put(self.buf, PRODUCER_EPOCH, &producer_epoch.to_be_bytes());
         put(self.buf, BASE_SEQUENCE, &base_sequence.to_be_bytes());

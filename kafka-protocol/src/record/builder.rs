@@ -3,8 +3,9 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::batch::{
-    CONTROL_BIT, CRC, LOG_OVERHEAD, MAGIC_V2, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-    NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
+    CONTROL_BIT, CRC, LOG_OVERHEAD, MAGIC_V2, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
 };
 use super::compression::{self, Compression};
 use super::records::encode_record;
@@ -166,10 +167,11 @@ impl RecordBatchBuilder {
             codec => compression::compress(codec, &self.records)?,
         };
         let size = RECORD_BATCH_OVERHEAD + body.len();
-        let batch_length = i32::try_from(size - LOG_OVERHEAD).map_err(|_| EncodeError::TooLarge {
-            field: "RecordBatch.batchLength",
-            len: size,
-        })?;
+        let batch_length =
+            i32::try_from(size - LOG_OVERHEAD).map_err(|_| EncodeError::TooLarge {
+                field: "RecordBatch.batchLength",
+                len: size,
+            })?;
         let mut attributes = self.compression.attribute_bits();
         if self.log_append_time.is_some() {
             attributes |= TIMESTAMP_TYPE_BIT;

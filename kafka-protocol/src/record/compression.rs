@@ -2,8 +2,10 @@
 //! capped at a caller-given maximum.
 //!
 //! Every decoder streams its output through a reader limited to `max_output + 1` bytes, so a
-//! small compressed payload can never make us allocate more than about twice the maximum,
-//! whatever sizes its headers claim.
+//! small compressed payload can never make the output buffer grow past about twice the
+//! maximum, whatever sizes its headers claim. Codec state is bounded separately: LZ4 frames
+//! allocate their declared block size (at most 4 MiB) and zstd frames their window, which is
+//! capped at 16 MiB or the next power of two above the maximum (128 MiB at most).
 
 use std::io::{Read, Write};
 
@@ -126,7 +128,9 @@ pub fn compress(codec: Compression, input: &[u8]) -> Result<Bytes, EncodeError> 
                 flate2::Compression::default(),
             );
             enc.write_all(input).map_err(|e| comp_err(codec, e))?;
-            enc.finish().map(Bytes::from).map_err(|e| comp_err(codec, e))
+            enc.finish()
+                .map(Bytes::from)
+                .map_err(|e| comp_err(codec, e))
         }
         Compression::Snappy => compress_xerial(input).map_err(|e| comp_err(codec, e)),
         Compression::Lz4 => {
@@ -138,7 +142,9 @@ pub fn compress(codec: Compression, input: &[u8]) -> Result<Bytes, EncodeError> 
                 Vec::with_capacity(input.len() / 2 + 64),
             );
             enc.write_all(input).map_err(|e| comp_err(codec, e))?;
-            enc.finish().map(Bytes::from).map_err(|e| comp_err(codec, e))
+            enc.finish()
+                .map(Bytes::from)
+                .map_err(|e| comp_err(codec, e))
         }
         Compression::Zstd => zstd::bulk::compress(input, ZSTD_LEVEL)
             .map(Bytes::from)
@@ -148,7 +154,9 @@ pub fn compress(codec: Compression, input: &[u8]) -> Result<Bytes, EncodeError> 
 
 /// xerial snappy framing: the 16-byte header, then (i32 length, raw snappy block) pairs.
 fn compress_xerial(input: &[u8]) -> Result<Bytes, snap::Error> {
-    let mut out = Vec::with_capacity(XERIAL_HEADER_LEN + snap::raw::max_compress_len(input.len().min(XERIAL_BLOCK)));
+    let mut out = Vec::with_capacity(
+        XERIAL_HEADER_LEN + snap::raw::max_compress_len(input.len().min(XERIAL_BLOCK)),
+    );
     out.extend_from_slice(&XERIAL_MAGIC);
     out.extend_from_slice(&1i32.to_be_bytes());
     out.extend_from_slice(&1i32.to_be_bytes());
@@ -167,7 +175,11 @@ fn compress_xerial(input: &[u8]) -> Result<Bytes, snap::Error> {
 ///
 /// Snappy input may be xerial-framed (Java client), raw (librdkafka) or in the official
 /// snappy framing format. `None` returns a copy of `input` (subject to the same bound).
-pub fn decompress(codec: Compression, input: &[u8], max_output: usize) -> Result<Bytes, DecodeError> {
+pub fn decompress(
+    codec: Compression,
+    input: &[u8],
+    max_output: usize,
+) -> Result<Bytes, DecodeError> {
     decompress_with(codec, input, max_output, false)
 }
 
@@ -186,18 +198,25 @@ pub(crate) fn decompress_with(
             }
             Ok(Bytes::copy_from_slice(input))
         }
-        Compression::Gzip => read_bounded(codec, flate2::read::MultiGzDecoder::new(input), max_output),
+        Compression::Gzip => {
+            read_bounded(codec, flate2::read::MultiGzDecoder::new(input), max_output)
+        }
         Compression::Snappy => decompress_snappy(input, max_output),
         Compression::Lz4 => {
             if legacy_lz4_checksum {
                 let fixed = fix_lz4_header_checksum(input);
-                read_bounded(codec, lz4_flex::frame::FrameDecoder::new(&fixed[..]), max_output)
+                read_bounded(
+                    codec,
+                    lz4_flex::frame::FrameDecoder::new(&fixed[..]),
+                    max_output,
+                )
             } else {
                 read_bounded(codec, lz4_flex::frame::FrameDecoder::new(input), max_output)
             }
         }
         Compression::Zstd => {
-            let mut dec = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| decomp_err(codec, e))?;
+            let mut dec = zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|e| decomp_err(codec, e))?;
             // The frame header names the window the decoder must allocate: refuse windows far
             // beyond what the output limit needs (but never below 16 MiB, which covers every
             // level a client uses by default).
@@ -236,7 +255,9 @@ fn decompress_snappy(input: &[u8], max: usize) -> Result<Bytes, DecodeError> {
     loop {
         // A xerial stream may be the concatenation of several streams, each with a header.
         if rest.starts_with(&XERIAL_MAGIC) {
-            rest = rest.get(XERIAL_HEADER_LEN..).ok_or_else(|| decomp_err(CODEC, "truncated xerial header"))?;
+            rest = rest
+                .get(XERIAL_HEADER_LEN..)
+                .ok_or_else(|| decomp_err(CODEC, "truncated xerial header"))?;
             continue;
         }
         let Some((len, body)) = rest.split_first_chunk::<4>() else {
@@ -245,7 +266,8 @@ fn decompress_snappy(input: &[u8], max: usize) -> Result<Bytes, DecodeError> {
             }
             return Err(decomp_err(CODEC, "truncated xerial block length"));
         };
-        let len = usize::try_from(i32::from_be_bytes(*len)).map_err(|_| decomp_err(CODEC, "negative xerial block length"))?;
+        let len = usize::try_from(i32::from_be_bytes(*len))
+            .map_err(|_| decomp_err(CODEC, "negative xerial block length"))?;
         let (block, after) = body
             .split_at_checked(len)
             .ok_or_else(|| decomp_err(CODEC, "xerial block longer than the input"))?;
@@ -305,10 +327,16 @@ fn xxh32_short(input: &[u8]) -> u32 {
     let mut words = input.chunks_exact(4);
     for w in words.by_ref() {
         let v = u32::from_le_bytes(w.try_into().unwrap_or([0; 4]));
-        h = h.wrapping_add(v.wrapping_mul(P3)).rotate_left(17).wrapping_mul(P4);
+        h = h
+            .wrapping_add(v.wrapping_mul(P3))
+            .rotate_left(17)
+            .wrapping_mul(P4);
     }
     for &b in words.remainder() {
-        h = h.wrapping_add(u32::from(b).wrapping_mul(P5)).rotate_left(11).wrapping_mul(P1);
+        h = h
+            .wrapping_add(u32::from(b).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
     }
     h ^= h >> 15;
     h = h.wrapping_mul(P2);
@@ -330,18 +358,26 @@ mod tests {
     ];
 
     fn sample() -> Vec<u8> {
-        (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect()
+        (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect()
     }
 
     #[test]
     fn ids_names_and_attributes() {
         for c in ALL {
             assert_eq!(Compression::from_id(c.id()).unwrap(), c);
-            assert_eq!(Compression::from_attributes(c.attribute_bits() | 0x38).unwrap(), c);
+            assert_eq!(
+                Compression::from_attributes(c.attribute_bits() | 0x38).unwrap(),
+                c
+            );
             assert_eq!(Compression::from_name(&c.name().to_uppercase()), Some(c));
         }
         for id in 5..8 {
-            assert_eq!(Compression::from_id(id), Err(DecodeError::UnknownCompression { codec: id }));
+            assert_eq!(
+                Compression::from_id(id),
+                Err(DecodeError::UnknownCompression { codec: id })
+            );
         }
         assert_eq!(Compression::from_name("brotli"), None);
     }
@@ -371,7 +407,10 @@ mod tests {
             }
             let err = decompress(c, &z, 64 * 1024).unwrap_err();
             assert!(
-                matches!(err, DecodeError::TooLarge { .. } | DecodeError::Decompression { .. }),
+                matches!(
+                    err,
+                    DecodeError::TooLarge { .. } | DecodeError::Decompression { .. }
+                ),
                 "{c}: {err:?}"
             );
         }
@@ -385,16 +424,25 @@ mod tests {
         assert_eq!(&xerial[8..16], &[0, 0, 0, 1, 0, 0, 0, 1]);
         // Several 32 KiB blocks.
         assert!(xerial.len() > 16 + 3 * 4);
-        assert_eq!(&decompress(Compression::Snappy, &xerial, data.len()).unwrap()[..], &data[..]);
+        assert_eq!(
+            &decompress(Compression::Snappy, &xerial, data.len()).unwrap()[..],
+            &data[..]
+        );
 
         let raw = snap::raw::Encoder::new().compress_vec(&data).unwrap();
-        assert_eq!(&decompress(Compression::Snappy, &raw, data.len()).unwrap()[..], &data[..]);
+        assert_eq!(
+            &decompress(Compression::Snappy, &raw, data.len()).unwrap()[..],
+            &data[..]
+        );
 
         let mut framed = Vec::new();
         let mut w = snap::write::FrameEncoder::new(&mut framed);
         w.write_all(&data).unwrap();
         drop(w);
-        assert_eq!(&decompress(Compression::Snappy, &framed, data.len()).unwrap()[..], &data[..]);
+        assert_eq!(
+            &decompress(Compression::Snappy, &framed, data.len()).unwrap()[..],
+            &data[..]
+        );
 
         // Two concatenated xerial streams read as one.
         let second = compress(Compression::Snappy, b"tail").unwrap();

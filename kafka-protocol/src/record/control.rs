@@ -200,10 +200,19 @@ mod tests {
             );
             let (k, marker) = parse_end_txn_marker(&batch).unwrap().unwrap();
             assert_eq!(k, kind);
-            assert_eq!(marker, EndTxnMarker { version: 0, coordinator_epoch: 17 });
+            assert_eq!(
+                marker,
+                EndTxnMarker {
+                    version: 0,
+                    coordinator_epoch: 17
+                }
+            );
         }
         assert!(end_txn_marker_batch(ControlRecordType::Unknown(2), 1, 1, 1, 1).is_err());
-        assert_eq!(ControlRecordType::from_code(5), ControlRecordType::Unknown(5));
+        assert_eq!(
+            ControlRecordType::from_code(5),
+            ControlRecordType::Unknown(5)
+        );
     }
 
     #[test]
@@ -221,8 +230,14 @@ mod tests {
         assert!(ControlRecord::parse(&rec(Some(&[0xff, 0xff, 0, 1]), None)).is_err());
         // A newer key version with extra bytes is still read.
         let r = rec(Some(&[0, 1, 0, 1, 9, 9]), Some(&[0, 0, 0, 0, 0]));
-        assert_eq!(ControlRecord::parse(&r).unwrap().kind, ControlRecordType::Commit);
-        assert!(matches!(EndTxnMarker::parse(&r), Err(DecodeError::Truncated { .. })));
+        assert_eq!(
+            ControlRecord::parse(&r).unwrap().kind,
+            ControlRecordType::Commit
+        );
+        assert!(matches!(
+            EndTxnMarker::parse(&r),
+            Err(DecodeError::Truncated { .. })
+        ));
         // A plain batch has no marker.
         let mut b = RecordBatchBuilder::new();
         b.append(1, None, Some(b"v"), &[]).unwrap();

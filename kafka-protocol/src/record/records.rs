@@ -38,7 +38,9 @@ pub struct Record {
 impl Record {
     /// The record's absolute offset in its partition.
     pub fn offset(&self, batch: &RecordBatch) -> i64 {
-        batch.base_offset().wrapping_add(i64::from(self.offset_delta))
+        batch
+            .base_offset()
+            .wrapping_add(i64::from(self.offset_delta))
     }
 
     /// The record's timestamp: the batch's max timestamp under log-append time, else the
@@ -285,17 +287,26 @@ mod tests {
         let good = encoded(&[("h", Some(b"v"))]);
         for cut in 0..good.len() {
             let b = good.slice(..cut);
-            assert!(Record::decode(&mut Reader::new(&b)).is_err(), "cut at {cut}");
+            assert!(
+                Record::decode(&mut Reader::new(&b)).is_err(),
+                "cut at {cut}"
+            );
         }
         // Negative length.
         let b = Bytes::from_static(&[3]);
-        assert!(matches!(Record::decode(&mut Reader::new(&b)), Err(DecodeError::Invalid { .. })));
+        assert!(matches!(
+            Record::decode(&mut Reader::new(&b)),
+            Err(DecodeError::Invalid { .. })
+        ));
         // Length longer than the fields.
         let mut v = good.to_vec();
         v[0] += 2;
         v.push(0);
         let b = Bytes::from(v);
-        assert!(matches!(Record::decode(&mut Reader::new(&b)), Err(DecodeError::Invalid { .. })));
+        assert!(matches!(
+            Record::decode(&mut Reader::new(&b)),
+            Err(DecodeError::Invalid { .. })
+        ));
         // Header key not UTF-8.
         let mut v = good.to_vec();
         let i = v.iter().position(|&c| c == b'h').unwrap();
@@ -303,29 +314,41 @@ mod tests {
         let b = Bytes::from(v);
         assert!(matches!(
             Record::decode(&mut Reader::new(&b)),
-            Err(DecodeError::Invalid { field: "RecordHeader.key", .. })
+            Err(DecodeError::Invalid {
+                field: "RecordHeader.key",
+                ..
+            })
         ));
         // Huge header count.
         let mut out = BytesMut::new();
-        put_varint(&mut out, 7);
+        put_varint(&mut out, 8);
         out.put_slice(&[0, 0, 0, 1, 1]);
         put_varint(&mut out, 1_000_000);
         let b = out.freeze();
-        assert!(matches!(Record::decode(&mut Reader::new(&b)), Err(DecodeError::TooLarge { .. })));
+        assert!(matches!(
+            Record::decode(&mut Reader::new(&b)),
+            Err(DecodeError::TooLarge { .. })
+        ));
     }
 
     #[test]
     fn records_iterator_checks_count_and_trailing_bytes() {
         let one = encoded(&[]);
         let two = Bytes::from([&one[..], &one[..]].concat());
-        assert_eq!(Records::new(two.clone(), 2).filter(Result::is_ok).count(), 2);
+        assert_eq!(
+            Records::new(two.clone(), 2).filter(Result::is_ok).count(),
+            2
+        );
         let mut it = Records::new(two.clone(), 1);
         assert!(it.next().unwrap().is_ok());
         assert!(it.next().unwrap().is_err());
         assert!(it.next().is_none());
         let mut it = Records::new(two, 3);
         assert!(it.by_ref().take(2).all(|r| r.is_ok()));
-        assert!(matches!(it.next(), Some(Err(DecodeError::Truncated { .. }))));
+        assert!(matches!(
+            it.next(),
+            Some(Err(DecodeError::Truncated { .. }))
+        ));
         assert!(it.next().is_none());
         assert_eq!(Records::empty().count(), 0);
     }
