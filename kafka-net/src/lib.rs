@@ -1,3 +1,19 @@
-//! Tokio transport for the Kafka protocol: framing, pipelined connections, the cluster client.
+//! Tokio transport for the Kafka protocol: framing, pipelined connections with correlation
+//! checking and timeouts, version negotiation.
 //!
-//! Not built yet: see the project README for what works today.
+//! Layers: [`codec`] (size-prefixed frames), [`conn_state`] (sans-IO connection state, driven
+//! by time passed in), [`connection`] (the tokio task and its handle), [`versions`]
+//! (ApiVersions negotiation).
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod conn_state;
+pub mod connection;
+pub mod error;
+pub mod versions;
+
+pub use codec::KafkaCodec;
+pub use conn_state::{ConnConfig, ConnState, Outcome};
+pub use connection::{Connection, ConnectionConfig};
+pub use error::NetError;
+pub use versions::ApiVersions;
