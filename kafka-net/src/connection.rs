@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -74,6 +75,17 @@ pub struct Connection {
     tx: mpsc::Sender<Command>,
     addr: Arc<str>,
     versions: Option<Arc<ApiVersions>>,
+    /// Requests sent through this connection and not finished (for least-loaded choices).
+    load: Arc<AtomicUsize>,
+}
+
+/// Decrements the load counter when a request finishes or its caller goes away.
+struct LoadGuard(Arc<AtomicUsize>);
+
+impl Drop for LoadGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Connection {
@@ -112,6 +124,7 @@ impl Connection {
             tx,
             addr: addr.into(),
             versions: None,
+            load: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -133,6 +146,11 @@ impl Connection {
         }
     }
 
+    /// Requests in flight or waiting for room on this connection.
+    pub fn load(&self) -> usize {
+        self.load.load(Ordering::Relaxed)
+    }
+
     /// Whether the connection task is gone (closed or failed).
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
@@ -141,6 +159,8 @@ impl Connection {
     /// Sends a request at `version` and waits for its outcome. Waits for room in the
     /// in-flight window first.
     pub async fn send(&self, body: RequestBody, version: i16) -> Outcome {
+        self.load.fetch_add(1, Ordering::Relaxed);
+        let _guard = LoadGuard(self.load.clone());
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Command {

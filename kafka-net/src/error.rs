@@ -60,6 +60,16 @@ pub enum NetError {
     /// The broker answered with a Kafka error code.
     #[error("{context}: {code}")]
     Kafka { code: ErrorCode, context: String },
+    /// Metadata for a topic did not become available within `max.block.ms`.
+    #[error("topic {topic} not available after {after:?}{}", .last.map(|c| format!(" (last error {c})")).unwrap_or_default())]
+    MetadataTimeout {
+        topic: String,
+        after: Duration,
+        last: Option<ErrorCode>,
+    },
+    /// No broker could be reached.
+    #[error("no broker reachable ({0})")]
+    NoBrokers(String),
     /// Bad configuration or arguments.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -6,14 +6,19 @@
 //! (ApiVersions negotiation).
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 pub mod codec;
 pub mod conn_state;
 pub mod connection;
 pub mod error;
+pub mod metadata;
+pub mod server;
 pub mod versions;
 
+pub use cluster::{Cluster, ClusterConfig, CoordinatorType};
 pub use codec::KafkaCodec;
 pub use conn_state::{ConnConfig, ConnState, Outcome};
 pub use connection::{Connection, ConnectionConfig};
 pub use error::NetError;
+pub use metadata::{BrokerInfo, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use versions::ApiVersions;
