@@ -1,0 +1,312 @@
+//! Broker configuration with Kafka's key names: defaults, a `server.properties`-style file and
+//! `key=value` overrides. Unknown keys warn; invalid values are errors naming the key.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::BrokerError;
+
+/// Timestamp type stamped into appended batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+/// Everything the broker reads from its configuration.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id` (also `broker.id`).
+    pub node_id: i32,
+    /// Where to listen (`listeners`, `host:port`, a `PLAINTEXT://` prefix is accepted).
+    pub listen: String,
+    /// What clients are told to connect to (`advertised.listeners`); defaults to `listen`.
+    pub advertised: Option<String>,
+    /// `log.dirs` (also `log.dir`): the data directory.
+    pub data_dir: PathBuf,
+    /// `cluster.id` (generated and stored in the data directory when not set).
+    pub cluster_id: Option<String>,
+    /// `num.partitions` for auto-created topics.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics: bool,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `log.segment.bytes`.
+    pub segment_bytes: u64,
+    /// `log.roll.ms` (`log.roll.hours`).
+    pub roll_ms: i64,
+    /// `log.retention.ms` (`log.retention.minutes`, `log.retention.hours`); -1 keeps forever.
+    pub retention_ms: i64,
+    /// `log.retention.bytes`; -1 for no limit.
+    pub retention_bytes: i64,
+    /// `log.retention.check.interval.ms`.
+    pub retention_check_interval_ms: u64,
+    /// `log.flush.interval.messages`; `None` leaves flushing to the OS.
+    pub flush_interval_messages: Option<u64>,
+    /// `log.flush.interval.ms`.
+    pub flush_interval_ms: Option<u64>,
+    /// `log.index.interval.bytes`.
+    pub index_interval_bytes: u32,
+    /// `message.max.bytes`: the largest record batch accepted.
+    pub message_max_bytes: usize,
+    /// `log.message.timestamp.type`.
+    pub message_timestamp_type: TimestampType,
+    /// `socket.request.max.bytes`: the largest request frame.
+    pub socket_request_max_bytes: usize,
+    /// `max.connections`.
+    pub max_connections: usize,
+    /// `queued.max.requests` per connection read-ahead (clients pipeline up to 5).
+    pub max_pipelined_requests: usize,
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_num_partitions: i32,
+    /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
+    pub fetch_max_wait_cap_ms: u64,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            node_id: 1,
+            listen: "127.0.0.1:9092".into(),
+            advertised: None,
+            data_dir: PathBuf::from("./data"),
+            cluster_id: None,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics: true,
+            delete_topic_enable: true,
+            segment_bytes: 1 << 30,
+            roll_ms: 7 * 24 * 3_600_000,
+            retention_ms: 7 * 24 * 3_600_000,
+            retention_bytes: -1,
+            retention_check_interval_ms: 300_000,
+            flush_interval_messages: None,
+            flush_interval_ms: None,
+            index_interval_bytes: 4096,
+            message_max_bytes: 1_048_588,
+            message_timestamp_type: TimestampType::CreateTime,
+            socket_request_max_bytes: 104_857_600,
+            max_connections: 10_000,
+            max_pipelined_requests: 16,
+            offsets_topic_num_partitions: 50,
+            fetch_max_wait_cap_ms: 30_000,
+        }
+    }
+}
+
+/// Result of applying one key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    Known,
+    /// A key this broker does not use (warned about, ignored).
+    Unknown,
+}
+
+fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, BrokerError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .trim()
+        .parse()
+        .map_err(|e| BrokerError::Config(format!("{key}={value}: {e}")))
+}
+
+fn positive<T: PartialOrd + Default + std::fmt::Display>(
+    key: &str,
+    v: T,
+) -> Result<T, BrokerError> {
+    if v > T::default() {
+        Ok(v)
+    } else {
+        Err(BrokerError::Config(format!(
+            "{key} must be positive, got {v}"
+        )))
+    }
+}
+
+/// Keys Kafka brokers know that this broker accepts and ignores without a warning (they have
+/// no effect on a single node or are about features not built yet).
+const IGNORED_KNOWN: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms",
+    "min.insync.replicas",
+    "zookeeper.connect",
+];
+
+impl BrokerConfig {
+    /// Applies one `key=value`.
+    pub fn apply(&mut self, key: &str, value: &str) -> Result<Applied, BrokerError> {
+        let key = key.trim();
+        let v = value.trim();
+        match key {
+            "node.id" | "broker.id" => self.node_id = parse(key, v)?,
+            "listeners" | "listen" => self.listen = strip_listener(v).to_owned(),
+            "advertised.listeners" | "advertised.listener" => {
+                self.advertised = Some(strip_listener(v).to_owned())
+            }
+            "log.dirs" | "log.dir" => {
+                let first = v.split(',').next().unwrap_or(v).trim();
+                if first.is_empty() {
+                    return Err(BrokerError::Config(format!("{key} is empty")));
+                }
+                self.data_dir = PathBuf::from(first);
+            }
+            "cluster.id" => self.cluster_id = Some(v.to_owned()),
+            "num.partitions" => self.num_partitions = positive(key, parse(key, v)?)?,
+            "default.replication.factor" => {
+                self.default_replication_factor = positive(key, parse(key, v)?)?
+            }
+            "auto.create.topics.enable" => self.auto_create_topics = parse(key, v)?,
+            "delete.topic.enable" => self.delete_topic_enable = parse(key, v)?,
+            "log.segment.bytes" => {
+                let n: u64 = positive(key, parse(key, v)?)?;
+                if n < 14 {
+                    return Err(BrokerError::Config(format!(
+                        "{key} must be at least 14, got {n}"
+                    )));
+                }
+                self.segment_bytes = n;
+            }
+            "log.roll.ms" => self.roll_ms = positive(key, parse(key, v)?)?,
+            "log.roll.hours" => self.roll_ms = positive::<i64>(key, parse(key, v)?)? * 3_600_000,
+            "log.retention.ms" => self.retention_ms = parse(key, v)?,
+            "log.retention.minutes" => {
+                self.retention_ms = parse::<i64>(key, v)?.saturating_mul(60_000)
+            }
+            "log.retention.hours" => {
+                self.retention_ms = parse::<i64>(key, v)?.saturating_mul(3_600_000)
+            }
+            "log.retention.bytes" => self.retention_bytes = parse(key, v)?,
+            "log.retention.check.interval.ms" => {
+                self.retention_check_interval_ms = positive(key, parse(key, v)?)?
+            }
+            "log.flush.interval.messages" => {
+                let n: u64 = positive(key, parse(key, v)?)?;
+                // Kafka's default is Long.MAX_VALUE: "never force".
+                self.flush_interval_messages = (n < i64::MAX as u64).then_some(n);
+            }
+            "log.flush.interval.ms" => {
+                let n: u64 = positive(key, parse(key, v)?)?;
+                self.flush_interval_ms = (n < i64::MAX as u64).then_some(n);
+            }
+            "log.index.interval.bytes" => {
+                self.index_interval_bytes = positive(key, parse(key, v)?)?
+            }
+            "message.max.bytes" => self.message_max_bytes = positive(key, parse(key, v)?)?,
+            "log.message.timestamp.type" => {
+                self.message_timestamp_type = match v {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => {
+                        return Err(BrokerError::Config(format!(
+                            "{key}={v}: expected CreateTime or LogAppendTime"
+                        )));
+                    }
+                }
+            }
+            "socket.request.max.bytes" => {
+                self.socket_request_max_bytes = positive(key, parse(key, v)?)?
+            }
+            "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
+            "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
+            "offsets.topic.num.partitions" => {
+                self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
+            }
+            _ if IGNORED_KNOWN.contains(&key) => {}
+            _ => return Ok(Applied::Unknown),
+        }
+        Ok(Applied::Known)
+    }
+
+    /// Applies a properties text (`key=value` lines, `#`/`!` comments). Returns unknown keys.
+    pub fn apply_properties(&mut self, text: &str) -> Result<Vec<String>, BrokerError> {
+        let mut unknown = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=').or_else(|| line.split_once(':')) else {
+                return Err(BrokerError::Config(format!(
+                    "line {}: expected key=value, got {line:?}",
+                    n + 1
+                )));
+            };
+            if self.apply(k, v)? == Applied::Unknown {
+                unknown.push(k.trim().to_owned());
+            }
+        }
+        Ok(unknown)
+    }
+
+    /// Reads a properties file.
+    pub fn apply_file(&mut self, path: &Path) -> Result<Vec<String>, BrokerError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BrokerError::Config(format!("reading {}: {e}", path.display())))?;
+        self.apply_properties(&text)
+    }
+
+    /// The `host:port` clients should use.
+    pub fn advertised_addr(&self) -> &str {
+        self.advertised.as_deref().unwrap_or(&self.listen)
+    }
+}
+
+fn strip_listener(v: &str) -> &str {
+    let first = v.split(',').next().unwrap_or(v).trim();
+    match first.split_once("://") {
+        Some((_, rest)) => rest,
+        None => first,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_with_kafka_keys() {
+        let mut c = BrokerConfig::default();
+        let unknown = c
+            .apply_properties(
+                "# comment\nnode.id=3\nlisteners=PLAINTEXT://127.0.0.1:19092\nlog.dirs=/tmp/a,/tmp/b\n\
+                 num.partitions = 6\nlog.retention.hours=1\nlog.flush.interval.messages=1\nfoo.bar=1\n\
+                 log.message.timestamp.type=LogAppendTime\n",
+            )
+            .unwrap();
+        assert_eq!(unknown, ["foo.bar"]);
+        assert_eq!(c.node_id, 3);
+        assert_eq!(c.listen, "127.0.0.1:19092");
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/a"));
+        assert_eq!(c.num_partitions, 6);
+        assert_eq!(c.retention_ms, 3_600_000);
+        assert_eq!(c.flush_interval_messages, Some(1));
+        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+    }
+
+    #[test]
+    fn invalid_values_name_the_key() {
+        let mut c = BrokerConfig::default();
+        let e = c.apply("num.partitions", "zero").unwrap_err().to_string();
+        assert!(e.contains("num.partitions=zero"), "{e}");
+        let e = c.apply("num.partitions", "0").unwrap_err().to_string();
+        assert!(e.contains("must be positive"), "{e}");
+        assert!(c.apply_properties("no equals sign").is_err());
+        assert!(c.apply("log.message.timestamp.type", "Sometimes").is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! ApiVersions: the table of what this broker implements.
+
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseBody};
+
+use super::SUPPORTED;
+
+fn table() -> Vec<ApiVersion> {
+    SUPPORTED
+        .iter()
+        .map(|(k, lo, hi)| ApiVersion {
+            api_key: *k as i16,
+            min_version: *lo,
+            max_version: *hi,
+            ..Default::default()
+        })
+        .collect()
+}
+
+pub(super) fn handle(_version: i16) -> ResponseBody {
+    ResponseBody::ApiVersions(ApiVersionsResponse {
+        api_keys: table(),
+        ..Default::default()
+    })
+}
+
+/// The answer to an ApiVersions version we do not know: a v0 body with UNSUPPORTED_VERSION and
+/// our ApiVersions range, so the client can retry with a version we support.
+pub(super) fn unsupported() -> ResponseBody {
+    ResponseBody::ApiVersions(ApiVersionsResponse {
+        error_code: ErrorCode::UNSUPPORTED_VERSION.code(),
+        api_keys: table()
+            .into_iter()
+            .filter(|k| k.api_key == ApiKey::ApiVersions as i16)
+            .collect(),
+        ..Default::default()
+    })
+}

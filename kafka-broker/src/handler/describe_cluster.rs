@@ -1,0 +1,23 @@
+//! DescribeCluster: this node is the whole cluster and its controller.
+
+use kafka_protocol::KStr;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse, ResponseBody};
+
+use crate::broker::Broker;
+
+pub(super) fn handle(broker: &Broker, _req: DescribeClusterRequest) -> ResponseBody {
+    let (host, port) = broker.advertised_host_port();
+    ResponseBody::DescribeCluster(DescribeClusterResponse {
+        cluster_id: KStr::from(broker.cluster_id.clone()),
+        controller_id: broker.config.node_id,
+        brokers: vec![DescribeClusterBroker {
+            broker_id: broker.config.node_id,
+            host: KStr::from(host),
+            port,
+            rack: None,
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}

@@ -1,0 +1,109 @@
+//! Metadata: this broker leads every partition; unknown topics are created when allowed.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, ResponseBody};
+use kafka_protocol::{KStr, Uuid};
+
+use crate::broker::Broker;
+use crate::topics::TopicMeta;
+
+pub(super) fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> ResponseBody {
+    let node = broker.config.node_id;
+    let (host, port) = broker.advertised_host_port();
+    // Before v4 a Metadata request always allowed auto-creation.
+    let auto_create =
+        broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+    let topics = match req.topics {
+        // v0: an empty list means all topics; v1+: null means all topics.
+        None => all(broker),
+        Some(t) if t.is_empty() && version == 0 => all(broker),
+        Some(list) => list
+            .into_iter()
+            .map(|t| match t.name {
+                Some(name) => lookup(broker, &name, auto_create),
+                None => match broker.topic_by_id(&t.topic_id) {
+                    Some(meta) => describe(broker, &meta),
+                    None => MetadataResponseTopic {
+                        error_code: ErrorCode::UNKNOWN_TOPIC_ID.code(),
+                        name: None,
+                        topic_id: t.topic_id,
+                        ..Default::default()
+                    },
+                },
+            })
+            .collect(),
+    };
+    ResponseBody::Metadata(MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id: node,
+            host: KStr::from(host),
+            port,
+            rack: None,
+            ..Default::default()
+        }],
+        cluster_id: Some(KStr::from(broker.cluster_id.clone())),
+        controller_id: node,
+        topics,
+        ..Default::default()
+    })
+}
+
+fn all(broker: &Broker) -> Vec<MetadataResponseTopic> {
+    broker
+        .all_topics()
+        .iter()
+        .map(|t| describe(broker, t))
+        .collect()
+}
+
+fn lookup(broker: &Broker, name: &KStr, auto_create: bool) -> MetadataResponseTopic {
+    if let Some(meta) = broker.topic(name) {
+        return describe(broker, &meta);
+    }
+    let unknown = |code: ErrorCode| MetadataResponseTopic {
+        error_code: code.code(),
+        name: Some(name.clone()),
+        topic_id: Uuid::ZERO,
+        ..Default::default()
+    };
+    if !auto_create {
+        return unknown(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    match broker.create_topic(name, broker.config.num_partitions, BTreeMap::new(), false) {
+        Ok(meta) => describe(broker, &meta),
+        // Created by a concurrent request meanwhile.
+        Err(_) if broker.topic(name).is_some() => broker
+            .topic(name)
+            .map(|m| describe(broker, &m))
+            .unwrap_or_else(|| unknown(ErrorCode::LEADER_NOT_AVAILABLE)),
+        Err(e) => unknown(e.error_code()),
+    }
+}
+
+fn describe(broker: &Broker, meta: &TopicMeta) -> MetadataResponseTopic {
+    let node = broker.config.node_id;
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(KStr::from(meta.name.clone())),
+        topic_id: meta.id,
+        is_internal: meta.is_internal(),
+        partitions: (0..meta.partitions)
+            .map(|p| MetadataResponsePartition {
+                error_code: 0,
+                partition_index: p,
+                leader_id: node,
+                leader_epoch: broker.leader_epoch(&meta.name, p),
+                replica_nodes: vec![node],
+                isr_nodes: vec![node],
+                offline_replicas: Vec::new(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

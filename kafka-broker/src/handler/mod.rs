@@ -1,0 +1,107 @@
+//! Request dispatch: one module per api. Every handler takes the decoded body and version and
+//! returns the response body; this module encodes it, answers what cannot be decoded, and
+//! decides when a connection must close.
+
+mod api_versions;
+mod configs;
+mod describe_cluster;
+mod metadata;
+mod topics;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_net::server::{IncomingRequest, response_chunks};
+use kafka_protocol::DecodeError;
+use kafka_protocol::messages::{ApiKey, RequestBody, ResponseBody};
+
+use crate::broker::Broker;
+
+/// What to do after a request.
+#[derive(Debug)]
+pub enum Reply {
+    /// Write these bytes (a whole response frame, size prefix included).
+    Chunks(Vec<Bytes>),
+    /// No response (a produce with acks=0).
+    Nothing,
+    /// Close the connection (what Kafka does for requests it cannot parse).
+    Close(String),
+}
+
+/// The apis and versions this broker implements, advertised in ApiVersions. Only what is
+/// implemented for real is listed: clients derive features from this table.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+/// The supported range of `key`.
+pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, lo, hi)| (*lo, *hi))
+}
+
+/// Handles one request.
+pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
+    let prefix = incoming.prefix;
+    let req = match incoming.request {
+        Ok(r) => r,
+        Err(e) => {
+            // ApiVersions must be answerable whatever its version (KIP-511).
+            if prefix.api_key == ApiKey::ApiVersions as i16
+                && matches!(e, DecodeError::UnsupportedVersion { .. })
+            {
+                return encode(prefix.correlation_id, &api_versions::unsupported(), 0);
+            }
+            return Reply::Close(format!("undecodable request: {e}"));
+        }
+    };
+    let key = req.api_key();
+    let version = req.version();
+    let correlation_id = req.header.correlation_id;
+    match supported(key) {
+        Some((lo, hi)) if (lo..=hi).contains(&version) => {}
+        _ if key == ApiKey::ApiVersions => {
+            return encode(correlation_id, &api_versions::unsupported(), 0);
+        }
+        _ => return Reply::Close(format!("{key:?} v{version} is not supported")),
+    }
+    let body = match req.body {
+        RequestBody::ApiVersions(_) => api_versions::handle(version),
+        RequestBody::Metadata(r) => metadata::handle(broker, r, version),
+        RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),
+        RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),
+        RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
+        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, r),
+        RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
+        RequestBody::AlterConfigs(r) => configs::alter(broker, r),
+        RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
+        other => return Reply::Close(format!("{:?} is not implemented", other.api_key())),
+    };
+    encode(correlation_id, &body, version)
+}
+
+fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
+    match response_chunks(correlation_id, body, version) {
+        Ok(chunks) => Reply::Chunks(chunks),
+        Err(e) => {
+            // A response we built but cannot encode is a bug here, not the client's fault.
+            tracing::error!(error = %e, api = ?body.api_key(), version, "cannot encode response");
+            Reply::Close(format!("cannot encode response: {e}"))
+        }
+    }
+}
+
+/// An optional error message: `None` for success.
+pub(crate) fn message(e: &crate::error::BrokerError) -> Option<kafka_protocol::KStr> {
+    Some(kafka_protocol::KStr::from(e.to_string()))
+}

@@ -1,0 +1,209 @@
+//! CreateTopics, DeleteTopics, CreatePartitions.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, ResponseBody,
+};
+
+use super::configs::topic_entries;
+use super::message;
+use crate::broker::Broker;
+use crate::error::BrokerError;
+
+pub(super) fn create_topics(
+    broker: &Broker,
+    req: CreateTopicsRequest,
+    version: i16,
+) -> ResponseBody {
+    let node = broker.config.node_id;
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let outcome = (|| {
+                let partitions = if t.num_partitions == -1 && t.assignments.is_empty() {
+                    broker.config.num_partitions
+                } else if !t.assignments.is_empty() {
+                    if t.num_partitions != -1 || t.replication_factor != -1 {
+                        return Err(BrokerError::kafka(
+                            ErrorCode::INVALID_REQUEST,
+                            "give either assignments or a partition count and replication factor",
+                        ));
+                    }
+                    for a in &t.assignments {
+                        if a.broker_ids != [node] {
+                            return Err(BrokerError::kafka(
+                                ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                                format!(
+                                    "partition {} assigned to {:?}; the only broker is {node}",
+                                    a.partition_index, a.broker_ids
+                                ),
+                            ));
+                        }
+                    }
+                    t.assignments.len() as i32
+                } else {
+                    t.num_partitions
+                };
+                let rf = if t.replication_factor == -1 {
+                    broker.config.default_replication_factor
+                } else {
+                    t.replication_factor
+                };
+                if rf != 1 && t.assignments.is_empty() {
+                    return Err(BrokerError::kafka(
+                        ErrorCode::INVALID_REPLICATION_FACTOR,
+                        format!("replication factor {rf} is larger than the number of brokers (1)"),
+                    ));
+                }
+                let mut configs = BTreeMap::new();
+                for c in &t.configs {
+                    if let Some(v) = &c.value {
+                        configs.insert(c.name.to_string(), v.to_string());
+                    }
+                }
+                broker.create_topic(&t.name, partitions, configs, req.validate_only)
+            })();
+            match outcome {
+                Ok(meta) => CreatableTopicResult {
+                    name: t.name,
+                    topic_id: meta.id,
+                    num_partitions: meta.partitions,
+                    replication_factor: 1,
+                    configs: (version >= 5).then(|| {
+                        topic_entries(broker, &meta)
+                            .into_iter()
+                            .map(|e| CreatableTopicConfigs {
+                                name: KStr::from(e.name),
+                                value: Some(KStr::from(e.value)),
+                                read_only: false,
+                                config_source: e.source,
+                                is_sensitive: false,
+                                ..Default::default()
+                            })
+                            .collect()
+                    }),
+                    ..Default::default()
+                },
+                Err(e) => CreatableTopicResult {
+                    name: t.name,
+                    error_code: e.error_code().code(),
+                    error_message: message(&e),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    ResponseBody::CreateTopics(CreateTopicsResponse {
+        topics,
+        ..Default::default()
+    })
+}
+
+pub(super) fn delete_topics(
+    broker: &Broker,
+    req: DeleteTopicsRequest,
+    version: i16,
+) -> ResponseBody {
+    let targets: Vec<(Option<KStr>, kafka_protocol::Uuid)> = if version >= 6 {
+        req.topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        req.topic_names
+            .into_iter()
+            .map(|n| (Some(n), kafka_protocol::Uuid::ZERO))
+            .collect()
+    };
+    let responses = targets
+        .into_iter()
+        .map(|(name, id)| {
+            let name = name
+                .map(|n| n.to_string())
+                .or_else(|| broker.topic_by_id(&id).map(|t| t.name));
+            let result = match &name {
+                Some(n) => broker.delete_topic(n),
+                None => Err(BrokerError::kafka(
+                    ErrorCode::UNKNOWN_TOPIC_ID,
+                    "no topic with this id",
+                )),
+            };
+            match result {
+                Ok(meta) => DeletableTopicResult {
+                    name: Some(KStr::from(meta.name)),
+                    topic_id: if version >= 6 {
+                        meta.id
+                    } else {
+                        kafka_protocol::Uuid::ZERO
+                    },
+                    ..Default::default()
+                },
+                Err(e) => DeletableTopicResult {
+                    name: name.map(KStr::from),
+                    topic_id: if version >= 6 {
+                        id
+                    } else {
+                        kafka_protocol::Uuid::ZERO
+                    },
+                    error_code: e.error_code().code(),
+                    error_message: message(&e),
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    ResponseBody::DeleteTopics(DeleteTopicsResponse {
+        responses,
+        ..Default::default()
+    })
+}
+
+pub(super) fn create_partitions(broker: &Broker, req: CreatePartitionsRequest) -> ResponseBody {
+    let node = broker.config.node_id;
+    let results = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let bad_assignment = t
+                .assignments
+                .as_ref()
+                .is_some_and(|a| a.iter().any(|x| x.broker_ids != [node]));
+            let r = if bad_assignment {
+                Err(BrokerError::kafka(
+                    ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                    format!("the only broker is {node}"),
+                ))
+            } else {
+                broker.add_partitions(&t.name, t.count, req.validate_only)
+            };
+            match r {
+                Ok(()) => CreatePartitionsTopicResult {
+                    name: t.name,
+                    ..Default::default()
+                },
+                Err(e) => CreatePartitionsTopicResult {
+                    name: t.name,
+                    error_code: e.error_code().code(),
+                    error_message: message(&e),
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    ResponseBody::CreatePartitions(CreatePartitionsResponse {
+        results,
+        ..Default::default()
+    })
+}

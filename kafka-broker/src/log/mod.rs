@@ -1,0 +1,1 @@
+//! Storage: log manager, partition logs, segments, indexes, recovery.
