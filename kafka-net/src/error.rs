@@ -28,7 +28,7 @@ pub enum NetError {
         source: DecodeError,
     },
     /// A request could not be encoded.
-    #[error("encoding request: {0}")]
+    #[error("encoding: {0}")]
     Encode(#[from] EncodeError),
     /// A response carried another correlation id than the oldest request in flight.
     #[error(
@@ -67,6 +67,9 @@ pub enum NetError {
         after: Duration,
         last: Option<ErrorCode>,
     },
+    /// The broker's answer does not fit the request (another api, a result left out).
+    #[error("unexpected response: {0}")]
+    BadResponse(String),
     /// No broker could be reached.
     #[error("no broker reachable ({0})")]
     NoBrokers(String),

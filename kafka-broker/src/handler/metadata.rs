@@ -30,7 +30,8 @@ pub(super) fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Res
                     Some(meta) => describe(broker, &meta),
                     None => MetadataResponseTopic {
                         error_code: ErrorCode::UNKNOWN_TOPIC_ID.code(),
-                        name: None,
+                        // The name becomes nullable in v12 responses only.
+                        name: (version < 12).then(|| KStr::from_static("")),
                         topic_id: t.topic_id,
                         ..Default::default()
                     },
