@@ -16,6 +16,7 @@ pub mod config;
 pub mod error;
 pub mod handler;
 pub mod log;
+pub mod producer_state;
 pub mod server;
 pub mod topics;
 
