@@ -1,13 +1,17 @@
 //! The broker's shared state: configuration, cluster id, topics, partition logs.
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
+use crate::partition::Partition;
+use crate::producer_state::ProducerStates;
 use crate::topics::{self, TopicMeta, TopicRegistry};
 
 /// Shared by every connection.
@@ -16,6 +20,19 @@ pub struct Broker {
     pub config: BrokerConfig,
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
+    partitions: RwLock<HashMap<(String, i32), Arc<Partition>>>,
+    logs: LogManager,
+    /// Bumped on every append; fetches waiting for data watch it.
+    appends: tokio::sync::watch::Sender<u64>,
+    next_producer_id: AtomicI64,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -32,11 +49,122 @@ impl Broker {
         })?;
         let cluster_id = load_cluster_id(&config)?;
         let topics = TopicRegistry::load(&config.data_dir)?;
-        Ok(Self {
+        let (appends, _) = tokio::sync::watch::channel(0);
+        let next_producer_id = load_producer_id_block(&config)?;
+        let logs = {
+            let topic_configs: HashMap<String, BTreeMap<String, String>> =
+                topics.all().map(|t| (t.name.clone(), t.configs.clone())).collect();
+            let cfg = config.clone();
+            LogManager::open(vec![config.data_dir.clone()], move |tp: &TopicPartition| {
+                log_config(&cfg, topic_configs.get(&tp.topic))
+            })
+            .map_err(|e| BrokerError::Storage(e.to_string()))?
+        };
+        if logs.recovered_at_start() {
+            tracing::warn!("the last shutdown was not clean: logs were recovered");
+        }
+        let broker = Self {
             config,
             cluster_id,
             topics: Mutex::new(topics),
-        })
+            partitions: RwLock::new(HashMap::new()),
+            logs,
+            appends,
+            next_producer_id: AtomicI64::new(next_producer_id),
+        };
+        for t in broker.all_topics() {
+            broker.host_partitions(&t.name, 0, t.partitions, &t.configs)?;
+        }
+        // Logs of topics that no longer exist (a crash during a delete) go away.
+        for tp in broker.logs.partitions() {
+            if broker.topic(&tp.topic).is_none_or(|t| tp.partition >= t.partitions) {
+                tracing::warn!(partition = %tp, "removing the log of a partition that does not exist");
+                let _ = broker.logs.delete(&tp.topic, tp.partition);
+            }
+        }
+        Ok(broker)
+    }
+
+    /// Opens (creating if needed) the logs of partitions `from..to` of a topic.
+    fn host_partitions(
+        &self,
+        topic: &str,
+        from: i32,
+        to: i32,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), BrokerError> {
+        for p in from..to {
+            let log = self
+                .logs
+                .get_or_create(topic, p, log_config(&self.config, Some(configs)))
+                .map_err(|e| BrokerError::Storage(e.to_string()))?;
+            let producers = load_producer_state(&log);
+            let partition = Arc::new(Partition::new(topic, p, log, producers));
+            self.partitions
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert((topic.to_owned(), p), partition);
+        }
+        Ok(())
+    }
+
+    /// Applies retention and due flushes (called on the broker's timer).
+    pub fn maintain(&self) {
+        let now = now_ms();
+        let deleted = self.logs.apply_retention(now);
+        if deleted > 0 {
+            tracing::info!(segments = deleted, "retention deleted segments");
+        }
+        self.logs.flush_due(now);
+    }
+
+    /// Every hosted partition.
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// A partition hosted here.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&(topic.to_owned(), index))
+            .cloned()
+    }
+
+    /// `max.message.bytes` of a topic.
+    pub fn max_message_bytes(&self, topic: &str) -> usize {
+        self.topic(topic)
+            .and_then(|t| t.configs.get("max.message.bytes").and_then(|v| v.parse().ok()))
+            .unwrap_or(self.config.message_max_bytes)
+    }
+
+    /// Wakes fetches waiting for data.
+    pub fn data_appended(&self) {
+        self.appends.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes after every append.
+    pub fn subscribe_appends(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.appends.subscribe()
+    }
+
+    /// A new producer id. Ids are handed out from blocks reserved in `producer.ids` so that a
+    /// restarted broker never reuses one.
+    pub fn next_producer_id(&self) -> Result<i64, BrokerError> {
+        let id = self.next_producer_id.fetch_add(1, Ordering::SeqCst);
+        if id % PRODUCER_ID_BLOCK == 0 {
+            std::fs::write(
+                self.config.data_dir.join("producer.ids"),
+                format!("{}\n", id + PRODUCER_ID_BLOCK),
+            )?;
+        }
+        Ok(id)
     }
 
     /// A copy of a topic's metadata.
@@ -88,6 +216,8 @@ impl Broker {
             });
         }
         let meta = reg.create(name, partitions, configs, topics::random_uuid())?;
+        drop(reg);
+        self.host_partitions(name, 0, partitions, &meta.configs)?;
         tracing::info!(topic = name, partitions, "created topic");
         Ok(meta)
     }
@@ -101,6 +231,15 @@ impl Broker {
             ));
         }
         let meta = lock(&self.topics).delete(name)?;
+        for p in 0..meta.partitions {
+            self.partitions
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&(name.to_owned(), p));
+            if let Err(e) = self.logs.delete(name, p) {
+                tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
+            }
+        }
         tracing::info!(topic = name, "deleted topic");
         Ok(meta)
     }
@@ -132,6 +271,9 @@ impl Broker {
         }
         if !validate_only {
             reg.set_partitions(name, total)?;
+            let configs = reg.get(name).map(|t| t.configs.clone()).unwrap_or_default();
+            drop(reg);
+            self.host_partitions(name, current, total, &configs)?;
         }
         Ok(())
     }
@@ -174,9 +316,99 @@ impl Broker {
 
     /// Flushes and closes everything; marks the shutdown as clean.
     pub fn close(&self) -> Result<(), BrokerError> {
+        for part in self.partitions() {
+            if let Ok(Some(log)) = self.logs.get(&part.topic, part.index) {
+                let dir = lock_log(&log).dir().to_path_buf();
+                if let Err(e) = std::fs::write(dir.join(PRODUCER_SNAPSHOT), part.producer_snapshot()) {
+                    tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
+                }
+            }
+        }
+        self.logs
+            .close()
+            .map_err(|e| BrokerError::Storage(e.to_string()))?;
         tracing::info!("broker closed cleanly");
         Ok(())
     }
+}
+
+const PRODUCER_ID_BLOCK: i64 = 1000;
+/// Idempotent-producer state written at clean shutdown, read (and removed) at start.
+const PRODUCER_SNAPSHOT: &str = "producer-state.snapshot";
+
+/// A partition's log configuration: the broker's defaults, then the topic's overrides.
+pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) -> LogConfig {
+    let mut c = LogConfig {
+        segment_bytes: cfg.segment_bytes.clamp(crate::log::MIN_SEGMENT_BYTES, crate::log::MAX_SEGMENT_BYTES),
+        segment_ms: cfg.roll_ms,
+        index_interval_bytes: u64::from(cfg.index_interval_bytes),
+        retention_ms: cfg.retention_ms,
+        retention_bytes: cfg.retention_bytes,
+        flush_interval_messages: cfg.flush_interval_messages,
+        flush_interval_ms: cfg.flush_interval_ms.map(|v| v as i64),
+        message_timestamp_type: match cfg.message_timestamp_type {
+            crate::config::TimestampType::CreateTime => crate::log::TimestampType::CreateTime,
+            crate::config::TimestampType::LogAppendTime => crate::log::TimestampType::LogAppendTime,
+        },
+    };
+    for (k, v) in topic.into_iter().flatten() {
+        if let Err(e) = c.set(k, v) {
+            tracing::warn!(key = %k, value = %v, error = %e, "ignoring an invalid topic config");
+        }
+    }
+    c
+}
+
+/// The producer state of a log: the clean-shutdown snapshot if there is one (then removed, so
+/// that a later crash cannot reuse it), else rebuilt from the batch headers of the log.
+fn load_producer_state(log: &crate::log::SharedLog) -> ProducerStates {
+    let l = lock_log(log);
+    let path = l.dir().join(PRODUCER_SNAPSHOT);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let _ = std::fs::remove_file(&path);
+        if let Some(s) = ProducerStates::from_snapshot(&text) {
+            return s;
+        }
+    }
+    let mut states = ProducerStates::default();
+    let mut offset = l.log_start_offset();
+    let end = l.log_end_offset();
+    while offset < end {
+        let Ok(info) = l.read(offset, 1 << 20, end) else { break };
+        let Ok(bytes) = info.read_bytes() else { break };
+        if info.next_offset <= offset {
+            break;
+        }
+        for batch in kafka_protocol::record::RecordBatches::new(bytes).flatten() {
+            if batch.producer_id() >= 0 && !batch.is_control() {
+                states.record(
+                    batch.producer_id(),
+                    batch.producer_epoch(),
+                    crate::producer_state::BatchMeta {
+                        first_seq: batch.base_sequence(),
+                        last_seq: batch.last_sequence(),
+                        first_offset: batch.base_offset(),
+                        last_offset: batch.last_offset(),
+                        timestamp: batch.max_timestamp(),
+                    },
+                );
+            }
+        }
+        offset = info.next_offset;
+    }
+    states
+}
+
+/// The first producer id of a new block: the stored next block start (or 0), so ids never repeat
+/// across restarts.
+fn load_producer_id_block(config: &BrokerConfig) -> Result<i64, BrokerError> {
+    let path = config.data_dir.join("producer.ids");
+    let start = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    std::fs::write(&path, format!("{}\n", start + PRODUCER_ID_BLOCK))?;
+    Ok(start)
 }
 
 /// The cluster id: from the config, else from `<data>/meta.properties`, else a new one stored

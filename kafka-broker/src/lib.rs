@@ -14,8 +14,10 @@
 pub mod broker;
 pub mod config;
 pub mod error;
+pub mod group;
 pub mod handler;
 pub mod log;
+pub mod partition;
 pub mod producer_state;
 pub mod server;
 pub mod topics;
@@ -45,5 +47,27 @@ pub async fn run(
         "kafka-broker listening on {local}, data in {}",
         broker.config.data_dir.display()
     );
-    server::serve(listener, broker, shutdown).await
+    let maintenance = {
+        let b = broker.clone();
+        let every = std::time::Duration::from_millis(
+            b.config
+                .retention_check_interval_ms
+                .min(b.config.flush_interval_ms.unwrap_or(u64::MAX))
+                .max(10),
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let b = b.clone();
+                // File work runs off the async threads.
+                let _ = tokio::task::spawn_blocking(move || b.maintain()).await;
+            }
+        })
+    };
+    let result = server::serve(listener, broker, shutdown).await;
+    maintenance.abort();
+    result
 }

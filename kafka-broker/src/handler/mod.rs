@@ -4,8 +4,14 @@
 
 mod api_versions;
 mod configs;
+mod delete_records;
 mod describe_cluster;
+mod fetch;
+mod init_producer_id;
+mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
+mod produce;
 mod topics;
 
 use std::sync::Arc;
@@ -31,10 +37,18 @@ pub enum Reply {
 /// The apis and versions this broker implements, advertised in ApiVersions. Only what is
 /// implemented for real is listed: clients derive features from this table.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    // Produce min 0: librdkafka only enables compression when the minimum is 0 (only magic-2
+    // batches are accepted whatever the version).
+    (ApiKey::Produce, 0, 11),
+    (ApiKey::Fetch, 0, 17),
+    (ApiKey::ListOffsets, 0, 9),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::OffsetForLeaderEpoch, 0, 4),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
@@ -76,6 +90,15 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
         _ => return Reply::Close(format!("{key:?} v{version} is not supported")),
     }
     let body = match req.body {
+        RequestBody::Produce(r) => match produce::handle(broker, r, version).await {
+            Some(b) => b,
+            None => return Reply::Nothing,
+        },
+        RequestBody::Fetch(r) => fetch::handle(broker, r, version).await,
+        RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),
+        RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
+        RequestBody::InitProducerId(r) => init_producer_id::handle(broker, r),
+        RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
         RequestBody::ApiVersions(_) => api_versions::handle(version),
         RequestBody::Metadata(r) => metadata::handle(broker, r, version),
         RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),

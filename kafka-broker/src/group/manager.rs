@@ -1,0 +1,322 @@
+//! Every group of this coordinator: request routing and the checks Kafka makes before a
+//! group sees a request, DescribeGroups/ListGroups/DeleteGroups, timers, and rebuilding the
+//! state from `__consumer_offsets` records.
+
+use std::collections::{BTreeMap, btree_map::Entry};
+
+use kafka_protocol::error_code::ErrorCode;
+
+use super::config::GroupConfig;
+use super::offsets::{MemoryOffsetStore, OffsetStore};
+use super::records::{OffsetsRecord, RecordKey, RecordValue};
+use super::state::{Cx, Effects, Group, GroupState};
+use super::types::{
+    CLASSIC_GROUP_TYPE, DescribedMember, GroupDescription, GroupListing, HeartbeatRequest,
+    JoinRequest, JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest,
+    SyncResponse,
+};
+use super::MemberIdGen;
+
+/// The pure group coordinator: every group and every committed offset, driven by requests
+/// and `now`.
+///
+/// JoinGroup and SyncGroup answers come out of [`GroupManager::poll_output`] (right away or
+/// later); everything else answers directly. After any call, drain `poll_output` and
+/// [`GroupManager::take_records`], and call [`GroupManager::handle_timeout`] once
+/// [`GroupManager::poll_timeout`] is due.
+#[derive(Debug)]
+pub struct GroupManager {
+    pub(super) config: GroupConfig,
+    pub(super) groups: BTreeMap<String, Group>,
+    pub(super) offsets: Box<dyn OffsetStore>,
+    pub(super) ids: MemberIdGen,
+    pub(super) fx: Effects,
+}
+
+impl GroupManager {
+    /// A coordinator with in-memory offsets; `ids` makes the member ids.
+    pub fn new(config: GroupConfig, ids: MemberIdGen) -> Self {
+        Self::with_store(config, ids, Box::new(MemoryOffsetStore::default()))
+    }
+
+    /// A coordinator keeping offsets in `offsets`.
+    pub fn with_store(config: GroupConfig, ids: MemberIdGen, offsets: Box<dyn OffsetStore>) -> Self {
+        Self {
+            config,
+            groups: BTreeMap::new(),
+            offsets,
+            ids,
+            fx: Effects::default(),
+        }
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// A group, if it exists.
+    pub fn group(&self, id: &str) -> Option<&Group> {
+        self.groups.get(id)
+    }
+
+    /// Every group, by id.
+    pub fn groups(&self) -> impl Iterator<Item = &Group> {
+        self.groups.values()
+    }
+
+    /// The offset store.
+    pub fn offsets(&self) -> &dyn OffsetStore {
+        self.offsets.as_ref()
+    }
+
+    /// The next answer released (for JoinGroup and SyncGroup).
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.fx.outputs.pop_front()
+    }
+
+    /// The records Kafka would append to `__consumer_offsets` for what happened since the
+    /// last call, in order.
+    #[must_use]
+    pub fn take_records(&mut self) -> Vec<OffsetsRecord> {
+        std::mem::take(&mut self.fx.records)
+    }
+
+    /// When [`GroupManager::handle_timeout`] should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<i64> {
+        self.groups.values().filter_map(Group::next_deadline).min()
+    }
+
+    /// Fires the timers due at `now`: lapsed member ids, expired sessions (a rebalance),
+    /// rebalance and sync timeouts.
+    pub fn handle_timeout(&mut self, now: i64) {
+        let mut cx = Cx {
+            now,
+            config: &self.config,
+            ids: &mut self.ids,
+            fx: &mut self.fx,
+        };
+        for group in self.groups.values_mut() {
+            if group.next_deadline().is_some_and(|d| d <= now) {
+                group.handle_timeout(&mut cx);
+            }
+        }
+    }
+
+    /// JoinGroup; the answer comes out of [`GroupManager::poll_output`] under `request`.
+    pub fn join(&mut self, request: RequestId, req: JoinRequest, now: i64) {
+        let mut cx = Cx {
+            now,
+            config: &self.config,
+            ids: &mut self.ids,
+            fx: &mut self.fx,
+        };
+        if req.group_id.is_empty() {
+            cx.reply_join(request, JoinResponse::error(req.member_id, ErrorCode::INVALID_GROUP_ID));
+            return;
+        }
+        if req.session_timeout_ms < cx.config.min_session_timeout_ms
+            || req.session_timeout_ms > cx.config.max_session_timeout_ms
+        {
+            let e = ErrorCode::INVALID_SESSION_TIMEOUT;
+            cx.reply_join(request, JoinResponse::error(req.member_id, e));
+            return;
+        }
+        let group_id = req.group_id.clone();
+        let (group, created) = match self.groups.entry(group_id.clone()) {
+            Entry::Occupied(e) => (e.into_mut(), false),
+            // Only a member without an id creates a group.
+            Entry::Vacant(_) if !req.member_id.is_empty() => {
+                let e = ErrorCode::UNKNOWN_MEMBER_ID;
+                cx.reply_join(request, JoinResponse::error(req.member_id, e));
+                return;
+            }
+            Entry::Vacant(e) => (e.insert(Group::new(group_id.clone(), now)), true),
+        };
+        group.join(request, req, &mut cx);
+        if created && group.is_vacant() {
+            // Refused: do not keep an empty shell around.
+            self.groups.remove(&group_id);
+        }
+    }
+
+    /// SyncGroup; the answer comes out of [`GroupManager::poll_output`] under `request`.
+    pub fn sync(&mut self, request: RequestId, req: SyncRequest, now: i64) {
+        let mut cx = Cx {
+            now,
+            config: &self.config,
+            ids: &mut self.ids,
+            fx: &mut self.fx,
+        };
+        if req.group_id.is_empty() {
+            cx.reply_sync(request, SyncResponse::error(ErrorCode::INVALID_GROUP_ID));
+            return;
+        }
+        match self.groups.get_mut(&req.group_id) {
+            Some(group) => group.sync(request, req, &mut cx),
+            None => cx.reply_sync(request, SyncResponse::error(ErrorCode::UNKNOWN_MEMBER_ID)),
+        }
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(&mut self, req: &HeartbeatRequest, now: i64) -> ErrorCode {
+        if req.group_id.is_empty() {
+            return ErrorCode::INVALID_GROUP_ID;
+        }
+        let mut cx = Cx {
+            now,
+            config: &self.config,
+            ids: &mut self.ids,
+            fx: &mut self.fx,
+        };
+        match self.groups.get_mut(&req.group_id) {
+            Some(group) => group.heartbeat(req, &mut cx),
+            None => ErrorCode::UNKNOWN_MEMBER_ID,
+        }
+    }
+
+    /// LeaveGroup.
+    pub fn leave(&mut self, group_id: &str, members: &[LeavingMember], now: i64) -> LeaveResponse {
+        if group_id.is_empty() {
+            return LeaveResponse {
+                error: ErrorCode::INVALID_GROUP_ID,
+                members: Vec::new(),
+            };
+        }
+        let mut cx = Cx {
+            now,
+            config: &self.config,
+            ids: &mut self.ids,
+            fx: &mut self.fx,
+        };
+        match self.groups.get_mut(group_id) {
+            Some(group) => group.leave(members, &mut cx),
+            None => LeaveResponse {
+                error: ErrorCode::NONE,
+                members: members
+                    .iter()
+                    .map(|m| (m.clone(), ErrorCode::UNKNOWN_MEMBER_ID))
+                    .collect(),
+            },
+        }
+    }
+
+    /// DescribeGroups for one group (an unknown group is reported Dead, as Kafka does).
+    pub fn describe(&self, group_id: &str) -> GroupDescription {
+        let Some(group) = self.groups.get(group_id) else {
+            return GroupDescription {
+                group_id: group_id.to_owned(),
+                state: GroupState::Dead,
+                protocol_type: String::new(),
+                protocol_data: String::new(),
+                members: Vec::new(),
+            };
+        };
+        let stable = group.state == GroupState::Stable;
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        GroupDescription {
+            group_id: group_id.to_owned(),
+            state: group.state,
+            protocol_type: group.protocol_type.clone().unwrap_or_default(),
+            protocol_data: if stable { protocol.clone() } else { String::new() },
+            members: group
+                .members
+                .iter()
+                .map(|m| DescribedMember {
+                    member_id: m.id.clone(),
+                    group_instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: if stable { m.metadata(&protocol) } else { Default::default() },
+                    assignment: if stable { m.assignment.clone() } else { Default::default() },
+                })
+                .collect(),
+        }
+    }
+
+    /// ListGroups: groups in one of `states` (any if empty) and of one of `types` (any if
+    /// empty; every group here is "classic"), compared case-insensitively.
+    pub fn list(&self, states: &[&str], types: &[&str]) -> Vec<GroupListing> {
+        let type_ok = types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(CLASSIC_GROUP_TYPE));
+        if !type_ok {
+            return Vec::new();
+        }
+        self.groups
+            .values()
+            .filter(|g| states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(g.state.as_str())))
+            .map(|g| GroupListing {
+                group_id: g.id.clone(),
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                state: g.state,
+            })
+            .collect()
+    }
+
+    /// DeleteGroups: only empty groups go (with their offsets); one error per id.
+    pub fn delete_groups(&mut self, ids: &[String]) -> Vec<ErrorCode> {
+        ids.iter()
+            .map(|id| {
+                let state = self.groups.get(id).map(|g| g.state);
+                match state {
+                    None | Some(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
+                    Some(GroupState::Empty) => {
+                        self.groups.remove(id);
+                        for (topic, partition) in self.offsets.remove_group(id) {
+                            let r = OffsetsRecord::offset_tombstone(id, &topic, partition);
+                            self.fx.records.push(r);
+                        }
+                        self.fx.records.push(OffsetsRecord::group_tombstone(id));
+                        tracing::info!(group = %id, "group deleted");
+                        ErrorCode::NONE
+                    }
+                    Some(_) => ErrorCode::NON_EMPTY_GROUP,
+                }
+            })
+            .collect()
+    }
+
+    /// Rebuilds groups and offsets from `__consumer_offsets` records, in log order (the last
+    /// record of a key wins; a tombstone deletes it). Meant for a fresh manager at start-up:
+    /// groups with members come back Stable with their sessions starting at `now`, so
+    /// members that are gone are removed after one session timeout.
+    pub fn replay(&mut self, records: impl IntoIterator<Item = OffsetsRecord>, now: i64) {
+        let mut metadata: BTreeMap<String, Option<super::records::GroupMetadataValue>> = BTreeMap::new();
+        for record in records {
+            match (record.key, record.value) {
+                (RecordKey::OffsetCommit { group, topic, partition }, Some(RecordValue::OffsetCommit(v))) => {
+                    self.offsets.put(&group, &topic, partition, v);
+                }
+                (RecordKey::OffsetCommit { group, topic, partition }, None) => {
+                    self.offsets.remove(&group, &topic, partition);
+                }
+                (RecordKey::GroupMetadata { group }, Some(RecordValue::GroupMetadata(v))) => {
+                    metadata.insert(group, Some(v));
+                }
+                (RecordKey::GroupMetadata { group }, None) => {
+                    metadata.insert(group, None);
+                }
+                (key, Some(_)) => {
+                    tracing::warn!(?key, "__consumer_offsets record whose value does not match its key; skipped");
+                }
+            }
+        }
+        for (id, value) in metadata {
+            match value {
+                Some(v) => {
+                    let group = Group::from_value(id.clone(), v, now);
+                    self.groups.insert(id, group);
+                }
+                None => {
+                    self.groups.remove(&id);
+                }
+            }
+        }
+        // Groups known only by their offsets (simple consumers) exist as empty groups.
+        for id in self.offsets.groups() {
+            if !self.groups.contains_key(&id) {
+                self.groups.insert(id.clone(), Group::new(id, now));
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Consumer groups with Kafka's classic protocol: the group coordinator.
+//!
+//! The core is pure: [`GroupManager`] holds every group's membership state machine
+//! ([`Group`]) and the committed offsets, and is driven by requests and `now` (milliseconds on
+//! the driver's clock). It never sleeps, reads a clock or does I/O. Answers that have to wait
+//! (a JoinGroup until the rebalance completes, a follower's SyncGroup until the leader's
+//! arrives) come out later as [`Output`]s, and every change that Kafka would write to
+//! `__consumer_offsets` comes out as an [`OffsetsRecord`].
+//!
+//! [`GroupCoordinator`] wraps the manager in a mutex for the request handlers, turns pending
+//! answers into futures (tokio oneshot channels) and hands records to a [`RecordSink`];
+//! [`run_timers`] drives its timers.
+//!
+//! | file | what |
+//! |---|---|
+//! | `state.rs` | one group: states, members, rebalance completion, timers |
+//! | `join.rs` | JoinGroup: new, known and static members |
+//! | `membership.rs` | SyncGroup, Heartbeat, LeaveGroup |
+//! | `manager.rs` | every group: routing, describe/list/delete, timers, replay |
+//! | `offsets.rs` | OffsetCommit/OffsetFetch/OffsetDelete, offset expiry, [`OffsetStore`] |
+//! | `records.rs` | `__consumer_offsets` keys and values |
+//! | `coordinator.rs` | the thread-safe async wrapper and its timer task |
+
+mod config;
+pub mod coordinator;
+mod join;
+mod manager;
+mod member;
+mod membership;
+pub mod offsets;
+pub mod records;
+mod state;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::GroupConfig;
+pub use coordinator::{DiscardRecords, GroupCoordinator, RecordSink, run_timers};
+pub use manager::GroupManager;
+pub use member::Member;
+pub use offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
+pub use records::{OffsetsRecord, RecordKey, RecordValue};
+pub use state::{Group, GroupState};
+pub use types::*;
+
+/// The protocol type of Kafka consumers (their metadata is a `ConsumerProtocolSubscription`).
+pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
+
+/// Java's `String.hashCode`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, in
+/// wrapping 32-bit arithmetic.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// The `__consumer_offsets` partition of a group: Kafka's
+/// `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`, where `Utils.abs` maps
+/// `Integer.MIN_VALUE` to 0. A non-positive partition count gives 0.
+pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
+    if partitions <= 0 {
+        return 0;
+    }
+    let h = java_string_hash(group_id);
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions
+}
+
+/// Generates the random part of member ids (`<client_id>-<uuid>`): a splitmix64 stream
+/// formatted as a version-4 UUID. Seeded, so tests are reproducible.
+#[derive(Debug, Clone)]
+pub struct MemberIdGen {
+    state: u64,
+}
+
+impl MemberIdGen {
+    /// A generator starting at `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self { state: seed }
+    }
+
+    /// A generator seeded from the process's hash randomness and the time.
+    pub fn from_entropy() -> Self {
+        let [a, b, c, d, e, f, g, h, ..] = crate::topics::random_uuid().0;
+        Self::new(u64::from_le_bytes([a, b, c, d, e, f, g, h]))
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// The next UUID string, e.g. `0f8e2c1a-93b4-4d7e-8a1f-2b3c4d5e6f70`.
+    pub fn next_uuid(&mut self) -> String {
+        let hi = self.next_u64();
+        let lo = self.next_u64();
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&hi.to_be_bytes());
+        b[8..].copy_from_slice(&lo.to_be_bytes());
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        kafka_protocol::Uuid(b).to_string()
+    }
+}

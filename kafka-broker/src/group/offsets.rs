@@ -1,0 +1,314 @@
+//! Committed offsets: the [`OffsetStore`] they live in, and OffsetCommit, OffsetFetch,
+//! OffsetDelete and offset expiry on the [`GroupManager`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_protocol::error_code::ErrorCode;
+
+use super::CONSUMER_PROTOCOL_TYPE;
+use super::manager::GroupManager;
+use super::records::OffsetsRecord;
+use super::state::{Group, GroupState};
+use super::types::{CommitRequest, FetchedOffset};
+
+/// A committed offset as Kafka keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetAndMetadata {
+    pub offset: i64,
+    /// -1 for none.
+    pub leader_epoch: i32,
+    pub metadata: String,
+    /// Milliseconds since the epoch.
+    pub commit_timestamp: i64,
+    /// Set only by OffsetCommit v2-4 with an explicit retention time.
+    pub expire_timestamp: Option<i64>,
+}
+
+/// Where committed offsets are kept, by group, topic and partition. The coordinator keeps
+/// every offset in memory through this; persistence is the records it emits.
+pub trait OffsetStore: Send + std::fmt::Debug {
+    fn get(&self, group: &str, topic: &str, partition: i32) -> Option<OffsetAndMetadata>;
+    fn put(&mut self, group: &str, topic: &str, partition: i32, value: OffsetAndMetadata);
+    /// Whether there was an offset to remove.
+    fn remove(&mut self, group: &str, topic: &str, partition: i32) -> bool;
+    /// A group's offsets, sorted by topic and partition.
+    fn group_offsets(&self, group: &str) -> Vec<(String, i32, OffsetAndMetadata)>;
+    /// Removes a group's offsets, returning which partitions they were for.
+    fn remove_group(&mut self, group: &str) -> Vec<(String, i32)>;
+    /// Groups that have offsets.
+    fn groups(&self) -> Vec<String>;
+}
+
+/// The in-memory [`OffsetStore`].
+#[derive(Debug, Default, Clone)]
+pub struct MemoryOffsetStore {
+    groups: BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
+}
+
+impl OffsetStore for MemoryOffsetStore {
+    fn get(&self, group: &str, topic: &str, partition: i32) -> Option<OffsetAndMetadata> {
+        self.groups
+            .get(group)?
+            .get(&(topic.to_owned(), partition))
+            .cloned()
+    }
+
+    fn put(&mut self, group: &str, topic: &str, partition: i32, value: OffsetAndMetadata) {
+        self.groups
+            .entry(group.to_owned())
+            .or_default()
+            .insert((topic.to_owned(), partition), value);
+    }
+
+    fn remove(&mut self, group: &str, topic: &str, partition: i32) -> bool {
+        let Some(offsets) = self.groups.get_mut(group) else {
+            return false;
+        };
+        let removed = offsets.remove(&(topic.to_owned(), partition)).is_some();
+        if offsets.is_empty() {
+            self.groups.remove(group);
+        }
+        removed
+    }
+
+    fn group_offsets(&self, group: &str) -> Vec<(String, i32, OffsetAndMetadata)> {
+        self.groups
+            .get(group)
+            .map(|offsets| {
+                offsets
+                    .iter()
+                    .map(|((t, p), v)| (t.clone(), *p, v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn remove_group(&mut self, group: &str) -> Vec<(String, i32)> {
+        self.groups
+            .remove(group)
+            .map(|offsets| offsets.into_keys().collect())
+            .unwrap_or_default()
+    }
+
+    fn groups(&self) -> Vec<String> {
+        self.groups.keys().cloned().collect()
+    }
+}
+
+/// Kafka's rule for who may commit: members of the current generation, or anyone with
+/// generation -1, no member id and no instance id while the group has no members.
+fn validate_commit(group: &Group, req: &CommitRequest) -> Result<(), ErrorCode> {
+    if group.state == GroupState::Dead {
+        return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    }
+    if req.generation_id >= 0 || !req.member_id.is_empty() || req.group_instance_id.is_some() {
+        group.validate_member(&req.member_id, req.group_instance_id.as_deref())?;
+        if req.generation_id != group.generation {
+            return Err(ErrorCode::ILLEGAL_GENERATION);
+        }
+        Ok(())
+    } else if group.state != GroupState::Empty {
+        // A simple commit into a group that has members.
+        Err(ErrorCode::UNKNOWN_MEMBER_ID)
+    } else {
+        Ok(())
+    }
+}
+
+impl GroupManager {
+    /// OffsetCommit: one error per partition, in request order. Topic existence is the
+    /// caller's to check; `now` is the commit timestamp unless the request (v1) gives one.
+    pub fn commit_offsets(&mut self, req: &CommitRequest, now: i64) -> Vec<ErrorCode> {
+        let all = |e: ErrorCode| vec![e; req.partitions.len()];
+        if !self.groups.contains_key(&req.group_id) {
+            if req.generation_id >= 0 {
+                // From an older generation of a group that is gone.
+                return all(ErrorCode::ILLEGAL_GENERATION);
+            }
+            // A consumer using Kafka only to store offsets.
+            self.groups
+                .insert(req.group_id.clone(), Group::new(req.group_id.clone(), now));
+        }
+        let Some(group) = self.groups.get_mut(&req.group_id) else {
+            return all(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+        };
+        if let Err(e) = validate_commit(group, req) {
+            return all(e);
+        }
+        match group.state {
+            GroupState::Empty => {}
+            GroupState::Stable | GroupState::PreparingRebalance => {
+                // Commits during a rebalance are fine; the heartbeat tells the member to rejoin.
+                if let Some(m) = group.member_mut(&req.member_id) {
+                    m.touch(now);
+                }
+            }
+            // The member has its join answer but no assignment yet.
+            GroupState::CompletingRebalance => return all(ErrorCode::REBALANCE_IN_PROGRESS),
+            GroupState::Dead => return all(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+        }
+        let max_metadata = self.config.offset_metadata_max_bytes;
+        req.partitions
+            .iter()
+            .map(|p| {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                if metadata.len() > max_metadata {
+                    return ErrorCode::OFFSET_METADATA_TOO_LARGE;
+                }
+                let value = OffsetAndMetadata {
+                    offset: p.offset,
+                    leader_epoch: p.leader_epoch,
+                    metadata,
+                    commit_timestamp: p.commit_timestamp.unwrap_or(now),
+                    expire_timestamp: req.retention_ms.map(|r| now.saturating_add(r)),
+                };
+                self.fx.records.push(OffsetsRecord::offset_commit(
+                    &req.group_id,
+                    &p.topic,
+                    p.partition,
+                    value.clone(),
+                ));
+                self.offsets.put(&req.group_id, &p.topic, p.partition, value);
+                ErrorCode::NONE
+            })
+            .collect()
+    }
+
+    /// OffsetFetch for one group: the requested partitions (`None` for every partition with
+    /// a committed offset), -1 for those without one. Nothing here is transactional, so
+    /// `require_stable` changes nothing.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+        _require_stable: bool,
+    ) -> Vec<FetchedOffset> {
+        let found = |topic: &str, partition: i32, v: Option<OffsetAndMetadata>| match v {
+            Some(v) => FetchedOffset {
+                topic: topic.to_owned(),
+                partition,
+                offset: v.offset,
+                leader_epoch: v.leader_epoch,
+                metadata: v.metadata,
+                error: ErrorCode::NONE,
+            },
+            None => FetchedOffset {
+                topic: topic.to_owned(),
+                partition,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error: ErrorCode::NONE,
+            },
+        };
+        match topics {
+            None => self
+                .offsets
+                .group_offsets(group_id)
+                .into_iter()
+                .map(|(t, p, v)| found(&t, p, Some(v)))
+                .collect(),
+            Some(topics) => topics
+                .iter()
+                .flat_map(|(topic, partitions)| {
+                    partitions
+                        .iter()
+                        .map(move |p| found(topic, *p, self.offsets.get(group_id, topic, *p)))
+                })
+                .collect(),
+        }
+    }
+
+    /// OffsetDelete: a group-level error, or one error per partition in request order
+    /// (GROUP_SUBSCRIBED_TO_TOPIC for topics a non-empty consumer group subscribes to).
+    pub fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<ErrorCode>, ErrorCode> {
+        let Some(group) = self.groups.get(group_id) else {
+            return Err(ErrorCode::GROUP_ID_NOT_FOUND);
+        };
+        let subscribed: Option<Option<BTreeSet<String>>> = match group.state {
+            GroupState::Dead => return Err(ErrorCode::GROUP_ID_NOT_FOUND),
+            GroupState::Empty => None,
+            _ if group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE) => {
+                Some(group.subscribed_topics.clone())
+            }
+            _ => return Err(ErrorCode::NON_EMPTY_GROUP),
+        };
+        let errors = partitions
+            .iter()
+            .map(|(topic, partition)| {
+                let in_use = match &subscribed {
+                    None => false,
+                    // Unknown subscriptions: assume the topic is in use.
+                    Some(None) => true,
+                    Some(Some(topics)) => topics.contains(topic),
+                };
+                if in_use {
+                    return ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC;
+                }
+                if self.offsets.remove(group_id, topic, *partition) {
+                    self.fx
+                        .records
+                        .push(OffsetsRecord::offset_tombstone(group_id, topic, *partition));
+                }
+                ErrorCode::NONE
+            })
+            .collect();
+        Ok(errors)
+    }
+
+    /// Removes offsets past `offsets.retention.minutes` (Kafka's rules: an empty group's
+    /// offsets count from when it became empty; a stable consumer group's offsets of topics
+    /// it no longer subscribes to, and a simple consumer's offsets, count from their commit;
+    /// an explicit expire timestamp wins), then drops empty groups left without offsets.
+    /// Returns how many offsets expired.
+    pub fn expire_offsets(&mut self, now: i64) -> usize {
+        let retention = self.config.offsets_retention_ms;
+        let mut expired = 0;
+        let ids: Vec<String> = self.groups.keys().cloned().collect();
+        for id in ids {
+            let Some(group) = self.groups.get(&id) else {
+                continue;
+            };
+            let empty_since = group.state_timestamp;
+            let rule = match (group.protocol_type.as_deref(), group.state) {
+                (Some(_), GroupState::Empty) => Some((Some(empty_since), BTreeSet::new())),
+                (Some(CONSUMER_PROTOCOL_TYPE), GroupState::Stable) => group
+                    .subscribed_topics
+                    .clone()
+                    .map(|topics| (None, topics)),
+                (None, _) => Some((None, BTreeSet::new())),
+                _ => None,
+            };
+            if let Some((base, keep)) = rule {
+                for (topic, partition, v) in self.offsets.group_offsets(&id) {
+                    if keep.contains(&topic) {
+                        continue;
+                    }
+                    let gone = match v.expire_timestamp {
+                        Some(at) => now >= at,
+                        None => now.saturating_sub(base.unwrap_or(v.commit_timestamp)) >= retention,
+                    };
+                    if gone && self.offsets.remove(&id, &topic, partition) {
+                        expired += 1;
+                        self.fx
+                            .records
+                            .push(OffsetsRecord::offset_tombstone(&id, &topic, partition));
+                    }
+                }
+            }
+            let drop_group = self.groups.get(&id).is_some_and(|g| {
+                g.state == GroupState::Empty && g.pending_members.is_empty()
+            }) && self.offsets.group_offsets(&id).is_empty();
+            if drop_group {
+                tracing::info!(group = %id, "removing empty group without offsets");
+                self.groups.remove(&id);
+                self.fx.records.push(OffsetsRecord::group_tombstone(&id));
+            }
+        }
+        expired
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests of the group coordinator on virtual time.

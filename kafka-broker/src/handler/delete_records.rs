@@ -1,0 +1,57 @@
+//! DeleteRecords: moves a partition's log start offset forward.
+
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseBody};
+
+use crate::broker::Broker;
+use crate::error::BrokerError;
+
+pub(super) fn handle(broker: &Broker, req: DeleteRecordsRequest) -> ResponseBody {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| DeleteRecordsTopicResult {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let r = (|| {
+                        let part = broker.partition(&t.name, p.partition_index).ok_or_else(|| {
+                            BrokerError::kafka(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("{}-{}", t.name, p.partition_index))
+                        })?;
+                        let o = part.offsets();
+                        // -1 means "up to the high watermark".
+                        let target = if p.offset == -1 { o.high_watermark } else { p.offset };
+                        if target < 0 || target > o.high_watermark {
+                            return Err(BrokerError::kafka(
+                                ErrorCode::OFFSET_OUT_OF_RANGE,
+                                format!("offset {target} is beyond the high watermark {}", o.high_watermark),
+                            ));
+                        }
+                        part.delete_records_before(target)
+                    })();
+                    match r {
+                        Ok(low) => DeleteRecordsPartitionResult {
+                            partition_index: p.partition_index,
+                            low_watermark: low,
+                            ..Default::default()
+                        },
+                        Err(e) => DeleteRecordsPartitionResult {
+                            partition_index: p.partition_index,
+                            low_watermark: -1,
+                            error_code: e.error_code().code(),
+                            ..Default::default()
+                        },
+                    }
+                })
+                .collect(),
+            name: t.name,
+            ..Default::default()
+        })
+        .collect();
+    ResponseBody::DeleteRecords(DeleteRecordsResponse {
+        topics,
+        ..Default::default()
+    })
+}

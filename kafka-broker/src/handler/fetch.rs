@@ -1,0 +1,195 @@
+//! Fetch: whole batches from the fetch offset, bounded by partition and response byte limits,
+//! waiting up to `max_wait_ms` for `min_bytes` (woken by appends). Sessions are not kept: every
+//! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
+use kafka_protocol::{KStr, Uuid};
+use tokio::time::Instant;
+
+use crate::broker::Broker;
+
+const READ_COMMITTED: i8 = 1;
+
+struct Wanted {
+    topic: KStr,
+    topic_id: Uuid,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    current_leader_epoch: i32,
+}
+
+pub(super) async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> ResponseBody {
+    if req.session_id != 0 {
+        // We never hand out sessions, so an incremental fetch names one we do not know.
+        return ResponseBody::Fetch(FetchResponse {
+            error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code(),
+            ..Default::default()
+        });
+    }
+    let by_id = version >= 13;
+    let mut wanted = Vec::new();
+    for t in &req.topics {
+        let name = if by_id {
+            broker
+                .topic_by_id(&t.topic_id)
+                .map(|m| KStr::from(m.name))
+                .unwrap_or_default()
+        } else {
+            t.topic.clone()
+        };
+        for p in &t.partitions {
+            wanted.push(Wanted {
+                topic: name.clone(),
+                topic_id: t.topic_id,
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
+                current_leader_epoch: p.current_leader_epoch,
+            });
+        }
+    }
+    let read_committed = version >= 4 && req.isolation_level == READ_COMMITTED;
+    let max_wait = Duration::from_millis(
+        u64::try_from(req.max_wait_ms)
+            .unwrap_or(0)
+            .min(broker.config.fetch_max_wait_cap_ms),
+    );
+    let min_bytes = usize::try_from(req.min_bytes).unwrap_or(0);
+    let response_max = if version >= 3 {
+        usize::try_from(req.max_bytes).unwrap_or(0)
+    } else {
+        usize::MAX
+    };
+    let deadline = Instant::now() + max_wait;
+    let mut appended = broker.subscribe_appends();
+    loop {
+        // Mark the current append generation seen before reading, so an append that lands
+        // while we read wakes the wait below.
+        appended.borrow_and_update();
+        let (parts, total, any_error) = read_all(broker, &wanted, by_id, read_committed, response_max);
+        let done = total >= min_bytes || any_error || Instant::now() >= deadline || min_bytes == 0;
+        if done {
+            return respond(parts, by_id, version);
+        }
+        let wait = tokio::time::timeout_at(deadline, appended.changed()).await;
+        if matches!(wait, Ok(Err(_))) {
+            // The broker is shutting down.
+            return respond(parts, by_id, version);
+        }
+    }
+}
+
+fn read_all<'w>(
+    broker: &Broker,
+    wanted: &'w [Wanted],
+    by_id: bool,
+    read_committed: bool,
+    response_max: usize,
+) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
+    let mut total = 0usize;
+    let mut any_error = false;
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let mut pd = PartitionData {
+            partition_index: w.partition,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            preferred_read_replica: -1,
+            aborted_transactions: read_committed.then(Vec::new),
+            records: Some(Bytes::new()),
+            ..Default::default()
+        };
+        let part = if w.topic.is_empty() {
+            None
+        } else {
+            broker.partition(&w.topic, w.partition)
+        };
+        let Some(part) = part else {
+            pd.error_code = if by_id && w.topic.is_empty() {
+                ErrorCode::UNKNOWN_TOPIC_ID.code()
+            } else {
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+            };
+            any_error = true;
+            out.push((w, pd));
+            continue;
+        };
+        let offsets = part.offsets();
+        pd.high_watermark = offsets.high_watermark;
+        pd.last_stable_offset = offsets.last_stable;
+        pd.log_start_offset = offsets.log_start;
+        let epoch = part.leader_epoch();
+        if w.current_leader_epoch >= 0 && w.current_leader_epoch != epoch {
+            pd.error_code = if w.current_leader_epoch > epoch {
+                ErrorCode::UNKNOWN_LEADER_EPOCH.code()
+            } else {
+                ErrorCode::FENCED_LEADER_EPOCH.code()
+            };
+            any_error = true;
+            out.push((w, pd));
+            continue;
+        }
+        if w.offset < offsets.log_start || w.offset > offsets.log_end {
+            pd.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.code();
+            any_error = true;
+            out.push((w, pd));
+            continue;
+        }
+        let upper = if read_committed {
+            offsets.last_stable
+        } else {
+            offsets.high_watermark
+        };
+        // KIP-74: the first partition with data may exceed the response limit by one batch.
+        let budget = response_max.saturating_sub(total).min(w.max_bytes);
+        if w.offset < upper && (budget > 0 || total == 0) {
+            match part.read(w.offset, budget.max(1), upper) {
+                Ok(bytes) => {
+                    total += bytes.len();
+                    pd.records = Some(bytes);
+                }
+                Err(e) => {
+                    pd.error_code = e.error_code().code();
+                    any_error = true;
+                }
+            }
+        }
+        out.push((w, pd));
+    }
+    (out, total, any_error)
+}
+
+fn respond(parts: Vec<(&Wanted, PartitionData)>, by_id: bool, _version: i16) -> ResponseBody {
+    let mut responses: Vec<FetchableTopicResponse> = Vec::new();
+    for (w, pd) in parts {
+        let same = responses.last().is_some_and(|t| {
+            if by_id {
+                t.topic_id == w.topic_id
+            } else {
+                t.topic == w.topic
+            }
+        });
+        if !same {
+            responses.push(FetchableTopicResponse {
+                topic: if by_id { KStr::default() } else { w.topic.clone() },
+                topic_id: if by_id { w.topic_id } else { Uuid::ZERO },
+                partitions: Vec::new(),
+                ..Default::default()
+            });
+        }
+        if let Some(t) = responses.last_mut() {
+            t.partitions.push(pd);
+        }
+    }
+    ResponseBody::Fetch(FetchResponse {
+        responses,
+        ..Default::default()
+    })
+}

@@ -1,0 +1,163 @@
+//! Produce: validate every batch (magic, size, CRC, records), append, answer per partition.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseBody};
+use kafka_protocol::record::RecordBatches;
+use kafka_protocol::record::batch::MAGIC_V2;
+
+use super::message;
+use crate::broker::Broker;
+use crate::error::BrokerError;
+use crate::partition::BatchSummary;
+
+/// Largest decompressed size accepted while validating one batch.
+const MAX_DECOMPRESSED: usize = 256 << 20;
+
+/// Checks a record set as a producer sent it. Every batch must be a whole magic-2 batch with a
+/// valid CRC and well-formed records, no larger than `max_batch` bytes.
+pub(crate) fn validate(records: &Bytes, max_batch: usize) -> Result<Vec<BatchSummary>, BrokerError> {
+    let corrupt = |m: String| BrokerError::kafka(ErrorCode::CORRUPT_MESSAGE, m);
+    let mut out = Vec::new();
+    let mut batches = RecordBatches::new(records.clone());
+    for b in batches.by_ref() {
+        let b = b.map_err(|e| corrupt(e.to_string()))?;
+        if b.magic() != MAGIC_V2 {
+            return Err(BrokerError::kafka(
+                ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                format!("record batch magic {} (only magic 2 is accepted)", b.magic()),
+            ));
+        }
+        if b.size() > max_batch {
+            return Err(BrokerError::kafka(
+                ErrorCode::MESSAGE_TOO_LARGE,
+                format!("record batch of {} bytes exceeds max.message.bytes {max_batch}", b.size()),
+            ));
+        }
+        b.verify_crc().map_err(|e| corrupt(e.to_string()))?;
+        if b.is_control() {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_RECORD,
+                "producers may not write control batches",
+            ));
+        }
+        if b.is_transactional() {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_TXN_STATE,
+                "transactions are not supported by this broker yet",
+            ));
+        }
+        b.validate(MAX_DECOMPRESSED).map_err(|e| {
+            BrokerError::kafka(ErrorCode::INVALID_RECORD, format!("invalid records: {e}"))
+        })?;
+        out.push(BatchSummary {
+            producer_id: b.producer_id(),
+            producer_epoch: b.producer_epoch(),
+            base_sequence: b.base_sequence(),
+            records: b.records_count(),
+            max_timestamp: b.max_timestamp(),
+        });
+    }
+    if !batches.remainder().is_empty() {
+        return Err(corrupt(format!(
+            "{} bytes after the last whole batch",
+            batches.remainder().len()
+        )));
+    }
+    if out.is_empty() {
+        return Err(corrupt("empty record set".into()));
+    }
+    Ok(out)
+}
+
+/// Handles a produce request; `None` for acks=0 (no response is sent).
+pub(super) async fn handle(broker: &Broker, req: ProduceRequest, _version: i16) -> Option<ResponseBody> {
+    let acks_ok = matches!(req.acks, -1 | 0 | 1);
+    let now = crate::broker::now_ms();
+    let mut durable_waits = Vec::new();
+    let mut responses = Vec::with_capacity(req.topic_data.len());
+    for topic in req.topic_data {
+        let mut partition_responses = Vec::with_capacity(topic.partition_data.len());
+        for p in topic.partition_data {
+            let result = (|| {
+                if !acks_ok {
+                    return Err(BrokerError::kafka(
+                        ErrorCode::INVALID_REQUIRED_ACKS,
+                        format!("acks must be -1, 0 or 1, got {}", req.acks),
+                    ));
+                }
+                let part = broker.partition(&topic.name, p.index).ok_or_else(|| {
+                    BrokerError::kafka(
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        format!("{}-{} is not hosted here", topic.name, p.index),
+                    )
+                })?;
+                let records = p.records.unwrap_or_default();
+                let max = broker.max_message_bytes(&topic.name);
+                let batches = validate(&records, max)?;
+                let buf = BytesMut::from(records.as_ref());
+                let (appended, durable) = part.append(buf, &batches, now)?;
+                Ok((part, appended, durable))
+            })();
+            let resp = match result {
+                Ok((part, a, durable)) => {
+                    if let Some(sync) = durable {
+                        durable_waits.push((part, sync));
+                    }
+                    PartitionProduceResponse {
+                        index: p.index,
+                        base_offset: a.base_offset,
+                        log_append_time_ms: a.log_append_time,
+                        log_start_offset: a.log_start_offset,
+                        ..Default::default()
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(topic = %topic.name, partition = p.index, error = %e, "produce rejected");
+                    PartitionProduceResponse {
+                        index: p.index,
+                        error_code: e.error_code().code(),
+                        base_offset: -1,
+                        log_append_time_ms: -1,
+                        log_start_offset: -1,
+                        error_message: message(&e),
+                        ..Default::default()
+                    }
+                }
+            };
+            partition_responses.push(resp);
+        }
+        responses.push(TopicProduceResponse {
+            name: topic.name,
+            partition_responses,
+            ..Default::default()
+        });
+    }
+    if responses
+        .iter()
+        .any(|t| t.partition_responses.iter().any(|p| p.error_code == 0))
+    {
+        broker.data_appended();
+    }
+    // Durable mode (or a due flush): acknowledge only once an fsync covers the append. Many
+    // requests waiting here share one fsync (group commit).
+    for (part, (flusher, offset)) in durable_waits {
+        if let Err(e) = flusher.sync_to_async(offset).await {
+            let e = crate::error::BrokerError::from(e);
+            for t in responses.iter_mut().filter(|t| t.name.as_str() == part.topic) {
+                for p in t.partition_responses.iter_mut().filter(|p| p.index == part.index) {
+                    p.error_code = e.error_code().code();
+                    p.error_message = message(&e);
+                }
+            }
+        }
+    }
+    if req.acks == 0 {
+        return None;
+    }
+    Some(ResponseBody::Produce(ProduceResponse {
+        responses,
+        ..Default::default()
+    }))
+}

@@ -1,0 +1,385 @@
+//! [`LogManager`]: every partition log of the broker's data directories.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+use super::checkpoint::sync_dir;
+use super::config::LogConfig;
+use super::error::LogError;
+use super::io::{FileKind, LogIo, StdIo};
+use super::partition::Log;
+
+/// Written in each data directory by a clean shutdown, removed at start (Kafka's name).
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// Suffix of a directory being deleted.
+const DELETE_SUFFIX: &str = "-delete";
+/// Kafka's longest topic name.
+const MAX_TOPIC_LEN: usize = 249;
+
+/// A partition log behind the lock the broker takes to use it.
+pub type SharedLog = Arc<Mutex<Log>>;
+
+/// Locks a log, ignoring poisoning (a panic elsewhere leaves the log itself consistent: every
+/// method updates memory only after the disk).
+pub fn lock_log(log: &SharedLog) -> MutexGuard<'_, Log> {
+    log.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A topic and partition; its log directory is `<topic>-<partition>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// `<topic>-<partition>`.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    /// Reads a log directory name: the partition follows the *last* `-` (topic names may
+    /// contain `-` and `.`).
+    pub fn from_dir_name(name: &str) -> Option<Self> {
+        let (topic, digits) = name.rsplit_once('-')?;
+        let partition: i32 = digits.parse().ok().filter(|p| *p >= 0)?;
+        (is_valid_topic(topic) && digits == partition.to_string())
+            .then(|| Self::new(topic, partition))
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Kafka's rule: 1 to 249 of `[a-zA-Z0-9._-]`, and not `.` or `..`.
+pub fn is_valid_topic(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= MAX_TOPIC_LEN
+        && topic != "."
+        && topic != ".."
+        && topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+#[derive(Debug)]
+struct Hosted {
+    dir: PathBuf,
+    log: SharedLog,
+}
+
+/// The partition logs of one broker. Internally synchronized; each log has its own mutex.
+/// Starts no tasks: the broker calls [`Self::apply_retention`] and [`Self::flush_due`] on its
+/// timers and [`Self::close`] at shutdown.
+#[derive(Debug)]
+pub struct LogManager {
+    dirs: Vec<PathBuf>,
+    io: Arc<dyn LogIo>,
+    logs: RwLock<BTreeMap<TopicPartition, Hosted>>,
+    offline: RwLock<BTreeMap<TopicPartition, (PathBuf, String)>>,
+    recovered: bool,
+    deletions: AtomicU64,
+}
+
+impl LogManager {
+    /// Opens every partition log in `dirs` with `config_for` its configuration. A directory
+    /// without the clean-shutdown marker means the last run did not end cleanly: its logs are
+    /// recovered. A log that fails to open is kept offline (see [`Self::offline`]) while the
+    /// others serve.
+    pub fn open(
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&TopicPartition) -> LogConfig,
+    ) -> Result<Self, LogError> {
+        Self::open_with_io(dirs, config_for, Arc::new(StdIo))
+    }
+
+    /// [`Self::open`] with writes and fsyncs going through `io`.
+    pub fn open_with_io(
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&TopicPartition) -> LogConfig,
+        io: Arc<dyn LogIo>,
+    ) -> Result<Self, LogError> {
+        if dirs.is_empty() {
+            return Err(LogError::InvalidConfig {
+                key: "log.dirs".into(),
+                value: String::new(),
+                reason: "no data directory",
+            });
+        }
+        let mut logs = BTreeMap::new();
+        let mut offline = BTreeMap::new();
+        let mut recovered = false;
+        for dir in &dirs {
+            std::fs::create_dir_all(dir).map_err(|e| LogError::io("create directory", dir, e))?;
+            let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+            let clean = marker.exists();
+            if clean {
+                std::fs::remove_file(&marker)
+                    .map_err(|e| LogError::io("remove marker", &marker, e))?;
+                sync_dir(io.as_ref(), dir)?;
+            } else {
+                recovered = true;
+                tracing::warn!(dir = %dir.display(), "no clean shutdown marker: recovering logs");
+            }
+            for (tp, path) in partition_dirs(dir)? {
+                if logs.contains_key(&tp) {
+                    let reason = format!("{tp} is in more than one data directory");
+                    tracing::error!(dir = %path.display(), %reason, "log not opened");
+                    offline.insert(tp, (path, reason));
+                    continue;
+                }
+                match Log::open_with_io(&path, config_for(&tp), !clean, Arc::clone(&io)) {
+                    Ok(log) => {
+                        let log = Arc::new(Mutex::new(log));
+                        logs.insert(tp, Hosted { dir: path, log });
+                    }
+                    Err(e) => {
+                        tracing::error!(partition = %tp, error = %e, "log is offline");
+                        offline.insert(tp, (path, e.to_string()));
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            dirs,
+            io,
+            logs: RwLock::new(logs),
+            offline: RwLock::new(offline),
+            recovered,
+            deletions: AtomicU64::new(0),
+        })
+    }
+
+    fn logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, Hosted>> {
+        self.logs.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn logs_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, Hosted>> {
+        self.logs.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn offline_error(&self, tp: &TopicPartition) -> Option<LogError> {
+        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        offline.get(tp).map(|(dir, reason)| LogError::Offline {
+            dir: dir.clone(),
+            reason: reason.clone(),
+        })
+    }
+
+    /// Whether any data directory lacked the clean-shutdown marker at start.
+    pub fn recovered_at_start(&self) -> bool {
+        self.recovered
+    }
+
+    /// The data directories.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The log of a partition, if hosted; an offline partition is an error.
+    pub fn get(&self, topic: &str, partition: i32) -> Result<Option<SharedLog>, LogError> {
+        let tp = TopicPartition::new(topic, partition);
+        if let Some(h) = self.logs().get(&tp) {
+            return Ok(Some(Arc::clone(&h.log)));
+        }
+        self.offline_error(&tp).map_or(Ok(None), Err)
+    }
+
+    /// The log of a partition, created empty (in the data directory with the fewest logs) if
+    /// it does not exist.
+    pub fn get_or_create(
+        &self,
+        topic: &str,
+        partition: i32,
+        config: LogConfig,
+    ) -> Result<SharedLog, LogError> {
+        let tp = TopicPartition::new(topic, partition);
+        if let Some(h) = self.logs().get(&tp) {
+            return Ok(Arc::clone(&h.log));
+        }
+        if !is_valid_topic(topic) || partition < 0 {
+            return Err(LogError::InvalidTopic(tp.dir_name()));
+        }
+        if let Some(e) = self.offline_error(&tp) {
+            return Err(e);
+        }
+        let mut logs = self.logs_mut();
+        if let Some(h) = logs.get(&tp) {
+            return Ok(Arc::clone(&h.log));
+        }
+        let parent = self
+            .dirs
+            .iter()
+            .min_by_key(|d| logs.values().filter(|h| h.dir.parent() == Some(d)).count())
+            .ok_or_else(|| LogError::InvalidTopic(tp.dir_name()))?;
+        let path = parent.join(tp.dir_name());
+        let log = Log::open_with_io(&path, config, false, Arc::clone(&self.io))?;
+        sync_dir(self.io.as_ref(), parent)?;
+        let log = Arc::new(Mutex::new(log));
+        logs.insert(
+            tp,
+            Hosted {
+                dir: path,
+                log: Arc::clone(&log),
+            },
+        );
+        Ok(log)
+    }
+
+    /// Deletes a partition's log: marks it deleted (holders get [`LogError::Deleted`]),
+    /// renames its directory to `<name>.<n>-delete` and removes it. Returns whether it existed.
+    pub fn delete(&self, topic: &str, partition: i32) -> Result<bool, LogError> {
+        let tp = TopicPartition::new(topic, partition);
+        let offline = self
+            .offline
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&tp);
+        let dir = match (self.logs_mut().remove(&tp), offline) {
+            (Some(hosted), _) => {
+                lock_log(&hosted.log).mark_deleted();
+                hosted.dir
+            }
+            (None, Some((dir, _))) => dir,
+            (None, None) => return Ok(false),
+        };
+        let n = self.deletions.fetch_add(1, Ordering::Relaxed);
+        let doomed = dir.with_file_name(format!("{}.{n}{DELETE_SUFFIX}", tp.dir_name()));
+        std::fs::rename(&dir, &doomed).map_err(|e| LogError::io("rename for deletion", &dir, e))?;
+        if let Some(parent) = dir.parent() {
+            sync_dir(self.io.as_ref(), parent)?;
+        }
+        std::fs::remove_dir_all(&doomed).map_err(|e| LogError::io("delete log", &doomed, e))?;
+        Ok(true)
+    }
+
+    /// The hosted partitions, sorted.
+    pub fn partitions(&self) -> Vec<TopicPartition> {
+        self.logs().keys().cloned().collect()
+    }
+
+    /// Every hosted log, sorted by partition.
+    pub fn all(&self) -> Vec<(TopicPartition, SharedLog)> {
+        self.logs()
+            .iter()
+            .map(|(tp, h)| (tp.clone(), Arc::clone(&h.log)))
+            .collect()
+    }
+
+    /// Partitions found on disk that could not be opened, with the reason.
+    pub fn offline(&self) -> Vec<(TopicPartition, String)> {
+        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        offline
+            .iter()
+            .map(|(tp, (_, reason))| (tp.clone(), reason.clone()))
+            .collect()
+    }
+
+    /// Applies retention to every log; returns the number of segments deleted. Errors are
+    /// logged and the other logs still get their turn.
+    pub fn apply_retention(&self, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for (tp, log) in self.all() {
+            match lock_log(&log).apply_retention(now_ms) {
+                Ok(n) => deleted += n,
+                Err(e) => tracing::warn!(partition = %tp, error = %e, "retention failed"),
+            }
+        }
+        deleted
+    }
+
+    /// Flushes every log whose `flush.ms` is due; errors are logged.
+    pub fn flush_due(&self, now_ms: i64) {
+        for (tp, log) in self.all() {
+            if let Err(e) = lock_log(&log).flush_if_due(now_ms) {
+                tracing::warn!(partition = %tp, error = %e, "flush failed");
+            }
+        }
+    }
+
+    /// Flushes every log (moves the recovery points); returns the first error.
+    pub fn flush_all(&self) -> Result<(), LogError> {
+        let mut first = None;
+        for (tp, log) in self.all() {
+            if let Err(e) = lock_log(&log).flush() {
+                tracing::warn!(partition = %tp, error = %e, "flush failed");
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Closes every log and, if all closed cleanly, writes the clean-shutdown marker in each
+    /// data directory so the next start skips recovery.
+    pub fn close(&self) -> Result<(), LogError> {
+        let mut first = None;
+        for (tp, log) in self.all() {
+            if let Err(e) = lock_log(&log).close() {
+                tracing::error!(partition = %tp, error = %e, "log did not close cleanly");
+                first.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first {
+            return Err(e);
+        }
+        for dir in &self.dirs {
+            write_marker(self.io.as_ref(), dir)?;
+        }
+        Ok(())
+    }
+}
+
+fn write_marker(io: &dyn LogIo, dir: &Path) -> Result<(), LogError> {
+    let path = dir.join(CLEAN_SHUTDOWN_FILE);
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| LogError::io("write marker", &path, e))?;
+    io.sync(FileKind::Checkpoint, &file)
+        .map_err(|e| LogError::io("fsync marker", &path, e))?;
+    sync_dir(io, dir)
+}
+
+/// The partition directories of a data directory; removes directories left being deleted.
+fn partition_dirs(dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, LogError> {
+    let mut found = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list directory", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io("list directory", dir, e))?;
+        let path = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            tracing::warn!(dir = %path.display(), "skipping a directory with a non-UTF-8 name");
+            continue;
+        };
+        if name.ends_with(DELETE_SUFFIX) {
+            tracing::info!(dir = %path.display(), "finishing the deletion of a log");
+            std::fs::remove_dir_all(&path).map_err(|e| LogError::io("delete log", &path, e))?;
+            continue;
+        }
+        match TopicPartition::from_dir_name(&name) {
+            Some(tp) => found.push((tp, path)),
+            None => tracing::warn!(dir = %path.display(), "not a partition directory; skipped"),
+        }
+    }
+    found.sort();
+    Ok(found)
+}

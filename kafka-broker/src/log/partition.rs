@@ -1,0 +1,568 @@
+//! [`Log`]: one partition's log. Opening (with recovery), appending and reading; the upkeep
+//! (flush, retention, truncation) is in `maintain.rs`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::record::{RecordBatchMut, TimestampType};
+
+use super::checkpoint::{self, LOG_START_FILE, LeaderEpochCache, RECOVERY_POINT_FILE};
+use super::config::LogConfig;
+use super::error::LogError;
+use super::flusher::Flusher;
+use super::io::{LogIo, StdIo};
+use super::scan::{LAST_OFFSET_DELTA_AT, MAX_TIMESTAMP_AT, be};
+use super::segment::{
+    AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, OnInvalid, Segment, TIME_INDEX_SUFFIX, segment_path,
+};
+use super::{AppendInfo, EpochEntry, ReadInfo};
+
+/// What [`Log::open`] did, for logs and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Recovery was requested (unclean shutdown).
+    pub recovery: bool,
+    pub segments: usize,
+    /// Segments whose batches were all checked (those past the recovery point).
+    pub segments_scanned: usize,
+    pub batches_checked: u64,
+    /// Bytes cut from the end of the log by recovery.
+    pub truncated_bytes: u64,
+    /// Segments after a truncation point that recovery deleted.
+    pub segments_deleted: usize,
+    /// Segments whose indexes were rebuilt on a clean start.
+    pub indexes_rebuilt: usize,
+}
+
+/// One partition's log. See the module docs of `log` for the file layout and the corruption
+/// policy, and [`super::flusher`] for durability.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) dir: PathBuf,
+    pub(crate) config: LogConfig,
+    pub(crate) io: Arc<dyn LogIo>,
+    pub(crate) segments: BTreeMap<i64, Segment>,
+    pub(crate) log_start_offset: i64,
+    pub(crate) high_watermark: i64,
+    pub(crate) recovery_point: i64,
+    pub(crate) epochs: LeaderEpochCache,
+    pub(crate) flusher: Arc<Flusher>,
+    pub(crate) unflushed_messages: u64,
+    pub(crate) last_flush_ms: Option<i64>,
+    pub(crate) report: OpenReport,
+    pub(crate) deleted: bool,
+}
+
+/// Lists the base offsets of the segments in `dir`, removing leftovers (temporary files,
+/// indexes without a log file).
+fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list directory", dir, e))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io("list directory", dir, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            names.push(name.to_owned());
+        }
+    }
+    let base_of = |stem: &str| -> Option<i64> {
+        (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| stem.parse().ok())
+            .flatten()
+    };
+    let mut bases: Vec<i64> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix(".log").and_then(base_of))
+        .collect();
+    bases.sort_unstable();
+    for name in &names {
+        let leftover = [".tmp", ".deleted", ".cleaned", ".swap"]
+            .iter()
+            .any(|s| name.ends_with(s));
+        let orphan = [INDEX_SUFFIX, TIME_INDEX_SUFFIX].iter().any(|suffix| {
+            name.strip_suffix(suffix)
+                .and_then(|n| n.strip_suffix('.'))
+                .and_then(base_of)
+                .is_some_and(|b| bases.binary_search(&b).is_err())
+        });
+        if leftover || orphan {
+            let path = dir.join(name);
+            tracing::warn!(file = %path.display(), "removing leftover file");
+            std::fs::remove_file(&path).map_err(|e| LogError::io("remove leftover", &path, e))?;
+        }
+    }
+    Ok(bases)
+}
+
+/// An `i32` field of a batch header.
+fn field_i32(batch: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(be(batch, at))
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`. With `recover` (after an unclean shutdown) every
+    /// batch past the recovery point is checked and the log cut at the first invalid byte;
+    /// see the module docs of `log`.
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig, recover: bool) -> Result<Self, LogError> {
+        Self::open_with_io(dir, config, recover, Arc::new(StdIo))
+    }
+
+    /// [`Self::open`] with writes and fsyncs going through `io`.
+    pub fn open_with_io(
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+        recover: bool,
+        io: Arc<dyn LogIo>,
+    ) -> Result<Self, LogError> {
+        config.validate()?;
+        let dir = dir.as_ref().to_owned();
+        std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create directory", &dir, e))?;
+        let bases = list_segments(&dir)?;
+        let checkpointed_start = checkpoint::read_offset(&dir, LOG_START_FILE)?;
+        // An unreadable recovery point only costs a longer recovery: check everything.
+        let checkpointed_recovery = checkpoint::read_offset(&dir, RECOVERY_POINT_FILE)
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "recovery point unreadable; recovery checks all");
+                Some(i64::MIN)
+            });
+        let interval = config.index_interval_bytes;
+        let mut epochs = LeaderEpochCache::load(&dir);
+        let mut report = OpenReport {
+            recovery: recover,
+            ..OpenReport::default()
+        };
+        let mut segments = BTreeMap::new();
+        // Segments from this base offset on are checked batch by batch.
+        let scan_from = match (recover, bases.last()) {
+            (true, Some(&last)) => {
+                let point = checkpointed_recovery.unwrap_or(last);
+                bases
+                    .iter()
+                    .rev()
+                    .find(|&&b| b <= point)
+                    .copied()
+                    .unwrap_or(i64::MIN)
+            }
+            _ => i64::MAX,
+        };
+        let mut prev_next = 0;
+        for (i, &base) in bases.iter().enumerate() {
+            if base < scan_from {
+                let (seg, rebuilt) = Segment::open(&dir, base, interval, io.as_ref())?;
+                report.indexes_rebuilt += usize::from(rebuilt);
+                prev_next = seg.next_offset();
+                segments.insert(base, seg);
+                continue;
+            }
+            let (mut seg, _) = Segment::load(&dir, base, interval)?;
+            let scan = seg.scan_and_rebuild(io.as_ref(), prev_next, OnInvalid::Truncate)?;
+            report.segments_scanned += 1;
+            report.batches_checked += scan.batches;
+            report.truncated_bytes += scan.truncated_bytes;
+            for (epoch, offset) in scan.epochs {
+                epochs.assign(epoch, offset);
+            }
+            prev_next = seg.next_offset();
+            segments.insert(base, seg);
+            if scan.invalid.is_some() {
+                for &later in bases.get(i + 1..).unwrap_or_default() {
+                    let path = segment_path(&dir, later, LOG_SUFFIX);
+                    tracing::warn!(segment = %path.display(), "deleting a segment after the \
+                        recovery truncation point");
+                    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                        let p = segment_path(&dir, later, suffix);
+                        if let Err(e) = std::fs::remove_file(&p)
+                            && e.kind() != std::io::ErrorKind::NotFound
+                        {
+                            return Err(LogError::io("delete segment", p, e));
+                        }
+                    }
+                    report.segments_deleted += 1;
+                }
+                break;
+            }
+        }
+        if segments.is_empty() {
+            let base = checkpointed_start.unwrap_or(0).max(0);
+            segments.insert(base, Segment::create(&dir, base, interval)?);
+        }
+        report.segments = segments.len();
+        let first_base = segments.keys().next().copied().unwrap_or(0);
+        let leo = segments
+            .values()
+            .next_back()
+            .map_or(0, Segment::next_offset);
+        let log_start_offset = checkpointed_start
+            .unwrap_or(first_base)
+            .max(first_base)
+            .min(leo);
+        epochs.truncate_from_end(leo);
+        epochs.truncate_from_start(log_start_offset);
+        let flusher = Arc::new(Flusher::new(dir.clone(), Arc::clone(&io), leo));
+        let mut log = Self {
+            dir,
+            config,
+            io,
+            segments,
+            log_start_offset,
+            high_watermark: leo,
+            recovery_point: if recover {
+                scan_from.clamp(0, leo)
+            } else {
+                leo
+            },
+            epochs,
+            flusher,
+            unflushed_messages: 0,
+            last_flush_ms: None,
+            report,
+            deleted: false,
+        };
+        if recover {
+            log.flush()?;
+        } else if log.epochs.dirty {
+            log.epochs.persist(log.io.as_ref(), &log.dir)?;
+        }
+        tracing::debug!(dir = %log.dir.display(), log_start_offset, log_end_offset = leo,
+            report = ?log.report, "log opened");
+        Ok(log)
+    }
+
+    pub(crate) fn active(&self) -> Result<&Segment, LogError> {
+        self.segments
+            .values()
+            .next_back()
+            .ok_or_else(|| self.no_segment())
+    }
+
+    pub(crate) fn active_mut(&mut self) -> Result<&mut Segment, LogError> {
+        let dir = self.dir.clone();
+        self.segments
+            .values_mut()
+            .next_back()
+            .ok_or_else(|| LogError::corrupt(dir, 0, "log has no segment"))
+    }
+
+    fn no_segment(&self) -> LogError {
+        LogError::corrupt(&self.dir, 0, "log has no segment")
+    }
+
+    /// Appends `records`, one or more whole v2 batches the caller has validated (CRC, sizes,
+    /// timestamps). Offsets are assigned by stamping each batch's base offset in place, with
+    /// `leader_epoch` as partition leader epoch and, under `LogAppendTime`, `now_ms` as max
+    /// timestamp (CRC recomputed). The bytes are written with one write; on an I/O error
+    /// nothing of them stays visible and the log is unchanged. Rolls the active segment first
+    /// when the records would make it exceed `segment.bytes` or it is older than `segment.ms`.
+    ///
+    /// When [`AppendInfo::sync_to`] is set, the caller must sync before acknowledging.
+    pub fn append(
+        &mut self,
+        mut records: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        if self.deleted {
+            return Err(LogError::Deleted {
+                dir: self.dir.clone(),
+            });
+        }
+        if self.flusher.is_poisoned() {
+            return Err(LogError::SyncPoisoned {
+                dir: self.dir.clone(),
+                reason: "an earlier fsync failed".into(),
+            });
+        }
+        if records.is_empty() {
+            return Err(LogError::InvalidRecords("no record batch".into()));
+        }
+        if records.len() as u64 > self.config.segment_bytes {
+            return Err(LogError::RecordsTooLarge {
+                size: records.len(),
+                max: self.config.segment_bytes,
+            });
+        }
+        let base_offset = self.log_end_offset();
+        let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let mut batches = Vec::new();
+        let (mut next, mut pos) = (base_offset, 0usize);
+        let (mut max_timestamp, mut count) = (-1i64, 0u64);
+        while pos < records.len() {
+            let rest = records.get_mut(pos..).unwrap_or_default();
+            let mut batch =
+                RecordBatchMut::new(rest).map_err(|e| LogError::InvalidRecords(e.to_string()))?;
+            let delta = field_i32(batch.as_slice(), LAST_OFFSET_DELTA_AT);
+            if delta < 0 {
+                return Err(LogError::InvalidRecords(
+                    "negative last offset delta".into(),
+                ));
+            }
+            batch.set_base_offset(next);
+            batch.set_partition_leader_epoch(leader_epoch);
+            if log_append_time {
+                batch.set_log_append_time(now_ms);
+            }
+            let batch_max = i64::from_be_bytes(be(batch.as_slice(), MAX_TIMESTAMP_AT));
+            let last_offset = next + i64::from(delta);
+            batches.push(AppendedBatch {
+                position: pos,
+                size: batch.size(),
+                last_offset,
+                max_timestamp: batch_max,
+            });
+            max_timestamp = max_timestamp.max(batch_max);
+            count += u64::from(delta.unsigned_abs()) + 1;
+            pos += batch.size();
+            next = last_offset + 1;
+        }
+        let last_offset = next - 1;
+        if last_offset - base_offset > i64::from(i32::MAX) {
+            return Err(LogError::InvalidRecords(
+                "the batches span more offsets than a segment can index".into(),
+            ));
+        }
+        self.maybe_roll(records.len() as u64, last_offset, now_ms)?;
+        let io = Arc::clone(&self.io);
+        let active = self.active_mut()?;
+        active.append(io.as_ref(), &records, &batches, now_ms)?;
+        let file = Arc::clone(active.file());
+        self.flusher.note_append(next, &file);
+        if leader_epoch >= 0 && self.epochs.assign(leader_epoch, base_offset) {
+            if let Err(e) = self.epochs.persist(self.io.as_ref(), &self.dir) {
+                tracing::warn!(error = %e, "leader epoch checkpoint not written; will retry");
+            }
+        }
+        Ok(AppendInfo {
+            base_offset,
+            last_offset,
+            log_append_time: if log_append_time { now_ms } else { -1 },
+            max_timestamp,
+            log_start_offset: self.log_start_offset,
+            record_count: count,
+            sync_to: self.sync_due(count, next, now_ms),
+        })
+    }
+
+    /// Whether the flush thresholds ask for an fsync up to `log_end_offset` now.
+    fn sync_due(&mut self, appended: u64, log_end_offset: i64, now_ms: i64) -> Option<i64> {
+        self.unflushed_messages += appended;
+        let last = *self.last_flush_ms.get_or_insert(now_ms);
+        let by_count = self
+            .config
+            .flush_interval_messages
+            .is_some_and(|n| self.unflushed_messages >= n);
+        let by_time = self
+            .config
+            .flush_interval_ms
+            .is_some_and(|ms| now_ms.saturating_sub(last) >= ms);
+        (by_count || by_time).then(|| {
+            self.unflushed_messages = 0;
+            self.last_flush_ms = Some(now_ms);
+            log_end_offset
+        })
+    }
+
+    fn maybe_roll(&mut self, len: u64, last_offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let config = &self.config;
+        let active = self.active()?;
+        let full = active.size() + len > config.segment_bytes;
+        let old = active
+            .created_ms
+            .is_some_and(|c| now_ms.saturating_sub(c) > config.segment_ms);
+        let far = last_offset - active.base_offset() > i64::from(i32::MAX);
+        if active.is_empty() || !(full || old || far) {
+            return Ok(());
+        }
+        let new_base = active.next_offset();
+        let io = Arc::clone(&self.io);
+        self.active_mut()?.seal(io.as_ref())?;
+        let seg = Segment::create(&self.dir, new_base, self.config.index_interval_bytes)?;
+        tracing::debug!(segment = %seg.path().display(), full, old, "rolled a new segment");
+        self.segments.insert(new_base, seg);
+        self.flusher.note_new_segment();
+        Ok(())
+    }
+
+    /// Reads whole batches from the one containing `offset`: up to `max_bytes`, but at least
+    /// the first batch even if larger (as Kafka does for the first partition of a fetch), and
+    /// only batches that end below `upper_bound` (the high watermark or last stable offset).
+    /// An offset below the log start or above the log end is [`LogError::OffsetOutOfRange`].
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+    ) -> Result<ReadInfo, LogError> {
+        self.read_with(offset, max_bytes, upper_bound, true)
+    }
+
+    /// [`Self::read`], choosing whether a first batch larger than `max_bytes` is returned.
+    pub fn read_with(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadInfo, LogError> {
+        let leo = self.log_end_offset();
+        if offset < self.log_start_offset || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: leo,
+            });
+        }
+        let mut info = ReadInfo {
+            slices: Vec::new(),
+            bytes: 0,
+            next_offset: offset,
+            log_start_offset: self.log_start_offset,
+            high_watermark: self.high_watermark,
+            log_end_offset: leo,
+        };
+        let bound = upper_bound.min(leo);
+        if offset >= bound {
+            return Ok(info);
+        }
+        let from = self
+            .segments
+            .range(..=offset)
+            .next_back()
+            .map_or(i64::MIN, |(&base, _)| base);
+        for seg in self.segments.range(from..).map(|(_, s)| s) {
+            let budget = max_bytes.saturating_sub(info.bytes);
+            let r = seg.read(offset, budget, bound, min_one_batch && info.bytes == 0)?;
+            if let Some(slice) = r.slice {
+                info.bytes += slice.len;
+                info.slices.push(slice);
+            }
+            if let Some(next) = r.next_offset {
+                info.next_offset = next;
+            }
+            if r.limited || info.bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(info)
+    }
+
+    /// The first record whose timestamp is at least `timestamp` (`>= 0`): `(offset,
+    /// timestamp)`, found through the time index of the first segment whose largest timestamp
+    /// reaches it, then a scan. `None` if no record is that recent. (ListOffsets' special
+    /// values -1 latest and -2 earliest are [`Self::log_end_offset`] and
+    /// [`Self::log_start_offset`]; -3 is [`Self::max_timestamp_offset`].)
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(i64, i64)>, LogError> {
+        for seg in self.segments.values() {
+            if seg.next_offset() <= self.log_start_offset || seg.max_timestamp().0 < timestamp {
+                continue;
+            }
+            if let Some(found) = seg.find_timestamp(timestamp, self.log_start_offset)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The record with the largest timestamp (the first such, if several): `(offset,
+    /// timestamp)`, for ListOffsets MAX_TIMESTAMP. `None` if the log has no timestamps.
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let mut best: Option<&Segment> = None;
+        for seg in self.segments.values() {
+            if seg.next_offset() > self.log_start_offset
+                && best.is_none_or(|b| seg.max_timestamp().0 > b.max_timestamp().0)
+            {
+                best = Some(seg);
+            }
+        }
+        let Some(seg) = best else { return Ok(None) };
+        let (timestamp, batch_last_offset) = seg.max_timestamp();
+        if timestamp < 0 {
+            return Ok(None);
+        }
+        let Some(h) = seg.find_batch(batch_last_offset)? else {
+            return Ok(Some((batch_last_offset, timestamp)));
+        };
+        let exact = seg.record_at_or_after(&h, |_, ts| ts == timestamp)?;
+        Ok(Some(exact.unwrap_or((batch_last_offset, timestamp))))
+    }
+
+    /// The offset after the last record (the next offset to assign).
+    pub fn log_end_offset(&self) -> i64 {
+        self.segments
+            .values()
+            .next_back()
+            .map_or(self.log_start_offset, Segment::next_offset)
+    }
+
+    /// The first offset that may be read.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// The high watermark: the end of what consumers may read. Kept apart from the log end
+    /// (they are equal on one node once appends are acknowledged).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Sets the high watermark, kept within `[log start, log end]`.
+    pub fn set_high_watermark(&mut self, offset: i64) {
+        self.high_watermark = offset.clamp(self.log_start_offset, self.log_end_offset());
+    }
+
+    /// OffsetForLeaderEpoch: `(epoch, end offset)` of the requested epoch; `(-1, -1)` when it
+    /// is unknown (newer than every known epoch, or no epoch recorded).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    /// The latest leader epoch appended, if any.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs.latest_epoch()
+    }
+
+    /// The leader epoch cache: each epoch and the offset where it began.
+    pub fn leader_epochs(&self) -> &[EpochEntry] {
+        self.epochs.entries()
+    }
+
+    /// The log's group commit handle (see [`super::flusher`]).
+    pub fn flusher(&self) -> Arc<Flusher> {
+        Arc::clone(&self.flusher)
+    }
+
+    /// Offsets below this were fsynced with their indexes, and are not checked by recovery.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Replaces the configuration (topic config change); applies from the next append.
+    pub fn set_config(&mut self, config: LogConfig) -> Result<(), LogError> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// What opening the log did (recovery statistics).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// Total bytes of the segment files.
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size).sum()
+    }
+
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+}
