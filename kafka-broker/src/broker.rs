@@ -25,6 +25,7 @@ pub struct Broker {
     /// Bumped on every append; fetches waiting for data watch it.
     appends: tokio::sync::watch::Sender<u64>,
     next_producer_id: AtomicI64,
+    last_full_flush: AtomicI64,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -52,8 +53,10 @@ impl Broker {
         let (appends, _) = tokio::sync::watch::channel(0);
         let next_producer_id = load_producer_id_block(&config)?;
         let logs = {
-            let topic_configs: HashMap<String, BTreeMap<String, String>> =
-                topics.all().map(|t| (t.name.clone(), t.configs.clone())).collect();
+            let topic_configs: HashMap<String, BTreeMap<String, String>> = topics
+                .all()
+                .map(|t| (t.name.clone(), t.configs.clone()))
+                .collect();
             let cfg = config.clone();
             LogManager::open(vec![config.data_dir.clone()], move |tp: &TopicPartition| {
                 log_config(&cfg, topic_configs.get(&tp.topic))
@@ -71,13 +74,17 @@ impl Broker {
             logs,
             appends,
             next_producer_id: AtomicI64::new(next_producer_id),
+            last_full_flush: AtomicI64::new(now_ms()),
         };
         for t in broker.all_topics() {
             broker.host_partitions(&t.name, 0, t.partitions, &t.configs)?;
         }
         // Logs of topics that no longer exist (a crash during a delete) go away.
         for tp in broker.logs.partitions() {
-            if broker.topic(&tp.topic).is_none_or(|t| tp.partition >= t.partitions) {
+            if broker
+                .topic(&tp.topic)
+                .is_none_or(|t| tp.partition >= t.partitions)
+            {
                 tracing::warn!(partition = %tp, "removing the log of a partition that does not exist");
                 let _ = broker.logs.delete(&tp.topic, tp.partition);
             }
@@ -116,6 +123,14 @@ impl Broker {
             tracing::info!(segments = deleted, "retention deleted segments");
         }
         self.logs.flush_due(now);
+        // Move the recovery points now and then, so recovery after a crash scans little.
+        let last = self.last_full_flush.load(Ordering::Relaxed);
+        if now - last >= 60_000 {
+            self.last_full_flush.store(now, Ordering::Relaxed);
+            if let Err(e) = self.logs.flush_all() {
+                tracing::warn!(error = %e, "periodic flush failed");
+            }
+        }
     }
 
     /// Every hosted partition.
@@ -140,7 +155,11 @@ impl Broker {
     /// `max.message.bytes` of a topic.
     pub fn max_message_bytes(&self, topic: &str) -> usize {
         self.topic(topic)
-            .and_then(|t| t.configs.get("max.message.bytes").and_then(|v| v.parse().ok()))
+            .and_then(|t| {
+                t.configs
+                    .get("max.message.bytes")
+                    .and_then(|v| v.parse().ok())
+            })
             .unwrap_or(self.config.message_max_bytes)
     }
 
@@ -319,7 +338,9 @@ impl Broker {
         for part in self.partitions() {
             if let Ok(Some(log)) = self.logs.get(&part.topic, part.index) {
                 let dir = lock_log(&log).dir().to_path_buf();
-                if let Err(e) = std::fs::write(dir.join(PRODUCER_SNAPSHOT), part.producer_snapshot()) {
+                if let Err(e) =
+                    std::fs::write(dir.join(PRODUCER_SNAPSHOT), part.producer_snapshot())
+                {
                     tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
                 }
             }
@@ -339,7 +360,9 @@ const PRODUCER_SNAPSHOT: &str = "producer-state.snapshot";
 /// A partition's log configuration: the broker's defaults, then the topic's overrides.
 pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) -> LogConfig {
     let mut c = LogConfig {
-        segment_bytes: cfg.segment_bytes.clamp(crate::log::MIN_SEGMENT_BYTES, crate::log::MAX_SEGMENT_BYTES),
+        segment_bytes: cfg
+            .segment_bytes
+            .clamp(crate::log::MIN_SEGMENT_BYTES, crate::log::MAX_SEGMENT_BYTES),
         segment_ms: cfg.roll_ms,
         index_interval_bytes: u64::from(cfg.index_interval_bytes),
         retention_ms: cfg.retention_ms,
@@ -374,7 +397,9 @@ fn load_producer_state(log: &crate::log::SharedLog) -> ProducerStates {
     let mut offset = l.log_start_offset();
     let end = l.log_end_offset();
     while offset < end {
-        let Ok(info) = l.read(offset, 1 << 20, end) else { break };
+        let Ok(info) = l.read(offset, 1 << 20, end) else {
+            break;
+        };
         let Ok(bytes) = info.read_bytes() else { break };
         if info.next_offset <= offset {
             break;

@@ -77,7 +77,9 @@ impl Partition {
     }
 
     fn producers(&self) -> MutexGuard<'_, ProducerStates> {
-        self.producers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.producers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
@@ -129,9 +131,12 @@ impl Partition {
         let mut log = self.log();
         let epoch = log.latest_epoch().unwrap_or(0).max(0);
         let info = log.append(records, epoch, now_ms)?;
-        // A single node: the high watermark follows the log end.
-        let leo = log.log_end_offset();
-        log.set_high_watermark(leo);
+        // A single node: the high watermark follows the log end, except in durable mode, where
+        // it waits for the fsync (consumers never see what is not on disk yet).
+        if !log.config().is_durable() {
+            let leo = log.log_end_offset();
+            log.set_high_watermark(leo);
+        }
         let sync = info.sync_to.map(|o| (log.flusher(), o));
         drop(log);
         if let Some(b) = idempotent {
@@ -202,6 +207,15 @@ impl Partition {
     /// The leader epoch (a single node leads from epoch 0 and never changes it).
     pub fn leader_epoch(&self) -> i32 {
         0
+    }
+
+    /// Raises the high watermark to `offset` (after an fsync in durable mode).
+    pub fn advance_high_watermark(&self, offset: i64) {
+        let mut log = self.log();
+        if offset > log.high_watermark() {
+            let capped = offset.min(log.log_end_offset());
+            log.set_high_watermark(capped);
+        }
     }
 
     /// The producer-state snapshot text.

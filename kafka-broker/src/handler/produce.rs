@@ -17,7 +17,10 @@ const MAX_DECOMPRESSED: usize = 256 << 20;
 
 /// Checks a record set as a producer sent it. Every batch must be a whole magic-2 batch with a
 /// valid CRC and well-formed records, no larger than `max_batch` bytes.
-pub(crate) fn validate(records: &Bytes, max_batch: usize) -> Result<Vec<BatchSummary>, BrokerError> {
+pub(crate) fn validate(
+    records: &Bytes,
+    max_batch: usize,
+) -> Result<Vec<BatchSummary>, BrokerError> {
     let corrupt = |m: String| BrokerError::kafka(ErrorCode::CORRUPT_MESSAGE, m);
     let mut out = Vec::new();
     let mut batches = RecordBatches::new(records.clone());
@@ -26,13 +29,19 @@ pub(crate) fn validate(records: &Bytes, max_batch: usize) -> Result<Vec<BatchSum
         if b.magic() != MAGIC_V2 {
             return Err(BrokerError::kafka(
                 ErrorCode::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                format!("record batch magic {} (only magic 2 is accepted)", b.magic()),
+                format!(
+                    "record batch magic {} (only magic 2 is accepted)",
+                    b.magic()
+                ),
             ));
         }
         if b.size() > max_batch {
             return Err(BrokerError::kafka(
                 ErrorCode::MESSAGE_TOO_LARGE,
-                format!("record batch of {} bytes exceeds max.message.bytes {max_batch}", b.size()),
+                format!(
+                    "record batch of {} bytes exceeds max.message.bytes {max_batch}",
+                    b.size()
+                ),
             ));
         }
         b.verify_crc().map_err(|e| corrupt(e.to_string()))?;
@@ -72,7 +81,11 @@ pub(crate) fn validate(records: &Bytes, max_batch: usize) -> Result<Vec<BatchSum
 }
 
 /// Handles a produce request; `None` for acks=0 (no response is sent).
-pub(super) async fn handle(broker: &Broker, req: ProduceRequest, _version: i16) -> Option<ResponseBody> {
+pub(super) async fn handle(
+    broker: &Broker,
+    req: ProduceRequest,
+    _version: i16,
+) -> Option<ResponseBody> {
     let acks_ok = matches!(req.acks, -1 | 0 | 1);
     let now = crate::broker::now_ms();
     let mut durable_waits = Vec::new();
@@ -143,12 +156,25 @@ pub(super) async fn handle(broker: &Broker, req: ProduceRequest, _version: i16) 
     // Durable mode (or a due flush): acknowledge only once an fsync covers the append. Many
     // requests waiting here share one fsync (group commit).
     for (part, (flusher, offset)) in durable_waits {
-        if let Err(e) = flusher.sync_to_async(offset).await {
-            let e = crate::error::BrokerError::from(e);
-            for t in responses.iter_mut().filter(|t| t.name.as_str() == part.topic) {
-                for p in t.partition_responses.iter_mut().filter(|p| p.index == part.index) {
-                    p.error_code = e.error_code().code();
-                    p.error_message = message(&e);
+        match flusher.sync_to_async(offset).await {
+            Ok(durable) => {
+                part.advance_high_watermark(durable);
+                broker.data_appended();
+            }
+            Err(e) => {
+                let e = crate::error::BrokerError::from(e);
+                for t in responses
+                    .iter_mut()
+                    .filter(|t| t.name.as_str() == part.topic)
+                {
+                    for p in t
+                        .partition_responses
+                        .iter_mut()
+                        .filter(|p| p.index == part.index)
+                    {
+                        p.error_code = e.error_code().code();
+                        p.error_message = message(&e);
+                    }
                 }
             }
         }
