@@ -390,7 +390,7 @@ impl<'a> Reader<'a> {
         version: i16,
     ) -> Result<KStr, DecodeError> {
         self.nullable_string(field, flexible)?
-            .ok_or_else(|| DecodeError::NullNotAllowed { field, version })
+            .ok_or(DecodeError::NullNotAllowed { field, version })
     }
 
     /// Nullable bytes (also used for record sets).
@@ -413,7 +413,7 @@ impl<'a> Reader<'a> {
         version: i16,
     ) -> Result<Bytes, DecodeError> {
         self.nullable_bytes(field, flexible)?
-            .ok_or_else(|| DecodeError::NullNotAllowed { field, version })
+            .ok_or(DecodeError::NullNotAllowed { field, version })
     }
 
     /// A nullable array whose elements are read by `elem`. The count is checked against the
@@ -461,7 +461,7 @@ impl<'a> Reader<'a> {
         elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
     ) -> Result<Vec<T>, DecodeError> {
         self.nullable_array(field, flexible, elem)?
-            .ok_or_else(|| DecodeError::NullNotAllowed { field, version })
+            .ok_or(DecodeError::NullNotAllowed { field, version })
     }
 
     /// The presence marker of a nullable struct field: `false` for null.

@@ -1,8 +1,10 @@
-//! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), earliest
-//! tiered (-5, the same here), or the first offset at or after a timestamp (time index).
+//! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), latest
+//! tiered (-5, none here), or the first offset at or after a timestamp (time index).
 
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, ResponseBody};
 
 use crate::broker::Broker;
@@ -12,7 +14,8 @@ const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
-const EARLIEST_TIERED: i64 = -5;
+/// KIP-1005: without tiered storage there is no tiered offset (-1).
+const LATEST_TIERED: i64 = -5;
 
 pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ResponseBody {
     let read_committed = version >= 2 && req.isolation_level == 1;
@@ -24,12 +27,22 @@ pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> 
                 .partitions
                 .iter()
                 .map(|p| {
-                    let r = lookup(broker, &t.name, p.partition_index, p.timestamp, p.current_leader_epoch, read_committed);
+                    let r = lookup(
+                        broker,
+                        &t.name,
+                        p.partition_index,
+                        p.timestamp,
+                        p.current_leader_epoch,
+                        read_committed,
+                    );
                     match r {
                         Ok((offset, timestamp, epoch)) => ListOffsetsPartitionResponse {
                             partition_index: p.partition_index,
                             old_style_offsets: if version == 0 {
-                                (offset >= 0 && p.max_num_offsets > 0).then_some(offset).into_iter().collect()
+                                (offset >= 0 && p.max_num_offsets > 0)
+                                    .then_some(offset)
+                                    .into_iter()
+                                    .collect()
                             } else {
                                 Vec::new()
                             },
@@ -69,7 +82,10 @@ fn lookup(
     read_committed: bool,
 ) -> Result<(i64, i64, i32), BrokerError> {
     let part = broker.partition(topic, partition).ok_or_else(|| {
-        BrokerError::kafka(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("{topic}-{partition}"))
+        BrokerError::kafka(
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("{topic}-{partition}"),
+        )
     })?;
     let epoch = part.leader_epoch();
     if current_leader_epoch >= 0 && current_leader_epoch != epoch {
@@ -78,18 +94,33 @@ fn lookup(
         } else {
             ErrorCode::FENCED_LEADER_EPOCH
         };
-        return Err(BrokerError::kafka(code, format!("leader epoch {current_leader_epoch}, ours {epoch}")));
+        return Err(BrokerError::kafka(
+            code,
+            format!("leader epoch {current_leader_epoch}, ours {epoch}"),
+        ));
     }
     let o = part.offsets();
     Ok(match timestamp {
-        LATEST => (if read_committed { o.last_stable } else { o.high_watermark }, -1, epoch),
-        EARLIEST | EARLIEST_LOCAL | EARLIEST_TIERED => (o.log_start, -1, epoch),
+        LATEST => (
+            if read_committed {
+                o.last_stable
+            } else {
+                o.high_watermark
+            },
+            -1,
+            epoch,
+        ),
+        EARLIEST | EARLIEST_LOCAL => (o.log_start, -1, epoch),
+        LATEST_TIERED => (-1, -1, -1),
         MAX_TIMESTAMP => match part.max_timestamp()? {
             Some((offset, ts)) => (offset, ts, epoch),
             None => (-1, -1, -1),
         },
         ts if ts < 0 => {
-            return Err(BrokerError::kafka(ErrorCode::INVALID_REQUEST, format!("timestamp {ts} is not a known spec")));
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_REQUEST,
+                format!("timestamp {ts} is not a known spec"),
+            ));
         }
         ts => match part.offset_for_timestamp(ts)? {
             Some((offset, found)) if offset < o.high_watermark => (offset, found, epoch),

@@ -1,0 +1,382 @@
+"""kafka-python against the broker. Commands:
+
+  metadata          bootstrap, list topics and partitions
+  produce           write the common record set (--compression, --idempotent)
+  consume           read it back by assign (no group) and compare byte for byte
+  offsets-for-times ListOffsets by timestamp (plus earliest and latest)
+  admin-topics      create (incl. validate-only and configs), create partitions, delete topics
+  admin-configs     describe topic and broker configs, alter a topic config
+  delete-records    (after produce) DeleteRecords, then where reading starts
+  list-offsets      (after produce) ListOffsets with every special timestamp
+  config-details    DescribeConfigs synonyms and config types
+"""
+
+import sys
+import time
+
+import common
+from common import fail, log
+
+try:
+    import kafka
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+except ImportError as e:  # pragma: no cover - depends on the machine
+    common.missing_peer(f"python module kafka (kafka-python): {e}")
+
+CODECS = {"none": None, "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
+CODEC_MODULES = {"snappy": ["snappy", "cramjam"], "lz4": ["lz4"], "zstd": ["zstandard", "cramjam"]}
+
+
+def require_codec(name):
+    mods = CODEC_MODULES.get(name)
+    if not mods:
+        return
+    for m in mods:
+        try:
+            __import__(m)
+            return
+        except ImportError:
+            pass
+    common.missing_peer(f"a python module for {name} ({' or '.join(mods)})")
+
+
+def produce(args, idempotent=False):
+    require_codec(args.compression)
+    acks = "all" if idempotent else args.acks
+    producer = KafkaProducer(
+        bootstrap_servers=args.bootstrap,
+        client_id="interop-kafka-python",
+        compression_type=CODECS[args.compression],
+        enable_idempotence=idempotent,
+        acks=acks,
+        linger_ms=5,
+        request_timeout_ms=15000,
+        max_block_ms=int(args.timeout * 1000),
+    )
+    log(f"kafka-python {kafka.__version__}, broker version inferred "
+        f"{producer.config.get('api_version')}")
+    parts = producer.partitions_for(args.topic)
+    if parts is None or len(parts) != args.partitions:
+        fail(f"topic {args.topic}: expected {args.partitions} partitions, metadata says {parts}")
+    futures = []
+    for r in common.records(args):
+        futures.append((r, producer.send(
+            args.topic, key=r.key, value=r.value, headers=r.headers,
+            partition=r.partition, timestamp_ms=r.timestamp)))
+    producer.flush(timeout=args.timeout)
+    next_offset = {}
+    for r, f in futures:
+        md = f.get(timeout=args.timeout)
+        if acks == 0:
+            continue  # no answer, no offset
+        expected = next_offset.get(r.partition, 0)
+        if md.offset != expected:
+            fail(f"record {r.index}: acknowledged at offset {md.offset} of partition "
+                 f"{r.partition}, expected {expected}")
+        next_offset[r.partition] = expected + 1
+    producer.close(timeout=10)
+    log(f"OK: produced {len(futures)} records to {args.topic} ({args.compression}, acks={acks})")
+
+
+def consumer_for(args, **kw):
+    return KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        client_id="interop-kafka-python",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=200,
+        request_timeout_ms=15000,
+        **kw,
+    )
+
+
+def consume(args):
+    require_codec(args.compression)
+    consumer = consumer_for(args)
+    tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    want = {p: 0 for p in range(args.partitions)}
+    for i in range(args.count):
+        want[i % args.spread] += 1
+    got = {p: [] for p in range(args.partitions)}
+    deadline = time.monotonic() + args.timeout
+    while any(len(got[p]) < want[p] for p in got) and time.monotonic() < deadline:
+        batch = consumer.poll(timeout_ms=500)
+        for tp, msgs in batch.items():
+            for m in msgs:
+                if m.timestamp_type != 0:
+                    fail(f"offset {m.offset}: timestamp type {m.timestamp_type}, expected 0 "
+                         f"(CreateTime)")
+                got[tp.partition].append((m.key, m.value, list(m.headers or []), m.timestamp))
+    end = consumer.end_offsets(tps)
+    for tp in tps:
+        if end[tp] != want[tp.partition]:
+            fail(f"partition {tp.partition}: end offset {end[tp]}, expected {want[tp.partition]}")
+    consumer.close()
+    common.report(args, got, check_timestamps=args.style == "binary")
+
+
+def offsets_for_times(args):
+    recs = common.records(args)
+    consumer = consumer_for(args)
+    tps = [TopicPartition(args.topic, p) for p in range(args.spread)]
+    by_part = common.by_partition(recs)
+    # For each partition: a time before everything, the exact time of a record in the middle,
+    # a time between two records, and a time after everything.
+    queries = {}
+    for p in range(args.spread):
+        rs = by_part[p]
+        mid = len(rs) // 2
+        cases = [
+            (rs[0].timestamp - 1000, 0),
+            (rs[mid].timestamp, mid),
+            (rs[mid].timestamp + 1, mid + 1),
+            (rs[-1].timestamp + 1, None),
+        ]
+        queries[p] = cases
+    for case in range(4):
+        q = {TopicPartition(args.topic, p): queries[p][case][0] for p in range(args.spread)}
+        res = consumer.offsets_for_times(q)
+        for tp, ts in q.items():
+            expect = queries[tp.partition][case][1]
+            got = res.get(tp)
+            got_off = None if got is None else got.offset
+            if got_off != expect:
+                fail(f"offsets_for_times({tp.partition}, {ts}) = {got}, expected offset {expect}")
+            if got is not None and got.timestamp != by_part[tp.partition][got.offset].timestamp:
+                fail(f"offsets_for_times({tp.partition}, {ts}) timestamp {got.timestamp}, "
+                     f"expected {by_part[tp.partition][got.offset].timestamp}")
+    begin = consumer.beginning_offsets(tps)
+    end = consumer.end_offsets(tps)
+    for tp in tps:
+        if begin[tp] != 0 or end[tp] != len(by_part[tp.partition]):
+            fail(f"partition {tp.partition}: offsets {begin[tp]}..{end[tp]}, expected "
+                 f"0..{len(by_part[tp.partition])}")
+    consumer.close()
+    log("OK: offsets_for_times, beginning_offsets and end_offsets agree with the records")
+
+
+def delete_records(args):
+    """After `produce`: delete the records of partition 0 below the middle; the beginning
+    offset moves there and a consumer from the beginning starts there."""
+    by_part = common.by_partition(common.records(args))
+    n = len(by_part[0])
+    cut = n // 2
+    tp = TopicPartition(args.topic, 0)
+    admin = admin_client(args)
+    r = admin.delete_records({tp: cut})
+    log(f"delete_records: {r}")
+    admin.close()
+    consumer = consumer_for(args)
+    begin = consumer.beginning_offsets([tp])[tp]
+    end = consumer.end_offsets([tp])[tp]
+    if (begin, end) != (cut, n):
+        fail(f"offsets after delete_records: {begin}..{end}, expected {cut}..{n}")
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    got = []
+    deadline = time.monotonic() + args.timeout
+    while len(got) < n - cut and time.monotonic() < deadline:
+        for msgs in consumer.poll(timeout_ms=500).values():
+            got.extend(msgs)
+    consumer.close()
+    if len(got) != n - cut or got[0].offset != cut:
+        fail(f"consumed {len(got)} records from offset {got[0].offset if got else None}, "
+             f"expected {n - cut} from {cut}")
+    for m, e in zip(got, by_part[0][cut:]):
+        if (m.key, m.value) != (e.key, e.value):
+            fail(f"offset {m.offset}: not the record written there")
+    log(f"OK: delete_records moved the log start of partition 0 to {cut}")
+
+
+def list_offsets(args):
+    """After `produce`: ListOffsets with every special timestamp kafka-python knows, against
+    what Kafka answers without tiered storage."""
+    from kafka.admin import OffsetSpec
+
+    by_part = common.by_partition(common.records(args))
+    n = len(by_part[0])
+    last = by_part[0][-1]
+    expected = {
+        OffsetSpec.EARLIEST: (0, -1),
+        OffsetSpec.LATEST: (n, -1),
+        OffsetSpec.MAX_TIMESTAMP: (n - 1, last.timestamp),
+        OffsetSpec.EARLIEST_LOCAL: (0, -1),
+        # KIP-1005: the highest offset in remote storage; -1 when tiered storage is off.
+        OffsetSpec.LATEST_TIERED: (-1, -1),
+    }
+    tp = TopicPartition(args.topic, 0)
+    admin = admin_client(args)
+    wrong = []
+    for spec, (offset, ts) in expected.items():
+        got = admin.list_partition_offsets({tp: spec})[tp]
+        log(f"{spec.name}: {got}")
+        if (got.offset, got.timestamp) != (offset, ts):
+            wrong.append(f"{spec.name} ({spec.value}): offset {got.offset} timestamp "
+                         f"{got.timestamp}, expected offset {offset} timestamp {ts}")
+    admin.close()
+    if wrong:
+        fail("; ".join(wrong))
+    log("OK: ListOffsets answers every special timestamp as Kafka does")
+
+
+def config_details(args):
+    """DescribeConfigs with synonyms (v1+) and config types (v3+), as kafka-python asks for
+    them: Kafka lists each config's synonyms (its own value first, then the broker keys it
+    falls back to) and the type of every config."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = admin_client(args)
+    admin.create_topics({args.topic: {"num_partitions": 1, "replication_factor": 1,
+                                      "configs": {"cleanup.policy": "compact"}}})
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, args.topic)],
+                                 include_synonyms=True, config_filter="all")
+    cfg = res["topic"][args.topic]
+    admin.delete_topics([args.topic])
+    admin.close()
+    problems = []
+    untyped = sorted(k for k, v in cfg.items() if v.get("config_type") in (None, "UNKNOWN"))
+    if untyped:
+        problems.append(f"config_type UNKNOWN for {len(untyped)} of {len(cfg)} configs "
+                        f"(e.g. {untyped[:3]})")
+    no_syn = sorted(k for k, v in cfg.items() if not v.get("synonyms"))
+    if no_syn:
+        problems.append(f"no synonyms for {len(no_syn)} of {len(cfg)} configs "
+                        f"(e.g. {no_syn[:3]}); cleanup.policy: {cfg.get('cleanup.policy')}")
+    if problems:
+        fail("; ".join(problems))
+    log("OK: synonyms and config types")
+
+
+def admin_client(args):
+    return KafkaAdminClient(
+        bootstrap_servers=args.bootstrap,
+        client_id="interop-kafka-python-admin",
+        request_timeout_ms=15000,
+    )
+
+
+def wait_until(pred, what, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    fail(f"timed out waiting until {what}")
+
+
+def admin_topics(args):
+    admin = admin_client(args)
+    name = args.topic
+    other = args.topic + "-validate"
+    r = admin.create_topics({name: {"num_partitions": 2, "replication_factor": 1,
+                                    "configs": {"retention.ms": "3600000"}}})
+    log(f"create_topics: {str(r)[:300]}")
+    r = admin.create_topics({other: {"num_partitions": 1, "replication_factor": 1}},
+                            validate_only=True)
+    log(f"create_topics(validate_only): {str(r)[:300]}")
+    if other in admin.list_topics():
+        fail(f"validate-only create made topic {other}")
+    if name not in admin.list_topics():
+        fail(f"created topic {name} not listed")
+    # Creating it again must fail with TopicAlreadyExists.
+    try:
+        admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}})
+        fail("creating an existing topic succeeded")
+    except kafka.errors.TopicAlreadyExistsError:
+        pass
+    desc = admin.describe_topics([name])
+    parts = desc[0]["partitions"]
+    if len(parts) != 2:
+        fail(f"describe_topics: {desc}")
+    r = admin.create_partitions({name: 4})
+    log(f"create_partitions: {r}")
+    wait_until(lambda: len(admin.describe_topics([name])[0]["partitions"]) == 4,
+               "the topic has 4 partitions")
+    r = admin.delete_topics([name])
+    log(f"delete_topics: {r}")
+    wait_until(lambda: name not in admin.list_topics(), f"{name} is no longer listed")
+    try:
+        admin.delete_topics([name])
+        fail("deleting a deleted topic succeeded")
+    except kafka.errors.UnknownTopicOrPartitionError:
+        pass
+    admin.close()
+    log("OK: create (with configs, validate-only, duplicate), create partitions, delete")
+
+
+def admin_configs(args):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = admin_client(args)
+    name = args.topic
+    admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1,
+                                "configs": {"cleanup.policy": "compact"}}})
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)],
+                                 config_filter="all")
+    log(f"describe_configs(topic): {str(res)[:600]}")
+    topic_cfg = res["topic"][name]
+    if "cleanup.policy" not in topic_cfg:
+        fail(f"cleanup.policy missing from {topic_cfg}")
+    if topic_cfg["cleanup.policy"]["value"] != "compact":
+        fail(f"cleanup.policy: {topic_cfg['cleanup.policy']}")
+    if "retention.ms" not in topic_cfg:
+        fail(f"retention.ms (a default) missing from the full listing: {sorted(topic_cfg)}")
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                 config_filter="all")
+    broker_cfg = res["broker"]["1"]
+    log(f"describe_configs(broker): {len(broker_cfg)} keys")
+    if "num.partitions" not in broker_cfg:
+        fail(f"num.partitions missing from broker configs {sorted(broker_cfg)}")
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                        configs={"retention.ms": "7200000"})])
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+    modified = res["topic"][name]
+    log(f"after alter, modified: {modified}")
+    if modified.get("retention.ms", {}).get("value") != "7200000":
+        fail(f"retention.ms not altered: {modified}")
+    if modified.get("cleanup.policy", {}).get("value") != "compact":
+        fail(f"altering retention.ms lost cleanup.policy: {modified}")
+    admin.delete_topics([name])
+    admin.close()
+    log("OK: describe topic and broker configs, alter a topic config")
+
+
+def metadata(args):
+    consumer = consumer_for(args)
+    topics = consumer.topics()
+    log(f"topics: {sorted(topics)}")
+    consumer.close()
+    admin = admin_client(args)
+    cluster = admin.describe_cluster()
+    log(f"describe_cluster: {cluster}")
+    admin.close()
+    log("OK: metadata")
+
+
+def main():
+    p = common.parser(__doc__)
+    p.add_argument("--idempotent", action="store_true")
+    p.add_argument("--acks", type=int, default=1, choices=[0, 1, -1])
+    args = p.parse_args()
+    cmds = {
+        "metadata": metadata,
+        "produce": lambda a: produce(a, idempotent=a.idempotent),
+        "consume": consume,
+        "offsets-for-times": offsets_for_times,
+        "admin-topics": admin_topics,
+        "admin-configs": admin_configs,
+        "delete-records": delete_records,
+        "list-offsets": list_offsets,
+        "config-details": config_details,
+    }
+    if args.command not in cmds:
+        fail(f"unknown command {args.command}")
+    cmds[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
