@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
@@ -30,6 +30,68 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) value: String,
     pub(crate) source: i8,
+}
+
+/// Kafka's config types (DescribeConfigs v3+): BOOLEAN 1, STRING 2, INT 3, LONG 5, LIST 7.
+fn config_type(name: &str) -> i8 {
+    match name {
+        "unclean.leader.election.enable" | "auto.create.topics.enable" | "delete.topic.enable" => 1,
+        "cleanup.policy" | "log.dirs" => 7,
+        "compression.type" | "message.timestamp.type" => 2,
+        "retention.ms" | "retention.bytes" | "segment.ms" | "flush.messages" | "flush.ms"
+        | "delete.retention.ms" | "min.compaction.lag.ms" | "log.retention.ms" | "log.roll.ms"
+        | "log.retention.bytes" | "log.retention.check.interval.ms" | "log.flush.interval.messages"
+        | "log.flush.interval.ms" => 5,
+        _ => 3,
+    }
+}
+
+/// The broker setting a topic config defaults to.
+fn broker_synonym(topic_key: &str) -> Option<&'static str> {
+    Some(match topic_key {
+        "retention.ms" => "log.retention.ms",
+        "retention.bytes" => "log.retention.bytes",
+        "segment.bytes" => "log.segment.bytes",
+        "segment.ms" => "log.roll.ms",
+        "index.interval.bytes" => "log.index.interval.bytes",
+        "max.message.bytes" => "message.max.bytes",
+        "message.timestamp.type" => "log.message.timestamp.type",
+        "flush.messages" => "log.flush.interval.messages",
+        "flush.ms" => "log.flush.interval.ms",
+        "cleanup.policy" => "log.cleanup.policy",
+        "min.insync.replicas" => "min.insync.replicas",
+        "compression.type" => "compression.type",
+        _ => return None,
+    })
+}
+
+/// Synonyms in Kafka's order of precedence: the topic override, then the broker default.
+fn synonyms(broker: &Broker, e: &Entry) -> Vec<DescribeConfigsSynonym> {
+    let mut out = Vec::new();
+    if e.source == SOURCE_DYNAMIC_TOPIC {
+        out.push(DescribeConfigsSynonym {
+            name: KStr::from(e.name.clone()),
+            value: Some(KStr::from(e.value.clone())),
+            source: SOURCE_DYNAMIC_TOPIC,
+            ..Default::default()
+        });
+    }
+    if let (Some(syn), Some(default)) = (broker_synonym(&e.name), topic_default(&broker.config, &e.name)) {
+        out.push(DescribeConfigsSynonym {
+            name: KStr::from_static(syn),
+            value: Some(KStr::from(default)),
+            source: SOURCE_DEFAULT,
+            ..Default::default()
+        });
+    } else if e.source != SOURCE_DYNAMIC_TOPIC {
+        out.push(DescribeConfigsSynonym {
+            name: KStr::from(e.name.clone()),
+            value: Some(KStr::from(e.value.clone())),
+            source: e.source,
+            ..Default::default()
+        });
+    }
+    out
 }
 
 /// Every config of a topic: its overrides, else the broker's defaults.
@@ -153,6 +215,12 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                                 .is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name))
                         })
                         .map(|e| DescribeConfigsResourceResult {
+                            synonyms: if version >= 1 && req.include_synonyms {
+                                synonyms(broker, &e)
+                            } else {
+                                Vec::new()
+                            },
+                            config_type: if version >= 3 { config_type(&e.name) } else { 0 },
                             name: KStr::from(e.name),
                             value: Some(KStr::from(e.value)),
                             read_only,
