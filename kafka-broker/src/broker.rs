@@ -101,10 +101,20 @@ impl Broker {
         configs: &BTreeMap<String, String>,
     ) -> Result<(), BrokerError> {
         for p in from..to {
-            let log = self
-                .logs
-                .get_or_create(topic, p, log_config(&self.config, Some(configs)))
-                .map_err(|e| BrokerError::Storage(e.to_string()))?;
+            let log =
+                match self
+                    .logs
+                    .get_or_create(topic, p, log_config(&self.config, Some(configs)))
+                {
+                    Ok(log) => log,
+                    // A damaged log stays offline (KAFKA_STORAGE_ERROR) while the rest serve.
+                    Err(e @ crate::log::LogError::Offline { .. })
+                    | Err(e @ crate::log::LogError::Corrupt { .. }) => {
+                        tracing::error!(topic, partition = p, error = %e, "partition offline");
+                        continue;
+                    }
+                    Err(e) => return Err(BrokerError::Storage(e.to_string())),
+                };
             let producers = load_producer_state(&log);
             let partition = Arc::new(Partition::new(topic, p, log, producers));
             self.partitions
@@ -150,6 +160,18 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(topic.to_owned(), index))
             .cloned()
+    }
+
+    /// The error for a partition that is not served: KAFKA_STORAGE_ERROR when its log is
+    /// offline (damaged), UNKNOWN_TOPIC_OR_PARTITION otherwise.
+    pub fn partition_error(&self, topic: &str, index: i32) -> BrokerError {
+        match self.logs.get(topic, index) {
+            Err(e) => BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()),
+            Ok(_) => BrokerError::kafka(
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("{topic}-{index} is not hosted here"),
+            ),
+        }
     }
 
     /// `max.message.bytes` of a topic.

@@ -72,7 +72,8 @@ pub(super) async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> 
         // Mark the current append generation seen before reading, so an append that lands
         // while we read wakes the wait below.
         appended.borrow_and_update();
-        let (parts, total, any_error) = read_all(broker, &wanted, by_id, read_committed, response_max);
+        let (parts, total, any_error) =
+            read_all(broker, &wanted, by_id, read_committed, response_max);
         let done = total >= min_bytes || any_error || Instant::now() >= deadline || min_bytes == 0;
         if done {
             return respond(parts, by_id, version);
@@ -115,7 +116,10 @@ fn read_all<'w>(
             pd.error_code = if by_id && w.topic.is_empty() {
                 ErrorCode::UNKNOWN_TOPIC_ID.code()
             } else {
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+                broker
+                    .partition_error(&w.topic, w.partition)
+                    .error_code()
+                    .code()
             };
             any_error = true;
             out.push((w, pd));
@@ -178,7 +182,11 @@ fn respond(parts: Vec<(&Wanted, PartitionData)>, by_id: bool, _version: i16) -> 
         });
         if !same {
             responses.push(FetchableTopicResponse {
-                topic: if by_id { KStr::default() } else { w.topic.clone() },
+                topic: if by_id {
+                    KStr::default()
+                } else {
+                    w.topic.clone()
+                },
                 topic_id: if by_id { w.topic_id } else { Uuid::ZERO },
                 partitions: Vec::new(),
                 ..Default::default()

@@ -81,12 +81,9 @@ fn lookup(
     current_leader_epoch: i32,
     read_committed: bool,
 ) -> Result<(i64, i64, i32), BrokerError> {
-    let part = broker.partition(topic, partition).ok_or_else(|| {
-        BrokerError::kafka(
-            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("{topic}-{partition}"),
-        )
-    })?;
+    let part = broker
+        .partition(topic, partition)
+        .ok_or_else(|| broker.partition_error(topic, partition))?;
     let epoch = part.leader_epoch();
     if current_leader_epoch >= 0 && current_leader_epoch != epoch {
         let code = if current_leader_epoch > epoch {

@@ -86,7 +86,7 @@ pub(super) async fn handle(
     req: ProduceRequest,
     _version: i16,
 ) -> Option<ResponseBody> {
-    let acks_ok = matches!(req.acks, -1 | 0 | 1);
+    let acks_ok = (-1..=1).contains(&req.acks);
     let now = crate::broker::now_ms();
     let mut durable_waits = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
@@ -100,12 +100,9 @@ pub(super) async fn handle(
                         format!("acks must be -1, 0 or 1, got {}", req.acks),
                     ));
                 }
-                let part = broker.partition(&topic.name, p.index).ok_or_else(|| {
-                    BrokerError::kafka(
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                        format!("{}-{} is not hosted here", topic.name, p.index),
-                    )
-                })?;
+                let part = broker
+                    .partition(&topic.name, p.index)
+                    .ok_or_else(|| broker.partition_error(&topic.name, p.index))?;
                 let records = p.records.unwrap_or_default();
                 let max = broker.max_message_bytes(&topic.name);
                 let batches = validate(&records, max)?;

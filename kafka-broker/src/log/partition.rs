@@ -135,8 +135,10 @@ impl Log {
         let mut segments = BTreeMap::new();
         // Segments from this base offset on are checked batch by batch.
         let scan_from = match (recover, bases.last()) {
-            (true, Some(&last)) => {
-                let point = checkpointed_recovery.unwrap_or(last);
+            (true, Some(_)) => {
+                // No checkpoint: the log was never flushed (a new log's recovery point is 0),
+                // so no segment is known to be on disk: check them all, as Kafka does.
+                let point = checkpointed_recovery.unwrap_or(i64::MIN);
                 bases
                     .iter()
                     .rev()
