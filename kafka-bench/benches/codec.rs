@@ -34,7 +34,10 @@ fn fetch(c: &mut Criterion) {
     let frame_bytes = fetch_frame(records(MIB));
     g.throughput(Throughput::Bytes(frame_bytes.len() as u64));
     g.bench_function("ours/decode", |b| {
-        b.iter(|| frame::decode_response(black_box(&frame_bytes), ApiKey::Fetch, 12).map(|r| r.trailing.len()))
+        b.iter(|| {
+            frame::decode_response(black_box(&frame_bytes), ApiKey::Fetch, 12)
+                .map(|r| r.trailing.len())
+        })
     });
     let (h, body) = fetch_response(records(MIB));
     g.bench_function("ours/encode", |b| {
@@ -78,7 +81,9 @@ mod compare {
     }
 
     pub(super) fn produce(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes) {
-        g.bench_function("kafka-protocol-rs/decode", |b| b.iter(|| decode_produce(black_box(f)).map(|(_, r)| r.acks)));
+        g.bench_function("kafka-protocol-rs/decode", |b| {
+            b.iter(|| decode_produce(black_box(f)).map(|(_, r)| r.acks))
+        });
         let decoded = decode_produce(f);
         g.bench_function("kafka-protocol-rs/encode", |b| {
             b.iter(|| {
@@ -106,7 +111,9 @@ mod compare {
     }
 
     pub(super) fn fetch(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes) {
-        g.bench_function("kafka-protocol-rs/decode", |b| b.iter(|| decode_fetch(black_box(f)).map(|r| r.responses.len())));
+        g.bench_function("kafka-protocol-rs/decode", |b| {
+            b.iter(|| decode_fetch(black_box(f)).map(|r| r.responses.len()))
+        });
         let decoded = decode_fetch(f);
         g.bench_function("kafka-protocol-rs/encode", |b| {
             b.iter(|| {

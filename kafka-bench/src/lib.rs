@@ -92,9 +92,29 @@ fn unreachable_input(e: &dyn std::fmt::Display) -> ! {
 
 /// Peak resident set size of this process in KiB (Linux `VmHWM`), if known.
 pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_kib_of("self")
+}
+
+/// Peak resident set size in KiB of process `pid` (`"self"` or a number), if known.
+pub fn peak_rss_kib_of(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// CPU time (user + system, all threads) used so far by process `pid` (`"self"` or a
+/// number), from `/proc/PID/stat`. The kernel reports it in clock ticks of 1/100 s
+/// (`USER_HZ`, fixed at 100 for user space on Linux), so measure over seconds, not
+/// milliseconds.
+pub fn cpu_time_of(pid: &str) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count fields from
+    // after its closing parenthesis, where field 3 (state) is index 0.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(std::time::Duration::from_millis((utime + stime) * 10))
 }

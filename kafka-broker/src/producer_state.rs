@@ -60,7 +60,13 @@ pub fn last_seq(first: i32, count: i32) -> i32 {
 
 impl ProducerStates {
     /// Checks a batch of producer `pid` (epoch, first and last sequence) before appending.
-    pub fn check(&self, pid: i64, epoch: i16, first_seq: i32, last_seq: i32) -> Result<Check, ErrorCode> {
+    pub fn check(
+        &self,
+        pid: i64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+    ) -> Result<Check, ErrorCode> {
         let Some(entry) = self.producers.get(&pid) else {
             // Unknown producer: only a fresh sequence is acceptable.
             return if first_seq == 0 {
@@ -88,7 +94,9 @@ impl ProducerStates {
             return Ok(Check::Duplicate(*dup));
         }
         match entry.batches.back() {
-            Some(last) if first_seq != next_seq(last.last_seq) => Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER),
+            Some(last) if first_seq != next_seq(last.last_seq) => {
+                Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
+            }
             None if first_seq != 0 => Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER),
             _ => Ok(Check::Append),
         }
@@ -148,7 +156,16 @@ impl ProducerStates {
                 .map(str::parse)
                 .collect::<Result<_, _>>()
                 .ok()?;
-            let [pid, epoch, first_seq, last_seq, first_offset, last_offset, timestamp] = f[..] else {
+            let [
+                pid,
+                epoch,
+                first_seq,
+                last_seq,
+                first_offset,
+                last_offset,
+                timestamp,
+            ] = f[..]
+            else {
                 return None;
             };
             s.record(
@@ -191,13 +208,25 @@ mod tests {
         // A retry of the first batch is a duplicate with its original offsets.
         assert_eq!(s.check(7, 0, 0, 4), Ok(Check::Duplicate(meta(0, 4, 100))));
         // A gap is out of order.
-        assert_eq!(s.check(7, 0, 11, 12), Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+        assert_eq!(
+            s.check(7, 0, 11, 12),
+            Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
         // An old epoch is fenced; a new epoch restarts at 0.
-        assert_eq!(s.check(7, -1, 10, 10), Err(ErrorCode::INVALID_PRODUCER_EPOCH));
-        assert_eq!(s.check(7, 1, 3, 3), Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+        assert_eq!(
+            s.check(7, -1, 10, 10),
+            Err(ErrorCode::INVALID_PRODUCER_EPOCH)
+        );
+        assert_eq!(
+            s.check(7, 1, 3, 3),
+            Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
         assert_eq!(s.check(7, 1, 0, 0), Ok(Check::Append));
         // Unknown producers must start at 0.
-        assert_eq!(s.check(8, 0, 5, 5), Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+        assert_eq!(
+            s.check(8, 0, 5, 5),
+            Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
     }
 
     #[test]
@@ -209,7 +238,10 @@ mod tests {
         assert_eq!(s.check(1, 0, 6, 6), Ok(Check::Duplicate(meta(6, 6, 16))));
         assert_eq!(s.check(1, 0, 2, 2), Ok(Check::Duplicate(meta(2, 2, 12))));
         // Batch 1 fell out of the cache: no longer recognised, and not in order either.
-        assert_eq!(s.check(1, 0, 1, 1), Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+        assert_eq!(
+            s.check(1, 0, 1, 1),
+            Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
+        );
     }
 
     #[test]

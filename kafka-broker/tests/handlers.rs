@@ -98,9 +98,14 @@ async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
         frame: bytes,
     };
     let resp = response(handler::handle(&broker, inc).await, ApiKey::ApiVersions, 0).unwrap();
-    let ResponseBody::ApiVersions(av) = resp.body else { panic!() };
+    let ResponseBody::ApiVersions(av) = resp.body else {
+        panic!()
+    };
     assert_eq!(av.error_code, 35);
     assert_eq!(av.api_keys.len(), 1);
-    assert_eq!((av.api_keys[0].api_key, av.api_keys[0].max_version), (18, 4));
+    assert_eq!(
+        (av.api_keys[0].api_key, av.api_keys[0].max_version),
+        (18, 4)
+    );
     assert_eq!(resp.header.correlation_id, 5);
 }

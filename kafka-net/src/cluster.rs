@@ -132,7 +132,7 @@ impl Cluster {
         let mut errors = Vec::new();
         for addr in &cluster.inner.cfg.bootstrap {
             match Connection::connect(addr, cluster.inner.cfg.connection.clone()).await {
-                Ok(conn) => match cluster.fetch_metadata(&conn, Some(Vec::new())).await {
+                Ok(conn) => match cluster.fetch_metadata(&conn, Some(Vec::new()), false).await {
                     Ok(_) => {
                         cluster.spawn_periodic_refresh();
                         return Ok(cluster);
@@ -183,23 +183,36 @@ impl Cluster {
     pub async fn refresh_metadata(&self) -> Result<Arc<MetadataSnapshot>, NetError> {
         let topics: Vec<String> = lock(&self.inner.interest).iter().cloned().collect();
         let conn = self.least_loaded().await?;
-        self.fetch_metadata(&conn, Some(topics)).await
+        let auto_create = self.inner.cfg.allow_auto_topic_creation;
+        self.fetch_metadata(&conn, Some(topics), auto_create).await
     }
 
     /// Refreshes metadata for every topic of the cluster.
     pub async fn refresh_all_metadata(&self) -> Result<Arc<MetadataSnapshot>, NetError> {
         let conn = self.least_loaded().await?;
-        self.fetch_metadata(&conn, None).await
+        self.fetch_metadata(&conn, None, false).await
     }
 
+    /// Refreshes metadata for `topics` only (none: just the brokers), never creating topics.
+    /// The answer is merged into the cache; the topics are not added to those of interest.
+    pub async fn fetch_topics(&self, topics: &[&str]) -> Result<Arc<MetadataSnapshot>, NetError> {
+        let conn = self.least_loaded().await?;
+        let topics = topics.iter().map(|t| (*t).to_owned()).collect();
+        self.fetch_metadata(&conn, Some(topics), false).await
+    }
+
+    /// `auto_create` is sent where the version can carry it (v4+); before v4 the broker's
+    /// own setting decides.
     async fn fetch_metadata(
         &self,
         conn: &Connection,
         topics: Option<Vec<String>>,
+        auto_create: bool,
     ) -> Result<Arc<MetadataSnapshot>, NetError> {
         let _one_at_a_time = self.inner.refresh.lock().await;
         let version = conn.version_for(ApiKey::Metadata)?;
-        let all = topics.is_none();
+        // Whether the answer lists every topic (v0 reads an empty list as "all").
+        let all = topics.as_ref().is_none_or(|t| t.is_empty() && version == 0);
         let request_topics = match topics {
             // v0 cannot ask for "no topics": an empty list means all there.
             Some(t) if t.is_empty() && version == 0 => Some(Vec::new()),
@@ -216,7 +229,8 @@ impl Cluster {
         };
         let req = MetadataRequest {
             topics: request_topics,
-            allow_auto_topic_creation: self.inner.cfg.allow_auto_topic_creation,
+            // The field exists from v4 on; older versions must keep its default (true).
+            allow_auto_topic_creation: auto_create || version < 4,
             ..Default::default()
         };
         let body = conn.request_at(RequestBody::Metadata(req), version).await?;
@@ -229,7 +243,7 @@ impl Cluster {
         let snap = Arc::new(MetadataSnapshot::from_response(
             &resp,
             &previous,
-            all || version == 0,
+            all,
             Instant::now().into_std(),
         ));
         self.inner.meta.send_replace(snap.clone());

@@ -3,9 +3,12 @@
 //!
 //! Layers: [`codec`] (size-prefixed frames), [`conn_state`] (sans-IO connection state, driven
 //! by time passed in), [`connection`] (the tokio task and its handle), [`versions`]
-//! (ApiVersions negotiation).
+//! (ApiVersions negotiation), [`metadata`] and [`cluster`] (the cluster client: bootstrap,
+//! metadata cache, per-broker connections, routing, retries), [`admin`] (topics, offsets,
+//! configs, groups) and [`server`] (the server side of the framing, for brokers).
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod cluster;
 pub mod codec;
 pub mod conn_state;
@@ -15,6 +18,7 @@ pub mod metadata;
 pub mod server;
 pub mod versions;
 
+pub use admin::Admin;
 pub use cluster::{Cluster, ClusterConfig, CoordinatorType};
 pub use codec::KafkaCodec;
 pub use conn_state::{ConnConfig, ConnState, Outcome};

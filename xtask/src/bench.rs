@@ -1,6 +1,11 @@
 //! `cargo xtask bench codec [--quick]`: runs the criterion benchmarks of `kafka-bench` (ours and
 //! kafka-protocol-rs side by side), streaming criterion's progress, then prints a summary table
 //! and writes it as JSON to `target/bench-codec.json`.
+//!
+//! `cargo xtask bench net [--quick] [--seconds N]`: runs `kafka-bench`'s `net_bench` example in
+//! release (round trips per second on one loopback connection with 1, 5 and 32 requests in
+//! flight, CPU time per request, peak RSS), which prints its progress, a table and JSON; the
+//! JSON also goes to `target/bench-net.json`.
 
 use std::path::{Path, PathBuf};
 
@@ -10,18 +15,52 @@ use crate::Error;
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
-        return Err("bench: say what to measure: `cargo xtask bench codec [--quick]`".into());
+        return Err("bench: say what to measure: `cargo xtask bench codec|net [--quick]`".into());
     };
     match what.as_str() {
         "codec" => codec(root, rest),
-        other => Err(format!("bench: unknown benchmark {other} (known: codec)").into()),
+        "net" => net(root, rest),
+        other => Err(format!("bench: unknown benchmark {other} (known: codec, net)").into()),
     }
 }
 
-fn codec(root: &Path, rest: &[String]) -> Result<(), Error> {
-    let target = std::env::var("CARGO_TARGET_DIR")
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("target"));
+        .unwrap_or_else(|_| root.join("target"))
+}
+
+fn net(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let out = target_dir(root).join("bench-net.json");
+    let out = out.to_string_lossy().into_owned();
+    let mut args = vec![
+        "run",
+        "--release",
+        "-p",
+        "kafka-bench",
+        "--example",
+        "net_bench",
+        "--",
+        "--json",
+        &out,
+    ];
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.push("--quick"),
+            "--seconds" => {
+                args.push("--seconds");
+                args.push(it.next().ok_or("bench net: --seconds needs a value")?);
+            }
+            other => return Err(format!("bench net: unknown argument {other}").into()),
+        }
+    }
+    println!("bench: building net_bench in release and running it (progress below)");
+    crate::cargo(root, &args)
+}
+
+fn codec(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let target = target_dir(root);
     let criterion_dir = target.join("criterion");
     let _ = std::fs::remove_dir_all(&criterion_dir);
     let mut args = vec![

@@ -15,8 +15,9 @@ fn usage() -> &'static str {
        codegen [--specs DIR] [--check]   generate the protocol code from Kafka's message schemas\n  \
        decode [FILE|-] [--response --api-key K --api-version V] [--roundtrip]\n                                    \
      decode one frame (raw or hex, with or without size prefix) and print it\n  \
-       fuzz <target|all> [--seconds N]   coverage-guided fuzzing of the decoders (see xtask/fuzz)\n  \
-       bench codec [--quick]             criterion benchmarks, ours and kafka-protocol-rs side by side\n"
+       fuzz <target|all> [--seconds N] [--smoke]  fuzz the decoders (libFuzzer; --smoke: stable, CI)\n  \
+       bench codec [--quick]             criterion benchmarks, ours and kafka-protocol-rs side by side\n  \
+       bench net [--quick] [--seconds N] round trips/s on one loopback connection, 1/5/32 in flight\n"
 }
 
 fn workspace_root() -> PathBuf {

@@ -38,9 +38,18 @@ fn config_type(name: &str) -> i8 {
         "unclean.leader.election.enable" | "auto.create.topics.enable" | "delete.topic.enable" => 1,
         "cleanup.policy" | "log.dirs" => 7,
         "compression.type" | "message.timestamp.type" => 2,
-        "retention.ms" | "retention.bytes" | "segment.ms" | "flush.messages" | "flush.ms"
-        | "delete.retention.ms" | "min.compaction.lag.ms" | "log.retention.ms" | "log.roll.ms"
-        | "log.retention.bytes" | "log.retention.check.interval.ms" | "log.flush.interval.messages"
+        "retention.ms"
+        | "retention.bytes"
+        | "segment.ms"
+        | "flush.messages"
+        | "flush.ms"
+        | "delete.retention.ms"
+        | "min.compaction.lag.ms"
+        | "log.retention.ms"
+        | "log.roll.ms"
+        | "log.retention.bytes"
+        | "log.retention.check.interval.ms"
+        | "log.flush.interval.messages"
         | "log.flush.interval.ms" => 5,
         _ => 3,
     }
@@ -76,7 +85,10 @@ fn synonyms(broker: &Broker, e: &Entry) -> Vec<DescribeConfigsSynonym> {
             ..Default::default()
         });
     }
-    if let (Some(syn), Some(default)) = (broker_synonym(&e.name), topic_default(&broker.config, &e.name)) {
+    if let (Some(syn), Some(default)) = (
+        broker_synonym(&e.name),
+        topic_default(&broker.config, &e.name),
+    ) {
         out.push(DescribeConfigsSynonym {
             name: KStr::from_static(syn),
             value: Some(KStr::from(default)),
@@ -220,7 +232,11 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                             } else {
                                 Vec::new()
                             },
-                            config_type: if version >= 3 { config_type(&e.name) } else { 0 },
+                            config_type: if version >= 3 {
+                                config_type(&e.name)
+                            } else {
+                                0
+                            },
                             name: KStr::from(e.name),
                             value: Some(KStr::from(e.value)),
                             read_only,

@@ -1,7 +1,9 @@
 //! DeleteRecords: moves a partition's log start offset forward.
 
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseBody};
 
 use crate::broker::Broker;
@@ -17,16 +19,29 @@ pub(super) fn handle(broker: &Broker, req: DeleteRecordsRequest) -> ResponseBody
                 .iter()
                 .map(|p| {
                     let r = (|| {
-                        let part = broker.partition(&t.name, p.partition_index).ok_or_else(|| {
-                            BrokerError::kafka(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, format!("{}-{}", t.name, p.partition_index))
-                        })?;
+                        let part =
+                            broker
+                                .partition(&t.name, p.partition_index)
+                                .ok_or_else(|| {
+                                    BrokerError::kafka(
+                                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                                        format!("{}-{}", t.name, p.partition_index),
+                                    )
+                                })?;
                         let o = part.offsets();
                         // -1 means "up to the high watermark".
-                        let target = if p.offset == -1 { o.high_watermark } else { p.offset };
+                        let target = if p.offset == -1 {
+                            o.high_watermark
+                        } else {
+                            p.offset
+                        };
                         if target < 0 || target > o.high_watermark {
                             return Err(BrokerError::kafka(
                                 ErrorCode::OFFSET_OUT_OF_RANGE,
-                                format!("offset {target} is beyond the high watermark {}", o.high_watermark),
+                                format!(
+                                    "offset {target} is beyond the high watermark {}",
+                                    o.high_watermark
+                                ),
                             ));
                         }
                         part.delete_records_before(target)

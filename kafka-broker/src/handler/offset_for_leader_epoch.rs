@@ -1,8 +1,12 @@
 //! OffsetForLeaderEpoch: the end offset of a leader epoch (for truncation detection, KIP-320).
 
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
-use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseBody};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseBody,
+};
 
 use crate::broker::Broker;
 
