@@ -8,6 +8,8 @@ pub mod codec;
 pub mod error;
 pub mod error_code;
 pub mod frame;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod primitives;
 pub mod record;
 
