@@ -26,6 +26,8 @@ pub struct Broker {
     appends: tokio::sync::watch::Sender<u64>,
     next_producer_id: AtomicI64,
     last_full_flush: AtomicI64,
+    /// The group coordinator (committed offsets are kept in memory for now).
+    pub groups: crate::group::GroupCoordinator,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -66,7 +68,12 @@ impl Broker {
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
+        let groups = crate::group::GroupCoordinator::new(crate::group::GroupConfig {
+            offsets_topic_num_partitions: config.offsets_topic_num_partitions,
+            ..config.group.clone()
+        });
         let broker = Self {
+            groups,
             config,
             cluster_id,
             topics: Mutex::new(topics),

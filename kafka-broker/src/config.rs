@@ -63,6 +63,8 @@ pub struct BrokerConfig {
     pub offsets_topic_num_partitions: i32,
     /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
     pub fetch_max_wait_cap_ms: u64,
+    /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
+    pub group: crate::group::GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -92,6 +94,7 @@ impl Default for BrokerConfig {
             max_pipelined_requests: 16,
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
+            group: crate::group::GroupConfig::default(),
         }
     }
 }
@@ -143,7 +146,6 @@ const IGNORED_KNOWN: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms",
     "min.insync.replicas",
     "zookeeper.connect",
 ];
@@ -226,6 +228,18 @@ impl BrokerConfig {
             "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
+            }
+            k if k.starts_with("group.")
+                || k.starts_with("offsets.retention.")
+                || k == "offset.metadata.max.bytes" =>
+            {
+                if !self
+                    .group
+                    .apply(k, v)
+                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
+                {
+                    return Ok(Applied::Unknown);
+                }
             }
             _ if IGNORED_KNOWN.contains(&key) => {}
             _ => return Ok(Applied::Unknown),

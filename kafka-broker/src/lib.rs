@@ -67,7 +67,24 @@ pub async fn run(
             }
         })
     };
+    // Group timers (sessions, rebalances, offset expiry) stop before the connections drain,
+    // so waiting JoinGroups are answered NOT_COORDINATOR and the drain finishes.
+    let (stop_timers, timers_stopped) = tokio::sync::oneshot::channel::<()>();
+    let group_timers = {
+        let b = broker.clone();
+        tokio::spawn(async move {
+            group::run_timers(&b.groups, async {
+                let _ = timers_stopped.await;
+            })
+            .await;
+        })
+    };
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop_timers.send(());
+    };
     let result = server::serve(listener, broker, shutdown).await;
     maintenance.abort();
+    let _ = group_timers.await;
     result
 }

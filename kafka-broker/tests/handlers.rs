@@ -61,6 +61,8 @@ async fn every_supported_version_answers_random_requests() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
         data_dir: dir.path().to_path_buf(),
+        // Random fetches ask to wait up to 30 s for data that never comes.
+        fetch_max_wait_cap_ms: 10,
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());

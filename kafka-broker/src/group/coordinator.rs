@@ -13,6 +13,7 @@ use std::time::Duration;
 use kafka_protocol::error_code::ErrorCode;
 use tokio::sync::oneshot;
 
+use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::manager::GroupManager;
 use super::offsets::{MemoryOffsetStore, OffsetStore};
@@ -21,7 +22,6 @@ use super::types::{
     CommitRequest, FetchedOffset, GroupDescription, GroupListing, HeartbeatRequest, JoinRequest,
     JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest, SyncResponse,
 };
-use super::MemberIdGen;
 
 /// Where the records the coordinator produces go (the `__consumer_offsets` log, later).
 /// Called under the coordinator's lock, once per operation that produced records, in the
@@ -118,7 +118,13 @@ impl GroupCoordinator {
         offsets: Box<dyn OffsetStore>,
         sink: Box<dyn RecordSink>,
     ) -> Self {
-        Self::build(config, offsets, sink, Clock::system(), MemberIdGen::from_entropy())
+        Self::build(
+            config,
+            offsets,
+            sink,
+            Clock::system(),
+            MemberIdGen::from_entropy(),
+        )
     }
 
     /// A coordinator on a clock that only moves with [`GroupCoordinator::advance`], for tests.

@@ -51,9 +51,7 @@ impl Group {
         } else if req.require_known_member_id {
             // The client has to come back with this id; until then it counts as expected in
             // a rebalance, for at most its session timeout.
-            let lapse = cx
-                .now
-                .saturating_add(i64::from(req.session_timeout_ms));
+            let lapse = cx.now.saturating_add(i64::from(req.session_timeout_ms));
             self.pending_members.insert(new_id.clone(), lapse);
             cx.reply_join(
                 request,
@@ -94,7 +92,10 @@ impl Group {
         }
         let instance_unknown = instance.is_some_and(|i| self.static_member(i).is_none());
         let Some(idx) = self.index_of(&id).filter(|_| !instance_unknown) else {
-            cx.reply_join(request, JoinResponse::error(id, ErrorCode::UNKNOWN_MEMBER_ID));
+            cx.reply_join(
+                request,
+                JoinResponse::error(id, ErrorCode::UNKNOWN_MEMBER_ID),
+            );
             return;
         };
         let (is_leader, same_protocols) = match self.members.get(idx) {
@@ -102,7 +103,9 @@ impl Group {
             None => (false, false),
         };
         match self.state {
-            GroupState::PreparingRebalance => self.update_member_and_rebalance(idx, request, req, cx),
+            GroupState::PreparingRebalance => {
+                self.update_member_and_rebalance(idx, request, req, cx)
+            }
             GroupState::CompletingRebalance if same_protocols => {
                 // Probably lost the first answer: repeat it for the current generation.
                 let members = if is_leader {
@@ -124,7 +127,10 @@ impl Group {
                 self.update_member_and_rebalance(idx, request, req, cx)
             }
             GroupState::Empty | GroupState::Dead => {
-                cx.reply_join(request, JoinResponse::error(id, ErrorCode::UNKNOWN_MEMBER_ID));
+                cx.reply_join(
+                    request,
+                    JoinResponse::error(id, ErrorCode::UNKNOWN_MEMBER_ID),
+                );
             }
         }
     }
@@ -132,7 +138,13 @@ impl Group {
     /// Takes the member's new protocols and timeouts and makes `request` its waiting join
     /// (an older one still waiting is answered REBALANCE_IN_PROGRESS: the client gave up on
     /// it).
-    fn update_member(&mut self, idx: usize, request: RequestId, req: &JoinRequest, cx: &mut Cx<'_>) {
+    fn update_member(
+        &mut self,
+        idx: usize,
+        request: RequestId,
+        req: &JoinRequest,
+        cx: &mut Cx<'_>,
+    ) {
         let Some(m) = self.members.get_mut(idx) else {
             return;
         };
@@ -192,10 +204,16 @@ impl Group {
         let previous_leader = self.leader.clone().unwrap_or_default();
         if let Some(m) = self.members.get_mut(idx) {
             if let Some(r) = m.awaiting_join.take() {
-                cx.reply_join(r, JoinResponse::error(old_id, ErrorCode::FENCED_INSTANCE_ID));
+                cx.reply_join(
+                    r,
+                    JoinResponse::error(old_id, ErrorCode::FENCED_INSTANCE_ID),
+                );
             }
             if let Some(r) = m.awaiting_sync.take() {
-                cx.reply_sync(r, super::types::SyncResponse::error(ErrorCode::FENCED_INSTANCE_ID));
+                cx.reply_sync(
+                    r,
+                    super::types::SyncResponse::error(ErrorCode::FENCED_INSTANCE_ID),
+                );
             }
             m.id = new_id.clone();
             m.touch(cx.now);

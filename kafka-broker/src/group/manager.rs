@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, btree_map::Entry};
 
 use kafka_protocol::error_code::ErrorCode;
 
+use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::offsets::{MemoryOffsetStore, OffsetStore};
 use super::records::{OffsetsRecord, RecordKey, RecordValue};
@@ -15,7 +16,6 @@ use super::types::{
     JoinRequest, JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest,
     SyncResponse,
 };
-use super::MemberIdGen;
 
 /// The pure group coordinator: every group and every committed offset, driven by requests
 /// and `now`.
@@ -40,7 +40,11 @@ impl GroupManager {
     }
 
     /// A coordinator keeping offsets in `offsets`.
-    pub fn with_store(config: GroupConfig, ids: MemberIdGen, offsets: Box<dyn OffsetStore>) -> Self {
+    pub fn with_store(
+        config: GroupConfig,
+        ids: MemberIdGen,
+        offsets: Box<dyn OffsetStore>,
+    ) -> Self {
         Self {
             config,
             groups: BTreeMap::new(),
@@ -113,7 +117,10 @@ impl GroupManager {
             fx: &mut self.fx,
         };
         if req.group_id.is_empty() {
-            cx.reply_join(request, JoinResponse::error(req.member_id, ErrorCode::INVALID_GROUP_ID));
+            cx.reply_join(
+                request,
+                JoinResponse::error(req.member_id, ErrorCode::INVALID_GROUP_ID),
+            );
             return;
         }
         if req.session_timeout_ms < cx.config.min_session_timeout_ms
@@ -219,7 +226,11 @@ impl GroupManager {
             group_id: group_id.to_owned(),
             state: group.state,
             protocol_type: group.protocol_type.clone().unwrap_or_default(),
-            protocol_data: if stable { protocol.clone() } else { String::new() },
+            protocol_data: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
             members: group
                 .members
                 .iter()
@@ -228,8 +239,16 @@ impl GroupManager {
                     group_instance_id: m.instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
-                    metadata: if stable { m.metadata(&protocol) } else { Default::default() },
-                    assignment: if stable { m.assignment.clone() } else { Default::default() },
+                    metadata: if stable {
+                        m.metadata(&protocol)
+                    } else {
+                        Default::default()
+                    },
+                    assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Default::default()
+                    },
                 })
                 .collect(),
         }
@@ -238,13 +257,21 @@ impl GroupManager {
     /// ListGroups: groups in one of `states` (any if empty) and of one of `types` (any if
     /// empty; every group here is "classic"), compared case-insensitively.
     pub fn list(&self, states: &[&str], types: &[&str]) -> Vec<GroupListing> {
-        let type_ok = types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(CLASSIC_GROUP_TYPE));
+        let type_ok = types.is_empty()
+            || types
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(CLASSIC_GROUP_TYPE));
         if !type_ok {
             return Vec::new();
         }
         self.groups
             .values()
-            .filter(|g| states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(g.state.as_str())))
+            .filter(|g| {
+                states.is_empty()
+                    || states
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(g.state.as_str()))
+            })
             .map(|g| GroupListing {
                 group_id: g.id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
@@ -281,13 +308,28 @@ impl GroupManager {
     /// groups with members come back Stable with their sessions starting at `now`, so
     /// members that are gone are removed after one session timeout.
     pub fn replay(&mut self, records: impl IntoIterator<Item = OffsetsRecord>, now: i64) {
-        let mut metadata: BTreeMap<String, Option<super::records::GroupMetadataValue>> = BTreeMap::new();
+        let mut metadata: BTreeMap<String, Option<super::records::GroupMetadataValue>> =
+            BTreeMap::new();
         for record in records {
             match (record.key, record.value) {
-                (RecordKey::OffsetCommit { group, topic, partition }, Some(RecordValue::OffsetCommit(v))) => {
+                (
+                    RecordKey::OffsetCommit {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    Some(RecordValue::OffsetCommit(v)),
+                ) => {
                     self.offsets.put(&group, &topic, partition, v);
                 }
-                (RecordKey::OffsetCommit { group, topic, partition }, None) => {
+                (
+                    RecordKey::OffsetCommit {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    None,
+                ) => {
                     self.offsets.remove(&group, &topic, partition);
                 }
                 (RecordKey::GroupMetadata { group }, Some(RecordValue::GroupMetadata(v))) => {
@@ -297,7 +339,10 @@ impl GroupManager {
                     metadata.insert(group, None);
                 }
                 (key, Some(_)) => {
-                    tracing::warn!(?key, "__consumer_offsets record whose value does not match its key; skipped");
+                    tracing::warn!(
+                        ?key,
+                        "__consumer_offsets record whose value does not match its key; skipped"
+                    );
                 }
             }
         }

@@ -24,12 +24,14 @@ impl Group {
             GroupState::Empty => {
                 cx.reply_sync(request, SyncResponse::error(ErrorCode::UNKNOWN_MEMBER_ID))
             }
-            GroupState::PreparingRebalance => {
-                cx.reply_sync(request, SyncResponse::error(ErrorCode::REBALANCE_IN_PROGRESS))
-            }
-            GroupState::Dead => {
-                cx.reply_sync(request, SyncResponse::error(ErrorCode::COORDINATOR_NOT_AVAILABLE))
-            }
+            GroupState::PreparingRebalance => cx.reply_sync(
+                request,
+                SyncResponse::error(ErrorCode::REBALANCE_IN_PROGRESS),
+            ),
+            GroupState::Dead => cx.reply_sync(
+                request,
+                SyncResponse::error(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            ),
             GroupState::CompletingRebalance => {
                 if let Some(m) = self.members.get_mut(idx) {
                     if let Some(old) = m.awaiting_sync.replace(request) {
@@ -131,7 +133,10 @@ impl Group {
             let instance = leaving.group_instance_id.as_deref();
             let error = if leaving.member_id.is_empty() {
                 // An administrator removing a static member by its instance id.
-                match instance.and_then(|i| self.static_member(i)).map(str::to_owned) {
+                match instance
+                    .and_then(|i| self.static_member(i))
+                    .map(str::to_owned)
+                {
                     Some(current) => {
                         self.remove_member_and_update(&current, cx);
                         ErrorCode::NONE

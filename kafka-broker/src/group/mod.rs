@@ -13,7 +13,9 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `state.rs` | one group: states, members, rebalance completion, timers |
+//! | `state.rs` | one group: states, members, protocol selection, rebalance completion |
+//! | `timers.rs` | a group's sessions, rebalance and sync deadlines |
+//! | `persist.rs` | a group as a group metadata record, and back |
 //! | `join.rs` | JoinGroup: new, known and static members |
 //! | `membership.rs` | SyncGroup, Heartbeat, LeaveGroup |
 //! | `manager.rs` | every group: routing, describe/list/delete, timers, replay |
@@ -28,8 +30,10 @@ mod manager;
 mod member;
 mod membership;
 pub mod offsets;
+mod persist;
 pub mod records;
 mod state;
+mod timers;
 mod types;
 
 #[cfg(test)]
@@ -50,8 +54,9 @@ pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 /// Java's `String.hashCode`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, in
 /// wrapping 32-bit arithmetic.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The `__consumer_offsets` partition of a group: Kafka's

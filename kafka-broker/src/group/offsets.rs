@@ -168,7 +168,8 @@ impl GroupManager {
                     p.partition,
                     value.clone(),
                 ));
-                self.offsets.put(&req.group_id, &p.topic, p.partition, value);
+                self.offsets
+                    .put(&req.group_id, &p.topic, p.partition, value);
                 ErrorCode::NONE
             })
             .collect()
@@ -276,10 +277,9 @@ impl GroupManager {
             let empty_since = group.state_timestamp;
             let rule = match (group.protocol_type.as_deref(), group.state) {
                 (Some(_), GroupState::Empty) => Some((Some(empty_since), BTreeSet::new())),
-                (Some(CONSUMER_PROTOCOL_TYPE), GroupState::Stable) => group
-                    .subscribed_topics
-                    .clone()
-                    .map(|topics| (None, topics)),
+                (Some(CONSUMER_PROTOCOL_TYPE), GroupState::Stable) => {
+                    group.subscribed_topics.clone().map(|topics| (None, topics))
+                }
                 (None, _) => Some((None, BTreeSet::new())),
                 _ => None,
             };
@@ -300,9 +300,11 @@ impl GroupManager {
                     }
                 }
             }
-            let drop_group = self.groups.get(&id).is_some_and(|g| {
-                g.state == GroupState::Empty && g.pending_members.is_empty()
-            }) && self.offsets.group_offsets(&id).is_empty();
+            let drop_group = self
+                .groups
+                .get(&id)
+                .is_some_and(|g| g.state == GroupState::Empty && g.pending_members.is_empty())
+                && self.offsets.group_offsets(&id).is_empty();
             if drop_group {
                 tracing::info!(group = %id, "removing empty group without offsets");
                 self.groups.remove(&id);

@@ -139,7 +139,12 @@ impl RecordKey {
     }
 }
 
-fn string(r: &mut Reader<'_>, field: &'static str, flex: bool, v: i16) -> Result<String, DecodeError> {
+fn string(
+    r: &mut Reader<'_>,
+    field: &'static str,
+    flex: bool,
+    v: i16,
+) -> Result<String, DecodeError> {
     Ok(r.string(field, flex, v)?.as_str().to_owned())
 }
 
@@ -148,7 +153,8 @@ fn nullable_string(
     field: &'static str,
     flex: bool,
 ) -> Result<Option<String>, DecodeError> {
-    Ok(r.nullable_string(field, flex)?.map(|s| s.as_str().to_owned()))
+    Ok(r.nullable_string(field, flex)?
+        .map(|s| s.as_str().to_owned()))
 }
 
 fn skip_tags(r: &mut Reader<'_>, field: &'static str) -> Result<(), DecodeError> {
@@ -171,7 +177,11 @@ impl OffsetAndMetadata {
             Some(expire) => {
                 w.i16(OFFSET_VALUE_VERSION_WITH_EXPIRY);
                 w.i64(self.offset);
-                w.string("OffsetCommitValue.metadata", false, &self.metadata.clone().into())?;
+                w.string(
+                    "OffsetCommitValue.metadata",
+                    false,
+                    &self.metadata.clone().into(),
+                )?;
                 w.i64(self.commit_timestamp);
                 w.i64(expire);
             }
@@ -179,7 +189,11 @@ impl OffsetAndMetadata {
                 w.i16(OFFSET_VALUE_VERSION);
                 w.i64(self.offset);
                 w.i32(self.leader_epoch);
-                w.string("OffsetCommitValue.metadata", false, &self.metadata.clone().into())?;
+                w.string(
+                    "OffsetCommitValue.metadata",
+                    false,
+                    &self.metadata.clone().into(),
+                )?;
                 w.i64(self.commit_timestamp);
             }
         }
@@ -221,24 +235,45 @@ impl GroupMetadataValue {
     fn encode_value(&self) -> Result<Bytes, EncodeError> {
         let mut w = Writer::new();
         w.i16(GROUP_VALUE_VERSION);
-        w.string("GroupMetadataValue.protocolType", false, &self.protocol_type.clone().into())?;
+        w.string(
+            "GroupMetadataValue.protocolType",
+            false,
+            &self.protocol_type.clone().into(),
+        )?;
         w.i32(self.generation);
         let protocol = self.protocol.clone().map(Into::into);
         w.nullable_string("GroupMetadataValue.protocol", false, protocol.as_ref())?;
         let leader = self.leader.clone().map(Into::into);
         w.nullable_string("GroupMetadataValue.leader", false, leader.as_ref())?;
         w.i64(self.current_state_timestamp);
-        w.array("GroupMetadataValue.members", false, &self.members, |w, m| {
-            w.string("MemberMetadata.memberId", false, &m.member_id.clone().into())?;
-            let instance = m.group_instance_id.clone().map(Into::into);
-            w.nullable_string("MemberMetadata.groupInstanceId", false, instance.as_ref())?;
-            w.string("MemberMetadata.clientId", false, &m.client_id.clone().into())?;
-            w.string("MemberMetadata.clientHost", false, &m.client_host.clone().into())?;
-            w.i32(m.rebalance_timeout);
-            w.i32(m.session_timeout);
-            w.bytes("MemberMetadata.subscription", false, &m.subscription)?;
-            w.bytes("MemberMetadata.assignment", false, &m.assignment)
-        })?;
+        w.array(
+            "GroupMetadataValue.members",
+            false,
+            &self.members,
+            |w, m| {
+                w.string(
+                    "MemberMetadata.memberId",
+                    false,
+                    &m.member_id.clone().into(),
+                )?;
+                let instance = m.group_instance_id.clone().map(Into::into);
+                w.nullable_string("MemberMetadata.groupInstanceId", false, instance.as_ref())?;
+                w.string(
+                    "MemberMetadata.clientId",
+                    false,
+                    &m.client_id.clone().into(),
+                )?;
+                w.string(
+                    "MemberMetadata.clientHost",
+                    false,
+                    &m.client_host.clone().into(),
+                )?;
+                w.i32(m.rebalance_timeout);
+                w.i32(m.session_timeout);
+                w.bytes("MemberMetadata.subscription", false, &m.subscription)?;
+                w.bytes("MemberMetadata.assignment", false, &m.assignment)
+            },
+        )?;
         Ok(w.into_bytes())
     }
 
@@ -304,7 +339,12 @@ impl GroupMetadataValue {
 
 impl OffsetsRecord {
     /// A committed offset.
-    pub fn offset_commit(group: &str, topic: &str, partition: i32, value: OffsetAndMetadata) -> Self {
+    pub fn offset_commit(
+        group: &str,
+        topic: &str,
+        partition: i32,
+        value: OffsetAndMetadata,
+    ) -> Self {
         Self {
             key: RecordKey::OffsetCommit {
                 group: group.to_owned(),
@@ -366,12 +406,12 @@ impl OffsetsRecord {
         };
         let value = match (&key, value) {
             (_, None) => None,
-            (RecordKey::OffsetCommit { .. }, Some(v)) => {
-                Some(RecordValue::OffsetCommit(OffsetAndMetadata::decode_value(v)?))
-            }
-            (RecordKey::GroupMetadata { .. }, Some(v)) => {
-                Some(RecordValue::GroupMetadata(GroupMetadataValue::decode_value(v)?))
-            }
+            (RecordKey::OffsetCommit { .. }, Some(v)) => Some(RecordValue::OffsetCommit(
+                OffsetAndMetadata::decode_value(v)?,
+            )),
+            (RecordKey::GroupMetadata { .. }, Some(v)) => Some(RecordValue::GroupMetadata(
+                GroupMetadataValue::decode_value(v)?,
+            )),
         };
         Ok(Some(Self { key, value }))
     }

@@ -1,6 +1,6 @@
 //! One group's state machine: states, members, protocol selection, the rebalance (prepare,
-//! wait for members, complete into a new generation) and the group's timers. JoinGroup lives
-//! in `join.rs`; SyncGroup, Heartbeat and LeaveGroup in `membership.rs`.
+//! wait for members, complete into a new generation). JoinGroup lives in `join.rs`;
+//! SyncGroup, Heartbeat and LeaveGroup in `membership.rs`; timers in `timers.rs`.
 //!
 //! Time is milliseconds on the driver's clock, passed in as `now`. A deadline is due when
 //! `now >= deadline`.
@@ -13,7 +13,7 @@ use kafka_protocol::frame::decode_subscription;
 
 use super::config::GroupConfig;
 use super::member::Member;
-use super::records::{GroupMetadataValue, MemberMetadataValue, OffsetsRecord};
+use super::records::OffsetsRecord;
 use super::types::{JoinResponse, JoinedMember, Output, RequestId, SyncResponse};
 use super::{CONSUMER_PROTOCOL_TYPE, MemberIdGen};
 
@@ -76,7 +76,7 @@ pub(super) enum JoinTimer {
 }
 
 impl JoinTimer {
-    fn deadline(self) -> i64 {
+    pub(super) fn deadline(self) -> i64 {
         match self {
             Self::Initial { deadline, .. } | Self::Rebalance { deadline } => deadline,
         }
@@ -100,11 +100,15 @@ pub(super) struct Cx<'a> {
 
 impl Cx<'_> {
     pub(super) fn reply_join(&mut self, request: RequestId, response: JoinResponse) {
-        self.fx.outputs.push_back(Output::Join { request, response });
+        self.fx
+            .outputs
+            .push_back(Output::Join { request, response });
     }
 
     pub(super) fn reply_sync(&mut self, request: RequestId, response: SyncResponse) {
-        self.fx.outputs.push_back(Output::Sync { request, response });
+        self.fx
+            .outputs
+            .push_back(Output::Sync { request, response });
     }
 }
 
@@ -418,7 +422,7 @@ impl Group {
 
     /// The end of PreparingRebalance: drops dynamic members that did not rejoin, elects a
     /// leader among those that did and starts the next generation.
-    fn complete_join(&mut self, cx: &mut Cx<'_>) {
+    pub(super) fn complete_join(&mut self, cx: &mut Cx<'_>) {
         self.join_timer = None;
         let stale: Vec<String> = self
             .members
@@ -494,10 +498,7 @@ impl Group {
     }
 
     fn init_next_generation(&mut self, cx: &mut Cx<'_>) {
-        self.generation = match self.generation.checked_add(1) {
-            Some(g) => g,
-            None => 1,
-        };
+        self.generation = self.generation.checked_add(1).unwrap_or(1);
         if self.members.is_empty() {
             self.protocol_name = None;
             self.state = GroupState::Empty;
@@ -511,7 +512,7 @@ impl Group {
         self.sync_deadline = None;
     }
 
-    fn compute_subscribed_topics(&self) -> Option<BTreeSet<String>> {
+    pub(super) fn compute_subscribed_topics(&self) -> Option<BTreeSet<String>> {
         if self.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
             return None;
         }
@@ -607,7 +608,10 @@ impl Group {
             return;
         };
         if let Some(request) = member.awaiting_join.take() {
-            cx.reply_join(request, JoinResponse::error("", ErrorCode::UNKNOWN_MEMBER_ID));
+            cx.reply_join(
+                request,
+                JoinResponse::error("", ErrorCode::UNKNOWN_MEMBER_ID),
+            );
         }
         if let Some(request) = member.awaiting_sync.take() {
             cx.reply_sync(request, SyncResponse::error(ErrorCode::UNKNOWN_MEMBER_ID));
@@ -619,174 +623,5 @@ impl Group {
             }
             GroupState::PreparingRebalance => self.try_complete_join(cx),
         }
-    }
-
-    /// The group's earliest deadline.
-    pub(super) fn next_deadline(&self) -> Option<i64> {
-        let members = self.members.iter().filter_map(|m| m.session_deadline);
-        let pending = self.pending_members.values().copied();
-        let timers = self
-            .join_timer
-            .map(JoinTimer::deadline)
-            .into_iter()
-            .chain(self.sync_deadline);
-        members.chain(pending).chain(timers).min()
-    }
-
-    /// Fires every due timer.
-    pub(super) fn handle_timeout(&mut self, cx: &mut Cx<'_>) {
-        let now = cx.now;
-        let lapsed: Vec<String> = self
-            .pending_members
-            .iter()
-            .filter(|(_, d)| **d <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        if !lapsed.is_empty() {
-            for id in &lapsed {
-                self.pending_members.remove(id);
-            }
-            self.try_complete_join(cx);
-        }
-
-        let expired: Vec<String> = self
-            .members
-            .iter()
-            .filter(|m| m.session_deadline.is_some_and(|d| d <= now))
-            .map(|m| m.id.clone())
-            .collect();
-        for id in expired {
-            let Some(m) = self.member_mut(&id) else {
-                continue;
-            };
-            if !m.is_new && (m.is_awaiting_join() || m.is_awaiting_sync()) {
-                // Waiting for the rebalance counts as alive; answering restarts the session.
-                m.session_deadline = None;
-            } else {
-                tracing::info!(group = %self.id, member = %id, "session expired; removing member");
-                self.remove_member_and_update(&id, cx);
-            }
-        }
-
-        let due_join = self
-            .join_timer
-            .filter(|t| t.deadline() <= now && self.state == GroupState::PreparingRebalance);
-        if let Some(timer) = due_join {
-            match timer {
-                JoinTimer::Initial {
-                    delay_ms,
-                    remaining_ms,
-                    ..
-                } if self.new_member_added && remaining_ms > 0 => {
-                    self.new_member_added = false;
-                    let delay = delay_ms.min(remaining_ms);
-                    self.join_timer = Some(JoinTimer::Initial {
-                        deadline: now.saturating_add(delay),
-                        delay_ms,
-                        remaining_ms: (remaining_ms - delay).max(0),
-                    });
-                }
-                _ => self.complete_join(cx),
-            }
-        }
-
-        if self.sync_deadline.is_some_and(|d| d <= now) {
-            self.sync_deadline = None;
-            if matches!(
-                self.state,
-                GroupState::CompletingRebalance | GroupState::Stable
-            ) && !self.pending_sync.is_empty()
-            {
-                let late: Vec<String> = std::mem::take(&mut self.pending_sync).into_iter().collect();
-                tracing::info!(group = %self.id, members = ?late, "no SyncGroup in time; removing");
-                for id in late {
-                    if let Some(request) = self.remove_member(&id).and_then(|m| m.awaiting_join) {
-                        cx.reply_join(request, JoinResponse::error("", ErrorCode::UNKNOWN_MEMBER_ID));
-                    }
-                }
-                self.prepare_rebalance(cx);
-            }
-        }
-    }
-
-    /// The group metadata record Kafka would write now (members with their current
-    /// assignments).
-    pub(super) fn metadata_record(&self) -> OffsetsRecord {
-        OffsetsRecord::group_metadata(&self.id, self.to_value())
-    }
-
-    pub(super) fn to_value(&self) -> GroupMetadataValue {
-        let protocol = self.protocol_name.as_deref().unwrap_or("");
-        GroupMetadataValue {
-            protocol_type: self.protocol_type.clone().unwrap_or_default(),
-            generation: self.generation,
-            protocol: self.protocol_name.clone(),
-            leader: self.leader.clone(),
-            current_state_timestamp: self.state_timestamp,
-            members: self
-                .members
-                .iter()
-                .map(|m| MemberMetadataValue {
-                    member_id: m.id.clone(),
-                    group_instance_id: m.instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout: m.rebalance_timeout_ms,
-                    session_timeout: m.session_timeout_ms,
-                    subscription: m.metadata(protocol),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    /// A group rebuilt from its last metadata record (at load time): Empty without members,
-    /// else Stable with every member's session started at `now`.
-    pub(super) fn from_value(id: String, value: GroupMetadataValue, now: i64) -> Self {
-        let mut group = Self::new(id, now);
-        group.generation = value.generation;
-        group.protocol_type = Some(value.protocol_type).filter(|t| !t.is_empty());
-        group.protocol_name = value.protocol;
-        group.leader = value.leader;
-        group.state_timestamp = if value.current_state_timestamp >= 0 {
-            value.current_state_timestamp
-        } else {
-            now
-        };
-        let protocol = group.protocol_name.clone().unwrap_or_default();
-        let protocol_type = group.protocol_type.clone().unwrap_or_default();
-        for v in value.members {
-            let mut m = Member {
-                id: v.member_id,
-                instance_id: v.group_instance_id,
-                client_id: v.client_id,
-                client_host: v.client_host,
-                session_timeout_ms: v.session_timeout,
-                rebalance_timeout_ms: v.rebalance_timeout,
-                protocol_type: protocol_type.clone(),
-                protocols: vec![super::types::Protocol {
-                    name: protocol.clone(),
-                    metadata: v.subscription,
-                }],
-                assignment: v.assignment,
-                awaiting_join: None,
-                awaiting_sync: None,
-                is_new: false,
-                session_deadline: None,
-            };
-            m.touch(now);
-            group.members.push(m);
-        }
-        if group.members.is_empty() {
-            group.state = GroupState::Empty;
-            group.leader = None;
-        } else {
-            group.state = GroupState::Stable;
-            if group.leader.as_deref().is_none_or(|l| !group.has_member(l)) {
-                group.leader = group.members.first().map(|m| m.id.clone());
-            }
-        }
-        group.subscribed_topics = group.compute_subscribed_topics();
-        group
     }
 }

@@ -7,6 +7,7 @@ mod configs;
 mod delete_records;
 mod describe_cluster;
 mod fetch;
+mod groups;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
@@ -46,6 +47,17 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 0, 9),
+    (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
@@ -108,6 +120,31 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
         RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
+        RequestBody::FindCoordinator(r) => {
+            groups::find_coordinator(&groups::CoordinatorNode::of(broker), r, version)
+        }
+        RequestBody::JoinGroup(r) => {
+            let client = groups::ClientInfo {
+                client_id: req.header.client_id.as_deref().unwrap_or(""),
+                client_host: "",
+            };
+            groups::join_group(&broker.groups, client, r, version).await
+        }
+        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, r, version).await,
+        RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, r, version),
+        RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
+        RequestBody::OffsetCommit(r) => {
+            let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
+            groups::offset_commit(&broker.groups, &topics, r, version)
+        }
+        RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
+        RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),
+        RequestBody::ListGroups(r) => groups::list_groups(&broker.groups, r, version),
+        RequestBody::DeleteGroups(r) => groups::delete_groups(&broker.groups, r, version),
+        RequestBody::OffsetDelete(r) => {
+            let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
+            groups::offset_delete(&broker.groups, &topics, r, version)
+        }
         other => return Reply::Close(format!("{:?} is not implemented", other.api_key())),
     };
     encode(correlation_id, &body, version)
