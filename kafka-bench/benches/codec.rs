@@ -1,5 +1,5 @@
 //! Codec benchmarks: Produce request and Fetch response with 1 MiB of records, decode and
-//! encode; header-level decode across payload sizes. With `--features compare`, the published
+//! encode; header-level decode across payload sizes; batch CRC check and record iteration. With `--features compare`, the published
 //! kafka-protocol crate (kafka-protocol-rs) runs on the same inputs in the same groups.
 
 use std::hint::black_box;
@@ -128,7 +128,45 @@ mod compare {
     }
 }
 
-criterion_group!(benches, produce, fetch, payload_independence);
+/// CRC-32C check and lazy record iteration of a 1 MiB batch of 1 KiB records.
+fn batch(c: &mut Criterion) {
+    use kafka_protocol::record::{RecordBatch, RecordBatchBuilder};
+    let mut b = RecordBatchBuilder::new();
+    let value = records(1000);
+    for i in 0..1024i64 {
+        if b.append(i, Some(&i.to_be_bytes()[..]), Some(&value[..]), &[])
+            .is_err()
+        {
+            eprintln!("benchmark batch cannot be built");
+            return;
+        }
+    }
+    let Ok(bytes) = b.build() else {
+        eprintln!("benchmark batch cannot be built");
+        return;
+    };
+    let Ok(batch) = RecordBatch::from_bytes(bytes.clone()) else {
+        eprintln!("benchmark batch does not parse");
+        return;
+    };
+    let mut g = c.benchmark_group("record_batch_1MiB");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("ours/verify_crc", |b| {
+        b.iter(|| black_box(&batch).verify_crc().is_ok())
+    });
+    g.bench_function("ours/iterate_records", |b| {
+        b.iter(|| {
+            batch.records(usize::MAX).map(|rs| {
+                rs.filter_map(Result::ok)
+                    .map(|r| r.value.map_or(0, |v| v.len()))
+                    .sum::<usize>()
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, produce, fetch, payload_independence, batch);
 
 fn main() {
     benches();
