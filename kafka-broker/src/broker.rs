@@ -10,6 +10,7 @@ use kafka_protocol::error_code::ErrorCode;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
+use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::partition::Partition;
 use crate::producer_state::ProducerStates;
 use crate::topics::{self, TopicMeta, TopicRegistry};
@@ -23,10 +24,10 @@ pub struct Broker {
     partitions: RwLock<HashMap<(String, i32), Arc<Partition>>>,
     logs: LogManager,
     /// Bumped on every append; fetches waiting for data watch it.
-    appends: tokio::sync::watch::Sender<u64>,
+    appends: Arc<tokio::sync::watch::Sender<u64>>,
     next_producer_id: AtomicI64,
     last_full_flush: AtomicI64,
-    /// The group coordinator (committed offsets are kept in memory for now).
+    /// The group coordinator, persisted in `__consumer_offsets`.
     pub groups: crate::group::GroupCoordinator,
 }
 
@@ -68,10 +69,31 @@ impl Broker {
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
-        let groups = crate::group::GroupCoordinator::new(crate::group::GroupConfig {
-            offsets_topic_num_partitions: config.offsets_topic_num_partitions,
-            ..config.group.clone()
-        });
+        // The offsets topic keeps its partition count once created (groups map to partitions
+        // by it); `offsets.topic.num.partitions` only applies when it is created.
+        let offsets_partitions = topics
+            .get(OFFSETS_TOPIC)
+            .map_or(config.offsets_topic_num_partitions, |t| t.partitions);
+        if offsets_partitions != config.offsets_topic_num_partitions {
+            tracing::warn!(
+                existing = offsets_partitions,
+                configured = config.offsets_topic_num_partitions,
+                "{OFFSETS_TOPIC} exists with another partition count than offsets.topic.num.partitions; keeping it"
+            );
+        }
+        let offsets_log = Arc::new(OffsetsPartitions::default());
+        let groups = crate::group::GroupCoordinator::with_parts(
+            crate::group::GroupConfig {
+                offsets_topic_num_partitions: offsets_partitions,
+                ..config.group.clone()
+            },
+            Box::new(crate::group::MemoryOffsetStore::default()),
+            Box::new(OffsetsTopicSink::new(
+                Arc::clone(&offsets_log),
+                offsets_partitions,
+            )),
+        );
+        let appends = Arc::new(appends);
         let broker = Self {
             groups,
             config,
@@ -96,7 +118,45 @@ impl Broker {
                 let _ = broker.logs.delete(&tp.topic, tp.partition);
             }
         }
+        broker.load_groups(offsets_partitions, &offsets_log)?;
         Ok(broker)
+    }
+
+    /// Creates `__consumer_offsets` if needed, hands its partitions to the coordinator's sink
+    /// and replays it into the coordinator (before anything is served).
+    fn load_groups(
+        &self,
+        num_partitions: i32,
+        offsets_log: &OffsetsPartitions,
+    ) -> Result<(), BrokerError> {
+        if self.topic(OFFSETS_TOPIC).is_none() {
+            let configs = BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())]);
+            self.create_topic(OFFSETS_TOPIC, num_partitions, configs, false)?;
+        }
+        let partitions: Vec<Option<Arc<Partition>>> = (0..num_partitions)
+            .map(|p| self.partition(OFFSETS_TOPIC, p))
+            .collect();
+        offsets_log.set(partitions.clone(), Arc::clone(&self.appends));
+        let started = std::time::Instant::now();
+        let mut records = Vec::new();
+        for (p, part) in partitions.iter().enumerate() {
+            match part {
+                Some(part) => records.extend(crate::offsets_topic::read_partition(part)),
+                None => tracing::error!(
+                    topic = OFFSETS_TOPIC,
+                    partition = p,
+                    "offsets partition offline: its groups and offsets are not loaded"
+                ),
+            }
+        }
+        let loaded = records.len();
+        self.groups.replay(records);
+        tracing::info!(
+            records = loaded,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded consumer groups from {OFFSETS_TOPIC}"
+        );
+        Ok(())
     }
 
     /// Opens (creating if needed) the logs of partitions `from..to` of a topic.
@@ -272,6 +332,12 @@ impl Broker {
 
     /// Deletes a topic and its logs.
     pub fn delete_topic(&self, name: &str) -> Result<TopicMeta, BrokerError> {
+        if name == OFFSETS_TOPIC {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_REQUEST,
+                format!("{OFFSETS_TOPIC} is an internal topic and cannot be deleted"),
+            ));
+        }
         if !self.config.delete_topic_enable {
             return Err(BrokerError::kafka(
                 ErrorCode::TOPIC_DELETION_DISABLED,
@@ -406,6 +472,14 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
     for (k, v) in topic.into_iter().flatten() {
         if let Err(e) = c.set(k, v) {
             tracing::warn!(key = %k, value = %v, error = %e, "ignoring an invalid topic config");
+        }
+    }
+    // A compacted topic without `delete` in its cleanup policy is not trimmed by time or
+    // size (compaction is what would bound it; it is not implemented yet, so it grows).
+    if let Some(policy) = topic.and_then(|t| t.get("cleanup.policy")) {
+        if !policy.split(',').any(|p| p.trim() == "delete") {
+            c.retention_ms = -1;
+            c.retention_bytes = -1;
         }
     }
     c

@@ -17,6 +17,7 @@ pub mod error;
 pub mod group;
 pub mod handler;
 pub mod log;
+pub mod offsets_topic;
 pub mod partition;
 pub mod producer_state;
 pub mod server;

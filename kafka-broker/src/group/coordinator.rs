@@ -23,9 +23,11 @@ use super::types::{
     JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest, SyncResponse,
 };
 
-/// Where the records the coordinator produces go (the `__consumer_offsets` log, later).
-/// Called under the coordinator's lock, once per operation that produced records, in the
-/// order the changes happened; it should only append (no fsync wait).
+/// Where the records the coordinator produces go (the broker's is
+/// `crate::offsets_topic::OffsetsTopicSink`, appending to `__consumer_offsets`). Called under
+/// the coordinator's lock, once per operation that produced records, in the order the changes
+/// happened, before that operation is answered; it should only append (an fsync only where
+/// the log's durable mode asks for one). It must never call back into the coordinator.
 pub trait RecordSink: Send + Sync + std::fmt::Debug {
     fn append(&self, records: Vec<OffsetsRecord>);
 }

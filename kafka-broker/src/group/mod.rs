@@ -9,7 +9,9 @@
 //!
 //! [`GroupCoordinator`] wraps the manager in a mutex for the request handlers, turns pending
 //! answers into futures (tokio oneshot channels) and hands records to a [`RecordSink`];
-//! [`run_timers`] drives its timers.
+//! [`run_timers`] drives its timers. The broker's sink appends the records to
+//! `__consumer_offsets` before the operation is answered, and the broker replays that topic at
+//! start-up (`crate::offsets_topic`).
 //!
 //! | file | what |
 //! |---|---|

@@ -1,0 +1,303 @@
+//! The internal `__consumer_offsets` topic as the group coordinator's storage: a
+//! [`RecordSink`] appending the coordinator's records to the topic's partitions, and the
+//! start-up read of those partitions that the coordinator replays.
+//!
+//! Lock order: the sink runs under the coordinator's lock and takes partition (and log)
+//! locks; nothing takes the coordinator's lock while holding a partition lock (partition
+//! locks are private to [`Partition`], whose methods never call the coordinator).
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::BytesMut;
+use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
+
+use crate::group::{OffsetsRecord, RecordSink};
+use crate::partition::{BatchSummary, Partition};
+
+/// The internal topic holding committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Largest decompressed size accepted for one batch read back at start-up.
+const MAX_BATCH_BYTES: usize = 64 << 20;
+
+/// The partitions of `__consumer_offsets`, known once the broker has hosted them.
+#[derive(Debug, Default)]
+pub struct OffsetsPartitions {
+    partitions: OnceLock<Vec<Option<Arc<Partition>>>>,
+    appends: OnceLock<Arc<tokio::sync::watch::Sender<u64>>>,
+}
+
+impl OffsetsPartitions {
+    /// Sets the partitions (index = partition; `None` for one that is offline) and the
+    /// append notifier fetches wait on. Only the first call counts.
+    pub fn set(
+        &self,
+        partitions: Vec<Option<Arc<Partition>>>,
+        appends: Arc<tokio::sync::watch::Sender<u64>>,
+    ) {
+        let _ = self.partitions.set(partitions);
+        let _ = self.appends.set(appends);
+    }
+
+    fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
+        let i = usize::try_from(index).ok()?;
+        self.partitions.get()?.get(i)?.as_ref()
+    }
+}
+
+/// A [`RecordSink`] writing to `__consumer_offsets`: each call appends one v2 batch per
+/// partition touched, synchronously (a page-cache write; under `flush.messages=1` also an
+/// fsync), so that the operation that produced the records is answered only after they are
+/// in the log.
+#[derive(Debug)]
+pub struct OffsetsTopicSink {
+    partitions: Arc<OffsetsPartitions>,
+    num_partitions: i32,
+}
+
+impl OffsetsTopicSink {
+    pub fn new(partitions: Arc<OffsetsPartitions>, num_partitions: i32) -> Self {
+        Self {
+            partitions,
+            num_partitions: num_partitions.max(1),
+        }
+    }
+
+    fn append_to(&self, index: i32, records: &[OffsetsRecord]) -> Result<(), String> {
+        let Some(partition) = self.partitions.partition(index) else {
+            return Err("the partition is not hosted (offline or not yet open)".into());
+        };
+        let now = crate::broker::now_ms();
+        let (batch, count) = encode_batch(records, now)?;
+        let summary = BatchSummary {
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            records: count,
+            max_timestamp: now,
+        };
+        let (_, sync) = partition
+            .append(batch, &[summary], now)
+            .map_err(|e| e.to_string())?;
+        if let Some((flusher, offset)) = sync {
+            // Durable mode: the records must be on disk before the answer. This blocks the
+            // coordinator (and its thread) for one fsync; group commits are rare enough.
+            let durable = flusher.sync_to(offset).map_err(|e| e.to_string())?;
+            partition.advance_high_watermark(durable);
+        }
+        if let Some(appends) = self.partitions.appends.get() {
+            appends.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        Ok(())
+    }
+}
+
+impl RecordSink for OffsetsTopicSink {
+    fn append(&self, records: Vec<OffsetsRecord>) {
+        // One batch per partition, records in their original order within it.
+        let mut by_partition: Vec<(i32, Vec<OffsetsRecord>)> = Vec::new();
+        for record in records {
+            let p = crate::group::partition_for(record.key.group(), self.num_partitions);
+            match by_partition.iter_mut().find(|(i, _)| *i == p) {
+                Some((_, list)) => list.push(record),
+                None => by_partition.push((p, vec![record])),
+            }
+        }
+        for (p, list) in by_partition {
+            if let Err(e) = self.append_to(p, &list) {
+                tracing::error!(
+                    topic = OFFSETS_TOPIC,
+                    partition = p,
+                    records = list.len(),
+                    error = %e,
+                    "cannot persist group coordinator records; they live in memory only"
+                );
+            }
+        }
+    }
+}
+
+/// One uncompressed v2 batch of `records` (a tombstone has a null value).
+fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), String> {
+    let mut b = RecordBatchBuilder::new();
+    let mut count = 0i32;
+    for r in records {
+        let (key, value) = r.encode().map_err(|e| e.to_string())?;
+        b.append(now, Some(&key), value.as_deref(), &[])
+            .map_err(|e| e.to_string())?;
+        count = count.saturating_add(1);
+    }
+    let bytes = b.build_mut().map_err(|e| e.to_string())?;
+    Ok((bytes, count))
+}
+
+/// Every record of one `__consumer_offsets` partition, from the log start to the log end,
+/// in log order. Undecodable records are skipped with a warning; a read error stops the
+/// partition there (with an error logged).
+pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
+    let mut out = Vec::new();
+    let offsets = partition.offsets();
+    let end = offsets.log_end;
+    let mut offset = offsets.log_start;
+    while offset < end {
+        let bytes = match partition.read(offset, 1 << 20, end) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(topic = OFFSETS_TOPIC, partition = partition.index, offset, error = %e,
+                    "cannot read group coordinator records; the rest of this partition is not loaded");
+                break;
+            }
+        };
+        let mut next = offset;
+        for batch in RecordBatches::new(bytes) {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index, error = %e,
+                        "undecodable batch in the offsets topic; stopping this read");
+                    break;
+                }
+            };
+            next = next.max(batch.next_offset());
+            if batch.is_control() {
+                continue;
+            }
+            let records = match batch.records(MAX_BATCH_BYTES) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                        offset = batch.base_offset(), error = %e, "undecodable batch skipped");
+                    continue;
+                }
+            };
+            for record in records {
+                let record = match record {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                            offset = batch.base_offset(), error = %e, "undecodable record skipped");
+                        break;
+                    }
+                };
+                let Some(key) = record.key.as_ref() else {
+                    tracing::warn!(
+                        topic = OFFSETS_TOPIC,
+                        partition = partition.index,
+                        "record without a key skipped"
+                    );
+                    continue;
+                };
+                match OffsetsRecord::decode(key, record.value.as_ref()) {
+                    Ok(Some(r)) => out.push(r),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                            offset = record.offset(&batch), error = %e, "undecodable record skipped");
+                    }
+                }
+            }
+        }
+        if next <= offset {
+            // Nothing readable here (should not happen on a healthy log): stop rather than spin.
+            tracing::warn!(
+                topic = OFFSETS_TOPIC,
+                partition = partition.index,
+                offset,
+                "no progress reading the offsets topic; stopping"
+            );
+            break;
+        }
+        offset = next;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::{CommitPartition, CommitRequest};
+    use kafka_protocol::error_code::ErrorCode;
+
+    fn open(dir: &std::path::Path) -> crate::Broker {
+        let config = crate::BrokerConfig {
+            data_dir: dir.to_path_buf(),
+            offsets_topic_num_partitions: 4,
+            ..Default::default()
+        };
+        crate::Broker::open(config).unwrap()
+    }
+
+    fn commit(broker: &crate::Broker, group: &str, partition: i32, offset: i64) {
+        let errors = broker.groups.commit_offsets(&CommitRequest {
+            group_id: group.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_ms: None,
+            partitions: vec![CommitPartition {
+                topic: "t".into(),
+                partition,
+                offset,
+                leader_epoch: -1,
+                metadata: Some(format!("{group}-{offset}")),
+                commit_timestamp: None,
+            }],
+        });
+        assert_eq!(errors, vec![ErrorCode::NONE]);
+    }
+
+    fn committed(broker: &crate::Broker, group: &str, partition: i32) -> (i64, String) {
+        let f =
+            broker
+                .groups
+                .fetch_offsets(group, Some(&[("t".to_owned(), vec![partition])]), false);
+        (f[0].offset, f[0].metadata.clone())
+    }
+
+    #[test]
+    fn the_offsets_topic_is_created_compacted_and_replayed_with_tombstones() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let broker = open(dir.path());
+            let meta = broker.topic(OFFSETS_TOPIC).unwrap();
+            assert_eq!(meta.partitions, 4);
+            assert_eq!(meta.configs["cleanup.policy"], "compact");
+            // Compacted only: never trimmed by time or size.
+            let c = crate::broker::log_config(&broker.config, Some(&meta.configs));
+            assert_eq!((c.retention_ms, c.retention_bytes), (-1, -1));
+            assert!(broker.delete_topic(OFFSETS_TOPIC).is_err());
+            for g in ["a", "b", "c", "d", "e"] {
+                commit(&broker, g, 0, 5);
+                commit(&broker, g, 1, 6);
+            }
+            commit(&broker, "a", 0, 50);
+            assert_eq!(
+                broker.groups.delete_groups(&["b".to_owned()]),
+                vec![ErrorCode::NONE]
+            );
+            let deleted = broker.groups.delete_offsets("c", &[("t".to_owned(), 1)]);
+            assert_eq!(deleted, Ok(vec![ErrorCode::NONE]));
+            // Each group's records are in its own partition.
+            let p = crate::group::partition_for("a", 4);
+            let records = read_partition(&broker.partition(OFFSETS_TOPIC, p).unwrap());
+            assert!(!records.is_empty());
+            assert!(
+                records
+                    .iter()
+                    .all(|r| crate::group::partition_for(r.key.group(), 4) == p)
+            );
+            // No clean close: what a kill -9 leaves.
+        }
+        let broker = open(dir.path());
+        assert_eq!(committed(&broker, "a", 0), (50, "a-50".into()));
+        assert_eq!(committed(&broker, "a", 1), (6, "a-6".into()));
+        assert_eq!(committed(&broker, "b", 0).0, -1, "deleted group came back");
+        assert_eq!(committed(&broker, "c", 0), (5, "c-5".into()));
+        assert_eq!(committed(&broker, "c", 1).0, -1, "deleted offset came back");
+        assert_eq!(committed(&broker, "e", 1), (6, "e-6".into()));
+        let groups = broker.groups.list(&[], &[]);
+        let mut ids: Vec<_> = groups.iter().map(|g| g.group_id.clone()).collect();
+        ids.sort();
+        assert_eq!(ids, ["a", "c", "d", "e"]);
+    }
+}
