@@ -92,6 +92,14 @@ impl Step {
             "live-tail" | "large-records" | "too-large" | "log-append-time" => {
                 vec![ApiKey::Produce, ApiKey::Fetch]
             }
+            c if c.starts_with("group-") => vec![
+                ApiKey::FindCoordinator,
+                ApiKey::JoinGroup,
+                ApiKey::SyncGroup,
+                ApiKey::Heartbeat,
+                ApiKey::OffsetCommit,
+                ApiKey::OffsetFetch,
+            ],
             _ => vec![],
         };
         // kafka-python's producer is idempotent by default; the scripts turn that off unless
@@ -231,6 +239,54 @@ fn scenarios() -> Vec<Scenario> {
                     &["--style", "text", "--compression", codec],
                 ),
                 step(to, "consume", &["--style", "text", "--compression", codec]),
+            ],
+        );
+    }
+
+    // Consumer groups (subscribe, rebalances, committed offsets), with short session
+    // timeouts (6 s) and the broker's group.initial.rebalance.delay.ms at 0.
+    // 3 members on a 6-partition topic, one leaves, the other two take over.
+    for strategy in ["range", "roundrobin", "cooperative-sticky"] {
+        add(
+            format!("confluent.group.{strategy}"),
+            vec![step(CK, "group-rebalance", &["--strategy", strategy])],
+        );
+    }
+    // A member killed with SIGKILL is expired after its session timeout.
+    add(
+        "confluent.group.kill".into(),
+        vec![step(CK, "group-kill", &[])],
+    );
+    // Two groups on one topic: each gets every record, each keeps its own offsets.
+    add(
+        "confluent.group.broadcast".into(),
+        vec![step(CK, "group-broadcast", &[])],
+    );
+    add(
+        "kafka-python.group.members".into(),
+        vec![step(KP, "group-members", &[])],
+    );
+    // kcat -G consumes everything and commits; kafka-python reads the committed offsets.
+    add(
+        "kcat.group".into(),
+        vec![
+            step(KCAT, "produce", &["--style", "text"]),
+            step(KCAT, "group-consume", &["--style", "text"]),
+            step(KP, "group-check-end", &[]),
+        ],
+    );
+    // Offsets (and metadata) committed by a member of one library, read by the other.
+    for (from, to) in [(CK, KP), (KP, CK)] {
+        add(
+            format!(
+                "cross.group-offsets.{}-to-{}",
+                client_name(from),
+                client_name(to)
+            ),
+            vec![
+                step(from, "produce", &[]),
+                step(from, "group-commit", &[]),
+                step(to, "group-committed", &[]),
             ],
         );
     }
@@ -443,11 +499,16 @@ impl TestBroker {
             .with_test_writer()
             .try_init();
         let dir = tempfile::tempdir().unwrap();
-        let config = BrokerConfig {
+        let mut config = BrokerConfig {
             data_dir: dir.path().to_path_buf(),
             num_partitions: PARTITIONS,
             ..Default::default()
         };
+        // Group scenarios: no wait for more members when a group forms (Kafka's default is
+        // 3 s, which would only slow every join down here).
+        config
+            .apply("group.initial.rebalance.delay.ms", "0")
+            .unwrap();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

@@ -12,6 +12,12 @@
   large-records     records up to 900 KB through 64 KiB partition fetches
   too-large         a record over message.max.bytes gets MESSAGE_TOO_LARGE
   log-append-time   a LogAppendTime topic: the broker's timestamps, seen by both sides
+  group-rebalance   3 subscribers on 6 partitions, one leaves (--strategy: the assignor)
+  group-commit      a group member commits known offsets with metadata (--group)
+  group-committed   reads back the offsets group-commit wrote (from any library)
+  group-broadcast   two groups on one topic each get every record, separate offsets
+  group-kill        a member killed with SIGKILL is expired; the survivor takes over
+  group-member      (a child process of group-kill)
 """
 
 import sys
@@ -536,9 +542,408 @@ def metadata(args):
     log("OK: metadata")
 
 
+# --- consumer groups -------------------------------------------------------------------------
+
+GROUP_PARTITIONS = 6
+
+
+def group_config(args, group, **extra):
+    """A subscribing consumer with short timeouts, so rebalances take seconds, not minutes."""
+    cfg = base_config(args)
+    cfg.update({
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": 20000,
+        "fetch.wait.max.ms": 200,
+        "topic.metadata.refresh.interval.ms": 2000,
+    })
+    cfg.update(extra)
+    return cfg
+
+
+def create_topic(args, partitions):
+    admin = admin_client(args)
+    r = wait(admin.create_topics([NewTopic(args.topic, partitions, 1)]), "create_topics")
+    expect_ok(r, "create_topics")
+    wait_until(lambda: topic_partitions(admin, args.topic) == partitions,
+               f"{args.topic} has {partitions} partitions")
+
+
+def produce_numbered(args, start, count, partitions):
+    """Values b"<i>" for i in start..start+count, record i to partition i % partitions;
+    returns {partition: [offset, ...]} as acknowledged."""
+    producer = Producer({**base_config(args), "linger.ms": 5, "acks": "all"})
+    acked = {}
+    errors = []
+
+    def cb(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked.setdefault(msg.partition(), []).append(msg.offset())
+
+    for i in range(start, start + count):
+        producer.produce(args.topic, value=str(i).encode(), partition=i % partitions,
+                         on_delivery=cb)
+    if producer.flush(args.timeout) or errors:
+        fail(f"produce: {len(errors)} errors {errors[:3]}")
+    return acked
+
+
+def end_offsets(consumer, topic, partitions):
+    return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)}
+
+
+class Member:
+    """One subscribing consumer polled by a thread of its own. Keeps the partitions it owns
+    (from the rebalance callbacks, eager or incremental), every record it consumed, and
+    commits synchronously after each batch."""
+
+    def __init__(self, name, cfg, topic):
+        import threading
+
+        self.name = name
+        self.owned = set()
+        self.records = []  # (partition, offset, value)
+        self.commit_errors = []
+        self.assignments = 0
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.consumer = Consumer(cfg)
+        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke,
+                                on_lost=self._revoke)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _assign(self, consumer, parts):
+        with self.lock:
+            self.owned |= {tp.partition for tp in parts}
+            self.assignments += 1
+        log(f"{self.name}: assigned {sorted(tp.partition for tp in parts)} -> "
+            f"{sorted(self.owned)}")
+
+    def _revoke(self, consumer, parts):
+        with self.lock:
+            self.owned -= {tp.partition for tp in parts}
+        log(f"{self.name}: revoked {sorted(tp.partition for tp in parts)} -> "
+            f"{sorted(self.owned)}")
+
+    def _run(self):
+        while not self.stop.is_set():
+            msgs = self.consumer.consume(num_messages=100, timeout=0.2)
+            good = []
+            for m in msgs:
+                if m.error():
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        log(f"{self.name}: consume error {m.error()}")
+                    continue
+                good.append(m)
+            if not good:
+                continue
+            with self.lock:
+                self.records.extend((m.partition(), m.offset(), int(m.value())) for m in good)
+            try:
+                self.consumer.commit(asynchronous=False)
+            except KafkaException as e:
+                # A commit racing a rebalance may fail; those records come again (at least
+                # once), which the checks allow for records not committed before.
+                self.commit_errors.append(e.args[0])
+                log(f"{self.name}: commit failed: {e.args[0]}")
+        self.consumer.close()
+
+    def owned_now(self):
+        with self.lock:
+            return set(self.owned)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=30)
+        if self.thread.is_alive():
+            fail(f"{self.name}: close did not finish")
+
+
+def wait_balanced(members, partitions, timeout, what):
+    """Waits until the members own disjoint, non-empty sets covering every partition and all
+    sizes within one of each other."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sets = [m.owned_now() for m in members]
+        union = set().union(*sets)
+        sizes = [len(s) for s in sets]
+        if (sum(sizes) == len(union) and union == set(range(partitions))
+                and min(sizes) > 0 and max(sizes) - min(sizes) <= 1):
+            log(f"{what}: " + ", ".join(f"{m.name}={sorted(s)}" for m, s in zip(members, sets)))
+            return sets
+        time.sleep(0.1)
+    fail(f"{what}: no balanced assignment within {timeout} s: "
+         + ", ".join(f"{m.name}={sorted(m.owned_now())}" for m in members))
+
+
+def committed_offsets(args, group, partitions):
+    c = Consumer({**base_config(args), "group.id": group, "enable.auto.commit": False})
+    res = c.committed([TopicPartition(args.topic, p) for p in range(partitions)], timeout=10)
+    c.close()
+    out = {}
+    for tp in res:
+        if tp.error is not None:
+            fail(f"committed({group}, {tp.partition}): {tp.error}")
+        out[tp.partition] = tp.offset
+    return out
+
+
+def describe_group(args, group):
+    admin = admin_client(args)
+    fut = admin.describe_consumer_groups([group], request_timeout=10)
+    return fut[group].result(timeout=15)
+
+
+def wait_for(pred, what, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    fail(f"timed out after {timeout} s waiting until {what}")
+
+
+def group_rebalance(args):
+    """3 members subscribe to a 6-partition topic in one group: disjoint assignments covering
+    every partition (checked on the clients and in DescribeGroups); every record consumed and
+    committed; one member closes, the other two take over its partitions from the committed
+    offsets and consume everything produced afterwards."""
+    n = GROUP_PARTITIONS
+    group = f"{args.topic}-group"
+    create_topic(args, n)
+    first = produce_numbered(args, 0, 120, n)
+    cfg = group_config(args, group, **{"partition.assignment.strategy": args.strategy})
+    members = [Member(f"m{i}", cfg, args.topic) for i in range(3)]
+    sets = wait_balanced(members, n, args.timeout / 2, "3 members")
+    ends = {p: max(offs) + 1 for p, offs in first.items()}
+    wait_for(lambda: committed_offsets(args, group, n) == ends,
+             f"the group committed {ends}", 15)
+    desc = describe_group(args, group)
+    seen = {m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions)
+            for m in desc.members}
+    log(f"describe_consumer_groups: state {desc.state}, protocol {desc.partition_assignor}, "
+        f"members {seen}")
+    if str(desc.state).split(".")[-1] != "STABLE" or len(desc.members) != 3:
+        fail(f"describe_consumer_groups: state {desc.state} with {len(desc.members)} members")
+    if sorted(seen.values()) != sorted(sorted(s) for s in sets):
+        fail(f"describe_consumer_groups assignments {seen} differ from the members' {sets}")
+    if desc.partition_assignor != args.strategy:
+        fail(f"protocol {desc.partition_assignor}, expected {args.strategy}")
+    # Phase 1: every record once, nothing twice (unless a commit raced a rebalance).
+    before = [(p, o) for m in members for p, o, _ in m.records]
+    if any(m.commit_errors for m in members):
+        before = list(set(before))
+    if sorted(before) != sorted((p, o) for p, offs in first.items() for o in offs):
+        fail(f"phase 1: consumed {len(before)} records ({len(set(before))} distinct), "
+             f"expected 120 once each")
+    gone = members.pop()
+    taken = sets[-1]
+    gone.close()
+    log(f"{gone.name} closed; its partitions {sorted(taken)} go to the others")
+    t0 = time.monotonic()
+    wait_balanced(members, n, args.timeout / 2, "2 members after one left")
+    log(f"rebalanced {time.monotonic() - t0:.1f} s after the member left")
+    second = produce_numbered(args, 120, 120, n)
+    expect = {(p, o) for p, offs in second.items() for o in offs}
+    marks = [len(m.records) for m in members]
+
+    def after():
+        return [r for m, k in zip(members, marks) for r in m.records[k:]]
+
+    wait_for(lambda: expect <= {(p, o) for p, o, _ in after()},
+             "the two members consumed every record produced after the rebalance", 20)
+    for m in members:
+        m.close()
+    for p, o, _ in after():
+        if o < ends[p]:
+            fail(f"partition {p} offset {o} (committed before the rebalance, committed offset "
+                 f"{ends[p]}) consumed again: the new owner did not start at the committed "
+                 f"offset")
+    final = committed_offsets(args, group, n)
+    want = {p: max(offs) + 1 for p, offs in second.items()}
+    if final != want:
+        fail(f"committed offsets at the end {final}, expected {want}")
+    log(f"OK: {args.strategy}: 3 members then 2, disjoint and complete assignments, "
+        f"240 records consumed, committed offsets {final}")
+
+
+def commit_plan(partitions):
+    """The offsets and metadata the cross-library commit scenarios write and expect (the same
+    as kafka_python_client.commit_plan)."""
+    return {p: (3 + 2 * p, f"interop-{p}") for p in range(partitions)}
+
+
+def group_commit(args):
+    """A subscribed group member commits commit_plan() offsets, with metadata."""
+    group = args.group or f"{args.topic}-group"
+    c = Consumer(group_config(args, group))
+    c.subscribe([args.topic])
+    deadline = time.monotonic() + args.timeout
+    while len(c.assignment()) < args.partitions and time.monotonic() < deadline:
+        c.poll(0.2)
+    if len(c.assignment()) != args.partitions:
+        fail(f"assignment {c.assignment()}")
+    plan = commit_plan(args.partitions)
+    res = c.commit(offsets=[TopicPartition(args.topic, p, o, m) for p, (o, m) in plan.items()],
+                   asynchronous=False)
+    for tp in res or []:
+        if tp.error is not None:
+            fail(f"commit partition {tp.partition}: {tp.error}")
+    c.close()
+    log(f"OK: committed {plan} for group {group}")
+
+
+def group_committed(args):
+    """Reads back what another library committed for the group (commit_plan())."""
+    group = args.group or f"{args.topic}-group"
+    c = Consumer({**base_config(args), "group.id": group, "enable.auto.commit": False})
+    res = c.committed([TopicPartition(args.topic, p) for p in range(args.partitions)],
+                      timeout=10)
+    c.close()
+    got = {tp.partition: (tp.offset, tp.metadata) for tp in res}
+    plan = commit_plan(args.partitions)
+    if got != plan:
+        fail(f"committed offsets of {group}: {got}, expected {plan}")
+    log(f"OK: group {group} committed offsets read back: {got}")
+
+
+def broadcast(args):
+    """Two groups on one topic each receive every record and keep their own committed
+    offsets: group b stops, a goes on; b resumes from its own committed offsets."""
+    n = args.partitions
+    ga, gb = f"{args.topic}-a", f"{args.topic}-b"
+    first = produce_numbered(args, 0, 60, n)
+    ends1 = {p: max(o) + 1 for p, o in first.items()}
+    a = Member("a", group_config(args, ga), args.topic)
+    b = Member("b", group_config(args, gb), args.topic)
+    for g in (ga, gb):
+        wait_for(lambda: committed_offsets(args, g, n) == ends1, f"group {g} committed {ends1}",
+                 args.timeout / 3)
+    b.close()
+    second = produce_numbered(args, 60, 60, n)
+    ends2 = {p: max(o) + 1 for p, o in second.items()}
+    wait_for(lambda: committed_offsets(args, ga, n) == ends2, f"group {ga} committed {ends2}",
+             args.timeout / 3)
+    cb = committed_offsets(args, gb, n)
+    if cb != ends1:
+        fail(f"group {gb} (stopped) committed {cb}, expected its own {ends1}")
+    b2 = Member("b2", group_config(args, gb), args.topic)
+    wait_for(lambda: committed_offsets(args, gb, n) == ends2, f"group {gb} committed {ends2}",
+             args.timeout / 3)
+    a.close()
+    b2.close()
+    everything = sorted((p, o) for p, e in ends2.items() for o in range(e))
+    if sorted((p, o) for p, o, _ in a.records) != everything:
+        fail(f"group {ga} consumed {len(a.records)} records, expected each of 120 once")
+    if sorted((p, o) for p, o, _ in b.records + b2.records) != everything:
+        fail(f"group {gb} consumed {len(b.records)}+{len(b2.records)} records, expected each "
+             f"of 120 once (the second member from the committed offsets {ends1})")
+    log(f"OK: groups {ga} and {gb} each consumed all 120 records; {gb} resumed at {ends1}")
+
+
+def group_member(args):
+    """A child process for group-kill: one member, printing `OWNED <partitions>` on every
+    change, until stdin closes."""
+    import threading
+
+    m = Member("child", group_config(args, args.group), args.topic)
+    done = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    last = None
+    while not done.is_set():
+        now = sorted(m.owned_now())
+        if now != last:
+            print("OWNED " + ",".join(map(str, now)), flush=True)
+            last = now
+        time.sleep(0.05)
+    m.close()
+
+
+def group_kill(args):
+    """Two member processes; one is killed with SIGKILL (no LeaveGroup). The coordinator
+    expires it after its session timeout (6 s) and the survivor takes its partitions over and
+    consumes everything."""
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    n = GROUP_PARTITIONS
+    group = f"{args.topic}-group"
+    create_topic(args, n)
+    first = produce_numbered(args, 0, 60, n)
+    owned = {}
+    procs = []
+    for i in range(2):
+        p = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "group-member", "--bootstrap",
+             args.bootstrap, "--topic", args.topic, "--group", group, "--timeout",
+             str(args.timeout)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        procs.append(p)
+        owned[i] = set()
+
+        def read(i=i, p=p):
+            for line in p.stdout:
+                if line.startswith("OWNED "):
+                    owned[i] = {int(x) for x in line[6:].strip().split(",") if x}
+                    log(f"member {i} owns {sorted(owned[i])}")
+                elif "consume error" in line or "FAIL" in line:
+                    log(f"member {i}: {line.rstrip()}")
+
+        threading.Thread(target=read, daemon=True).start()
+    try:
+        def balanced():
+            a, b = owned[0], owned[1]
+            return a and b and not a & b and a | b == set(range(n))
+
+        wait_for(balanced, "the 2 members share the partitions", args.timeout / 3)
+        ends1 = {p: max(o) + 1 for p, o in first.items()}
+        wait_for(lambda: committed_offsets(args, group, n) == ends1,
+                 f"the group committed {ends1}", 10)
+        log(f"killing member 1 (owns {sorted(owned[1])}) with SIGKILL")
+        procs[1].send_signal(signal.SIGKILL)
+        procs[1].wait()
+        t0 = time.monotonic()
+        wait_for(lambda: owned[0] == set(range(n)), "the survivor owns every partition",
+                 20)
+        took = time.monotonic() - t0
+        log(f"the survivor owned every partition {took:.1f} s after the kill")
+        if took < 4.5:
+            fail(f"the killed member was dropped after {took:.1f} s, before its 6 s session "
+                 f"timeout could have run out")
+        second = produce_numbered(args, 60, 60, n)
+        ends2 = {p: max(o) + 1 for p, o in second.items()}
+        wait_for(lambda: committed_offsets(args, group, n) == ends2,
+                 f"the survivor consumed and committed up to {ends2}", 15)
+        desc = describe_group(args, group)
+        if len(desc.members) != 1:
+            fail(f"describe_consumer_groups: {len(desc.members)} members after the kill")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.stdin.close()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    log(f"OK: a member killed without leaving was expired after {took:.1f} s; the survivor "
+        f"took its partitions and committed {ends2}")
+
+
 def main():
     p = common.parser(__doc__)
     p.add_argument("--idempotent", action="store_true")
+    p.add_argument("--strategy", default="range")
+    p.add_argument("--group", default=None)
     args = p.parse_args()
     cmds = {
         "metadata": metadata,
@@ -553,6 +958,12 @@ def main():
         "large-records": large_records,
         "too-large": too_large,
         "log-append-time": log_append_time,
+        "group-rebalance": group_rebalance,
+        "group-commit": group_commit,
+        "group-committed": group_committed,
+        "group-broadcast": broadcast,
+        "group-member": group_member,
+        "group-kill": group_kill,
     }
     if args.command not in cmds:
         fail(f"unknown command {args.command}")

@@ -5,6 +5,7 @@
              and compare the output with the file byte for byte (--compression: -z)
   produce    write the common record set in --style text (key, value, one header)
   consume    read the common record set with -J and compare
+  group-consume  the same with -G (a group member), which commits at the end
 """
 
 import json
@@ -117,6 +118,20 @@ def produce(args):
 
 def consume(args):
     out, _ = kcat(args, ["-C", "-t", args.topic, "-o", "beginning", "-e", "-q", "-J"])
+    report_json(args, out)
+
+
+def group_consume(args):
+    """kcat -G: a balanced consumer in a group reads the common record set to the end (-e) and
+    commits on close (librdkafka's auto commit)."""
+    group = args.group or f"{args.topic}-group"
+    out, _ = kcat(args, ["-G", group, args.topic, "-X", "auto.offset.reset=earliest",
+                         "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
+                         "-e", "-q", "-J"])
+    report_json(args, out)
+
+
+def report_json(args, out):
     got = {p: [] for p in range(args.partitions)}
     for line in out.splitlines():
         if not line.strip():
@@ -133,8 +148,11 @@ def consume(args):
 
 
 def main():
-    args = common.parser(__doc__).parse_args()
-    cmds = {"metadata": metadata, "lines": lines, "produce": produce, "consume": consume}
+    p = common.parser(__doc__)
+    p.add_argument("--group", default=None)
+    args = p.parse_args()
+    cmds = {"metadata": metadata, "lines": lines, "produce": produce, "consume": consume,
+            "group-consume": group_consume}
     if args.command not in cmds:
         fail(f"unknown command {args.command}")
     cmds[args.command](args)
