@@ -6,6 +6,12 @@
 //! release (round trips per second on one loopback connection with 1, 5 and 32 requests in
 //! flight, CPU time per request, peak RSS), which prints its progress, a table and JSON; the
 //! JSON also goes to `target/bench-net.json`.
+//!
+//! `cargo xtask bench broker [--quick]`: builds `kafka-broker` in release, then runs
+//! `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which compiles the bundled
+//! librdkafka) against it: produce/consume throughput, end-to-end latency, broker CPU and peak
+//! RSS, disk write speed. It prints progress, a table and JSON; the JSON also goes to
+//! `target/bench-broker.json`.
 
 use std::path::{Path, PathBuf};
 
@@ -15,12 +21,17 @@ use crate::Error;
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
-        return Err("bench: say what to measure: `cargo xtask bench codec|net [--quick]`".into());
+        return Err(
+            "bench: say what to measure: `cargo xtask bench codec|net|broker [--quick]`".into(),
+        );
     };
     match what.as_str() {
         "codec" => codec(root, rest),
         "net" => net(root, rest),
-        other => Err(format!("bench: unknown benchmark {other} (known: codec, net)").into()),
+        "broker" => broker(root, rest),
+        other => {
+            Err(format!("bench: unknown benchmark {other} (known: codec, net, broker)").into())
+        }
     }
 }
 
@@ -56,6 +67,44 @@ fn net(root: &Path, rest: &[String]) -> Result<(), Error> {
         }
     }
     println!("bench: building net_bench in release and running it (progress below)");
+    crate::cargo(root, &args)
+}
+
+fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let target = target_dir(root);
+    let out = target
+        .join("bench-broker.json")
+        .to_string_lossy()
+        .into_owned();
+    let exe = target
+        .join("release")
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec![
+        "run",
+        "--release",
+        "-p",
+        "kafka-bench",
+        "--features",
+        "rdkafka",
+        "--example",
+        "broker_bench",
+        "--",
+        "--broker",
+        &exe,
+        "--json",
+        &out,
+    ];
+    for a in rest {
+        match a.as_str() {
+            "--quick" => args.push("--quick"),
+            other => return Err(format!("bench broker: unknown argument {other}").into()),
+        }
+    }
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building broker_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)
 }
 

@@ -17,7 +17,8 @@ fn usage() -> &'static str {
      decode one frame (raw or hex, with or without size prefix) and print it\n  \
        fuzz <target|all> [--seconds N] [--smoke]  fuzz the decoders (libFuzzer; --smoke: stable, CI)\n  \
        bench codec [--quick]             criterion benchmarks, ours and kafka-protocol-rs side by side\n  \
-       bench net [--quick] [--seconds N] round trips/s on one loopback connection, 1/5/32 in flight\n"
+       bench net [--quick] [--seconds N] round trips/s on one loopback connection, 1/5/32 in flight\n  \
+       bench broker [--quick]            produce/consume throughput and latency of kafka-broker (librdkafka)\n"
 }
 
 fn workspace_root() -> PathBuf {
