@@ -173,6 +173,32 @@ impl Connection {
         rx.await.map_err(|_| NetError::Closed(None))?
     }
 
+    /// Queues a request at `version` and returns as soon as the connection task has it, with
+    /// a future of its outcome. Requests queued one after another by one task go on the wire
+    /// in that order (what a producer needs to keep batches of a partition in order while
+    /// several are in flight). Waits while the queue is full.
+    pub async fn enqueue(
+        &self,
+        body: RequestBody,
+        version: i16,
+    ) -> Result<impl Future<Output = Outcome> + Send + 'static, NetError> {
+        self.load.fetch_add(1, Ordering::Relaxed);
+        let guard = LoadGuard(self.load.clone());
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command {
+                body,
+                version,
+                reply,
+            })
+            .await
+            .map_err(|_| NetError::Closed(None))?;
+        Ok(async move {
+            let _guard = guard;
+            rx.await.map_err(|_| NetError::Closed(None))?
+        })
+    }
+
     /// Sends a request at the negotiated version and returns the response body.
     pub async fn request(&self, body: RequestBody) -> Result<ResponseBody, NetError> {
         let api = body.api_key();

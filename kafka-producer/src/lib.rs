@@ -1,4 +1,27 @@
-//! The Kafka producer (accumulator, buffer pool, sender, idempotence, transactions).
+//! The Kafka producer: the Java client's architecture in async Rust.
 //!
-//! Not built yet: see the project README for what works today.
+//! `send` serializes a record, picks its partition, and appends it to the record accumulator
+//! (per-partition deques of batches encoded in the record-batch v2 layout, memory bounded by
+//! the buffer pool). One background sender task drains ready batches per broker into
+//! ProduceRequests and completes every record's future in append order.
 #![forbid(unsafe_code)]
+
+mod accumulator;
+mod batch;
+pub mod config;
+pub mod error;
+pub mod interceptor;
+mod metrics;
+pub mod partitioner;
+pub mod pool;
+mod producer;
+pub mod record;
+mod sender;
+pub mod serializer;
+
+pub use batch::{Callback, DeliveryResult, TopicPartition};
+pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
+pub use error::ProducerError;
+pub use metrics::ProducerMetrics;
+pub use producer::{DeliveryFuture, Producer};
+pub use record::{Header, ProducerRecord, RecordMetadata};

@@ -120,13 +120,26 @@ fn too_large(len: usize, max: usize) -> DecodeError {
 
 /// Compresses `input` the way Kafka's Java client does (`None` copies it).
 pub fn compress(codec: Compression, input: &[u8]) -> Result<Bytes, EncodeError> {
+    compress_level(codec, input, None)
+}
+
+/// Compresses `input` at a level (`compression.gzip.level`: 1-9; `compression.zstd.level`:
+/// -131072..=22; `None` takes the codec's default: gzip 6, zstd 3). Snappy has no levels, and
+/// lz4 is always written at lz4_flex's single (fast) level.
+pub fn compress_level(
+    codec: Compression,
+    input: &[u8],
+    level: Option<i32>,
+) -> Result<Bytes, EncodeError> {
     match codec {
         Compression::None => Ok(Bytes::copy_from_slice(input)),
         Compression::Gzip => {
-            let mut enc = flate2::write::GzEncoder::new(
-                Vec::with_capacity(input.len() / 2 + 64),
-                flate2::Compression::default(),
-            );
+            let level = match level {
+                Some(l @ 1..=9) => flate2::Compression::new(l as u32),
+                _ => flate2::Compression::default(),
+            };
+            let mut enc =
+                flate2::write::GzEncoder::new(Vec::with_capacity(input.len() / 2 + 64), level);
             enc.write_all(input).map_err(|e| comp_err(codec, e))?;
             enc.finish()
                 .map(Bytes::from)
@@ -146,7 +159,7 @@ pub fn compress(codec: Compression, input: &[u8]) -> Result<Bytes, EncodeError> 
                 .map(Bytes::from)
                 .map_err(|e| comp_err(codec, e))
         }
-        Compression::Zstd => zstd::bulk::compress(input, ZSTD_LEVEL)
+        Compression::Zstd => zstd::bulk::compress(input, level.unwrap_or(ZSTD_LEVEL))
             .map(Bytes::from)
             .map_err(|e| comp_err(codec, e)),
     }

@@ -12,6 +12,7 @@ pub mod compression;
 pub mod control;
 pub mod legacy;
 pub mod records;
+pub mod writer;
 
 #[cfg(test)]
 mod batch_tests;
@@ -22,12 +23,13 @@ use bytes::Bytes;
 
 pub use batch::{RecordBatch, RecordBatchMut, RecordBatches, TimestampType};
 pub use builder::{HeaderRef, RecordBatchBuilder};
-pub use compression::{Compression, compress, decompress};
+pub use compression::{Compression, compress, compress_level, decompress};
 pub use control::{
     ControlRecord, ControlRecordType, EndTxnMarker, end_txn_marker_batch, parse_end_txn_marker,
 };
 pub use legacy::{LegacyEntries, LegacyMessage, LegacyMessageSetBuilder, LegacyRecords};
 pub use records::{Record, RecordHeader, Records};
+pub use writer::{BatchWriter, ProducerFields};
 
 use crate::error::DecodeError;
 

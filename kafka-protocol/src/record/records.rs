@@ -216,6 +216,29 @@ fn put_var_bytes(out: &mut BytesMut, v: Option<&[u8]>) {
     }
 }
 
+/// Size of one encoded record, length prefix included (lengths over `i32::MAX` count as the
+/// maximum; encoding them fails).
+pub(crate) fn encoded_record_size(
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[(&str, Option<&[u8]>)],
+) -> usize {
+    fn bytes_len(v: Option<&[u8]>) -> usize {
+        v.map_or(1, |b| {
+            varint_len(i32::try_from(b.len()).unwrap_or(i32::MAX)) + b.len()
+        })
+    }
+    let mut body = 1 + varlong_len(timestamp_delta) + varint_len(offset_delta);
+    body += bytes_len(key) + bytes_len(value);
+    body += varint_len(i32::try_from(headers.len()).unwrap_or(i32::MAX));
+    for (k, v) in headers {
+        body += bytes_len(Some(k.as_bytes())) + bytes_len(*v);
+    }
+    varint_len(i32::try_from(body).unwrap_or(i32::MAX)) + body
+}
+
 /// Appends one encoded record (length prefix included) to `out`.
 pub(crate) fn encode_record(
     out: &mut BytesMut,

@@ -1,0 +1,402 @@
+//! A producer batch: records of one partition encoded into one buffer, and the completion of
+//! each record.
+//!
+//! Lifecycle: open (appends go in) -> closed (header written; the bytes go out, possibly more
+//! than once) -> done (every record's completion ran, in append order, and the memory went
+//! back to the pool).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::record::{BatchWriter, Compression, HeaderRef, ProducerFields, RecordBatchMut};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::error::ProducerError;
+use crate::interceptor::Interceptors;
+use crate::pool::{Allocation, BufferPool};
+use crate::record::RecordMetadata;
+
+/// A topic and partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: Arc<str>,
+    pub partition: i32,
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// The result a record's sender gets.
+pub type DeliveryResult = Result<RecordMetadata, ProducerError>;
+
+/// A user callback run when a record completes.
+pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
+
+/// How a record's completion is reported.
+pub(crate) enum Completion {
+    Future(oneshot::Sender<DeliveryResult>),
+    Callback(Callback),
+}
+
+struct RecordEntry {
+    completion: Completion,
+    timestamp: i64,
+    key_size: usize,
+    value_size: usize,
+}
+
+enum Data {
+    Open(BatchWriter),
+    Closed(Bytes),
+    /// Between states (only while a method runs).
+    Empty,
+}
+
+/// One batch. Owned by its partition's deque, then by the sender while in flight.
+pub(crate) struct ProducerBatch {
+    /// Unique per producer, increasing in creation order.
+    pub(crate) id: u64,
+    pub(crate) tp: TopicPartition,
+    data: Data,
+    allocation: Option<Allocation>,
+    spare: Option<BytesMut>,
+    records: Vec<RecordEntry>,
+    /// Bytes an open batch may grow to (`batch.size`, or the first record's size if larger).
+    write_limit: usize,
+    pub(crate) created: Instant,
+    pub(crate) last_attempt: Instant,
+    pub(crate) attempts: u32,
+    /// Producer id, epoch and base sequence once assigned (idempotence), at drain time.
+    pub(crate) producer: Option<ProducerFields>,
+    /// A retried batch waits `retry.backoff.ms` after its last attempt.
+    pub(crate) retry: bool,
+    /// The error of the last failed attempt, for the message of a delivery timeout.
+    pub(crate) last_error: Option<String>,
+}
+
+impl fmt::Debug for ProducerBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProducerBatch")
+            .field("tp", &self.tp)
+            .field("records", &self.records.len())
+            .field("size", &self.size())
+            .field("attempts", &self.attempts)
+            .field("producer", &self.producer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`ProducerBatch::try_append`] needs of a record.
+pub(crate) struct AppendRecord<'a> {
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<&'a [u8]>,
+    pub(crate) value: Option<&'a [u8]>,
+    pub(crate) headers: &'a [HeaderRef<'a>],
+}
+
+impl ProducerBatch {
+    pub(crate) fn new(
+        tp: TopicPartition,
+        buf: BytesMut,
+        allocation: Allocation,
+        compression: Compression,
+        level: Option<i32>,
+        batch_size: usize,
+        now: Instant,
+    ) -> Self {
+        let write_limit = batch_size.max(allocation.size());
+        Self {
+            id: 0,
+            tp,
+            data: Data::Open(BatchWriter::new(buf, compression).level(level)),
+            allocation: Some(allocation),
+            spare: None,
+            records: Vec::new(),
+            write_limit,
+            created: now,
+            last_attempt: now,
+            attempts: 0,
+            producer: None,
+            retry: false,
+            last_error: None,
+        }
+    }
+
+    /// Appends the record if it fits (the first record always does); gives the completion
+    /// back if not.
+    pub(crate) fn try_append(
+        &mut self,
+        rec: &AppendRecord<'_>,
+        completion: Completion,
+    ) -> Result<(), Completion> {
+        let Data::Open(w) = &mut self.data else {
+            return Err(completion);
+        };
+        if !w.is_empty() {
+            let size = w.record_size(rec.timestamp, rec.key, rec.value, rec.headers);
+            if w.size() + size > self.write_limit {
+                return Err(completion);
+            }
+        }
+        if w.append(rec.timestamp, rec.key, rec.value, rec.headers)
+            .is_err()
+        {
+            return Err(completion);
+        }
+        self.records.push(RecordEntry {
+            completion,
+            timestamp: rec.timestamp,
+            key_size: rec.key.map_or(0, <[u8]>::len),
+            value_size: rec.value.map_or(0, <[u8]>::len),
+        });
+        Ok(())
+    }
+
+    /// Whether no more records fit (or the batch is closed).
+    pub(crate) fn is_full(&self) -> bool {
+        match &self.data {
+            // Java's rule: full once the estimate reaches the write limit; a small record
+            // might still fit, but waiting for it is not worth the latency.
+            Data::Open(w) => w.size() >= self.write_limit,
+            _ => true,
+        }
+    }
+
+    pub(crate) fn record_count(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Bytes of the batch: uncompressed while open, on the wire once closed.
+    pub(crate) fn size(&self) -> usize {
+        match &self.data {
+            Data::Open(w) => w.size(),
+            Data::Closed(b) => b.len(),
+            Data::Empty => 0,
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(self.data, Data::Closed(_))
+    }
+
+    /// Closes the batch for appends and writes its header with `producer` (idempotence), or
+    /// re-stamps a closed batch whose producer fields changed (epoch bump). Returns the bytes
+    /// to send.
+    pub(crate) fn close(&mut self, producer: ProducerFields) -> Result<Bytes, ProducerError> {
+        let data = std::mem::replace(&mut self.data, Data::Empty);
+        let bytes = match data {
+            Data::Open(w) => {
+                let (out, spare) = w
+                    .finish(producer)
+                    .map_err(|e| ProducerError::Serialization(e.to_string()))?;
+                self.spare = spare;
+                out.freeze()
+            }
+            Data::Closed(b) if self.producer == Some(producer) => b,
+            Data::Closed(b) => {
+                // Stamp the new producer fields in place when nothing else holds the bytes,
+                // else on a copy.
+                let mut m = b.try_into_mut().unwrap_or_else(|b| BytesMut::from(&b[..]));
+                if let Ok(mut view) = RecordBatchMut::new(&mut m) {
+                    view.set_producer_state(
+                        producer.producer_id,
+                        producer.producer_epoch,
+                        producer.base_sequence,
+                    );
+                }
+                m.freeze()
+            }
+            Data::Empty => Bytes::new(),
+        };
+        self.producer = Some(producer);
+        self.data = Data::Closed(bytes.clone());
+        Ok(bytes)
+    }
+
+    /// How long the batch has existed.
+    pub(crate) fn age(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.created)
+    }
+
+    /// Completes every record, in append order: offsets are `base_offset` + index (or -1 when
+    /// unknown), timestamps the records' own or the broker's log-append time. Returns the
+    /// memory to `pool`.
+    pub(crate) fn complete(
+        mut self,
+        result: Result<(i64, Option<i64>), ProducerError>,
+        interceptors: &Interceptors,
+        pool: &BufferPool,
+    ) {
+        let records = std::mem::take(&mut self.records);
+        match result {
+            Ok((base_offset, log_append_time)) => {
+                for (i, r) in records.into_iter().enumerate() {
+                    let md = RecordMetadata {
+                        topic: self.tp.topic.clone(),
+                        partition: self.tp.partition,
+                        offset: if base_offset < 0 {
+                            -1
+                        } else {
+                            base_offset + i as i64
+                        },
+                        timestamp: log_append_time.unwrap_or(r.timestamp),
+                        serialized_key_size: r.key_size,
+                        serialized_value_size: r.value_size,
+                    };
+                    if !interceptors.is_empty() {
+                        interceptors.on_acknowledgement(Ok(&md));
+                    }
+                    finish(r.completion, Ok(md));
+                }
+            }
+            Err(e) => {
+                for r in records {
+                    if !interceptors.is_empty() {
+                        interceptors.on_acknowledgement(Err(&e));
+                    }
+                    finish(r.completion, Err(e.clone()));
+                }
+            }
+        }
+        self.release(pool);
+    }
+
+    /// Gives the memory back (the buffer is reused when nothing else holds it).
+    fn release(&mut self, pool: &BufferPool) {
+        let Some(allocation) = self.allocation.take() else {
+            return;
+        };
+        let buf = match std::mem::replace(&mut self.data, Data::Empty) {
+            Data::Open(_) | Data::Empty => None,
+            Data::Closed(b) => match self.spare.take() {
+                Some(spare) => Some(spare),
+                None => b.try_into_mut().ok(),
+            },
+        };
+        pool.release(allocation, buf);
+    }
+}
+
+fn finish(completion: Completion, result: DeliveryResult) {
+    match completion {
+        Completion::Future(tx) => {
+            let _ = tx.send(result);
+        }
+        Completion::Callback(cb) => {
+            // A panicking callback must not take the sender task down.
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(result))).is_err() {
+                tracing::warn!("a producer callback panicked");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::record::RecordBatch;
+
+    fn tp() -> TopicPartition {
+        TopicPartition {
+            topic: "t".into(),
+            partition: 3,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn fills_to_the_limit_and_completes_in_order() {
+        let pool = BufferPool::new(1 << 20, 256);
+        let b = pool.allocate(256, Duration::ZERO).await.unwrap();
+        let now = Instant::now();
+        let mut batch =
+            ProducerBatch::new(tp(), b.buf, b.allocation, Compression::None, None, 256, now);
+        let mut rxs = Vec::new();
+        loop {
+            let (tx, rx) = oneshot::channel();
+            let rec = AppendRecord {
+                timestamp: 1000 + rxs.len() as i64,
+                key: Some(b"key"),
+                value: Some(&[7u8; 20]),
+                headers: &[],
+            };
+            if batch.try_append(&rec, Completion::Future(tx)).is_err() {
+                break;
+            }
+            rxs.push(rx);
+        }
+        assert!(batch.size() <= 256);
+        assert!(rxs.len() > 5);
+        let fields = ProducerFields {
+            producer_id: 9,
+            producer_epoch: 1,
+            base_sequence: 0,
+            transactional: false,
+        };
+        let bytes = batch.close(fields).unwrap();
+        let view = RecordBatch::from_bytes(bytes.clone()).unwrap();
+        view.verify_crc().unwrap();
+        assert_eq!(view.records_count() as usize, rxs.len());
+        // An epoch bump re-stamps in place.
+        let bumped = ProducerFields {
+            producer_epoch: 2,
+            base_sequence: 0,
+            ..fields
+        };
+        drop(bytes);
+        drop(view);
+        let again = batch.close(bumped).unwrap();
+        let view = RecordBatch::from_bytes(again).unwrap();
+        view.verify_crc().unwrap();
+        assert_eq!(view.producer_epoch(), 2);
+        drop(view);
+        batch.complete(Ok((100, None)), &Interceptors::new(), &pool);
+        for (i, rx) in rxs.into_iter().enumerate() {
+            let md = rx.await.unwrap().unwrap();
+            assert_eq!(md.offset, 100 + i as i64);
+            assert_eq!(md.timestamp, 1000 + i as i64);
+            assert_eq!(md.partition, 3);
+        }
+        // The buffer came back to the free list.
+        assert_eq!(pool.available_memory(), 1 << 20);
+        assert!(pool.try_allocate(256).is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_reach_every_record_and_callbacks_run_in_order() {
+        let pool = BufferPool::new(1 << 20, 1024);
+        let b = pool.allocate(1024, Duration::ZERO).await.unwrap();
+        let mut batch = ProducerBatch::new(
+            tp(),
+            b.buf,
+            b.allocation,
+            Compression::Lz4,
+            None,
+            1024,
+            Instant::now(),
+        );
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        for i in 0..5 {
+            let seen = seen.clone();
+            let rec = AppendRecord {
+                timestamp: i,
+                key: None,
+                value: Some(b"v"),
+                headers: &[],
+            };
+            let cb: Callback = Box::new(move |r| seen.lock().unwrap().push((i, r.is_err())));
+            assert!(batch.try_append(&rec, Completion::Callback(cb)).is_ok());
+        }
+        batch.close(ProducerFields::default()).unwrap();
+        let err = ProducerError::Closed(None);
+        batch.complete(Err(err), &Interceptors::new(), &pool);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen, (0..5).map(|i| (i, true)).collect::<Vec<_>>());
+        assert_eq!(pool.available_memory(), 1 << 20);
+    }
+}

@@ -1,0 +1,398 @@
+//! The producer handle: `send`, `flush`, `close`, metrics.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use kafka_net::{Cluster, PartitionInfo};
+use kafka_protocol::record::HeaderRef;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::accumulator::{Accumulator, AccumulatorConfig};
+use crate::batch::{AppendRecord, Callback, Completion, DeliveryResult};
+use crate::config::ProducerConfig;
+use crate::error::ProducerError;
+use crate::metrics::{Counters, ProducerMetrics};
+use crate::partitioner::{StickyPartitioner, TopicPartitions};
+use crate::pool::BufferPool;
+use crate::record::{ProducerRecord, RecordMetadata};
+use crate::sender::{Sender, Shutdown};
+
+/// What `send` needs of a topic's metadata, cached per metadata version.
+#[derive(Debug)]
+struct TopicView {
+    version: u64,
+    topic: Arc<str>,
+    count: i32,
+    available: Vec<i32>,
+}
+
+impl TopicView {
+    fn partitions(&self) -> TopicPartitions<'_> {
+        TopicPartitions {
+            topic: &self.topic,
+            count: self.count,
+            available: &self.available,
+        }
+    }
+}
+
+struct Inner {
+    cfg: ProducerConfig,
+    cluster: Cluster,
+    acc: Arc<Accumulator>,
+    sticky: StickyPartitioner,
+    counters: Arc<Counters>,
+    shutdown: watch::Sender<Shutdown>,
+    sender: Mutex<Option<JoinHandle<()>>>,
+    topics: RwLock<HashMap<String, Arc<TopicView>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropped without `close`: deliver what is queued in the background, then stop.
+        self.acc.close();
+        self.shutdown.send_if_modified(|s| {
+            let changed = *s == Shutdown::Running;
+            if changed {
+                *s = Shutdown::Graceful;
+            }
+            changed
+        });
+    }
+}
+
+/// A Kafka producer. Cheap to clone; every clone sends through the same accumulator and
+/// sender task.
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("client_id", &self.inner.cfg.client_id)
+            .field("accumulator", &self.inner.acc)
+            .finish()
+    }
+}
+
+/// The acknowledgement of one record: resolves when its batch completes.
+#[derive(Debug)]
+pub struct DeliveryFuture {
+    rx: oneshot::Receiver<DeliveryResult>,
+}
+
+impl Future for DeliveryFuture {
+    type Output = DeliveryResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeliveryResult> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(ProducerError::Closed(Some(
+                    "the producer went away before the record completed".into(),
+                )))
+            })
+        })
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl Producer {
+    /// Connects to the cluster and starts the sender task.
+    pub async fn new(cfg: ProducerConfig) -> Result<Self, ProducerError> {
+        let cluster = Cluster::connect(cfg.cluster_config()).await?;
+        Ok(Self::with_cluster(cfg, cluster))
+    }
+
+    /// A producer over an existing cluster client.
+    pub fn with_cluster(cfg: ProducerConfig, cluster: Cluster) -> Self {
+        let pool = BufferPool::new(cfg.buffer_memory, cfg.batch_size);
+        let acc = Arc::new(Accumulator::new(
+            AccumulatorConfig {
+                batch_size: cfg.batch_size,
+                linger: cfg.linger,
+                retry_backoff: cfg.retry_backoff,
+                retry_backoff_max: cfg.retry_backoff_max,
+                delivery_timeout: cfg.delivery_timeout,
+                compression: cfg.compression,
+                compression_level: cfg.compression_level,
+                max_request_size: cfg.max_request_size,
+                idempotent: cfg.enable_idempotence,
+                guarantee_order: cfg.max_in_flight == 1,
+            },
+            pool,
+        ));
+        let counters = Arc::new(Counters::default());
+        let (shutdown, shutdown_rx) = watch::channel(Shutdown::Running);
+        let sender = Sender::new(
+            cfg.clone(),
+            cluster.clone(),
+            acc.clone(),
+            counters.clone(),
+            shutdown_rx,
+        );
+        let handle = tokio::spawn(sender.run());
+        Self {
+            inner: Arc::new(Inner {
+                sticky: StickyPartitioner::new(cfg.batch_size),
+                cfg,
+                cluster,
+                acc,
+                counters,
+                shutdown,
+                sender: Mutex::new(Some(handle)),
+                topics: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.inner.cfg
+    }
+
+    /// The cluster client underneath.
+    pub fn cluster(&self) -> &Cluster {
+        &self.inner.cluster
+    }
+
+    /// Sends a record and waits for its acknowledgement. The record is appended when this
+    /// future is first polled; to pipeline many records, use [`Producer::enqueue`] (or run
+    /// several of these futures at once).
+    pub fn send(
+        &self,
+        record: ProducerRecord,
+    ) -> impl Future<Output = Result<RecordMetadata, ProducerError>> + Send + 'static {
+        let this = self.clone();
+        async move { this.enqueue(record).await?.await }
+    }
+
+    /// Appends a record (waiting for metadata and buffer memory up to `max.block.ms`) and
+    /// returns the future of its acknowledgement. Records enqueued one after another to a
+    /// partition are written in that order.
+    pub async fn enqueue(&self, record: ProducerRecord) -> Result<DeliveryFuture, ProducerError> {
+        let (tx, rx) = oneshot::channel();
+        self.append(record, Completion::Future(tx)).await?;
+        Ok(DeliveryFuture { rx })
+    }
+
+    /// Appends a record; `callback` runs with its result when its batch completes (on the
+    /// sender task: keep it short). An error here means the record was not appended and the
+    /// callback will not run.
+    pub async fn send_with_callback(
+        &self,
+        record: ProducerRecord,
+        callback: impl FnOnce(DeliveryResult) + Send + 'static,
+    ) -> Result<(), ProducerError> {
+        let cb: Callback = Box::new(callback);
+        self.append(record, Completion::Callback(cb)).await
+    }
+
+    async fn append(
+        &self,
+        record: ProducerRecord,
+        completion: Completion,
+    ) -> Result<(), ProducerError> {
+        let inner = &*self.inner;
+        if inner.acc.is_closed() {
+            return Err(ProducerError::Closed(None));
+        }
+        let started = Instant::now();
+        let record = if inner.cfg.interceptors.is_empty() {
+            record
+        } else {
+            inner.cfg.interceptors.on_send(record)
+        };
+        let view = self.topic_view(&record.topic).await?;
+        let parts = view.partitions();
+        let (partition, sticky) = match record.partition {
+            Some(p) if p >= 0 && p < view.count => (p, false),
+            Some(p) => {
+                return Err(ProducerError::UnknownPartition {
+                    topic: record.topic,
+                    partition: p,
+                    count: view.count,
+                });
+            }
+            None => match inner.cfg.partitioner.partition(
+                &parts,
+                record.key.as_deref(),
+                record.value.as_deref(),
+            ) {
+                Some(p) if p >= 0 && p < view.count => (p, false),
+                Some(p) => {
+                    return Err(ProducerError::UnknownPartition {
+                        topic: record.topic,
+                        partition: p,
+                        count: view.count,
+                    });
+                }
+                None => (inner.sticky.partition(&parts), true),
+            },
+        };
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let headers: Vec<HeaderRef<'_>> = record
+            .headers
+            .iter()
+            .map(|h| (h.key.as_str(), h.value.as_deref()))
+            .collect();
+        let rec = AppendRecord {
+            timestamp,
+            key: record.key.as_deref(),
+            value: record.value.as_deref(),
+            headers: &headers,
+        };
+        let max_block = inner.cfg.max_block.saturating_sub(started.elapsed());
+        let appended = inner
+            .acc
+            .append(&view.topic, partition, &rec, completion, max_block)
+            .await?;
+        if sticky {
+            let size = record.key.as_ref().map_or(0, |k| k.len())
+                + record.value.as_ref().map_or(0, |v| v.len());
+            inner.sticky.on_append(&parts, partition, size);
+        }
+        if appended.new_batch || appended.batch_full {
+            inner.acc.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The topic's partition view, waiting for metadata up to `max.block.ms`.
+    async fn topic_view(&self, topic: &str) -> Result<Arc<TopicView>, ProducerError> {
+        let inner = &*self.inner;
+        let meta = inner.cluster.metadata();
+        if let Some(v) = inner
+            .topics
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(topic)
+            .filter(|v| v.version == meta.version)
+        {
+            return Ok(v.clone());
+        }
+        let meta = match meta
+            .topic(topic)
+            .filter(|t| !t.partitions.is_empty() && t.error.is_ok())
+        {
+            Some(_) => meta,
+            None => {
+                let max_block = inner.cfg.max_block;
+                match tokio::time::timeout(max_block, inner.cluster.wait_for_topic(topic)).await {
+                    Ok(Ok(_)) => inner.cluster.metadata(),
+                    Ok(Err(kafka_net::NetError::MetadataTimeout { .. })) | Err(_) => {
+                        return Err(ProducerError::MetadataTimeout {
+                            topic: topic.to_owned(),
+                            after: max_block,
+                        });
+                    }
+                    Ok(Err(e)) => return Err(e.into()),
+                }
+            }
+        };
+        let Some(t) = meta.topic(topic) else {
+            return Err(ProducerError::MetadataTimeout {
+                topic: topic.to_owned(),
+                after: inner.cfg.max_block,
+            });
+        };
+        let count = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+        let mut available: Vec<i32> = t
+            .partitions
+            .iter()
+            .filter(|p| p.leader >= 0)
+            .map(|p| p.partition)
+            .collect();
+        available.sort_unstable();
+        let view = Arc::new(TopicView {
+            version: meta.version,
+            topic: Arc::from(topic),
+            count,
+            available,
+        });
+        inner
+            .topics
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(topic.to_owned(), view.clone());
+        Ok(view)
+    }
+
+    /// The partitions of a topic (waiting for its metadata up to `max.block.ms`).
+    pub async fn partitions_for(&self, topic: &str) -> Result<Vec<PartitionInfo>, ProducerError> {
+        self.topic_view(topic).await?;
+        Ok(self
+            .inner
+            .cluster
+            .metadata()
+            .topic(topic)
+            .map(|t| t.partitions.clone())
+            .unwrap_or_default())
+    }
+
+    /// Sends everything queued now (ignoring `linger.ms`) and waits until every record sent
+    /// before this call has completed.
+    pub async fn flush(&self) {
+        self.inner.acc.flush().await;
+    }
+
+    /// Closes the producer: no more sends; queued records are delivered for up to `timeout`,
+    /// then whatever is left fails with [`ProducerError::Closed`]. Never waits much longer
+    /// than `timeout`.
+    pub async fn close(&self, timeout: Duration) {
+        let inner = &*self.inner;
+        inner.acc.close();
+        inner.shutdown.send_if_modified(|s| {
+            let changed = *s == Shutdown::Running;
+            if changed {
+                *s = Shutdown::Graceful;
+            }
+            changed
+        });
+        let handle = inner
+            .sender
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(mut handle) = handle else {
+            return;
+        };
+        if tokio::time::timeout(timeout, &mut handle).await.is_err() {
+            inner.shutdown.send_replace(Shutdown::Force);
+            inner.acc.pool().close();
+            // The sender fails what is left and stops at its next turn; give it a moment,
+            // then stop waiting for it.
+            if tokio::time::timeout(Duration::from_secs(5), &mut handle)
+                .await
+                .is_err()
+            {
+                handle.abort();
+            }
+        }
+        inner.acc.pool().close();
+    }
+
+    /// A snapshot of the metrics.
+    pub fn metrics(&self) -> ProducerMetrics {
+        let pool = self.inner.acc.pool();
+        ProducerMetrics::from_counters(
+            &self.inner.counters,
+            pool.available_memory(),
+            pool.total_memory(),
+            pool.waiting(),
+        )
+    }
+}

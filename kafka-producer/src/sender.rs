@@ -1,0 +1,679 @@
+//! The sender task: `ready` -> `drain` -> send -> handle answers, in a loop.
+//!
+//! One task per producer. It owns the in-flight requests (so that closing can fail every one
+//! of them), the per-broker in-flight counts, the producer id and epoch of an idempotent
+//! producer, and the metadata refreshes that unknown leaders or stale-metadata errors call
+//! for. Requests to one broker are queued on its connection by this task alone, in drain
+//! order, so batches of a partition reach the broker in the order they were drained.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use kafka_net::{Cluster, Connection, MetadataSnapshot, NetError, Outcome};
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::{
+    ApiKey, InitProducerIdRequest, ProduceRequest, RequestBody, ResponseBody, produce_request,
+};
+use kafka_protocol::{KStr, Response};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::accumulator::Accumulator;
+use crate::batch::{ProducerBatch, TopicPartition};
+use crate::config::ProducerConfig;
+use crate::error::ProducerError;
+use crate::interceptor::Interceptors;
+use crate::metrics::Counters;
+
+type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// How the producer asks its sender to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    Running,
+    /// Deliver what is queued, then stop.
+    Graceful,
+    /// Fail whatever is left and stop now.
+    Force,
+}
+
+/// Idempotence state.
+#[derive(Debug, Default)]
+struct Idempotence {
+    producer: Option<(i64, i16)>,
+    /// The sequence state is uncertain: bump the epoch once nothing is in flight.
+    bump_needed: bool,
+    /// Last sequence acknowledged per partition.
+    last_acked: HashMap<TopicPartition, i32>,
+    /// A fatal error (fenced): every later batch fails with it.
+    fatal: Option<String>,
+}
+
+struct InFlight {
+    node: i32,
+    sent: Instant,
+    batches: Vec<ProducerBatch>,
+}
+
+pub(crate) struct Sender {
+    cfg: ProducerConfig,
+    cluster: Cluster,
+    acc: Arc<Accumulator>,
+    interceptors: Interceptors,
+    counters: Arc<Counters>,
+    shutdown: watch::Receiver<Shutdown>,
+    conns: HashMap<i32, Connection>,
+    connecting: BTreeSet<i32>,
+    connects: FuturesUnordered<BoxFut<(i32, Result<Connection, NetError>)>>,
+    node_in_flight: HashMap<i32, usize>,
+    requests: HashMap<u64, InFlight>,
+    responses: FuturesUnordered<BoxFut<(u64, Outcome)>>,
+    next_request: u64,
+    idem: Idempotence,
+    init: Option<BoxFut<Result<(i64, i16), ProducerError>>>,
+    init_backoff_until: Option<Instant>,
+    refresh: Option<BoxFut<()>>,
+    next_refresh: Instant,
+}
+
+impl Sender {
+    pub(crate) fn new(
+        cfg: ProducerConfig,
+        cluster: Cluster,
+        acc: Arc<Accumulator>,
+        counters: Arc<Counters>,
+        shutdown: watch::Receiver<Shutdown>,
+    ) -> Self {
+        let interceptors = cfg.interceptors.clone();
+        Self {
+            cfg,
+            cluster,
+            acc,
+            interceptors,
+            counters,
+            shutdown,
+            conns: HashMap::new(),
+            connecting: BTreeSet::new(),
+            connects: FuturesUnordered::new(),
+            node_in_flight: HashMap::new(),
+            requests: HashMap::new(),
+            responses: FuturesUnordered::new(),
+            next_request: 0,
+            idem: Idempotence::default(),
+            init: None,
+            init_backoff_until: None,
+            refresh: None,
+            next_refresh: Instant::now(),
+        }
+    }
+
+    fn idempotent(&self) -> bool {
+        self.cfg.enable_idempotence
+    }
+
+    /// Runs until shut down and everything is delivered or failed.
+    pub(crate) async fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            let shutdown = *self.shutdown.borrow();
+            if shutdown == Shutdown::Force {
+                self.fail_everything(ProducerError::Closed(Some(
+                    "closed before the record was delivered".into(),
+                )));
+                break;
+            }
+            if shutdown == Shutdown::Graceful
+                && !self.acc.has_incomplete()
+                && self.requests.is_empty()
+            {
+                break;
+            }
+            self.expire(now);
+            if let Some(reason) = self.idem.fatal.clone() {
+                for b in self.acc.take_all() {
+                    self.fail(b, ProducerError::Fatal(reason.clone()));
+                }
+            }
+            self.maybe_init_producer_id(now);
+
+            let meta = self.cluster.metadata();
+            let max_in_flight = self.cfg.max_in_flight;
+            let paused =
+                self.idem.bump_needed || (self.idempotent() && self.idem.producer.is_none());
+            let ready = {
+                let in_flight = &self.node_in_flight;
+                self.acc.ready(
+                    now,
+                    |tp| leader_of(&meta, tp),
+                    |node| !paused && in_flight.get(&node).copied().unwrap_or(0) < max_in_flight,
+                )
+            };
+            let mut wait = ready.next_check;
+            if !ready.unknown_leaders.is_empty() {
+                self.cluster
+                    .add_interest(ready.unknown_leaders.iter().map(|t| t.to_string()));
+                wait = min_opt(wait, self.request_refresh(now));
+            }
+            let mut sendable = BTreeSet::new();
+            for node in ready.nodes {
+                match self.conns.get(&node) {
+                    Some(c) if !c.is_closed() => {
+                        sendable.insert(node);
+                    }
+                    _ => self.start_connect(node),
+                }
+            }
+            if !sendable.is_empty() {
+                match self.acc.drain(
+                    now,
+                    &sendable,
+                    |tp| leader_of(&meta, tp),
+                    self.idem.producer,
+                ) {
+                    Ok(drained) => {
+                        for (node, batches) in drained {
+                            self.send_request(node, batches, now).await;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "drain failed"),
+                }
+            }
+            wait = min_opt(wait, self.acc.next_expiry(now));
+            if let Some(until) = self.init_backoff_until {
+                wait = min_opt(wait, Some(until.saturating_duration_since(now)));
+            }
+            self.wait(wait).await;
+        }
+        tracing::debug!("producer sender stopped");
+    }
+
+    /// Waits for something to do: a wake-up from `send`, an answer, a connection, the
+    /// producer id, a metadata change, a timer, or shutdown.
+    async fn wait(&mut self, timeout: Option<Duration>) {
+        let sleep = async {
+            match timeout {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut meta = self.cluster.subscribe_metadata();
+        meta.borrow_and_update();
+        tokio::select! {
+            _ = self.acc.wake.notified() => {}
+            Some((id, outcome)) = self.responses.next(), if !self.responses.is_empty() => {
+                self.handle_outcome(id, outcome);
+                // Take every answer already there before looking at readiness again.
+                while let Some(Some((id, outcome))) = futures::FutureExt::now_or_never(self.responses.next()) {
+                    self.handle_outcome(id, outcome);
+                }
+            }
+            Some((node, res)) = self.connects.next(), if !self.connects.is_empty() => {
+                self.connecting.remove(&node);
+                match res {
+                    Ok(c) => { self.conns.insert(node, c); }
+                    Err(e) => tracing::debug!(node, error = %e, "producer cannot connect"),
+                }
+            }
+            res = poll_opt(&mut self.init), if self.init.is_some() => {
+                self.init = None;
+                self.on_producer_id(res);
+            }
+            () = poll_opt(&mut self.refresh), if self.refresh.is_some() => {
+                self.refresh = None;
+            }
+            _ = meta.changed() => {}
+            _ = self.shutdown.changed() => {}
+            () = sleep => {}
+        }
+    }
+
+    fn start_connect(&mut self, node: i32) {
+        if !self.connecting.insert(node) {
+            return;
+        }
+        self.conns.remove(&node);
+        let cluster = self.cluster.clone();
+        self.connects.push(Box::pin(
+            async move { (node, cluster.connection(node).await) },
+        ));
+    }
+
+    /// Starts a metadata refresh unless one runs or ran within `retry.backoff.ms`; returns
+    /// how long until the next may start.
+    fn request_refresh(&mut self, now: Instant) -> Option<Duration> {
+        if self.refresh.is_some() {
+            return None;
+        }
+        if now < self.next_refresh {
+            return Some(self.next_refresh - now);
+        }
+        self.next_refresh = now + self.cfg.retry_backoff;
+        let cluster = self.cluster.clone();
+        self.refresh = Some(Box::pin(async move {
+            if let Err(e) = cluster.refresh_metadata().await {
+                tracing::debug!(error = %e, "producer metadata refresh failed");
+            }
+        }));
+        Some(self.cfg.retry_backoff)
+    }
+
+    fn maybe_init_producer_id(&mut self, now: Instant) {
+        if !self.idempotent() || self.init.is_some() || self.idem.fatal.is_some() {
+            return;
+        }
+        let wanted =
+            self.idem.producer.is_none() || (self.idem.bump_needed && self.requests.is_empty());
+        if !wanted || self.init_backoff_until.is_some_and(|t| now < t) {
+            return;
+        }
+        let cluster = self.cluster.clone();
+        let current = self.idem.producer.filter(|_| self.idem.bump_needed);
+        let transactional_id = self.cfg.transactional_id.clone();
+        let timeout_ms =
+            i32::try_from(self.cfg.transaction_timeout.as_millis()).unwrap_or(i32::MAX);
+        self.init = Some(Box::pin(async move {
+            let conn = cluster.least_loaded().await?;
+            let version = conn.version_for(ApiKey::InitProducerId)?;
+            let (producer_id, producer_epoch) = match current {
+                // KIP-360: v3+ bumps the epoch of the producer id we hold.
+                Some((id, epoch)) if version >= 3 => (id, epoch),
+                _ => (-1, -1),
+            };
+            let req = InitProducerIdRequest {
+                transactional_id: transactional_id.map(KStr::from),
+                transaction_timeout_ms: timeout_ms,
+                producer_id,
+                producer_epoch,
+                ..Default::default()
+            };
+            let body = conn
+                .request_at(RequestBody::InitProducerId(req), version)
+                .await?;
+            let ResponseBody::InitProducerId(resp) = body else {
+                return Err(ProducerError::Fatal(
+                    "InitProducerId answered with another api".into(),
+                ));
+            };
+            let code = ErrorCode(resp.error_code);
+            if code.is_err() {
+                return Err(ProducerError::Kafka {
+                    topic: String::new(),
+                    partition: -1,
+                    code,
+                    message: Some("InitProducerId".into()),
+                });
+            }
+            Ok((resp.producer_id, resp.producer_epoch))
+        }));
+    }
+
+    fn on_producer_id(&mut self, res: Result<(i64, i16), ProducerError>) {
+        match res {
+            Ok((id, epoch)) => {
+                tracing::debug!(producer_id = id, epoch, "producer id assigned");
+                if self.idem.producer.is_some() {
+                    self.acc.reset_sequences();
+                    self.idem.last_acked.clear();
+                }
+                self.idem.producer = Some((id, epoch));
+                self.idem.bump_needed = false;
+                self.init_backoff_until = None;
+            }
+            Err(e) => {
+                let fatal = matches!(
+                    e.code(),
+                    Some(
+                        ErrorCode::PRODUCER_FENCED
+                            | ErrorCode::INVALID_PRODUCER_EPOCH
+                            | ErrorCode::CLUSTER_AUTHORIZATION_FAILED
+                            | ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                    )
+                );
+                if fatal {
+                    self.idem.fatal = Some(e.to_string());
+                } else {
+                    tracing::debug!(error = %e, "InitProducerId failed; retrying");
+                    self.init_backoff_until = Some(Instant::now() + self.cfg.retry_backoff);
+                }
+            }
+        }
+    }
+
+    async fn send_request(
+        &mut self,
+        node: i32,
+        batches: Vec<(ProducerBatch, bytes::Bytes)>,
+        now: Instant,
+    ) {
+        let Some(conn) = self.conns.get(&node).cloned() else {
+            for (b, _) in batches {
+                self.acc.in_flight_done(&b.tp);
+                self.acc
+                    .reenqueue(b, format!("no connection to broker {node}"));
+            }
+            return;
+        };
+        let mut topics: Vec<produce_request::TopicProduceData> = Vec::new();
+        let mut owned = Vec::with_capacity(batches.len());
+        for (batch, bytes) in batches {
+            Counters::add(&self.counters.batches_sent, 1);
+            Counters::add(&self.counters.batch_bytes, bytes.len() as u64);
+            let part = produce_request::PartitionProduceData {
+                index: batch.tp.partition,
+                records: Some(bytes),
+                ..Default::default()
+            };
+            match topics.iter_mut().find(|t| *t.name == *batch.tp.topic) {
+                Some(t) => t.partition_data.push(part),
+                None => topics.push(produce_request::TopicProduceData {
+                    name: KStr::from(batch.tp.topic.to_string()),
+                    partition_data: vec![part],
+                    ..Default::default()
+                }),
+            }
+            owned.push(batch);
+        }
+        let req = ProduceRequest {
+            transactional_id: self.cfg.transactional_id.clone().map(KStr::from),
+            acks: self.cfg.acks.wire(),
+            timeout_ms: i32::try_from(self.cfg.request_timeout.as_millis()).unwrap_or(i32::MAX),
+            topic_data: topics,
+            ..Default::default()
+        };
+        let version = match conn.version_for(ApiKey::Produce) {
+            // Record batches v2 need Produce v3+.
+            Ok(v) if v >= 3 => v,
+            Ok(v) => {
+                let e = ProducerError::Fatal(format!(
+                    "broker {node} supports Produce only up to v{v}; v3+ is needed for record batch v2"
+                ));
+                for b in owned {
+                    self.acc.in_flight_done(&b.tp);
+                    self.fail(b, e.clone());
+                }
+                return;
+            }
+            Err(e) => {
+                let e = ProducerError::from(e);
+                for b in owned {
+                    self.acc.in_flight_done(&b.tp);
+                    self.fail(b, e.clone());
+                }
+                return;
+            }
+        };
+        let id = self.next_request;
+        self.next_request += 1;
+        match conn.enqueue(RequestBody::Produce(req), version).await {
+            Ok(fut) => {
+                *self.node_in_flight.entry(node).or_default() += 1;
+                self.requests.insert(
+                    id,
+                    InFlight {
+                        node,
+                        sent: now,
+                        batches: owned,
+                    },
+                );
+                self.responses
+                    .push(Box::pin(async move { (id, fut.await) }));
+            }
+            Err(e) => {
+                self.conns.remove(&node);
+                let msg = e.to_string();
+                for b in owned {
+                    self.acc.in_flight_done(&b.tp);
+                    self.retry_or_fail(b, ProducerError::from(e.clone()), msg.clone(), true);
+                }
+            }
+        }
+    }
+
+    fn handle_outcome(&mut self, id: u64, outcome: Outcome) {
+        let Some(req) = self.requests.remove(&id) else {
+            return;
+        };
+        if let Some(n) = self.node_in_flight.get_mut(&req.node) {
+            *n = n.saturating_sub(1);
+        }
+        self.counters.request_done(req.sent.elapsed());
+        for b in &req.batches {
+            self.acc.in_flight_done(&b.tp);
+        }
+        match outcome {
+            Err(e) => {
+                tracing::debug!(node = req.node, error = %e, "produce request failed");
+                if self.conns.get(&req.node).is_some_and(Connection::is_closed) {
+                    self.conns.remove(&req.node);
+                }
+                self.next_refresh = Instant::now();
+                let _ = self.request_refresh(Instant::now());
+                let retriable = e.is_retriable();
+                let msg = e.to_string();
+                let err = ProducerError::from(e);
+                for b in req.batches {
+                    self.retry_or_fail(b, err.clone(), msg.clone(), retriable);
+                }
+            }
+            Ok(None) => {
+                // acks=0: done once written.
+                for b in req.batches {
+                    self.succeed(b, -1, None);
+                }
+            }
+            Ok(Some(Response { body, .. })) => {
+                let ResponseBody::Produce(resp) = body else {
+                    let e = ProducerError::Fatal("Produce answered with another api".into());
+                    for b in req.batches {
+                        self.fail(b, e.clone());
+                    }
+                    return;
+                };
+                for b in req.batches {
+                    let part = resp
+                        .responses
+                        .iter()
+                        .filter(|t| *t.name == *b.tp.topic)
+                        .flat_map(|t| t.partition_responses.iter())
+                        .find(|p| p.index == b.tp.partition);
+                    match part {
+                        None => {
+                            let e = ProducerError::Fatal(format!(
+                                "the Produce response has no answer for {}",
+                                b.tp
+                            ));
+                            self.fail(b, e);
+                        }
+                        Some(p) => {
+                            let code = ErrorCode(p.error_code);
+                            let message = p.error_message.as_deref().map(str::to_owned);
+                            let log_append =
+                                (p.log_append_time_ms >= 0).then_some(p.log_append_time_ms);
+                            self.handle_partition(b, code, p.base_offset, log_append, message);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle_partition(
+        &mut self,
+        batch: ProducerBatch,
+        code: ErrorCode,
+        base_offset: i64,
+        log_append: Option<i64>,
+        message: Option<String>,
+    ) {
+        let kafka = |b: &ProducerBatch, msg: Option<String>| ProducerError::Kafka {
+            topic: b.tp.topic.to_string(),
+            partition: b.tp.partition,
+            code,
+            message: msg,
+        };
+        match code {
+            ErrorCode::NONE => self.succeed(batch, base_offset, log_append),
+            // Already written by an earlier attempt whose answer was lost.
+            ErrorCode::DUPLICATE_SEQUENCE_NUMBER => self.succeed(batch, -1, log_append),
+            ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER | ErrorCode::UNKNOWN_PRODUCER_ID
+                if self.idempotent() =>
+            {
+                let seq = batch.producer.map(|f| f.base_sequence);
+                let last = self.idem.last_acked.get(&batch.tp).copied().unwrap_or(-1);
+                let expected = last.wrapping_add(1) & i32::MAX;
+                // An earlier batch of the partition failed and will be retried first: this
+                // one only has to wait its turn. Otherwise the broker lost our sequence state.
+                if code == ErrorCode::UNKNOWN_PRODUCER_ID || seq == Some(expected) {
+                    tracing::debug!(tp = %batch.tp, ?code, "bumping the producer epoch");
+                    self.idem.bump_needed = true;
+                }
+                let e = kafka(&batch, message.clone());
+                let msg = e.to_string();
+                self.retry_or_fail(batch, e, msg, true);
+            }
+            ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::PRODUCER_FENCED => {
+                let e = kafka(&batch, message);
+                self.idem.fatal = Some(e.to_string());
+                self.fail(batch, e);
+            }
+            c if c.is_retriable() => {
+                if matches!(
+                    c,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER
+                        | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+                        | ErrorCode::LEADER_NOT_AVAILABLE
+                        | ErrorCode::FENCED_LEADER_EPOCH
+                        | ErrorCode::UNKNOWN_LEADER_EPOCH
+                        | ErrorCode::KAFKA_STORAGE_ERROR
+                ) {
+                    self.next_refresh = Instant::now();
+                    let _ = self.request_refresh(Instant::now());
+                }
+                let e = kafka(&batch, message);
+                let msg = e.to_string();
+                self.retry_or_fail(batch, e, msg, true);
+            }
+            _ => {
+                let e = kafka(&batch, message);
+                self.fail(batch, e);
+            }
+        }
+    }
+
+    fn succeed(&mut self, batch: ProducerBatch, base_offset: i64, log_append: Option<i64>) {
+        if let Some(f) = batch.producer.filter(|f| f.producer_id >= 0) {
+            let count = i32::try_from(batch.record_count()).unwrap_or(i32::MAX);
+            let last = f.base_sequence.wrapping_add(count - 1) & i32::MAX;
+            self.idem.last_acked.insert(batch.tp.clone(), last);
+        }
+        Counters::add(&self.counters.records_sent, batch.record_count() as u64);
+        self.acc
+            .complete_with(batch, Ok((base_offset, log_append)), &self.interceptors);
+    }
+
+    fn fail(&mut self, batch: ProducerBatch, e: ProducerError) {
+        Counters::add(&self.counters.records_errored, batch.record_count() as u64);
+        self.acc.complete_with(batch, Err(e), &self.interceptors);
+    }
+
+    /// Retries a batch if attempts and the delivery timeout allow, else fails it.
+    fn retry_or_fail(
+        &mut self,
+        batch: ProducerBatch,
+        e: ProducerError,
+        msg: String,
+        retriable: bool,
+    ) {
+        let now = Instant::now();
+        let age = batch.age(now);
+        let closing = *self.shutdown.borrow() == Shutdown::Force;
+        if retriable
+            && !closing
+            && batch.attempts <= self.cfg.retries
+            && age < self.cfg.delivery_timeout
+        {
+            Counters::add(&self.counters.records_retried, batch.record_count() as u64);
+            self.acc.reenqueue(batch, msg);
+            self.acc.wake.notify_one();
+            return;
+        }
+        if retriable && age >= self.cfg.delivery_timeout {
+            let e = ProducerError::DeliveryTimeout {
+                topic: batch.tp.topic.to_string(),
+                partition: batch.tp.partition,
+                after: age,
+                reason: Some(msg),
+            };
+            self.after_unresolved(&batch);
+            self.fail(batch, e);
+            return;
+        }
+        self.after_unresolved(&batch);
+        self.fail(batch, e);
+    }
+
+    /// A batch that may or may not have been written is given up: with idempotence the
+    /// partition's sequence state is unknown, so the epoch must be bumped.
+    fn after_unresolved(&mut self, batch: &ProducerBatch) {
+        if self.idempotent() && batch.producer.is_some() {
+            self.idem.bump_needed = true;
+        }
+    }
+
+    /// Fails queued batches older than `delivery.timeout.ms`.
+    fn expire(&mut self, now: Instant) {
+        for b in self.acc.expired(now) {
+            let e = ProducerError::DeliveryTimeout {
+                topic: b.tp.topic.to_string(),
+                partition: b.tp.partition,
+                after: b.age(now),
+                reason: b.last_error.clone(),
+            };
+            self.after_unresolved(&b);
+            self.fail(b, e);
+        }
+    }
+
+    fn fail_everything(&mut self, e: ProducerError) {
+        let requests: Vec<InFlight> = self.requests.drain().map(|(_, r)| r).collect();
+        for r in requests {
+            for b in r.batches {
+                self.acc.in_flight_done(&b.tp);
+                self.fail(b, e.clone());
+            }
+        }
+        for b in self.acc.take_all() {
+            self.fail(b, e.clone());
+        }
+    }
+}
+
+/// The leader of a partition, when known and the broker is in the metadata.
+fn leader_of(meta: &MetadataSnapshot, tp: &TopicPartition) -> Option<i32> {
+    let t = meta.topics.get(&*tp.topic)?;
+    let p = usize::try_from(tp.partition)
+        .ok()
+        .and_then(|i| t.partitions.get(i))
+        .filter(|p| p.partition == tp.partition)
+        .or_else(|| t.partition(tp.partition))?;
+    (p.leader >= 0 && meta.brokers.contains_key(&p.leader)).then_some(p.leader)
+}
+
+fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+async fn poll_opt<T>(f: &mut Option<BoxFut<T>>) -> T {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
