@@ -72,7 +72,7 @@ struct Command {
 /// dropped (after finishing what is in flight), on [`Connection::close`], or on failure.
 #[derive(Debug, Clone)]
 pub struct Connection {
-    tx: mpsc::Sender<Command>,
+    tx: mpsc::UnboundedSender<Command>,
     addr: Arc<str>,
     versions: Option<Arc<ApiVersions>>,
     /// Requests sent through this connection and not finished (for least-loaded choices).
@@ -107,7 +107,11 @@ impl Connection {
 
     /// Runs a connection over an already connected stream (no handshake).
     pub fn from_stream(stream: TcpStream, addr: &str, cfg: &ConnectionConfig) -> Self {
-        let (tx, rx) = mpsc::channel(1);
+        // Unbounded: the connection task takes a command only when the in-flight window has
+        // room, and every caller waits for its answer, so what waits here is bounded by the
+        // callers themselves. (A bounded channel made a waiting sender depend on a permit
+        // hand-off that the producer's tests saw lost under load.)
+        let (tx, rx) = mpsc::unbounded_channel();
         let driver = Driver {
             stream,
             state: ConnState::new(cfg.conn.clone()),
@@ -168,7 +172,6 @@ impl Connection {
                 version,
                 reply,
             })
-            .await
             .map_err(|_| NetError::Closed(None))?;
         rx.await.map_err(|_| NetError::Closed(None))?
     }
@@ -176,7 +179,8 @@ impl Connection {
     /// Queues a request at `version` and returns as soon as the connection task has it, with
     /// a future of its outcome. Requests queued one after another by one task go on the wire
     /// in that order (what a producer needs to keep batches of a partition in order while
-    /// several are in flight). Waits while the queue is full.
+    /// several are in flight). Never waits: the connection task takes queued requests as its
+    /// in-flight window frees up.
     pub async fn enqueue(
         &self,
         body: RequestBody,
@@ -191,7 +195,6 @@ impl Connection {
                 version,
                 reply,
             })
-            .await
             .map_err(|_| NetError::Closed(None))?;
         Ok(async move {
             let _guard = guard;
@@ -259,7 +262,7 @@ struct Driver {
     stream: TcpStream,
     state: ConnState<oneshot::Sender<Outcome>>,
     codec: KafkaCodec,
-    rx: mpsc::Receiver<Command>,
+    rx: mpsc::UnboundedReceiver<Command>,
     rx_open: bool,
     read_buf: BytesMut,
     write_queue: VecDeque<Bytes>,

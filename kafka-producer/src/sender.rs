@@ -184,6 +184,7 @@ impl Sender {
                 }
             }
             wait = min_opt(wait, self.acc.next_expiry(now));
+
             if let Some(until) = self.init_backoff_until {
                 wait = min_opt(wait, Some(until.saturating_duration_since(now)));
             }
@@ -409,6 +410,15 @@ impl Sender {
         };
         let id = self.next_request;
         self.next_request += 1;
+        tracing::trace!(
+            node,
+            id,
+            batches = ?owned
+                .iter()
+                .map(|b| (b.tp.to_string(), b.producer.map(|f| f.base_sequence), b.record_count()))
+                .collect::<Vec<_>>(),
+            "sending produce request"
+        );
         match conn.enqueue(RequestBody::Produce(req), version).await {
             Ok(fut) => {
                 *self.node_in_flight.entry(node).or_default() += 1;
@@ -510,6 +520,7 @@ impl Sender {
         log_append: Option<i64>,
         message: Option<String>,
     ) {
+        tracing::trace!(tp = %batch.tp, seq = ?batch.producer.map(|f| f.base_sequence), %code, base_offset, "produce answer");
         let kafka = |b: &ProducerBatch, msg: Option<String>| ProducerError::Kafka {
             topic: b.tp.topic.to_string(),
             partition: b.tp.partition,
