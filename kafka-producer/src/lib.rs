@@ -18,6 +18,7 @@ mod producer;
 pub mod record;
 mod sender;
 pub mod serializer;
+mod typed;
 
 pub use batch::{Callback, DeliveryResult, TopicPartition};
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
@@ -25,3 +26,4 @@ pub use error::ProducerError;
 pub use metrics::ProducerMetrics;
 pub use producer::{DeliveryFuture, Producer};
 pub use record::{Header, ProducerRecord, RecordMetadata};
+pub use typed::{TypedProducer, TypedRecord};

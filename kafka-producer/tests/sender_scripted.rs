@@ -534,3 +534,42 @@ async fn unknown_topic_times_out_after_max_block() {
     assert!(matches!(e, ProducerError::UnknownPartition { .. }), "{e}");
     p.close(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_records_go_through_the_serializers() {
+    use kafka_producer::serializer::{LongSerializer, StringSerializer};
+    use kafka_producer::{Header, TypedProducer, TypedRecord};
+
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let fake = fake(1, log.clone()).await;
+    let p = Producer::new(config(&fake, &[])).await.unwrap();
+    let typed: TypedProducer<str, i64> = TypedProducer::new(p, StringSerializer, LongSerializer);
+    let md = typed
+        .send(
+            TypedRecord::new("t", &-2i64)
+                .key("user-7")
+                .timestamp(1_700_000_000_123)
+                .header(Header {
+                    key: "h".into(),
+                    value: Some(Bytes::from_static(b"x")),
+                }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(md.offset, 0);
+    assert_eq!(md.timestamp, 1_700_000_000_123);
+    assert_eq!(md.serialized_key_size, 6);
+    assert_eq!(md.serialized_value_size, 8);
+    let value = log.lock().unwrap().parts[&("t".to_owned(), 0)].values[0].clone();
+    assert_eq!(&value[..], &(-2i64).to_be_bytes());
+    let produce = fake.requests(ApiKey::Produce);
+    let RequestBody::Produce(pr) = &produce[0].request.body else {
+        unreachable!()
+    };
+    let records = pr.topic_data[0].partition_data[0].records.clone().unwrap();
+    let batch = RecordBatch::from_bytes(records).unwrap();
+    let r = batch.records(1 << 20).unwrap().next().unwrap().unwrap();
+    assert_eq!(r.key.as_deref(), Some(&b"user-7"[..]));
+    assert_eq!(&r.headers[0].key[..], "h");
+    typed.producer().close(Duration::from_secs(5)).await;
+}
