@@ -60,6 +60,22 @@ impl std::fmt::Debug for BufferPool {
     }
 }
 
+/// One caller waiting for memory, for as long as it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -121,10 +137,11 @@ impl BufferPool {
             return Ok(b);
         }
         let n = u32::try_from(size).unwrap_or(u32::MAX);
-        self.inner.waiting.fetch_add(1, Ordering::Relaxed);
+        // Counted as waiting until the wait ends or the caller drops the future.
+        let waiter = Waiting::new(&self.inner.waiting);
         let acquired =
             tokio::time::timeout(max_block, self.inner.memory.clone().acquire_many_owned(n)).await;
-        self.inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        drop(waiter);
         match acquired {
             Ok(Ok(permit)) => Ok(self.fresh(size, permit)),
             Ok(Err(_)) => Err(ProducerError::Closed(Some("buffer pool closed".into()))),

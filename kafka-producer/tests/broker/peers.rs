@@ -39,6 +39,7 @@ fn python() -> Result<PathBuf, String> {
     }
 }
 
+/// kcat (or its old name, kafkacat) on the PATH.
 pub(crate) fn kcat() -> Result<PathBuf, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
