@@ -252,6 +252,38 @@ impl Broker {
             .unwrap_or(self.config.message_max_bytes)
     }
 
+    /// The create-time window of a topic: (`message.timestamp.before.max.ms`,
+    /// `message.timestamp.after.max.ms`), or `None` when the topic stamps log-append time
+    /// (then record timestamps are not checked).
+    pub fn timestamp_window(&self, topic: &str) -> Option<(i64, i64)> {
+        let t = self.topic(topic);
+        let get = |k: &str| {
+            t.as_ref()
+                .and_then(|t| t.configs.get(k))
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        let append_time = match t
+            .as_ref()
+            .and_then(|t| t.configs.get("message.timestamp.type"))
+        {
+            Some(v) => v == "LogAppendTime",
+            None => {
+                self.config.message_timestamp_type == crate::config::TimestampType::LogAppendTime
+            }
+        };
+        if append_time {
+            return None;
+        }
+        let difference = get("message.timestamp.difference.max.ms");
+        let before = get("message.timestamp.before.max.ms")
+            .or(difference)
+            .unwrap_or(self.config.message_timestamp_before_max_ms);
+        let after = get("message.timestamp.after.max.ms")
+            .or(difference)
+            .unwrap_or(self.config.message_timestamp_after_max_ms);
+        Some((before, after))
+    }
+
     /// Wakes fetches waiting for data.
     pub fn data_appended(&self) {
         self.appends.send_modify(|n| *n = n.wrapping_add(1));

@@ -53,6 +53,11 @@ pub struct BrokerConfig {
     pub message_max_bytes: usize,
     /// `log.message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
+    /// `log.message.timestamp.before.max.ms`: how far in the past a CreateTime record may be
+    /// (`i64::MAX`: no limit).
+    pub message_timestamp_before_max_ms: i64,
+    /// `log.message.timestamp.after.max.ms`: how far in the future it may be.
+    pub message_timestamp_after_max_ms: i64,
     /// `socket.request.max.bytes`: the largest request frame.
     pub socket_request_max_bytes: usize,
     /// `max.connections`.
@@ -89,6 +94,8 @@ impl Default for BrokerConfig {
             index_interval_bytes: 4096,
             message_max_bytes: 1_048_588,
             message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: i64::MAX,
             socket_request_max_bytes: 104_857_600,
             max_connections: 10_000,
             max_pipelined_requests: 16,
@@ -220,6 +227,18 @@ impl BrokerConfig {
                         )));
                     }
                 }
+            }
+            "log.message.timestamp.before.max.ms" => {
+                self.message_timestamp_before_max_ms = positive(key, parse(key, v)?)?
+            }
+            "log.message.timestamp.after.max.ms" => {
+                self.message_timestamp_after_max_ms = positive(key, parse(key, v)?)?
+            }
+            // Deprecated by Kafka 3.6 in favour of the two above; sets both.
+            "log.message.timestamp.difference.max.ms" => {
+                let n: i64 = positive(key, parse(key, v)?)?;
+                self.message_timestamp_before_max_ms = n;
+                self.message_timestamp_after_max_ms = n;
             }
             "socket.request.max.bytes" => {
                 self.socket_request_max_bytes = positive(key, parse(key, v)?)?

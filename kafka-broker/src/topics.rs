@@ -45,6 +45,12 @@ pub fn topic_default(cfg: &BrokerConfig, key: &str) -> Option<String> {
             TimestampType::CreateTime => "CreateTime".into(),
             TimestampType::LogAppendTime => "LogAppendTime".into(),
         },
+        "message.timestamp.before.max.ms" => cfg.message_timestamp_before_max_ms.to_string(),
+        "message.timestamp.after.max.ms" => cfg.message_timestamp_after_max_ms.to_string(),
+        "message.timestamp.difference.max.ms" => cfg
+            .message_timestamp_before_max_ms
+            .max(cfg.message_timestamp_after_max_ms)
+            .to_string(),
         "flush.messages" => cfg
             .flush_interval_messages
             .map_or_else(|| i64::MAX.to_string(), |n| n.to_string()),
@@ -69,6 +75,9 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "flush.ms",
     "index.interval.bytes",
     "max.message.bytes",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.difference.max.ms",
     "message.timestamp.type",
     "min.compaction.lag.ms",
     "min.insync.replicas",

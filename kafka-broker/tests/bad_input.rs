@@ -713,3 +713,121 @@ async fn connection_limit_refuses_extra_connections() {
     drop(held);
     broker.stop().await;
 }
+
+/// Records whose create time lies outside the topic's window are refused with
+/// INVALID_TIMESTAMP, each one named in `record_errors` (Produce v8+), and nothing of the batch
+/// is appended; with log-append time the window does not apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_outside_the_timestamp_window_are_refused_and_named() {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    const INVALID_TIMESTAMP: i16 = 32;
+    let broker = start(&[("log.message.timestamp.before.max.ms", "86400000")]).await;
+    let conn = Connection::connect(&broker.addr.to_string(), ConnectionConfig::default())
+        .await
+        .unwrap();
+    let config = |k: &str, v: &str| CreatableTopicConfig {
+        name: KStr::from(k.to_owned()),
+        value: Some(KStr::from(v.to_owned())),
+        ..Default::default()
+    };
+    let topic = |name: &str, configs: Vec<CreatableTopicConfig>| CreatableTopic {
+        name: KStr::from(name.to_owned()),
+        num_partitions: 1,
+        replication_factor: 1,
+        configs,
+        ..Default::default()
+    };
+    let resp = conn
+        .request(RequestBody::CreateTopics(
+            kafka_protocol::messages::CreateTopicsRequest {
+                topics: vec![
+                    topic(
+                        "ts-window",
+                        vec![config("message.timestamp.after.max.ms", "60000")],
+                    ),
+                    topic(
+                        "ts-append",
+                        vec![
+                            config("message.timestamp.after.max.ms", "60000"),
+                            config("message.timestamp.type", "LogAppendTime"),
+                        ],
+                    ),
+                ],
+                timeout_ms: 5000,
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap();
+    let ResponseBody::CreateTopics(c) = resp else {
+        panic!("{resp:?}")
+    };
+    assert!(c.topics.iter().all(|t| t.error_code == 0), "{c:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let stamps = [now, now + 600_000, now - 2 * 86_400_000, now - 1000];
+    let mut b = RecordBatchBuilder::new();
+    for (i, ts) in stamps.iter().enumerate() {
+        b.append(*ts, None, Some(format!("v{i}").as_bytes()), &[])
+            .unwrap();
+    }
+    let records = b.build().unwrap();
+    let send = |topic: &'static str, records: Bytes| {
+        let conn = conn.clone();
+        async move {
+            let req = ProduceRequest {
+                acks: -1,
+                timeout_ms: 5000,
+                topic_data: vec![TopicProduceData {
+                    name: KStr::from_static(topic),
+                    partition_data: vec![PartitionProduceData {
+                        index: 0,
+                        records: Some(records),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let resp = conn.request(RequestBody::Produce(req)).await.unwrap();
+            let ResponseBody::Produce(p) = resp else {
+                panic!("{resp:?}")
+            };
+            p.responses[0].partition_responses[0].clone()
+        }
+    };
+    let part = send("ts-window", records.clone()).await;
+    assert_eq!(part.error_code, INVALID_TIMESTAMP, "{part:?}");
+    let indices: Vec<i32> = part.record_errors.iter().map(|e| e.batch_index).collect();
+    assert_eq!(indices, vec![1, 2], "{part:?}");
+    let messages: Vec<String> = part
+        .record_errors
+        .iter()
+        .map(|e| {
+            e.batch_index_error_message
+                .as_deref()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        messages[0].contains("message.timestamp.after.max.ms"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("message.timestamp.before.max.ms"),
+        "{messages:?}"
+    );
+    assert!(part.error_message.is_some());
+    // Nothing was appended: a good batch lands at offset 0.
+    let mut good = RecordBatchBuilder::new();
+    good.append(now, None, Some(b"ok"), &[]).unwrap();
+    let part = send("ts-window", good.build().unwrap()).await;
+    assert_eq!((part.error_code, part.base_offset), (0, 0), "{part:?}");
+    // Log-append time: the broker's clock replaces the timestamps, nothing is refused.
+    let part = send("ts-append", records).await;
+    assert_eq!((part.error_code, part.base_offset), (0, 0), "{part:?}");
+    broker.stop().await;
+}

@@ -50,7 +50,12 @@ fn config_type(name: &str) -> i8 {
         | "log.retention.bytes"
         | "log.retention.check.interval.ms"
         | "log.flush.interval.messages"
-        | "log.flush.interval.ms" => 5,
+        | "log.flush.interval.ms"
+        | "message.timestamp.before.max.ms"
+        | "message.timestamp.after.max.ms"
+        | "message.timestamp.difference.max.ms"
+        | "log.message.timestamp.before.max.ms"
+        | "log.message.timestamp.after.max.ms" => 5,
         _ => 3,
     }
 }
@@ -65,6 +70,9 @@ fn broker_synonym(topic_key: &str) -> Option<&'static str> {
         "index.interval.bytes" => "log.index.interval.bytes",
         "max.message.bytes" => "message.max.bytes",
         "message.timestamp.type" => "log.message.timestamp.type",
+        "message.timestamp.before.max.ms" => "log.message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms" => "log.message.timestamp.after.max.ms",
+        "message.timestamp.difference.max.ms" => "log.message.timestamp.difference.max.ms",
         "flush.messages" => "log.flush.interval.messages",
         "flush.ms" => "log.flush.interval.ms",
         "cleanup.policy" => "log.cleanup.policy",
@@ -159,6 +167,14 @@ fn broker_entries(broker: &Broker) -> Vec<Entry> {
             c.index_interval_bytes.to_string(),
         ),
         ("message.max.bytes", c.message_max_bytes.to_string()),
+        (
+            "log.message.timestamp.before.max.ms",
+            c.message_timestamp_before_max_ms.to_string(),
+        ),
+        (
+            "log.message.timestamp.after.max.ms",
+            c.message_timestamp_after_max_ms.to_string(),
+        ),
         (
             "socket.request.max.bytes",
             c.socket_request_max_bytes.to_string(),

@@ -2,7 +2,9 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseBody};
 use kafka_protocol::record::RecordBatches;
 use kafka_protocol::record::batch::MAGIC_V2;
@@ -80,6 +82,54 @@ pub(crate) fn validate(
     Ok(out)
 }
 
+/// A record whose create time lies outside the topic's window
+/// (`message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadTimestamp {
+    /// Index of the record in its batch (what ProduceResponse v8+ calls the batch index).
+    pub index: i32,
+    pub message: String,
+}
+
+/// Checks every record's timestamp against `now` and the window; all bad records are
+/// reported (Kafka rejects the whole batch and names each record).
+pub(crate) fn check_timestamps(
+    records: &Bytes,
+    now: i64,
+    (before, after): (i64, i64),
+) -> Vec<BadTimestamp> {
+    let mut bad = Vec::new();
+    for b in RecordBatches::new(records.clone()).flatten() {
+        // The batch header bounds the newest record: most batches need no record scan.
+        let future_ok = b.max_timestamp() <= now.saturating_add(after);
+        if future_ok && before == i64::MAX {
+            continue;
+        }
+        let Ok(recs) = b.records(MAX_DECOMPRESSED) else {
+            continue;
+        };
+        for (i, r) in recs.flatten().enumerate() {
+            let ts = r.timestamp(&b);
+            let message = if ts > now.saturating_add(after) {
+                format!(
+                    "timestamp {ts} of record {i} is more than {after} ms ahead of the broker's time {now} (message.timestamp.after.max.ms)"
+                )
+            } else if ts < now.saturating_sub(before) {
+                format!(
+                    "timestamp {ts} of record {i} is more than {before} ms behind the broker's time {now} (message.timestamp.before.max.ms)"
+                )
+            } else {
+                continue;
+            };
+            bad.push(BadTimestamp {
+                index: i32::try_from(i).unwrap_or(i32::MAX),
+                message,
+            });
+        }
+    }
+    bad
+}
+
 /// Handles a produce request; `None` for acks=0 (no response is sent).
 pub(super) async fn handle(
     broker: &Broker,
@@ -94,20 +144,30 @@ pub(super) async fn handle(
         let mut partition_responses = Vec::with_capacity(topic.partition_data.len());
         for p in topic.partition_data {
             let result = (|| {
+                let plain = |e: BrokerError| (e, Vec::new());
                 if !acks_ok {
-                    return Err(BrokerError::kafka(
+                    return Err(plain(BrokerError::kafka(
                         ErrorCode::INVALID_REQUIRED_ACKS,
                         format!("acks must be -1, 0 or 1, got {}", req.acks),
-                    ));
+                    )));
                 }
                 let part = broker
                     .partition(&topic.name, p.index)
-                    .ok_or_else(|| broker.partition_error(&topic.name, p.index))?;
+                    .ok_or_else(|| plain(broker.partition_error(&topic.name, p.index)))?;
                 let records = p.records.unwrap_or_default();
                 let max = broker.max_message_bytes(&topic.name);
-                let batches = validate(&records, max)?;
+                let batches = validate(&records, max).map_err(plain)?;
+                if let Some(window) = broker.timestamp_window(&topic.name) {
+                    let bad = check_timestamps(&records, now, window);
+                    if let Some(first) = bad.first() {
+                        return Err((
+                            BrokerError::kafka(ErrorCode::INVALID_TIMESTAMP, first.message.clone()),
+                            bad,
+                        ));
+                    }
+                }
                 let buf = BytesMut::from(records.as_ref());
-                let (appended, durable) = part.append(buf, &batches, now)?;
+                let (appended, durable) = part.append(buf, &batches, now).map_err(plain)?;
                 Ok((part, appended, durable))
             })();
             let resp = match result {
@@ -123,7 +183,7 @@ pub(super) async fn handle(
                         ..Default::default()
                     }
                 }
-                Err(e) => {
+                Err((e, bad)) => {
                     tracing::debug!(topic = %topic.name, partition = p.index, error = %e, "produce rejected");
                     PartitionProduceResponse {
                         index: p.index,
@@ -132,6 +192,14 @@ pub(super) async fn handle(
                         log_append_time_ms: -1,
                         log_start_offset: -1,
                         error_message: message(&e),
+                        record_errors: bad
+                            .into_iter()
+                            .map(|b| BatchIndexAndErrorMessage {
+                                batch_index: b.index,
+                                batch_index_error_message: Some(b.message.into()),
+                                ..Default::default()
+                            })
+                            .collect(),
                         ..Default::default()
                     }
                 }
