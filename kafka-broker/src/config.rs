@@ -58,6 +58,10 @@ pub struct BrokerConfig {
     pub message_timestamp_before_max_ms: i64,
     /// `log.message.timestamp.after.max.ms`: how far in the future it may be.
     pub message_timestamp_after_max_ms: i64,
+    /// Fetch answers send record data from the segment files with `sendfile(2)`
+    /// (`socket.sendfile.enable`, ours; default true). Off: the data is read into memory
+    /// first.
+    pub sendfile: bool,
     /// `socket.request.max.bytes`: the largest request frame.
     pub socket_request_max_bytes: usize,
     /// `max.connections`.
@@ -96,6 +100,7 @@ impl Default for BrokerConfig {
             message_timestamp_type: TimestampType::CreateTime,
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: i64::MAX,
+            sendfile: true,
             socket_request_max_bytes: 104_857_600,
             max_connections: 10_000,
             max_pipelined_requests: 16,
@@ -239,6 +244,17 @@ impl BrokerConfig {
                 let n: i64 = positive(key, parse(key, v)?)?;
                 self.message_timestamp_before_max_ms = n;
                 self.message_timestamp_after_max_ms = n;
+            }
+            "socket.sendfile.enable" => {
+                self.sendfile = match v {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(BrokerError::Config(format!(
+                            "{key}={v}: expected true or false"
+                        )));
+                    }
+                }
             }
             "socket.request.max.bytes" => {
                 self.socket_request_max_bytes = positive(key, parse(key, v)?)?

@@ -20,6 +20,7 @@ pub mod log;
 pub mod offsets_topic;
 pub mod partition;
 pub mod producer_state;
+pub mod sendfile;
 pub mod server;
 pub mod topics;
 

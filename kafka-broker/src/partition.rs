@@ -182,6 +182,16 @@ impl Partition {
         Ok(info.read_bytes()?)
     }
 
+    /// The file regions [`Self::read`] would read (for sending with `sendfile`).
+    pub fn read_slices(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        upper: i64,
+    ) -> Result<crate::log::ReadInfo, BrokerError> {
+        Ok(self.log().read(offset, max_bytes, upper)?)
+    }
+
     /// The first offset whose timestamp is at or after `ts`, with that timestamp.
     pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, BrokerError> {
         Ok(self.log().offset_for_timestamp(ts)?)

@@ -49,6 +49,10 @@ fn response(reply: Reply, key: ApiKey, version: i16) -> Option<Response> {
             assert_eq!(size, all.len() - 4);
             Some(frame::decode_response(&Bytes::copy_from_slice(&all[4..]), key, version).unwrap())
         }
+        Reply::Files(chunks, regions) => {
+            let chunks = regions.materialize(&chunks).unwrap();
+            response(Reply::Chunks(chunks), key, version)
+        }
         Reply::Nothing => None,
         Reply::Close(why) => panic!("{key:?} v{version}: connection closed: {why}"),
     }

@@ -527,8 +527,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Payloads at least this long are chained into the output instead of copied.
-const CHAIN_THRESHOLD: usize = 4096;
+/// Payloads at least this long are chained into the output instead of copied (so a caller
+/// can recognise its own `Bytes` among the chunks of [`Writer::into_chunks`]).
+pub const CHAIN_THRESHOLD: usize = 4096;
 
 /// Encoding output: a growing buffer plus, for large byte fields and record sets, the
 /// caller's `Bytes` chained in place (no copy).

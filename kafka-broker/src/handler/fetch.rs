@@ -1,6 +1,7 @@
 //! Fetch: whole batches from the fetch offset, bounded by partition and response byte limits,
 //! waiting up to `max_wait_ms` for `min_bytes` (woken by appends). Sessions are not kept: every
-//! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that).
+//! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that). Record data
+//! is planned as file regions and sent with `sendfile` (see [`crate::sendfile`]).
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
 use crate::broker::Broker;
+use crate::sendfile::Regions;
 
 const READ_COMMITTED: i8 = 1;
 
@@ -24,13 +26,20 @@ struct Wanted {
     current_leader_epoch: i32,
 }
 
-pub(super) async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> ResponseBody {
+/// Answers a fetch. Record sets large enough to be chained by the encoder are placeholders
+/// whose file regions are in the returned [`Regions`] (sent with `sendfile`).
+pub(super) async fn handle(
+    broker: &Broker,
+    req: FetchRequest,
+    version: i16,
+) -> (ResponseBody, Regions) {
     if req.session_id != 0 {
         // We never hand out sessions, so an incremental fetch names one we do not know.
-        return ResponseBody::Fetch(FetchResponse {
+        let body = ResponseBody::Fetch(FetchResponse {
             error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code(),
             ..Default::default()
         });
+        return (body, Regions::default());
     }
     let by_id = version >= 13;
     let mut wanted = Vec::new();
@@ -72,16 +81,23 @@ pub(super) async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> 
         // Mark the current append generation seen before reading, so an append that lands
         // while we read wakes the wait below.
         appended.borrow_and_update();
-        let (parts, total, any_error) =
-            read_all(broker, &wanted, by_id, read_committed, response_max);
+        let mut regions = Regions::default();
+        let (parts, total, any_error) = read_all(
+            broker,
+            &wanted,
+            by_id,
+            read_committed,
+            response_max,
+            &mut regions,
+        );
         let done = total >= min_bytes || any_error || Instant::now() >= deadline || min_bytes == 0;
         if done {
-            return respond(parts, by_id, version);
+            return (respond(parts, by_id, version), regions);
         }
         let wait = tokio::time::timeout_at(deadline, appended.changed()).await;
         if matches!(wait, Ok(Err(_))) {
             // The broker is shutting down.
-            return respond(parts, by_id, version);
+            return (respond(parts, by_id, version), regions);
         }
     }
 }
@@ -92,6 +108,7 @@ fn read_all<'w>(
     by_id: bool,
     read_committed: bool,
     response_max: usize,
+    regions: &mut Regions,
 ) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
     let mut total = 0usize;
     let mut any_error = false;
@@ -154,7 +171,19 @@ fn read_all<'w>(
         // KIP-74: the first partition with data may exceed the response limit by one batch.
         let budget = response_max.saturating_sub(total).min(w.max_bytes);
         if w.offset < upper && (budget > 0 || total == 0) {
-            match part.read(w.offset, budget.max(1), upper) {
+            let read = part
+                .read_slices(w.offset, budget.max(1), upper)
+                .and_then(|info| {
+                    let len = info.bytes;
+                    match broker.config.sendfile {
+                        true => match regions.placeholder(info.slices.clone(), len) {
+                            Some(b) => Ok(b),
+                            None => Ok(info.read_bytes()?),
+                        },
+                        false => Ok(info.read_bytes()?),
+                    }
+                });
+            match read {
                 Ok(bytes) => {
                     total += bytes.len();
                     pd.records = Some(bytes);

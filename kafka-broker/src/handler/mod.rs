@@ -29,6 +29,9 @@ use crate::broker::Broker;
 pub enum Reply {
     /// Write these bytes (a whole response frame, size prefix included).
     Chunks(Vec<Bytes>),
+    /// Write these bytes, sending the placeholders' file regions in their place (a fetch
+    /// answer; see [`crate::sendfile`]).
+    Files(Vec<Bytes>, crate::sendfile::Regions),
     /// No response (a produce with acks=0).
     Nothing,
     /// Close the connection (what Kafka does for requests it cannot parse).
@@ -106,7 +109,13 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
             Some(b) => b,
             None => return Reply::Nothing,
         },
-        RequestBody::Fetch(r) => fetch::handle(broker, r, version).await,
+        RequestBody::Fetch(r) => {
+            let (body, regions) = fetch::handle(broker, r, version).await;
+            return match encode(correlation_id, &body, version) {
+                Reply::Chunks(chunks) if !regions.is_empty() => Reply::Files(chunks, regions),
+                other => other,
+            };
+        }
         RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),
         RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
         RequestBody::InitProducerId(r) => init_producer_id::handle(broker, r),

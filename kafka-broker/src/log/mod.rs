@@ -27,9 +27,9 @@
 //! the log's size) and the batch headers after each segment's last index entry are walked; no
 //! record data is read.
 //!
-//! Zero copy: reads return [`FileSlice`]s of the segment files; [`FileSlice::read_bytes`]
-//! reads one with `pread`. `sendfile` would need an `unsafe` module, which the workspace's
-//! `forbid(unsafe_code)` does not allow to be re-enabled per module.
+//! Zero copy: reads return [`FileSlice`]s of the segment files. Fetch answers send them to
+//! the socket with `sendfile(2)` ([`crate::sendfile`]); [`FileSlice::read_bytes`] reads one
+//! with `pread` where the data must be in memory.
 
 pub mod checkpoint;
 mod config;

@@ -89,6 +89,16 @@ pub(crate) async fn serve(
                     break;
                 }
             }
+            Reply::Files(chunks, regions) => {
+                if let Err(e) = crate::sendfile::write_response(&mut wr, &chunks, &regions).await {
+                    tracing::debug!(%peer, error = %e, "closing connection: fetch write failed");
+                    break;
+                }
+                if wr.flush().await.is_err() {
+                    tracing::debug!(%peer, "closing connection: write failed");
+                    break;
+                }
+            }
             Reply::Nothing => {}
             Reply::Close(reason) => {
                 tracing::debug!(%peer, api, version, correlation_id = corr, reason, "closing connection");
