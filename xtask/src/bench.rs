@@ -12,6 +12,13 @@
 //! librdkafka) against it: produce/consume throughput, end-to-end latency, broker CPU and peak
 //! RSS, disk write speed. It prints progress, a table and JSON; the JSON also goes to
 //! `target/bench-broker.json`.
+//!
+//! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json]`: builds `kafka-broker`
+//! in release, then runs `kafka-bench`'s `producer_bench` example (feature `rdkafka`): our
+//! producer and librdkafka against that broker with the same settings, each phase in a child
+//! process of its own (records/s, MB/s, client CPU per record, peak RSS, send-to-ack
+//! latency, the ratio ours/librdkafka). It prints progress and a table; the JSON goes to
+//! `target/bench-producer.json`, and with `--json` it is also the last line printed.
 
 use std::path::{Path, PathBuf};
 
@@ -22,16 +29,19 @@ use crate::Error;
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
         return Err(
-            "bench: say what to measure: `cargo xtask bench codec|net|broker [--quick]`".into(),
+            "bench: say what to measure: `cargo xtask bench codec|net|broker|producer [--quick]`"
+                .into(),
         );
     };
     match what.as_str() {
         "codec" => codec(root, rest),
         "net" => net(root, rest),
         "broker" => broker(root, rest),
-        other => {
-            Err(format!("bench: unknown benchmark {other} (known: codec, net, broker)").into())
-        }
+        "producer" => producer(root, rest),
+        other => Err(format!(
+            "bench: unknown benchmark {other} (known: codec, net, broker, producer)"
+        )
+        .into()),
     }
 }
 
@@ -105,6 +115,54 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
     println!("bench: building broker_bench (bundled librdkafka) in release and running it");
+    crate::cargo(root, &args)
+}
+
+fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let target = target_dir(root);
+    let out = target
+        .join("bench-producer.json")
+        .to_string_lossy()
+        .into_owned();
+    let exe = target
+        .join("release")
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec![
+        "run",
+        "--release",
+        "-p",
+        "kafka-bench",
+        "--features",
+        "rdkafka",
+        "--example",
+        "producer_bench",
+        "--",
+        "--broker",
+        &exe,
+        "--out",
+        &out,
+    ];
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.push("--quick"),
+            "--full" => args.push("--full"),
+            "--json" => args.push("--json"),
+            "--rounds" => {
+                args.push("--rounds");
+                args.push(it.next().ok_or("bench producer: --rounds needs a value")?);
+            }
+            other => return Err(format!("bench producer: unknown argument {other}").into()),
+        }
+    }
+    if args.contains(&"--quick") && args.contains(&"--full") {
+        return Err("bench producer: --quick or --full, not both".into());
+    }
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building producer_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)
 }
 
