@@ -9,6 +9,8 @@
 //! `append` waiting for memory.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::fast_hash::FastMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -49,7 +51,7 @@ pub(crate) struct PartitionQueue {
     pub(crate) next_sequence: i32,
 }
 
-type Queue = Arc<Mutex<PartitionQueue>>;
+pub(crate) type Queue = Arc<Mutex<PartitionQueue>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -79,9 +81,10 @@ pub(crate) struct Appended {
 pub(crate) struct Accumulator {
     cfg: AccumulatorConfig,
     pool: BufferPool,
-    topics: RwLock<HashMap<Arc<str>, Vec<Queue>>>,
-    /// Every queue, in creation order, for the sender's sweeps.
-    all: RwLock<Vec<(TopicPartition, Queue)>>,
+    topics: RwLock<FastMap<Arc<str>, Vec<Queue>>>,
+    /// Every queue, in creation order, for the sender's sweeps (replaced, not changed, when a
+    /// queue is added, so a sweep takes it with one reference count).
+    all: RwLock<Arc<Vec<(TopicPartition, Queue)>>>,
     drain_start: AtomicUsize,
     flushes: AtomicUsize,
     closed: AtomicBool,
@@ -108,8 +111,8 @@ impl Accumulator {
         Self {
             cfg,
             pool,
-            topics: RwLock::new(HashMap::new()),
-            all: RwLock::new(Vec::new()),
+            topics: RwLock::new(FastMap::default()),
+            all: RwLock::new(Arc::new(Vec::new())),
             drain_start: AtomicUsize::new(0),
             flushes: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
@@ -135,30 +138,41 @@ impl Accumulator {
         {
             return q.clone();
         }
+        let queues = self.queues_for(topic, idx + 1);
+        queues[idx].clone()
+    }
+
+    /// The queues of a topic's first `count` partitions (created as needed), for callers that
+    /// keep them to append without a lookup.
+    pub(crate) fn queues_for(&self, topic: &Arc<str>, count: usize) -> Vec<Queue> {
         let mut topics = self
             .topics
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let queues = topics.entry(topic.clone()).or_default();
-        let mut all = self
-            .all
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while queues.len() <= idx {
-            let q: Queue = Arc::default();
-            all.push((
-                TopicPartition {
-                    topic: topic.clone(),
-                    partition: queues.len() as i32,
-                },
-                q.clone(),
-            ));
-            queues.push(q);
+        if queues.len() < count {
+            let mut all = self
+                .all
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut list: Vec<(TopicPartition, Queue)> = all.as_ref().clone();
+            while queues.len() < count {
+                let q: Queue = Arc::default();
+                list.push((
+                    TopicPartition {
+                        topic: topic.clone(),
+                        partition: queues.len() as i32,
+                    },
+                    q.clone(),
+                ));
+                queues.push(q);
+            }
+            *all = Arc::new(list);
         }
-        queues[idx].clone()
+        queues[..count].to_vec()
     }
 
-    fn snapshot(&self) -> Vec<(TopicPartition, Queue)> {
+    fn snapshot(&self) -> Arc<Vec<(TopicPartition, Queue)>> {
         self.all
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -174,12 +188,26 @@ impl Accumulator {
         completion: Completion,
         max_block: Duration,
     ) -> Result<Appended, ProducerError> {
+        let queue = self.queue(topic, partition);
+        self.append_to(&queue, topic, partition, rec, completion, max_block)
+            .await
+    }
+
+    /// [`Self::append`] into a queue the caller got from [`Self::queues_for`].
+    pub(crate) async fn append_to(
+        &self,
+        queue: &Queue,
+        topic: &Arc<str>,
+        partition: i32,
+        rec: &AppendRecord<'_>,
+        completion: Completion,
+        max_block: Duration,
+    ) -> Result<Appended, ProducerError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(ProducerError::Closed(None));
         }
-        let queue = self.queue(topic, partition);
         let completion = {
-            let mut q = lock(&queue);
+            let mut q = lock(queue);
             match Self::try_append_last(&mut q, rec, completion) {
                 Ok(full) => {
                     return Ok(Appended {
@@ -212,7 +240,7 @@ impl Accumulator {
             return Err(ProducerError::Closed(None));
         }
         let now = Instant::now();
-        let mut q = lock(&queue);
+        let mut q = lock(queue);
         // Someone may have opened a batch while we waited.
         let completion = match Self::try_append_last(&mut q, rec, completion) {
             Ok(full) => {
@@ -254,6 +282,8 @@ impl Accumulator {
         let id = self.next_batch_id.fetch_add(1, Ordering::Relaxed);
         batch.id = id;
         lock(&self.incomplete).insert(id);
+        // A new batch means the one before it (if any) is full; the sender wakes either way
+        // (for a first batch, to start its linger timer).
         let full = batch.is_full() || !q.deque.is_empty();
         q.deque.push_back(batch);
         Ok(Appended {
@@ -262,17 +292,19 @@ impl Accumulator {
         })
     }
 
-    /// Appends into the last batch of the deque; `Ok(full)` on success.
+    /// Appends into the last batch of the deque; `Ok(true)` when this append made the batch
+    /// full (an edge: later appends behind a full batch do not report it again, so the sender
+    /// is woken once per batch, not once per record).
     fn try_append_last(
         q: &mut PartitionQueue,
         rec: &AppendRecord<'_>,
         completion: Completion,
     ) -> Result<bool, Completion> {
-        let len = q.deque.len();
         match q.deque.back_mut() {
             Some(last) if !last.is_closed() => {
+                let was_full = last.is_full();
                 last.try_append(rec, completion)?;
-                Ok(len > 1 || last.is_full())
+                Ok(!was_full && last.is_full())
             }
             _ => Err(completion),
         }
@@ -291,7 +323,7 @@ impl Accumulator {
         let urgent = exhausted
             || self.flushes.load(Ordering::Acquire) > 0
             || self.closed.load(Ordering::Acquire);
-        for (tp, queue) in self.snapshot() {
+        for (tp, queue) in self.snapshot().iter() {
             let q = lock(&queue);
             let Some(first) = q.deque.front() else {
                 continue;
@@ -461,7 +493,7 @@ impl Accumulator {
     /// Forgets assigned sequence numbers after a producer id or epoch change: queued batches
     /// are renumbered from 0, in order, when they are drained next.
     pub(crate) fn reset_sequences(&self) {
-        for (_, queue) in self.snapshot() {
+        for (_, queue) in self.snapshot().iter() {
             let mut q = lock(&queue);
             q.next_sequence = 0;
             for b in &mut q.deque {
@@ -474,7 +506,7 @@ impl Accumulator {
     /// their request ends).
     pub(crate) fn expired(&self, now: Instant) -> Vec<ProducerBatch> {
         let mut out = Vec::new();
-        for (_, queue) in self.snapshot() {
+        for (_, queue) in self.snapshot().iter() {
             let mut q = lock(&queue);
             while q
                 .deque
@@ -492,7 +524,7 @@ impl Accumulator {
     /// Time until the oldest queued batch expires.
     pub(crate) fn next_expiry(&self, now: Instant) -> Option<Duration> {
         let mut next: Option<Duration> = None;
-        for (_, queue) in self.snapshot() {
+        for (_, queue) in self.snapshot().iter() {
             let q = lock(&queue);
             if let Some(b) = q.deque.front() {
                 let left = self.cfg.delivery_timeout.saturating_sub(b.age(now));
@@ -571,7 +603,7 @@ impl Accumulator {
     /// Takes every queued batch (to fail them when closing without delivering).
     pub(crate) fn take_all(&self) -> Vec<ProducerBatch> {
         let mut out = Vec::new();
-        for (_, queue) in self.snapshot() {
+        for (_, queue) in self.snapshot().iter() {
             out.extend(lock(&queue).deque.drain(..));
         }
         out
@@ -655,11 +687,16 @@ mod tests {
         let r = a.ready(Instant::now(), leader, |_| true);
         assert_eq!(r.nodes, nodes(&[1]));
         // A full batch (a second one behind it) is ready at once, on another partition.
-        let mut last = None;
+        // The sender is told once per batch (a new batch, or a batch turning full), not once
+        // per record appended behind a full batch.
+        let (mut news, mut fulls) = (0, 0);
         for _ in 0..20 {
-            last = Some(put(&a, &t, 5, &[1u8; 100]).await);
+            let (app, _rx) = put(&a, &t, 5, &[1u8; 100]).await;
+            news += usize::from(app.new_batch);
+            fulls += usize::from(app.batch_full);
         }
-        assert!(last.unwrap().0.batch_full);
+        assert!(news >= 2, "{news} batches");
+        assert!(fulls <= news, "{fulls} full reports for {news} batches");
         let r = a.ready(Instant::now(), leader, |_| true);
         assert_eq!(r.nodes, nodes(&[1, 2]));
         // No room on node 2: not ready.

@@ -144,10 +144,17 @@ impl ProducerBatch {
                 return Err(completion);
             }
         }
+        let before = w.size();
         if w.append(rec.timestamp, rec.key, rec.value, rec.headers)
             .is_err()
         {
             return Err(completion);
+        }
+        if self.records.capacity() == 0 {
+            // Room for as many records like the first as the batch can hold.
+            let per_record = (w.size() - before).max(1);
+            self.records
+                .reserve(self.write_limit.saturating_sub(before) / per_record + 1);
         }
         self.records.push(RecordEntry {
             completion,

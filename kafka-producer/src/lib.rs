@@ -10,6 +10,7 @@ mod accumulator;
 mod batch;
 pub mod config;
 pub mod error;
+mod fast_hash;
 pub mod interceptor;
 mod metrics;
 pub mod partitioner;

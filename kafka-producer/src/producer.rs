@@ -1,8 +1,8 @@
 //! The producer handle: `send`, `flush`, `close`, metrics.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -13,23 +13,26 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::accumulator::{Accumulator, AccumulatorConfig};
+use crate::accumulator::{Accumulator, AccumulatorConfig, Queue};
 use crate::batch::{AppendRecord, Callback, Completion, DeliveryResult};
 use crate::config::ProducerConfig;
 use crate::error::ProducerError;
+use crate::fast_hash::FastMap;
 use crate::metrics::{Counters, ProducerMetrics};
 use crate::partitioner::{StickyPartitioner, TopicPartitions};
 use crate::pool::BufferPool;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::sender::{Sender, Shutdown};
 
-/// What `send` needs of a topic's metadata, cached per metadata version.
+/// What `send` needs of a topic: its partitions (cached per metadata version) and its
+/// accumulator queues, so that a send does one map lookup.
 #[derive(Debug)]
 struct TopicView {
     version: u64,
     topic: Arc<str>,
     count: i32,
     available: Vec<i32>,
+    queues: Vec<Queue>,
 }
 
 impl TopicView {
@@ -50,7 +53,10 @@ struct Inner {
     counters: Arc<Counters>,
     shutdown: watch::Sender<Shutdown>,
     sender: Mutex<Option<JoinHandle<()>>>,
-    topics: RwLock<HashMap<String, Arc<TopicView>>>,
+    topics: RwLock<FastMap<String, Arc<TopicView>>>,
+    /// The cluster's metadata version, kept current by a small task, so that a send checks
+    /// its cached view with one atomic load.
+    meta_version: Arc<AtomicU64>,
 }
 
 impl Drop for Inner {
@@ -145,6 +151,15 @@ impl Producer {
             shutdown_rx,
         );
         let handle = tokio::spawn(sender.run());
+        let meta_version = Arc::new(AtomicU64::new(cluster.metadata().version));
+        let mut changes = cluster.subscribe_metadata();
+        let version = Arc::downgrade(&meta_version);
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                let Some(v) = version.upgrade() else { break };
+                v.store(changes.borrow_and_update().version, Ordering::Release);
+            }
+        });
         Self {
             inner: Arc::new(Inner {
                 sticky: StickyPartitioner::new(cfg.batch_size),
@@ -154,7 +169,8 @@ impl Producer {
                 counters,
                 shutdown,
                 sender: Mutex::new(Some(handle)),
-                topics: RwLock::new(HashMap::new()),
+                topics: RwLock::new(FastMap::default()),
+                meta_version,
             }),
         }
     }
@@ -210,13 +226,12 @@ impl Producer {
         if inner.acc.is_closed() {
             return Err(ProducerError::Closed(None));
         }
-        let started = Instant::now();
         let record = if inner.cfg.interceptors.is_empty() {
             record
         } else {
             inner.cfg.interceptors.on_send(record)
         };
-        let view = self.topic_view(&record.topic).await?;
+        let (view, waited) = self.topic_view(&record.topic).await?;
         let parts = view.partitions();
         let (partition, sticky) = match record.partition {
             Some(p) if p >= 0 && p < view.count => (p, false),
@@ -255,11 +270,24 @@ impl Producer {
             value: record.value.as_deref(),
             headers: &headers,
         };
-        let max_block = inner.cfg.max_block.saturating_sub(started.elapsed());
-        let appended = inner
-            .acc
-            .append(&view.topic, partition, &rec, completion, max_block)
-            .await?;
+        let max_block = inner.cfg.max_block.saturating_sub(waited);
+        let appended = match usize::try_from(partition)
+            .ok()
+            .and_then(|i| view.queues.get(i))
+        {
+            Some(q) => {
+                inner
+                    .acc
+                    .append_to(q, &view.topic, partition, &rec, completion, max_block)
+                    .await?
+            }
+            None => {
+                inner
+                    .acc
+                    .append(&view.topic, partition, &rec, completion, max_block)
+                    .await?
+            }
+        };
         if sticky {
             let size = record.key.as_ref().map_or(0, |k| k.len())
                 + record.value.as_ref().map_or(0, |v| v.len());
@@ -271,19 +299,22 @@ impl Producer {
         Ok(())
     }
 
-    /// The topic's partition view, waiting for metadata up to `max.block.ms`.
-    async fn topic_view(&self, topic: &str) -> Result<Arc<TopicView>, ProducerError> {
+    /// The topic's partition view, waiting for metadata up to `max.block.ms`; also returns
+    /// how long it waited.
+    async fn topic_view(&self, topic: &str) -> Result<(Arc<TopicView>, Duration), ProducerError> {
         let inner = &*self.inner;
-        let meta = inner.cluster.metadata();
+        let version = inner.meta_version.load(Ordering::Acquire);
         if let Some(v) = inner
             .topics
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(topic)
-            .filter(|v| v.version == meta.version)
+            .filter(|v| v.version >= version)
         {
-            return Ok(v.clone());
+            return Ok((v.clone(), Duration::ZERO));
         }
+        let started = Instant::now();
+        let meta = inner.cluster.metadata();
         let meta = match meta
             .topic(topic)
             .filter(|t| !t.partitions.is_empty() && t.error.is_ok())
@@ -317,18 +348,23 @@ impl Producer {
             .map(|p| p.partition)
             .collect();
         available.sort_unstable();
+        let name: Arc<str> = Arc::from(topic);
+        let queues = inner
+            .acc
+            .queues_for(&name, usize::try_from(count).unwrap_or(0));
         let view = Arc::new(TopicView {
             version: meta.version,
-            topic: Arc::from(topic),
+            topic: name,
             count,
             available,
+            queues,
         });
         inner
             .topics
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(topic.to_owned(), view.clone());
-        Ok(view)
+        Ok((view, started.elapsed()))
     }
 
     /// The partitions of a topic (waiting for its metadata up to `max.block.ms`).

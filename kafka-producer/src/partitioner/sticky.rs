@@ -1,6 +1,5 @@
 //! The built-in uniform sticky partitioning of records without a key (KIP-480, KIP-794).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::TopicPartitions;
@@ -24,7 +23,7 @@ use super::rng::Rng;
 pub struct StickyPartitioner {
     batch_size: usize,
     rng: Rng,
-    topics: Mutex<HashMap<String, TopicState>>,
+    topics: Mutex<crate::fast_hash::FastMap<String, TopicState>>,
 }
 
 #[derive(Debug, Default)]
@@ -51,7 +50,7 @@ impl StickyPartitioner {
         Self {
             batch_size: batch_size.max(1),
             rng,
-            topics: Mutex::new(HashMap::new()),
+            topics: Mutex::new(crate::fast_hash::FastMap::default()),
         }
     }
 
@@ -60,7 +59,7 @@ impl StickyPartitioner {
         self.batch_size
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, TopicState>> {
+    fn lock(&self) -> MutexGuard<'_, crate::fast_hash::FastMap<String, TopicState>> {
         // The state stays consistent whatever panicked while holding the lock.
         self.topics.lock().unwrap_or_else(PoisonError::into_inner)
     }
