@@ -324,11 +324,11 @@ impl Accumulator {
             || self.flushes.load(Ordering::Acquire) > 0
             || self.closed.load(Ordering::Acquire);
         for (tp, queue) in self.snapshot().iter() {
-            let q = lock(&queue);
+            let q = lock(queue);
             let Some(first) = q.deque.front() else {
                 continue;
             };
-            let Some(node) = leader(&tp) else {
+            let Some(node) = leader(tp) else {
                 out.unknown_leaders.insert(tp.topic.clone());
                 continue;
             };
@@ -494,7 +494,7 @@ impl Accumulator {
     /// are renumbered from 0, in order, when they are drained next.
     pub(crate) fn reset_sequences(&self) {
         for (_, queue) in self.snapshot().iter() {
-            let mut q = lock(&queue);
+            let mut q = lock(queue);
             q.next_sequence = 0;
             for b in &mut q.deque {
                 b.producer = None;
@@ -507,7 +507,7 @@ impl Accumulator {
     pub(crate) fn expired(&self, now: Instant) -> Vec<ProducerBatch> {
         let mut out = Vec::new();
         for (_, queue) in self.snapshot().iter() {
-            let mut q = lock(&queue);
+            let mut q = lock(queue);
             while q
                 .deque
                 .front()
@@ -525,7 +525,7 @@ impl Accumulator {
     pub(crate) fn next_expiry(&self, now: Instant) -> Option<Duration> {
         let mut next: Option<Duration> = None;
         for (_, queue) in self.snapshot().iter() {
-            let q = lock(&queue);
+            let q = lock(queue);
             if let Some(b) = q.deque.front() {
                 let left = self.cfg.delivery_timeout.saturating_sub(b.age(now));
                 next = Some(next.map_or(left, |n| n.min(left)));
@@ -604,7 +604,7 @@ impl Accumulator {
     pub(crate) fn take_all(&self) -> Vec<ProducerBatch> {
         let mut out = Vec::new();
         for (_, queue) in self.snapshot().iter() {
-            out.extend(lock(&queue).deque.drain(..));
+            out.extend(lock(queue).deque.drain(..));
         }
         out
     }
