@@ -1,18 +1,26 @@
-//! Reads a topic: assigns every partition, prints `partition offset key value-length` per
-//! record (or a summary with --quiet), stops after --count records or 10 s without any,
-//! commits the positions when --group is given.
+//! Reads a topic and prints `partition offset key value-length` per record (or a summary
+//! with --quiet); stops after --count records or 10 s without any.
+//!
+//! Without --group it assigns itself every partition. With --group it subscribes: it joins
+//! the consumer group (start several to share the partitions; rebalances are printed on
+//! stderr), starts from the group's committed offsets and commits its positions at the end.
 //!
 //! ```text
 //! cargo run --release -p kafka-consumer --example consume -- \
 //!     --bootstrap 127.0.0.1:9092 --topic orders --group reporting --from-beginning --quiet
 //! ```
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use kafka_consumer::{Consumer, ConsumerConfig, ConsumerError, OffsetReset};
+use kafka_consumer::{
+    Consumer, ConsumerConfig, ConsumerError, ListenerFuture, OffsetReset, RebalanceListener,
+    TopicPartition,
+};
 
 #[derive(Parser, Debug)]
 #[command(about = "Read a topic with the kafka-rs consumer")]
@@ -22,7 +30,8 @@ struct Args {
     bootstrap: String,
     #[arg(long)]
     topic: String,
-    /// Consumer group: start from its committed offsets and commit at the end.
+    /// Consumer group to join (subscribe): share the partitions with its other members,
+    /// start from its committed offsets and commit at the end.
     #[arg(long)]
     group: Option<String>,
     /// Stop after this many records.
@@ -40,6 +49,57 @@ struct Args {
 }
 
 const IDLE: Duration = Duration::from_secs(10);
+
+/// Prints rebalances on stderr.
+struct PrintRebalances;
+
+fn list(partitions: &BTreeSet<TopicPartition>) -> String {
+    let v: Vec<String> = partitions.iter().map(ToString::to_string).collect();
+    v.join(" ")
+}
+
+impl RebalanceListener for PrintRebalances {
+    fn on_partitions_assigned<'a>(
+        &'a self,
+        consumer: &'a Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            let generation = consumer.group_metadata().map_or(-1, |m| m.generation_id);
+            eprintln!(
+                "generation {generation}: assigned [{}], now reading [{}]",
+                list(partitions),
+                list(&consumer.assignment())
+            );
+        })
+    }
+
+    /// Commits what was read of the partitions going away, so their next owner goes on
+    /// from there (the listener runs inside `poll` and may await the consumer).
+    fn on_partitions_revoked<'a>(
+        &'a self,
+        consumer: &'a Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            let offsets = consumer
+                .consumed_offsets()
+                .into_iter()
+                .filter(|(tp, _)| partitions.contains(tp))
+                .collect();
+            let committed = consumer.commit_offsets_sync(offsets).await;
+            eprintln!("revoked [{}] (commit: {committed:?})", list(partitions));
+        })
+    }
+
+    fn on_partitions_lost<'a>(
+        &'a self,
+        _consumer: &'a Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move { eprintln!("lost [{}]", list(partitions)) })
+    }
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -73,7 +133,11 @@ async fn run(args: Args) -> Result<(), ConsumerError> {
     }
     let consumer = Consumer::new(b.build()?).await?;
     let partitions = consumer.partitions_for(&args.topic).await?;
-    consumer.assign(partitions.clone())?;
+    if args.group.is_some() {
+        consumer.subscribe_with_listener([args.topic.clone()], Arc::new(PrintRebalances))?;
+    } else {
+        consumer.assign(partitions.clone())?;
+    }
 
     let started = Instant::now();
     let mut last_record = Instant::now();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_net::Cluster;
+use kafka_protocol::error_code::ErrorCode;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -47,8 +48,8 @@ pub(crate) async fn run(
 ) {
     let backoff = shared.config.retry_backoff;
     let attempt_limit = shared.config.default_api_timeout;
-    while let Some(job) = jobs.recv().await {
-        let who = shared.lock().identity.clone();
+    while let Some(mut job) = jobs.recv().await {
+        let who = identity(&shared);
         let result = if job.offsets.is_empty() {
             Ok(())
         } else {
@@ -56,7 +57,7 @@ pub(crate) async fn run(
                 .deadline
                 .unwrap_or_else(|| Instant::now() + attempt_limit);
             let once = job.deadline.is_none();
-            commit(
+            let first = commit(
                 &cluster,
                 &group,
                 &who,
@@ -65,7 +66,30 @@ pub(crate) async fn run(
                 deadline,
                 once,
             )
-            .await
+            .await;
+            match first {
+                Err(e) if !once && overtaken_by_rebalance(&e) && shared.group.is_some() => {
+                    after_rebalance(
+                        &shared,
+                        &cluster,
+                        &group,
+                        &who,
+                        &mut job.offsets,
+                        deadline,
+                        e,
+                    )
+                    .await
+                }
+                Err(e) => {
+                    if let (Some(g), Some(code)) = (&shared.group, e.error_code()) {
+                        g.lock()
+                            .on_commit_error(&who, code, Instant::now().into_std());
+                        g.wake.notify_one();
+                    }
+                    Err(e)
+                }
+                ok => ok,
+            }
         };
         {
             let mut st = shared.lock();
@@ -92,6 +116,72 @@ pub(crate) async fn run(
                 }
             }
         }
+    }
+}
+
+/// Who commits now: the group's generation (when in a group), else a simple consumer.
+fn identity(shared: &Shared) -> offsets::CommitIdentity {
+    match &shared.group {
+        Some(g) => g.lock().identity(),
+        None => shared.lock().identity.clone(),
+    }
+}
+
+/// The group moved to a new generation while the commit was on its way.
+fn overtaken_by_rebalance(e: &ConsumerError) -> bool {
+    matches!(
+        e.error_code(),
+        Some(ErrorCode::ILLEGAL_GENERATION | ErrorCode::REBALANCE_IN_PROGRESS)
+    )
+}
+
+/// A synchronous commit sent as `who` lost a race with a rebalance. If this member comes
+/// out of it (before `deadline`) still holding some of the partitions, their offsets are
+/// committed again with the new generation (the cooperative protocol keeps partitions
+/// across rebalances); offsets of partitions it no longer holds are dropped. Otherwise the
+/// first failure stands (and the group machine hears of it).
+async fn after_rebalance(
+    shared: &Shared,
+    cluster: &Cluster,
+    group: &str,
+    who: &offsets::CommitIdentity,
+    offsets_: &mut BTreeMap<TopicPartition, OffsetAndMetadata>,
+    deadline: Instant,
+    first: ConsumerError,
+) -> Result<(), ConsumerError> {
+    let Some(g) = &shared.group else {
+        return Err(first);
+    };
+    let backoff = shared.config.retry_backoff;
+    if let Some(code) = first.error_code() {
+        g.lock()
+            .on_commit_error(who, code, Instant::now().into_std());
+        g.wake.notify_one();
+    }
+    loop {
+        let (now_who, held, moving) = {
+            let m = g.lock();
+            (
+                m.identity(),
+                m.commit_eligible(),
+                m.rebalancing_in_background(),
+            )
+        };
+        if now_who.generation > who.generation {
+            offsets_.retain(|tp, _| held.contains(tp));
+            if offsets_.is_empty() {
+                return Ok(());
+            }
+            tracing::debug!(
+                generation = now_who.generation,
+                "committing again after a rebalance"
+            );
+            return commit(cluster, group, &now_who, offsets_, backoff, deadline, false).await;
+        }
+        if !moving || now_who.generation < 0 || Instant::now() + backoff >= deadline {
+            return Err(first);
+        }
+        tokio::time::sleep(backoff).await;
     }
 }
 

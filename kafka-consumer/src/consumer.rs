@@ -14,25 +14,35 @@ use crate::commit::{self, CommitJob, CommitResult, Reply};
 use crate::config::ConsumerConfig;
 use crate::driver::{self, Shared};
 use crate::error::ConsumerError;
+use crate::group::{self, GroupMachine, GroupSettings, GroupShared};
 use crate::metrics::ConsumerMetrics;
 use crate::offsets;
 use crate::state::ConsumerState;
 use crate::subscription::{PositionState, ResetTarget};
 use crate::types::{ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition};
 
-/// A Kafka consumer. Partitions are assigned with [`Consumer::assign`] (group subscription
-/// comes later); records come from [`Consumer::poll`] or [`Consumer::stream`], fetched ahead
-/// in the background within `fetch.buffer.max.bytes`.
+/// A Kafka consumer. Partitions are either assigned by the application with
+/// [`Consumer::assign`], or by the consumer group (`group.id`) after
+/// [`Consumer::subscribe`] / [`Consumer::subscribe_pattern`]; records come from
+/// [`Consumer::poll`] or [`Consumer::stream`], fetched ahead in the background within
+/// `fetch.buffer.max.bytes`.
 ///
 /// Every method takes `&self`: a task may commit while another polls. Positions move only
 /// when records are handed out, so committing "the current positions" commits exactly what
 /// the application has received (at-least-once).
+///
+/// Group members heartbeat in the background, but take part in a rebalance only inside
+/// `poll` (or the next item of `stream`), as the Java client does: partitions are revoked
+/// (committed first with auto-commit on, then the [`crate::RebalanceListener`] is told)
+/// and new ones assigned on the application's task. A member that does not poll for
+/// `max.poll.interval.ms` leaves the group until its next poll.
 pub struct Consumer {
-    shared: Arc<Shared>,
-    cluster: Cluster,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) cluster: Cluster,
     commits: Option<mpsc::Sender<CommitJob>>,
     driver: JoinHandle<()>,
     committer: Option<JoinHandle<()>>,
+    coordinator: Option<JoinHandle<()>>,
     next_auto_commit: std::sync::Mutex<Instant>,
 }
 
@@ -52,6 +62,9 @@ impl Drop for Consumer {
         if let Some(c) = &self.committer {
             c.abort();
         }
+        if let Some(c) = &self.coordinator {
+            c.abort();
+        }
         self.shared.changed.notify_waiters();
     }
 }
@@ -67,13 +80,25 @@ impl Consumer {
     /// A consumer over an existing cluster client (its settings win for connections).
     pub fn with_cluster(config: ConsumerConfig, cluster: Cluster) -> Result<Self, ConsumerError> {
         config.validate()?;
+        let group = match &config.group_id {
+            Some(_) => Some(GroupShared::new(GroupMachine::new(
+                GroupSettings::from_config(&config)?,
+                Instant::now().into_std(),
+            ))),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             state: std::sync::Mutex::new(ConsumerState::new(&config)),
             wake: Notify::new(),
             changed: Notify::new(),
             config,
+            group,
         });
         let driver = tokio::spawn(driver::run(shared.clone(), cluster.clone()));
+        let coordinator = shared
+            .group
+            .is_some()
+            .then(|| tokio::spawn(group::coordinator::run(shared.clone(), cluster.clone())));
         let (commits, committer) = match shared.config.group_id.clone() {
             Some(group) => {
                 let (tx, rx) = mpsc::channel(commit::QUEUE);
@@ -89,6 +114,7 @@ impl Consumer {
             commits,
             driver,
             committer,
+            coordinator,
             next_auto_commit: std::sync::Mutex::new(first_auto_commit),
         })
     }
@@ -106,7 +132,7 @@ impl Consumer {
         self.shared.lock()
     }
 
-    fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.shared.wake.notify_one();
     }
 
@@ -133,6 +159,7 @@ impl Consumer {
                 "cannot assign {tp}: empty topic or negative partition"
             )));
         }
+        self.not_subscribed("assign")?;
         self.auto_commit_now();
         self.cluster
             .add_interest(partitions.iter().map(|tp| tp.topic.to_string()));
@@ -141,11 +168,13 @@ impl Consumer {
         Ok(())
     }
 
-    /// Drops every partition.
-    pub fn unassign(&self) {
+    /// Drops every partition (of `assign`; a subscription is ended by `unsubscribe`).
+    pub fn unassign(&self) -> Result<(), ConsumerError> {
+        self.not_subscribed("unassign")?;
         self.auto_commit_now();
         self.lock().assign([]);
         self.wake();
+        Ok(())
     }
 
     /// The partitions assigned.
@@ -201,10 +230,17 @@ impl Consumer {
         max: usize,
         deadline: Option<Instant>,
     ) -> Result<Vec<ConsumerRecord>, ConsumerError> {
+        let _polling = self.poll_guard();
         loop {
+            // Group steps (revoke before a rebalance, take an assignment, tell the
+            // listener) run here, on the application's task.
+            self.run_group_steps().await?;
             let notified = self.shared.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            if self.group_step_pending() {
+                continue;
+            }
             {
                 let mut st = self.lock();
                 if st.closed {
@@ -531,7 +567,7 @@ impl Consumer {
         self.commit_until(offsets, self.api_deadline()).await
     }
 
-    async fn commit_until(
+    pub(crate) async fn commit_until(
         &self,
         offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
         deadline: Instant,
@@ -649,10 +685,12 @@ impl Consumer {
         self.lock().metrics()
     }
 
-    /// Closes the consumer within `timeout`: commits the positions when auto-commit is on,
-    /// lets queued commits finish, then stops the background tasks. Never waits longer
-    /// than `timeout`, even when the brokers are gone; a failed final commit is returned
-    /// (after everything is stopped).
+    /// Closes the consumer within `timeout`: commits the positions when auto-commit is on;
+    /// a group member then tells its listener the partitions are revoked (lost, if its
+    /// generation is gone) and leaves the group (LeaveGroup, except for static members,
+    /// whose place the coordinator keeps for `session.timeout.ms`); queued commits finish,
+    /// then the background tasks stop. Never waits longer than `timeout`, even when the
+    /// brokers are gone; a failed final commit is returned (after everything is stopped).
     pub async fn close(mut self, timeout: Duration) -> Result<(), ConsumerError> {
         let deadline = Instant::now() + timeout;
         let mut result = Ok(());
@@ -662,6 +700,9 @@ impl Consumer {
                 result = self.commit_until(offsets, deadline).await;
             }
         }
+        // Group members tell the listener and leave (dynamic members), within the time.
+        self.leave_group(deadline, "the consumer is closing", false)
+            .await;
         self.lock().closed = true;
         self.shared.changed.notify_waiters();
         self.wake();
@@ -672,6 +713,9 @@ impl Consumer {
             }
         }
         self.driver.abort();
+        if let Some(c) = self.coordinator.take() {
+            c.abort();
+        }
         result
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     /// Wakes waiting polls and position lookups (data buffered, positions or errors set).
     pub(crate) changed: Notify,
     pub(crate) config: ConsumerConfig,
+    /// Group membership (with `group.id`).
+    pub(crate) group: Option<crate::group::GroupShared>,
 }
 
 impl Shared {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use kafka_net::NetError;
-use kafka_protocol::DecodeError;
 use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::{DecodeError, EncodeError};
 use thiserror::Error;
 
 use crate::types::TopicPartition;
@@ -91,6 +91,43 @@ pub enum ConsumerError {
     /// The consumer was closed.
     #[error("the consumer is closed")]
     Closed,
+    /// The call is not allowed in the consumer's current mode (e.g. `assign` while
+    /// subscribed to topics: the two are exclusive, as in the Java client).
+    #[error("{0}")]
+    Misuse(String),
+    /// Bytes from a peer (group member metadata, an assignment, assignor user data) are
+    /// malformed.
+    #[error("malformed {what}: {source}")]
+    Malformed {
+        what: &'static str,
+        #[source]
+        source: DecodeError,
+    },
+    /// A value cannot be written in the requested format or version.
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: EncodeError,
+    },
+    /// Metadata gave a topic a negative partition count (assignors refuse it).
+    #[error("topic {topic} has a negative partition count ({count})")]
+    InvalidPartitionCount { topic: String, count: i32 },
+    /// The same member id appears twice in the group (assignors refuse it).
+    #[error("member {member_id} appears more than once in the group")]
+    DuplicateMember { member_id: String },
+    /// Under the cooperative protocol an assignment gives partitions straight to a new owner
+    /// while another member still owns them.
+    #[error(
+        "the cooperative protocol forbids reassigning partitions still owned by another member: {partitions:?}"
+    )]
+    CooperativeViolation { partitions: Vec<TopicPartition> },
+    /// An assignor broke one of its own invariants (a bug, reported instead of a panic).
+    #[error("{assignor} assignor bug: {detail}")]
+    AssignorBug {
+        assignor: &'static str,
+        detail: String,
+    },
 }
 
 impl ConsumerError {

@@ -40,7 +40,7 @@ pub struct ConsumerMetrics {
     pub offset_resets: u64,
     /// Truncations detected by position validation (KIP-320).
     pub log_truncations: u64,
-    /// Group rebalances (always 0 until group membership exists).
+    /// Assignments taken from the group (one per rebalance this member took part in).
     pub rebalances: u64,
 }
 

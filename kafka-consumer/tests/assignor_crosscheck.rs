@@ -339,9 +339,9 @@ fn grouped_json(groups: &[(String, Vec<i32>)]) -> Json {
 fn group(partitions: &[TopicPartition]) -> Vec<(String, Vec<i32>)> {
     let mut out: Vec<(String, Vec<i32>)> = Vec::new();
     for tp in partitions {
-        match out.iter_mut().find(|(t, _)| *t == tp.topic) {
+        match out.iter_mut().find(|(t, _)| **t == *tp.topic) {
             Some((_, ps)) => ps.push(tp.partition),
-            None => out.push((tp.topic.clone(), vec![tp.partition])),
+            None => out.push((tp.topic.to_string(), vec![tp.partition])),
         }
     }
     out

@@ -87,7 +87,7 @@ fn assignment_round_trips_at_every_version() {
             // Grouped by topic in order of first appearance.
             let mut want = Vec::new();
             for topic in ["b", "a"] {
-                want.extend(a.partitions.iter().filter(|p| p.topic == topic).cloned());
+                want.extend(a.partitions.iter().filter(|p| *p.topic == *topic).cloned());
             }
             assert_eq!(back.partitions, want);
             assert_eq!(back.user_data, a.user_data);

@@ -33,42 +33,19 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-mod error;
 pub mod protocol;
 mod range;
 mod round_robin;
 mod sticky;
 
-pub use error::AssignorError;
+use crate::error::ConsumerError;
+pub use crate::types::TopicPartition;
 pub use protocol::{
     ASSIGNMENT_VERSION, ConsumerAssignment, ConsumerSubscription, SUBSCRIPTION_VERSION,
 };
 pub use range::RangeAssignor;
 pub use round_robin::RoundRobinAssignor;
 pub use sticky::{CooperativeStickyAssignor, StickyAssignor, StickyAssignorUserData};
-
-/// One partition of one topic. Ordered by topic, then partition.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    pub topic: String,
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    /// `topic-partition`, as Java prints it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// How a group rebalances (KIP-429). Ordered as Java numbers them: `Eager` (0) <
 /// `Cooperative` (1).
@@ -157,7 +134,7 @@ impl MemberSubscription {
         member_id: impl Into<String>,
         group_instance_id: Option<String>,
         metadata: &Bytes,
-    ) -> Result<Self, AssignorError> {
+    ) -> Result<Self, ConsumerError> {
         let (_version, s) = ConsumerSubscription::decode(metadata)?;
         Ok(Self::from_subscription(member_id, group_instance_id, s))
     }
@@ -194,7 +171,7 @@ pub trait Assignor: Send + Sync + fmt::Debug {
         &self,
         partitions_per_topic: &BTreeMap<String, i32>,
         members: &[MemberSubscription],
-    ) -> Result<GroupAssignment, AssignorError>;
+    ) -> Result<GroupAssignment, ConsumerError>;
 }
 
 /// Java's class names of the built-in assignors, accepted by [`by_name`].
@@ -239,7 +216,7 @@ pub fn common_protocol(assignors: &[Arc<dyn Assignor>]) -> Option<RebalanceProto
 pub fn validate_cooperative_assignment(
     members: &[MemberSubscription],
     assignment: &GroupAssignment,
-) -> Result<(), AssignorError> {
+) -> Result<(), ConsumerError> {
     let mut added = BTreeSet::new();
     let mut revoked = BTreeSet::new();
     for m in members {
@@ -258,7 +235,7 @@ pub fn validate_cooperative_assignment(
     if moved.is_empty() {
         Ok(())
     } else {
-        Err(AssignorError::CooperativeViolation { partitions: moved })
+        Err(ConsumerError::CooperativeViolation { partitions: moved })
     }
 }
 
@@ -292,9 +269,9 @@ pub(crate) fn members_in_java_order(members: &[MemberSubscription]) -> Vec<&Memb
 pub(crate) fn check_input(
     partitions_per_topic: &BTreeMap<String, i32>,
     members: &[MemberSubscription],
-) -> Result<(), AssignorError> {
+) -> Result<(), ConsumerError> {
     if let Some((topic, &count)) = partitions_per_topic.iter().find(|(_, n)| **n < 0) {
-        return Err(AssignorError::InvalidPartitionCount {
+        return Err(ConsumerError::InvalidPartitionCount {
             topic: topic.clone(),
             count,
         });
@@ -302,7 +279,7 @@ pub(crate) fn check_input(
     let mut seen = BTreeSet::new();
     for m in members {
         if !seen.insert(m.member_id.as_str()) {
-            return Err(AssignorError::DuplicateMember {
+            return Err(ConsumerError::DuplicateMember {
                 member_id: m.member_id.clone(),
             });
         }
@@ -405,7 +382,7 @@ mod tests {
         let counts = BTreeMap::from([("t".to_owned(), -1)]);
         assert!(matches!(
             check_input(&counts, &[]),
-            Err(AssignorError::InvalidPartitionCount { count: -1, .. })
+            Err(ConsumerError::InvalidPartitionCount { count: -1, .. })
         ));
         let counts = BTreeMap::from([("t".to_owned(), 1)]);
         let twice = [
@@ -414,7 +391,7 @@ mod tests {
         ];
         assert!(matches!(
             check_input(&counts, &twice),
-            Err(AssignorError::DuplicateMember { .. })
+            Err(ConsumerError::DuplicateMember { .. })
         ));
     }
 
@@ -434,7 +411,7 @@ mod tests {
             ("b".to_owned(), vec![TopicPartition::new("t", 1)]),
         ]);
         match validate_cooperative_assignment(&members, &bad) {
-            Err(AssignorError::CooperativeViolation { partitions }) => {
+            Err(ConsumerError::CooperativeViolation { partitions }) => {
                 assert_eq!(partitions, [TopicPartition::new("t", 1)]);
             }
             other => panic!("{other:?}"),

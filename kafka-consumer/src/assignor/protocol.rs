@@ -17,7 +17,7 @@ use kafka_protocol::frame::{decode_versioned, encode_versioned};
 use kafka_protocol::messages::consumer_protocol_assignment as wire_assignment;
 use kafka_protocol::messages::consumer_protocol_subscription as wire_subscription;
 
-use super::{AssignorError, TopicPartition};
+use super::{ConsumerError, TopicPartition};
 
 /// The subscription version we write (Java 3.9's `ConsumerProtocolSubscription` maximum).
 pub const SUBSCRIPTION_VERSION: i16 = 3;
@@ -42,7 +42,7 @@ impl ConsumerSubscription {
     /// The version prefix and the struct in `version` (0 to 3). Fields the version cannot
     /// carry are left out, as Java does (they are ignorable). Topics are written sorted and
     /// owned partitions sorted and grouped by topic, as Java writes them.
-    pub fn encode(&self, version: i16) -> Result<Bytes, AssignorError> {
+    pub fn encode(&self, version: i16) -> Result<Bytes, ConsumerError> {
         let mut topics: Vec<&String> = self.topics.iter().collect();
         topics.sort();
         let wire = wire_subscription::ConsumerProtocolSubscription {
@@ -58,18 +58,18 @@ impl ConsumerSubscription {
             generation_id: self.generation_id.unwrap_or(-1),
             rack_id: self.rack_id.clone().map(KStr::from),
         };
-        encode_versioned(&wire, version).map_err(|source| AssignorError::Encode {
+        encode_versioned(&wire, version).map_err(|source| ConsumerError::Encode {
             what: "ConsumerProtocolSubscription",
             source,
         })
     }
 
     /// Reads version-prefixed subscription bytes; returns the version on the wire too.
-    pub fn decode(bytes: &Bytes) -> Result<(i16, Self), AssignorError> {
+    pub fn decode(bytes: &Bytes) -> Result<(i16, Self), ConsumerError> {
         let (version, wire) = decode_versioned::<wire_subscription::ConsumerProtocolSubscription>(
             bytes,
         )
-        .map_err(|source| AssignorError::Decode {
+        .map_err(|source| ConsumerError::Malformed {
             what: "ConsumerProtocolSubscription",
             source,
         })?;
@@ -115,7 +115,7 @@ impl ConsumerAssignment {
     }
 
     /// The version prefix and the struct in `version` (0 to 3; all have the same layout).
-    pub fn encode(&self, version: i16) -> Result<Bytes, AssignorError> {
+    pub fn encode(&self, version: i16) -> Result<Bytes, ConsumerError> {
         let wire = wire_assignment::ConsumerProtocolAssignment {
             assigned_partitions: group_in_order(&self.partitions)
                 .into_iter()
@@ -126,18 +126,18 @@ impl ConsumerAssignment {
                 .collect(),
             user_data: self.user_data.clone(),
         };
-        encode_versioned(&wire, version).map_err(|source| AssignorError::Encode {
+        encode_versioned(&wire, version).map_err(|source| ConsumerError::Encode {
             what: "ConsumerProtocolAssignment",
             source,
         })
     }
 
     /// Reads version-prefixed assignment bytes; returns the version on the wire too.
-    pub fn decode(bytes: &Bytes) -> Result<(i16, Self), AssignorError> {
+    pub fn decode(bytes: &Bytes) -> Result<(i16, Self), ConsumerError> {
         let (version, wire) = decode_versioned::<wire_assignment::ConsumerProtocolAssignment>(
             bytes,
         )
-        .map_err(|source| AssignorError::Decode {
+        .map_err(|source| ConsumerError::Malformed {
             what: "ConsumerProtocolAssignment",
             source,
         })?;
@@ -173,9 +173,9 @@ fn group_in_order<'a>(
 ) -> Vec<(String, Vec<i32>)> {
     let mut out: Vec<(String, Vec<i32>)> = Vec::new();
     for tp in partitions {
-        match out.iter_mut().find(|(t, _)| *t == tp.topic) {
+        match out.iter_mut().find(|(t, _)| **t == *tp.topic) {
             Some((_, ps)) => ps.push(tp.partition),
-            None => out.push((tp.topic.clone(), vec![tp.partition])),
+            None => out.push((tp.topic.to_string(), vec![tp.partition])),
         }
     }
     out

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Assignor, AssignorError, GroupAssignment, MemberSubscription, RebalanceProtocol,
+    Assignor, ConsumerError, GroupAssignment, MemberSubscription, RebalanceProtocol,
     TopicPartition, check_input, empty_assignment, members_in_java_order,
 };
 
@@ -29,7 +29,7 @@ impl Assignor for RangeAssignor {
         &self,
         partitions_per_topic: &BTreeMap<String, i32>,
         members: &[MemberSubscription],
-    ) -> Result<GroupAssignment, AssignorError> {
+    ) -> Result<GroupAssignment, ConsumerError> {
         check_input(partitions_per_topic, members)?;
         let mut assignment = empty_assignment(members);
 

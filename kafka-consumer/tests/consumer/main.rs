@@ -1,11 +1,14 @@
 //! The consumer against our broker, started in this process on 127.0.0.1:0 with a temporary
 //! data directory (one broker per test). Test data is written with record batches built by
 //! kafka-protocol and sent through kafka-net; third-party clients (kcat, kafka-python) are
-//! checked in `peers`.
+//! checked in `peers`. Group membership is in `group` (ours only) and `group_peers` (groups
+//! shared with confluent-kafka members, offsets shared with `kcat -G`).
 #![allow(clippy::unwrap_used)]
 
 mod assign;
 mod fake;
+mod group;
+mod group_peers;
 mod leader;
 mod offsets;
 mod peers;
@@ -24,4 +27,5 @@ fn futures_are_send(c: &kafka_consumer::Consumer) {
     send(c.committed(&[]));
     send(c.end_offsets(&[]));
     send(c.stream());
+    send(c.unsubscribe());
 }

@@ -17,7 +17,7 @@ use crate::support::*;
 
 const STEP: Duration = Duration::from_secs(60);
 
-fn kcat() -> Option<&'static str> {
+pub(crate) fn kcat() -> Option<&'static str> {
     ["kcat", "kafkacat"].into_iter().find(|k| {
         std::process::Command::new(k)
             .arg("-V")
@@ -39,7 +39,7 @@ fn kafka_python() -> bool {
 
 /// Whether to run a test needing `what`: skips with a notice, or fails under
 /// `KAFKA_RS_REQUIRE_PEERS=1`.
-fn have(present: bool, what: &str) -> bool {
+pub(crate) fn have(present: bool, what: &str) -> bool {
     if !present {
         assert!(
             !peers_required(),
@@ -51,7 +51,7 @@ fn have(present: bool, what: &str) -> bool {
 }
 
 /// Runs a command to completion (stdin given), within the step limit; returns stdout.
-async fn run(cmd: &mut Command, stdin: &[u8]) -> String {
+pub(crate) async fn run(cmd: &mut Command, stdin: &[u8]) -> String {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::assignor::{AssignorError, TopicPartition};
+use crate::assignor::{ConsumerError, TopicPartition};
 
 /// `owned[i]` is member `i`'s (conflict-free, existing) partitions; members are indexed in
 /// member id order. Returns each member's assignment.
@@ -21,7 +21,7 @@ pub(super) fn assign(
     assignor: &'static str,
     topics: &BTreeMap<&str, i32>,
     owned: Vec<Vec<TopicPartition>>,
-) -> Result<Vec<Vec<TopicPartition>>, AssignorError> {
+) -> Result<Vec<Vec<TopicPartition>>, ConsumerError> {
     let n = owned.len();
     if n == 0 {
         return Ok(Vec::new());
@@ -87,7 +87,7 @@ pub(super) fn assign(
         } else if let Some(m) = at_min.pop_front() {
             (m, false)
         } else {
-            return Err(AssignorError::Internal {
+            return Err(ConsumerError::AssignorBug {
                 assignor,
                 detail: format!("no member left to take {tp}"),
             });
@@ -110,7 +110,7 @@ pub(super) fn assign(
         .iter()
         .find(|&&i| assignment[i].len() != min_quota || over_min != expected_over_min)
     {
-        return Err(AssignorError::Internal {
+        return Err(ConsumerError::AssignorBug {
             assignor,
             detail: format!(
                 "member #{i} ends with {} partitions, quota {min_quota}..={max_quota}",

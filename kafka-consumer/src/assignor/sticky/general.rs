@@ -77,7 +77,7 @@ impl<'a> Builder<'a> {
         let mut owner = HashMap::new();
         for (i, list) in current.iter_mut().enumerate() {
             list.retain(|tp| {
-                let keep = input.subscriptions[i].contains(tp.topic.as_str());
+                let keep = input.subscriptions[i].contains(&*tp.topic);
                 revocation_required |= !keep;
                 keep
             });
@@ -126,9 +126,8 @@ impl<'a> Builder<'a> {
 
         // Partitions of topics with a single potential consumer cannot move; nor can members
         // that have all they could get, all of such topics.
-        let movable = |tp: &TopicPartition, b: &Self| {
-            b.consumers_of.get(tp.topic.as_str()).map_or(0, Vec::len) >= 2
-        };
+        let movable =
+            |tp: &TopicPartition, b: &Self| b.consumers_of.get(&*tp.topic).map_or(0, Vec::len) >= 2;
         let all: Vec<TopicPartition> = all.into_iter().filter(|tp| movable(tp, self)).collect();
         let unassigned: Vec<TopicPartition> = unassigned
             .into_iter()
@@ -175,7 +174,7 @@ impl<'a> Builder<'a> {
                 let back_home = previous.get(tp).copied().filter(|&prev| {
                     prev != holder
                         && self.active.get(prev) == Some(&true)
-                        && self.topics_of[prev].contains(&tp.topic.as_str())
+                        && self.topics_of[prev].contains(&&*tp.topic)
                         && load > self.current[prev].len() + 1
                 });
                 if let Some(prev) = back_home {
@@ -184,7 +183,7 @@ impl<'a> Builder<'a> {
                     modified = true;
                     continue;
                 }
-                let lighter_exists = self.consumers_of.get(tp.topic.as_str()).is_some_and(|cs| {
+                let lighter_exists = self.consumers_of.get(&*tp.topic).is_some_and(|cs| {
                     cs.iter()
                         .any(|&c| self.active[c] && load > self.current[c].len() + 1)
                 });
@@ -310,7 +309,7 @@ impl Movements {
     /// already moved from `to` to `from` (counting from where `tp` originally was): move that
     /// one back instead, so no pair of members swaps partitions of one topic.
     fn partition_to_move(&self, tp: &TopicPartition, from: usize, to: usize) -> TopicPartition {
-        let Some(pairs) = self.by_topic.get(&tp.topic) else {
+        let Some(pairs) = self.by_topic.get(&*tp.topic) else {
             return tp.clone();
         };
         let from = self.by_partition.get(tp).map_or(from, |&(src, _)| src);
@@ -332,7 +331,7 @@ impl Movements {
 
     fn remove(&mut self, tp: &TopicPartition) -> Option<(usize, usize)> {
         let pair = self.by_partition.remove(tp)?;
-        if let Some(pairs) = self.by_topic.get_mut(&tp.topic) {
+        if let Some(pairs) = self.by_topic.get_mut(&*tp.topic) {
             if let Some(set) = pairs.get_mut(&pair) {
                 set.remove(tp);
                 if set.is_empty() {
@@ -340,7 +339,7 @@ impl Movements {
                 }
             }
             if pairs.is_empty() {
-                self.by_topic.remove(&tp.topic);
+                self.by_topic.remove(&*tp.topic);
             }
         }
         Some(pair)
@@ -349,7 +348,7 @@ impl Movements {
     fn add(&mut self, tp: &TopicPartition, from: usize, to: usize) {
         self.by_partition.insert(tp.clone(), (from, to));
         self.by_topic
-            .entry(tp.topic.clone())
+            .entry(tp.topic.to_string())
             .or_default()
             .entry((from, to))
             .or_default()

@@ -28,7 +28,7 @@ use bytes::Bytes;
 pub use user_data::StickyAssignorUserData;
 
 use super::{
-    Assignor, AssignorError, GroupAssignment, MemberSubscription, RebalanceProtocol,
+    Assignor, ConsumerError, GroupAssignment, MemberSubscription, RebalanceProtocol,
     TopicPartition, check_input, java_cmp,
 };
 
@@ -114,7 +114,7 @@ impl Assignor for StickyAssignor {
         &self,
         partitions_per_topic: &BTreeMap<String, i32>,
         members: &[MemberSubscription],
-    ) -> Result<GroupAssignment, AssignorError> {
+    ) -> Result<GroupAssignment, ConsumerError> {
         let data: Vec<MemberData> = members.iter().map(Self::member_data).collect();
         Ok(sticky_assign(self.name(), partitions_per_topic, members, &data)?.assignment)
     }
@@ -184,7 +184,7 @@ impl Assignor for CooperativeStickyAssignor {
         &self,
         partitions_per_topic: &BTreeMap<String, i32>,
         members: &[MemberSubscription],
-    ) -> Result<GroupAssignment, AssignorError> {
+    ) -> Result<GroupAssignment, ConsumerError> {
         let data: Vec<MemberData> = members.iter().map(Self::member_data).collect();
         let StickyOutcome {
             mut assignment,
@@ -237,7 +237,7 @@ pub(crate) fn sticky_assign(
     partitions_per_topic: &BTreeMap<String, i32>,
     members: &[MemberSubscription],
     data: &[MemberData],
-) -> Result<StickyOutcome, AssignorError> {
+) -> Result<StickyOutcome, ConsumerError> {
     check_input(partitions_per_topic, members)?;
     // Members by id (Java's tie-breaker in the sticky algorithm); index = position here.
     let mut order: Vec<usize> = (0..members.len()).collect();
@@ -303,7 +303,7 @@ fn resolve_ownership(
         let mut mine: BTreeSet<&TopicPartition> = BTreeSet::new();
         for tp in &d.partitions {
             let exists = topics
-                .get(tp.topic.as_str())
+                .get(&*tp.topic)
                 .is_some_and(|&n| (0..n).contains(&tp.partition));
             if exists && mine.insert(tp) {
                 claims.entry(tp).or_default().push(idx);

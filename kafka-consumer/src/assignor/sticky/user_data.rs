@@ -14,7 +14,7 @@ use bytes::Bytes;
 use kafka_protocol::{DecodeError, KStr, Reader, Writer};
 
 use crate::assignor::protocol::group_by_topic;
-use crate::assignor::{AssignorError, TopicPartition};
+use crate::assignor::{ConsumerError, TopicPartition};
 
 const WHAT: &str = "StickyAssignorUserData";
 
@@ -28,8 +28,8 @@ pub struct StickyAssignorUserData {
 
 impl StickyAssignorUserData {
     /// v1 when there is a generation, else v0. Partitions are grouped by topic, sorted.
-    pub fn encode(&self) -> Result<Bytes, AssignorError> {
-        let enc = |source| AssignorError::Encode { what: WHAT, source };
+    pub fn encode(&self) -> Result<Bytes, ConsumerError> {
+        let enc = |source| ConsumerError::Encode { what: WHAT, source };
         let groups = group_by_topic(&self.previous_assignment);
         let mut w = Writer::new();
         w.array_len(
@@ -58,7 +58,7 @@ impl StickyAssignorUserData {
     }
 
     /// Reads v1, or v0 when fewer than 4 bytes follow the assignment (Java's fallback).
-    pub fn decode(bytes: &Bytes) -> Result<Self, AssignorError> {
+    pub fn decode(bytes: &Bytes) -> Result<Self, ConsumerError> {
         let mut r = Reader::new(bytes);
         let groups = r
             .array(
@@ -74,7 +74,7 @@ impl StickyAssignorUserData {
                     Ok::<_, DecodeError>((topic, partitions))
                 },
             )
-            .map_err(|source| AssignorError::Decode { what: WHAT, source })?;
+            .map_err(|source| ConsumerError::Malformed { what: WHAT, source })?;
         let generation = if r.remaining() >= 4 {
             r.i32("StickyAssignorUserData.generation").ok()
         } else {
