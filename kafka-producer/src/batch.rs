@@ -69,6 +69,8 @@ pub(crate) struct ProducerBatch {
     records: Vec<RecordEntry>,
     /// Bytes an open batch may grow to (`batch.size`, or the first record's size if larger).
     write_limit: usize,
+    /// Encoded size of the last record appended.
+    last_record_size: usize,
     pub(crate) created: Instant,
     pub(crate) last_attempt: Instant,
     pub(crate) attempts: u32,
@@ -119,6 +121,7 @@ impl ProducerBatch {
             spare: None,
             records: Vec::new(),
             write_limit,
+            last_record_size: 0,
             created: now,
             last_attempt: now,
             attempts: 0,
@@ -150,9 +153,10 @@ impl ProducerBatch {
         {
             return Err(completion);
         }
+        self.last_record_size = w.size() - before;
         if self.records.capacity() == 0 {
             // Room for as many records like the first as the batch can hold.
-            let per_record = (w.size() - before).max(1);
+            let per_record = self.last_record_size.max(1);
             self.records
                 .reserve(self.write_limit.saturating_sub(before) / per_record + 1);
         }
@@ -168,9 +172,9 @@ impl ProducerBatch {
     /// Whether no more records fit (or the batch is closed).
     pub(crate) fn is_full(&self) -> bool {
         match &self.data {
-            // Java's rule: full once the estimate reaches the write limit; a small record
-            // might still fit, but waiting for it is not worth the latency.
-            Data::Open(w) => w.size() >= self.write_limit,
+            // Full once another record like the last one would not fit: waiting for a smaller
+            // one is not worth the latency (and the sender can take the batch right away).
+            Data::Open(w) => w.size() + self.last_record_size > self.write_limit,
             _ => true,
         }
     }

@@ -289,9 +289,13 @@ impl Producer {
             }
         };
         if sticky {
-            let size = record.key.as_ref().map_or(0, |k| k.len())
-                + record.value.as_ref().map_or(0, |v| v.len());
-            inner.sticky.on_append(&parts, partition, size);
+            if appended.batch_full {
+                inner.sticky.batch_full(&parts, partition);
+            } else {
+                let size = record.key.as_ref().map_or(0, |k| k.len())
+                    + record.value.as_ref().map_or(0, |v| v.len());
+                inner.sticky.on_append(&parts, partition, size);
+            }
         }
         if appended.new_batch || appended.batch_full {
             inner.acc.wake.notify_one();

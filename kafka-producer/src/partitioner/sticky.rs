@@ -125,6 +125,21 @@ impl StickyPartitioner {
         }
     }
 
+    /// The batch of `partition` just filled up: if it is the topic's current sticky
+    /// partition, the next record goes to a newly chosen one (so records without keys fill
+    /// whole batches instead of leaving a small tail behind).
+    pub fn batch_full(&self, topic: &TopicPartitions<'_>, partition: i32) {
+        let mut topics = self.lock();
+        let Some(state) = topics.get_mut(topic.topic) else {
+            return;
+        };
+        if state.current == Some(partition) {
+            let p = choose(&self.rng, topic, &state.weights, Some(partition));
+            state.current = (p >= 0).then_some(p);
+            state.produced = 0;
+        }
+    }
+
     /// Adaptive partitioning (KIP-794): the queue sizes (batches waiting) of the partitions to
     /// choose among, usually those with a known leader. The next choices pick partition `p`
     /// with a weight of `max + 1 - size(p)` (`max` the largest size given), so that a
