@@ -9,6 +9,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::BytesMut;
+use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
 use crate::group::{OffsetsRecord, RecordSink};
@@ -93,7 +94,7 @@ impl OffsetsTopicSink {
 }
 
 impl RecordSink for OffsetsTopicSink {
-    fn append(&self, records: Vec<OffsetsRecord>) {
+    fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
         // One batch per partition, records in their original order within it.
         let mut by_partition: Vec<(i32, Vec<OffsetsRecord>)> = Vec::new();
         for record in records {
@@ -103,6 +104,7 @@ impl RecordSink for OffsetsTopicSink {
                 None => by_partition.push((p, vec![record])),
             }
         }
+        let mut result = Ok(());
         for (p, list) in by_partition {
             if let Err(e) = self.append_to(p, &list) {
                 tracing::error!(
@@ -110,10 +112,15 @@ impl RecordSink for OffsetsTopicSink {
                     partition = p,
                     records = list.len(),
                     error = %e,
-                    "cannot persist group coordinator records; they live in memory only"
+                    "cannot write group coordinator records"
                 );
+                // Kafka answers a commit whose records could not be written with
+                // NOT_COORDINATOR (storage errors): the client finds the coordinator again
+                // and retries.
+                result = Err(ErrorCode::NOT_COORDINATOR);
             }
         }
+        result
     }
 }
 

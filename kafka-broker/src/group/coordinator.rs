@@ -28,8 +28,9 @@ use super::types::{
 /// the coordinator's lock, once per operation that produced records, in the order the changes
 /// happened, before that operation is answered; it should only append (an fsync only where
 /// the log's durable mode asks for one). It must never call back into the coordinator.
+/// An error is the code to answer the operation with (a failed offset commit is rolled back).
 pub trait RecordSink: Send + Sync + std::fmt::Debug {
-    fn append(&self, records: Vec<OffsetsRecord>);
+    fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode>;
 }
 
 /// A [`RecordSink`] that drops everything (offsets live in memory only).
@@ -37,7 +38,9 @@ pub trait RecordSink: Send + Sync + std::fmt::Debug {
 pub struct DiscardRecords;
 
 impl RecordSink for DiscardRecords {
-    fn append(&self, _records: Vec<OffsetsRecord>) {}
+    fn append(&self, _records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -189,8 +192,8 @@ impl GroupCoordinator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Delivers released answers and hands over records.
-    fn flush(&self, inner: &mut Inner) {
+    /// Delivers released answers and hands over records; the sink's error if it refused them.
+    fn flush(&self, inner: &mut Inner) -> Result<(), ErrorCode> {
         while let Some(out) = inner.manager.poll_output() {
             match out {
                 Output::Join { request, response } => {
@@ -207,9 +210,10 @@ impl GroupCoordinator {
             }
         }
         let records = inner.manager.take_records();
-        if !records.is_empty() {
-            self.sink.append(records);
+        if records.is_empty() {
+            return Ok(());
         }
+        self.sink.append(records)
     }
 
     /// Runs `f` on the manager at the current time, then delivers what it released.
@@ -217,7 +221,8 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         let now = self.clock.now_ms();
         let out = f(&mut inner.manager, now);
-        self.flush(&mut inner);
+        // Group metadata that could not be written stays in memory (the sink logged it).
+        let _ = self.flush(&mut inner);
         out
     }
 
@@ -237,7 +242,7 @@ impl GroupCoordinator {
                 inner.waiters.insert(id, Waiter::Join(tx));
                 let now = self.clock.now_ms();
                 inner.manager.join(id, req, now);
-                self.flush(&mut inner);
+                let _ = self.flush(&mut inner);
             }
         }
         async move {
@@ -258,7 +263,7 @@ impl GroupCoordinator {
                 inner.waiters.insert(id, Waiter::Sync(tx));
                 let now = self.clock.now_ms();
                 inner.manager.sync(id, req, now);
-                self.flush(&mut inner);
+                let _ = self.flush(&mut inner);
             }
         }
         async move {
@@ -275,8 +280,45 @@ impl GroupCoordinator {
         self.with(|m, now| m.leave(group_id, members, now))
     }
 
+    /// OffsetCommit. The offsets count as committed only once their records are written: if
+    /// the sink refuses them, the commit is answered with its error and the offsets go back
+    /// to what they were.
     pub fn commit_offsets(&self, req: &CommitRequest) -> Vec<ErrorCode> {
-        self.with(|m, now| m.commit_offsets(req, now))
+        let mut inner = self.lock();
+        let now = self.clock.now_ms();
+        let before: Vec<_> = req
+            .partitions
+            .iter()
+            .map(|p| {
+                inner
+                    .manager
+                    .offsets
+                    .get(&req.group_id, &p.topic, p.partition)
+            })
+            .collect();
+        let mut codes = inner.manager.commit_offsets(req, now);
+        if let Err(code) = self.flush(&mut inner) {
+            for ((p, old), c) in req.partitions.iter().zip(before).zip(codes.iter_mut()) {
+                if c.is_ok() {
+                    match old {
+                        Some(v) => {
+                            inner
+                                .manager
+                                .offsets
+                                .put(&req.group_id, &p.topic, p.partition, v)
+                        }
+                        None => {
+                            inner
+                                .manager
+                                .offsets
+                                .remove(&req.group_id, &p.topic, p.partition);
+                        }
+                    }
+                    *c = code;
+                }
+            }
+        }
+        codes
     }
 
     pub fn fetch_offsets(
@@ -378,4 +420,98 @@ pub async fn run_timers(coordinator: &GroupCoordinator, shutdown: impl Future<Ou
         }
     }
     coordinator.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::group::types::CommitPartition;
+
+    /// A sink that refuses records while `fail` is set, and counts what it took.
+    #[derive(Debug, Default)]
+    struct FlakySink {
+        fail: Arc<AtomicBool>,
+        taken: Arc<Mutex<Vec<OffsetsRecord>>>,
+    }
+
+    impl RecordSink for FlakySink {
+        fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(ErrorCode::NOT_COORDINATOR);
+            }
+            self.taken
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend(records);
+            Ok(())
+        }
+    }
+
+    fn commit(offsets: &[(i32, i64)]) -> CommitRequest {
+        CommitRequest {
+            group_id: "g".into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_ms: None,
+            partitions: offsets
+                .iter()
+                .map(|&(partition, offset)| CommitPartition {
+                    topic: "t".into(),
+                    partition,
+                    offset,
+                    leader_epoch: -1,
+                    metadata: None,
+                    commit_timestamp: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn fetched(c: &GroupCoordinator) -> Vec<i64> {
+        let asked = [("t".to_owned(), vec![0, 1])];
+        c.fetch_offsets("g", Some(&asked), false)
+            .into_iter()
+            .map(|f| f.offset)
+            .collect()
+    }
+
+    #[test]
+    fn a_commit_whose_records_cannot_be_written_fails_and_changes_nothing() {
+        let fail = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let sink = FlakySink {
+            fail: fail.clone(),
+            taken: taken.clone(),
+        };
+        let c = GroupCoordinator::with_parts(
+            GroupConfig::default(),
+            Box::new(MemoryOffsetStore::default()),
+            Box::new(sink),
+        );
+        assert_eq!(c.commit_offsets(&commit(&[(0, 10)])), vec![ErrorCode::NONE]);
+        assert_eq!(fetched(&c), vec![10, -1]);
+        fail.store(true, Ordering::SeqCst);
+        let codes = c.commit_offsets(&commit(&[(0, 20), (1, 5)]));
+        assert_eq!(codes, vec![ErrorCode::NOT_COORDINATOR; 2]);
+        // The earlier offset stays, the new partition has none: memory matches the log.
+        assert_eq!(fetched(&c), vec![10, -1]);
+        fail.store(false, Ordering::SeqCst);
+        assert_eq!(
+            c.commit_offsets(&commit(&[(0, 20), (1, 5)])),
+            vec![ErrorCode::NONE; 2]
+        );
+        assert_eq!(fetched(&c), vec![20, 5]);
+        let written = taken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len();
+        assert_eq!(
+            written, 3,
+            "only the successful commits' records were written"
+        );
+    }
 }
