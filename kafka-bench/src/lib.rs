@@ -1,4 +1,7 @@
-//! Inputs shared by the benchmarks, and peak-RSS reporting.
+//! Inputs shared by the benchmarks, peak-RSS and CPU reporting, and the child-process
+//! harness of the client benchmarks ([`harness`]).
+
+pub mod harness;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{

@@ -19,6 +19,13 @@
 //! process of its own (records/s, MB/s, client CPU per record, peak RSS, send-to-ack
 //! latency, the ratio ours/librdkafka). It prints progress and a table; the JSON goes to
 //! `target/bench-producer.json`, and with `--json` it is also the last line printed.
+//!
+//! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json]`: builds `kafka-broker`
+//! in release, then runs `kafka-bench`'s `consumer_bench` example (feature `rdkafka`): our
+//! consumer and librdkafka reading the same pre-filled topics from that broker with the same
+//! settings, each phase in a child process of its own (records/s, MB/s, client CPU per
+//! record, peak RSS, the ratio ours/librdkafka). It prints progress and a table; the JSON
+//! goes to `target/bench-consumer.json`, and with `--json` it is also the last line printed.
 
 use std::path::{Path, PathBuf};
 
@@ -28,18 +35,18 @@ use crate::Error;
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
-        return Err(
-            "bench: say what to measure: `cargo xtask bench codec|net|broker|producer [--quick]`"
-                .into(),
-        );
+        return Err("bench: say what to measure: \
+             `cargo xtask bench codec|net|broker|producer|consumer [--quick]`"
+            .into());
     };
     match what.as_str() {
         "codec" => codec(root, rest),
         "net" => net(root, rest),
         "broker" => broker(root, rest),
         "producer" => producer(root, rest),
+        "consumer" => consumer(root, rest),
         other => Err(format!(
-            "bench: unknown benchmark {other} (known: codec, net, broker, producer)"
+            "bench: unknown benchmark {other} (known: codec, net, broker, producer, consumer)"
         )
         .into()),
     }
@@ -163,6 +170,54 @@ fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
     println!("bench: building producer_bench (bundled librdkafka) in release and running it");
+    crate::cargo(root, &args)
+}
+
+fn consumer(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let target = target_dir(root);
+    let out = target
+        .join("bench-consumer.json")
+        .to_string_lossy()
+        .into_owned();
+    let exe = target
+        .join("release")
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
+        .to_string_lossy()
+        .into_owned();
+    let mut args = vec![
+        "run",
+        "--release",
+        "-p",
+        "kafka-bench",
+        "--features",
+        "rdkafka",
+        "--example",
+        "consumer_bench",
+        "--",
+        "--broker",
+        &exe,
+        "--out",
+        &out,
+    ];
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.push("--quick"),
+            "--full" => args.push("--full"),
+            "--json" => args.push("--json"),
+            "--rounds" => {
+                args.push("--rounds");
+                args.push(it.next().ok_or("bench consumer: --rounds needs a value")?);
+            }
+            other => return Err(format!("bench consumer: unknown argument {other}").into()),
+        }
+    }
+    if args.contains(&"--quick") && args.contains(&"--full") {
+        return Err("bench consumer: --quick or --full, not both".into());
+    }
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building consumer_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)
 }
 
