@@ -32,6 +32,9 @@ use crate::metrics::Counters;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// How a batch ended: its base offset and log-append time, or the error.
+type BatchResult = Result<(i64, Option<i64>), ProducerError>;
+
 /// How the producer asks its sender to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shutdown {
@@ -79,6 +82,9 @@ pub(crate) struct Sender {
     init_backoff_until: Option<Instant>,
     refresh: Option<BoxFut<()>>,
     next_refresh: Instant,
+    /// Batches answered and not yet completed: their records' callbacks run after the next
+    /// requests are sent, so a response frees its in-flight slot for new data first.
+    done: Vec<(ProducerBatch, BatchResult)>,
 }
 
 impl Sender {
@@ -109,6 +115,7 @@ impl Sender {
             init_backoff_until: None,
             refresh: None,
             next_refresh: Instant::now(),
+            done: Vec::new(),
         }
     }
 
@@ -183,6 +190,10 @@ impl Sender {
                     Err(e) => tracing::warn!(error = %e, "drain failed"),
                 }
             }
+            if self.complete_done() {
+                // Look again: completing may have been all a graceful shutdown waited for.
+                continue;
+            }
             wait = min_opt(wait, self.acc.next_expiry(now));
 
             if let Some(until) = self.init_backoff_until {
@@ -190,6 +201,7 @@ impl Sender {
             }
             self.wait(wait).await;
         }
+        self.complete_done();
         tracing::debug!("producer sender stopped");
     }
 
@@ -583,13 +595,24 @@ impl Sender {
             self.idem.last_acked.insert(batch.tp.clone(), last);
         }
         Counters::add(&self.counters.records_sent, batch.record_count() as u64);
-        self.acc
-            .complete_with(batch, Ok((base_offset, log_append)), &self.interceptors);
+        self.done.push((batch, Ok((base_offset, log_append))));
     }
 
     fn fail(&mut self, batch: ProducerBatch, e: ProducerError) {
         Counters::add(&self.counters.records_errored, batch.record_count() as u64);
-        self.acc.complete_with(batch, Err(e), &self.interceptors);
+        self.done.push((batch, Err(e)));
+    }
+
+    /// Completes the answered batches (runs their records' callbacks, wakes their futures);
+    /// whether there were any.
+    fn complete_done(&mut self) -> bool {
+        if self.done.is_empty() {
+            return false;
+        }
+        for (batch, result) in std::mem::take(&mut self.done) {
+            self.acc.complete_with(batch, result, &self.interceptors);
+        }
+        true
     }
 
     /// Retries a batch if attempts and the delivery timeout allow, else fails it.
