@@ -44,27 +44,23 @@
 //! the same object to a file. `PRODUCER_BENCH_RUNTIME=current` (an experiment) runs our
 //! producer on a current-thread runtime instead.
 
-use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kafka_bench::harness::{Error, TempDir, cpu_since, num, run_self, start_broker, topics};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use kafka_producer::{Producer, ProducerConfig, ProducerRecord};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
 };
 use rdkafka::statistics::Statistics;
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Longest the sending part of a throughput phase may run (`--quick`: half).
 const MAX_PHASE: Duration = Duration::from_secs(10);
@@ -530,12 +526,6 @@ fn keys() -> Vec<String> {
     (0..KEYS).map(|k| format!("key-{k:06}")).collect()
 }
 
-fn cpu_since(start: Option<Duration>) -> f64 {
-    cpu_time_of("self")
-        .zip(start)
-        .map_or(f64::NAN, |(b, a)| b.saturating_sub(a).as_secs_f64())
-}
-
 /// Records due by now at `rate` per second.
 fn due(rate: u64, started: Instant) -> u64 {
     (started.elapsed().as_nanos() * u128::from(rate) / 1_000_000_000) as u64
@@ -753,32 +743,6 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
 
 // ----- the run (parent) -----
 
-/// A child process; killed on drop.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The broker child process.
-struct Broker {
-    child: ChildGuard,
-    pid: String,
-    addr: String,
-}
-
-/// Removes the benchmark's directory on drop.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 struct Row {
     case: Case,
     ours: PhaseResult,
@@ -824,16 +788,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     // The broker's data goes to memory (/dev/shm) when there is one: the clients are measured
     // here, not the disk, and a default run writes a few GB (each topic is deleted after its
     // phase, so at most one phase's records, up to about 1 GB, are held at a time).
-    let shm = Path::new("/dev/shm");
-    let base = dir.unwrap_or_else(|| {
-        if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        }
-    });
-    let tmp = TempDir(base.join(format!("kafka-producer-bench-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0)?;
+    let tmp = TempDir::new(dir, "kafka-producer-bench")?;
     let max_phase = if mode == Mode::Quick {
         MAX_PHASE / 2
     } else {
@@ -872,7 +827,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             let mut pair = (PhaseResult::default(), PhaseResult::default());
             for client in order {
                 let topic = format!("pb-{i}-{round}-{}", client.name());
-                create_topic(&broker.addr, &topic, case.partitions)?;
+                topics::create(&broker.addr, &topic, case.partitions)?;
                 print!("      {:<10} ", client.name());
                 std::io::stdout().flush()?;
                 let spec = PhaseSpec {
@@ -884,7 +839,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 };
                 let r = run_phase(&spec, &broker.pid)?;
                 // Give the space back (a default run writes a few GB in all).
-                delete_topic(&broker.addr, &spec.topic)?;
+                topics::delete(&broker.addr, &spec.topic)?;
                 println!(
                     "{:>9.0} rec/s {:>7.1} MB/s, CPU {:.2} s/M records, RSS {:.1} MiB, \
                      ack p50 {:.2} ms p99 {:.2} ms; other load {:.1} cores{}",
@@ -962,140 +917,23 @@ fn best_row(case: Case, runs: Vec<(PhaseResult, PhaseResult)>) -> Result<Row, Er
     })
 }
 
-/// Busy CPU time of the whole machine so far (all cores, `/proc/stat`), in seconds.
-fn machine_busy() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .filter_map(|t| t.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is inside user).
-    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks.get(3)? - ticks.get(4)?;
-    Some(busy as f64 / 100.0)
-}
-
 fn run_phase(spec: &PhaseSpec, broker_pid: &str) -> Result<PhaseResult, Error> {
-    let broker0 = cpu_time_of(broker_pid);
-    let (busy0, wall0) = (machine_busy(), Instant::now());
-    let mut child = ChildGuard(
-        Command::new(std::env::current_exe()?)
-            .args(spec.to_args())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?,
-    );
-    let mut stdout = child.0.stdout.take().ok_or("phase child has no stdout")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + CHILD_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.0.try_wait()? {
-            break status;
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{} phase still running after {} s",
-                spec.client.name(),
-                CHILD_DEADLINE.as_secs()
-            )
-            .into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let broker_cpu = cpu_time_of(broker_pid)
-        .zip(broker0)
-        .map_or(f64::NAN, |(b, a)| b.saturating_sub(a).as_secs_f64());
-    let busy = machine_busy().zip(busy0).map_or(f64::NAN, |(b, a)| b - a);
-    let wall = wall0.elapsed().as_secs_f64();
-    let out = reader.join().map_err(|_| "stdout reader panicked")?;
-    if !status.success() {
-        return Err(format!("{} phase failed ({status})", spec.client.name()).into());
+    let run = run_self(&spec.to_args(), CHILD_DEADLINE, broker_pid)
+        .map_err(|e| format!("{} phase: {e}", spec.client.name()))?;
+    if !run.status.success() {
+        return Err(format!("{} phase failed ({})", spec.client.name(), run.status).into());
     }
-    let line = out
+    let line = run
+        .stdout
         .lines()
         .rev()
         .find(|l| l.starts_with("RESULT "))
         .ok_or_else(|| format!("{} phase printed no result", spec.client.name()))?;
     let mut r = PhaseResult::from_line(line)?;
-    r.broker_cpu_s = broker_cpu;
-    r.other_cores = ((busy - broker_cpu - r.cpu_total_s) / wall.max(1e-3)).max(0.0);
+    r.broker_cpu_s = run.watched_cpu_s;
+    r.other_cores =
+        ((run.machine_busy_s - run.watched_cpu_s - r.cpu_total_s) / run.wall_s.max(1e-3)).max(0.0);
     Ok(r)
-}
-
-fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
-    // A free port: bind to port 0, note the port, release it.
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let addr = format!("127.0.0.1:{port}");
-    let log = File::create(dir.join("broker.log"))?;
-    let child = Command::new(path)
-        .arg("--listen")
-        .arg(&addr)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", path.display()))?;
-    let mut broker = Broker {
-        pid: child.id().to_string(),
-        child: ChildGuard(child),
-        addr,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if TcpStream::connect(&broker.addr).is_ok() {
-            return Ok(broker);
-        }
-        if let Some(status) = broker.child.0.try_wait()? {
-            return Err(format!(
-                "the broker exited ({status}); see {}",
-                dir.join("broker.log").display()
-            )
-            .into());
-        }
-        if Instant::now() > deadline {
-            return Err("the broker did not start listening within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn create_topic(addr: &str, topic: &str, partitions: i32) -> Result<(), Error> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", addr)
-        .create()?;
-    let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-    let results = futures::executor::block_on(admin.create_topics([&new], &opts))?;
-    for r in results {
-        if let Err((t, e)) = r {
-            return Err(format!("creating topic {t}: {e}").into());
-        }
-    }
-    Ok(())
-}
-
-fn delete_topic(addr: &str, topic: &str) -> Result<(), Error> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", addr)
-        .create()?;
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-    let results = futures::executor::block_on(admin.delete_topics(&[topic], &opts))?;
-    for r in results {
-        if let Err((t, e)) = r {
-            return Err(format!("deleting topic {t}: {e}").into());
-        }
-    }
-    Ok(())
 }
 
 fn print_table(rows: &[Row]) {
@@ -1152,14 +990,6 @@ fn print_table(rows: &[Row]) {
          callback. rec/req: records per Produce request. broker µs: broker CPU per record \
          over the phase."
     );
-}
-
-fn num(x: f64, decimals: usize) -> String {
-    if x.is_finite() {
-        format!("{x:.decimals$}")
-    } else {
-        "null".into()
-    }
 }
 
 fn phase_json(r: &PhaseResult, size: usize) -> String {
