@@ -43,8 +43,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
         "codec" => codec(root, rest),
         "net" => net(root, rest),
         "broker" => broker(root, rest),
-        "producer" => producer(root, rest),
-        "consumer" => consumer(root, rest),
+        "producer" => client(root, "producer", rest),
+        "consumer" => client(root, "consumer", rest),
         other => Err(format!(
             "bench: unknown benchmark {other} (known: codec, net, broker, producer, consumer)"
         )
@@ -125,10 +125,12 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     crate::cargo(root, &args)
 }
 
-fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
+/// `bench producer` / `bench consumer`: the `<client>_bench` example of kafka-bench (ours vs
+/// librdkafka) against a release broker.
+fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
     let target = target_dir(root);
     let out = target
-        .join("bench-producer.json")
+        .join(format!("bench-{client}.json"))
         .to_string_lossy()
         .into_owned();
     let exe = target
@@ -136,6 +138,7 @@ fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
         .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
         .to_string_lossy()
         .into_owned();
+    let example = format!("{client}_bench");
     let mut args = vec![
         "run",
         "--release",
@@ -144,7 +147,7 @@ fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
         "--features",
         "rdkafka",
         "--example",
-        "producer_bench",
+        &example,
         "--",
         "--broker",
         &exe,
@@ -159,65 +162,20 @@ fn producer(root: &Path, rest: &[String]) -> Result<(), Error> {
             "--json" => args.push("--json"),
             "--rounds" => {
                 args.push("--rounds");
-                args.push(it.next().ok_or("bench producer: --rounds needs a value")?);
+                args.push(
+                    it.next()
+                        .ok_or_else(|| format!("bench {client}: --rounds needs a value"))?,
+                );
             }
-            other => return Err(format!("bench producer: unknown argument {other}").into()),
+            other => return Err(format!("bench {client}: unknown argument {other}").into()),
         }
     }
     if args.contains(&"--quick") && args.contains(&"--full") {
-        return Err("bench producer: --quick or --full, not both".into());
+        return Err(format!("bench {client}: --quick or --full, not both").into());
     }
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
-    println!("bench: building producer_bench (bundled librdkafka) in release and running it");
-    crate::cargo(root, &args)
-}
-
-fn consumer(root: &Path, rest: &[String]) -> Result<(), Error> {
-    let target = target_dir(root);
-    let out = target
-        .join("bench-consumer.json")
-        .to_string_lossy()
-        .into_owned();
-    let exe = target
-        .join("release")
-        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
-        .to_string_lossy()
-        .into_owned();
-    let mut args = vec![
-        "run",
-        "--release",
-        "-p",
-        "kafka-bench",
-        "--features",
-        "rdkafka",
-        "--example",
-        "consumer_bench",
-        "--",
-        "--broker",
-        &exe,
-        "--out",
-        &out,
-    ];
-    let mut it = rest.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => args.push("--quick"),
-            "--full" => args.push("--full"),
-            "--json" => args.push("--json"),
-            "--rounds" => {
-                args.push("--rounds");
-                args.push(it.next().ok_or("bench consumer: --rounds needs a value")?);
-            }
-            other => return Err(format!("bench consumer: unknown argument {other}").into()),
-        }
-    }
-    if args.contains(&"--quick") && args.contains(&"--full") {
-        return Err("bench consumer: --quick or --full, not both".into());
-    }
-    println!("bench: building kafka-broker in release");
-    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
-    println!("bench: building consumer_bench (bundled librdkafka) in release and running it");
+    println!("bench: building {example} (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)
 }
 
