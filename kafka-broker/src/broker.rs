@@ -130,7 +130,13 @@ impl Broker {
         offsets_log: &OffsetsPartitions,
     ) -> Result<(), BrokerError> {
         if self.topic(OFFSETS_TOPIC).is_none() {
-            let configs = BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())]);
+            let configs = BTreeMap::from([
+                ("cleanup.policy".to_owned(), "compact".to_owned()),
+                (
+                    "segment.bytes".to_owned(),
+                    self.config.offsets_topic_segment_bytes.to_string(),
+                ),
+            ]);
             self.create_topic(OFFSETS_TOPIC, num_partitions, configs, false)?;
         }
         let partitions: Vec<Option<Arc<Partition>>> = (0..num_partitions)
@@ -210,6 +216,39 @@ impl Broker {
         }
     }
 
+    /// One round of the log cleaner: a compaction pass on every compacted partition that is
+    /// due. Returns how many partitions were cleaned; failures are logged and leave the log
+    /// as it was.
+    pub fn clean_logs(&self) -> usize {
+        let limits = crate::log::CleanerLimits {
+            dedupe_buffer_size: self.config.cleaner_dedupe_buffer_size,
+        };
+        let mut cleaned = 0;
+        for part in self.partitions() {
+            let started = std::time::Instant::now();
+            match part.clean(&limits, now_ms()) {
+                Ok(Some(stats)) => {
+                    cleaned += 1;
+                    tracing::info!(
+                        topic = %part.topic,
+                        partition = part.index,
+                        ms = started.elapsed().as_millis() as u64,
+                        ?stats,
+                        "log cleaned"
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    topic = %part.topic,
+                    partition = part.index,
+                    error = %e,
+                    "log cleaning failed; the log is unchanged"
+                ),
+            }
+        }
+        cleaned
+    }
+
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Arc<Partition>> {
         self.partitions
@@ -250,6 +289,16 @@ impl Broker {
                     .and_then(|v| v.parse().ok())
             })
             .unwrap_or(self.config.message_max_bytes)
+    }
+
+    /// Whether a topic's cleanup policy includes `compact` (its records must have keys).
+    pub fn is_compacted(&self, topic: &str) -> bool {
+        let topics = lock(&self.topics);
+        let policy = topics
+            .get(topic)
+            .and_then(|t| t.configs.get("cleanup.policy"))
+            .unwrap_or(&self.config.cleanup_policy);
+        policy.split(',').any(|p| p.trim() == "compact")
     }
 
     /// The create-time window of a topic: (`message.timestamp.before.max.ms`,
@@ -500,19 +549,24 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
             crate::config::TimestampType::CreateTime => crate::log::TimestampType::CreateTime,
             crate::config::TimestampType::LogAppendTime => crate::log::TimestampType::LogAppendTime,
         },
+        delete_retention_ms: cfg.cleaner_delete_retention_ms,
+        min_cleanable_dirty_ratio: cfg.cleaner_min_cleanable_ratio,
+        min_compaction_lag_ms: cfg.cleaner_min_compaction_lag_ms,
+        max_compaction_lag_ms: cfg.cleaner_max_compaction_lag_ms,
+        ..LogConfig::default()
     };
-    for (k, v) in topic.into_iter().flatten() {
+    let policy_key = "cleanup.policy".to_owned();
+    let broker_policy = [(&policy_key, &cfg.cleanup_policy)];
+    for (k, v) in broker_policy.into_iter().chain(topic.into_iter().flatten()) {
         if let Err(e) = c.set(k, v) {
             tracing::warn!(key = %k, value = %v, error = %e, "ignoring an invalid topic config");
         }
     }
     // A compacted topic without `delete` in its cleanup policy is not trimmed by time or
-    // size (compaction is what would bound it; it is not implemented yet, so it grows).
-    if let Some(policy) = topic.and_then(|t| t.get("cleanup.policy")) {
-        if !policy.split(',').any(|p| p.trim() == "delete") {
-            c.retention_ms = -1;
-            c.retention_bytes = -1;
-        }
+    // size: compaction bounds it.
+    if !c.delete {
+        c.retention_ms = -1;
+        c.retention_bytes = -1;
     }
     c
 }

@@ -72,6 +72,25 @@ pub struct BrokerConfig {
     pub offsets_topic_num_partitions: i32,
     /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
     pub fetch_max_wait_cap_ms: u64,
+    /// `log.cleanup.policy`: the default `cleanup.policy` of topics.
+    pub cleanup_policy: String,
+    /// `log.cleaner.enable`: run the log cleaner (compaction of `compact` topics).
+    pub cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: pause between cleaner rounds.
+    pub cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: memory for one pass's key map.
+    pub cleaner_dedupe_buffer_size: usize,
+    /// `log.cleaner.delete.retention.ms`: default `delete.retention.ms`.
+    pub cleaner_delete_retention_ms: i64,
+    /// `log.cleaner.min.cleanable.ratio`: default `min.cleanable.dirty.ratio`.
+    pub cleaner_min_cleanable_ratio: f64,
+    /// `log.cleaner.min.compaction.lag.ms`: default `min.compaction.lag.ms`.
+    pub cleaner_min_compaction_lag_ms: i64,
+    /// `log.cleaner.max.compaction.lag.ms`: default `max.compaction.lag.ms`.
+    pub cleaner_max_compaction_lag_ms: i64,
+    /// `offsets.topic.segment.bytes`: `segment.bytes` of `__consumer_offsets` when it is
+    /// created.
+    pub offsets_topic_segment_bytes: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
     pub group: crate::group::GroupConfig,
 }
@@ -106,6 +125,15 @@ impl Default for BrokerConfig {
             max_pipelined_requests: 16,
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
+            cleanup_policy: "delete".into(),
+            cleaner_enable: true,
+            cleaner_backoff_ms: 15_000,
+            cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
+            cleaner_delete_retention_ms: 86_400_000,
+            cleaner_min_cleanable_ratio: 0.5,
+            cleaner_min_compaction_lag_ms: 0,
+            cleaner_max_compaction_lag_ms: i64::MAX,
+            offsets_topic_segment_bytes: 100 * 1024 * 1024,
             group: crate::group::GroupConfig::default(),
         }
     }
@@ -263,6 +291,43 @@ impl BrokerConfig {
             "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
+            }
+            "log.cleanup.policy"
+            | "log.cleaner.delete.retention.ms"
+            | "log.cleaner.min.cleanable.ratio"
+            | "log.cleaner.min.compaction.lag.ms"
+            | "log.cleaner.max.compaction.lag.ms" => {
+                let mut check = crate::log::LogConfig::default();
+                check
+                    .set(key, v)
+                    .map_err(|e| BrokerError::Config(e.to_string()))?;
+                match key {
+                    "log.cleanup.policy" => self.cleanup_policy = v.to_owned(),
+                    "log.cleaner.delete.retention.ms" => {
+                        self.cleaner_delete_retention_ms = check.delete_retention_ms
+                    }
+                    "log.cleaner.min.cleanable.ratio" => {
+                        self.cleaner_min_cleanable_ratio = check.min_cleanable_dirty_ratio
+                    }
+                    "log.cleaner.min.compaction.lag.ms" => {
+                        self.cleaner_min_compaction_lag_ms = check.min_compaction_lag_ms
+                    }
+                    _ => self.cleaner_max_compaction_lag_ms = check.max_compaction_lag_ms,
+                }
+            }
+            "log.cleaner.enable" => self.cleaner_enable = parse(key, v)?,
+            "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = positive(key, parse(key, v)?)?,
+            "log.cleaner.dedupe.buffer.size" => {
+                self.cleaner_dedupe_buffer_size = positive(key, parse(key, v)?)?
+            }
+            "offsets.topic.segment.bytes" => {
+                let n: u64 = positive(key, parse(key, v)?)?;
+                if !(crate::log::MIN_SEGMENT_BYTES..=crate::log::MAX_SEGMENT_BYTES).contains(&n) {
+                    return Err(BrokerError::Config(format!(
+                        "{key}={v}: must be between 14 and 2^31-1"
+                    )));
+                }
+                self.offsets_topic_segment_bytes = n;
             }
             k if k.starts_with("group.")
                 || k.starts_with("offsets.retention.")

@@ -69,6 +69,23 @@ pub async fn run(
             }
         })
     };
+    // The log cleaner: a round every `log.cleaner.backoff.ms`; at shutdown the round under
+    // way finishes before the logs are closed.
+    let (stop_cleaner, mut cleaner_stopped) = tokio::sync::watch::channel(false);
+    let cleaner = broker.config.cleaner_enable.then(|| {
+        let b = broker.clone();
+        let every = std::time::Duration::from_millis(b.config.cleaner_backoff_ms.max(10));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    _ = cleaner_stopped.changed() => return,
+                }
+                let b = b.clone();
+                let _ = tokio::task::spawn_blocking(move || b.clean_logs()).await;
+            }
+        })
+    });
     // Group timers (sessions, rebalances, offset expiry) stop before the connections drain,
     // so waiting JoinGroups are answered NOT_COORDINATOR and the drain finishes.
     let (stop_timers, timers_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -87,6 +104,10 @@ pub async fn run(
     };
     let result = server::serve(listener, broker, shutdown).await;
     maintenance.abort();
+    let _ = stop_cleaner.send(true);
+    if let Some(cleaner) = cleaner {
+        let _ = cleaner.await;
+    }
     let _ = group_timers.await;
     result
 }

@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::error_code::ErrorCode;
 
 use crate::error::BrokerError;
-use crate::log::{Flusher, Log, LogError, SharedLog, lock_log};
+use crate::log::{CleanStats, CleanerLimits, Flusher, Log, LogError, SharedLog, lock_log};
 use crate::producer_state::{BatchMeta, Check, ProducerStates, last_seq};
 
 /// The facts of one validated batch that the partition needs.
@@ -67,6 +67,22 @@ impl From<LogError> for BrokerError {
 pub type SyncNeeded = Option<(Arc<Flusher>, i64)>;
 
 impl Partition {
+    /// One compaction pass if the log is compacted and due (see `log::cleaner`): planned and
+    /// swapped in under the log lock, run without it. `None` when there was nothing to do.
+    pub fn clean(
+        &self,
+        limits: &CleanerLimits,
+        now_ms: i64,
+    ) -> Result<Option<CleanStats>, BrokerError> {
+        let Some(plan) = lock_log(&self.log).clean_plan(now_ms) else {
+            return Ok(None);
+        };
+        let last = self.producers().last_offsets();
+        let cleaned = plan.with_producer_last_offsets(last).run(limits, now_ms)?;
+        let stats = lock_log(&self.log).finish_clean(cleaned)?;
+        Ok(Some(stats))
+    }
+
     pub fn new(topic: &str, index: i32, log: SharedLog, producers: ProducerStates) -> Self {
         Self {
             topic: topic.to_owned(),

@@ -123,6 +123,14 @@ impl ProducerStates {
         self.producers.retain(|_, e| !e.batches.is_empty());
     }
 
+    /// Producer id -> last offset of its latest batch.
+    pub fn last_offsets(&self) -> std::collections::HashMap<i64, i64> {
+        self.producers
+            .iter()
+            .filter_map(|(&pid, e)| Some((pid, e.batches.back()?.last_offset)))
+            .collect()
+    }
+
     /// Number of producers known.
     pub fn len(&self) -> usize {
         self.producers.len()

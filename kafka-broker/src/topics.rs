@@ -33,7 +33,7 @@ impl TopicMeta {
 /// Topic config keys this broker knows, with the broker setting each defaults to.
 pub fn topic_default(cfg: &BrokerConfig, key: &str) -> Option<String> {
     Some(match key {
-        "cleanup.policy" => "delete".into(),
+        "cleanup.policy" => cfg.cleanup_policy.clone(),
         "retention.ms" => cfg.retention_ms.to_string(),
         "retention.bytes" => cfg.retention_bytes.to_string(),
         "segment.bytes" => cfg.segment_bytes.to_string(),
@@ -59,8 +59,10 @@ pub fn topic_default(cfg: &BrokerConfig, key: &str) -> Option<String> {
             .map_or_else(|| i64::MAX.to_string(), |n| n.to_string()),
         "min.insync.replicas" => "1".into(),
         "compression.type" => "producer".into(),
-        "delete.retention.ms" => "86400000".into(),
-        "min.compaction.lag.ms" => "0".into(),
+        "delete.retention.ms" => cfg.cleaner_delete_retention_ms.to_string(),
+        "min.compaction.lag.ms" => cfg.cleaner_min_compaction_lag_ms.to_string(),
+        "max.compaction.lag.ms" => cfg.cleaner_max_compaction_lag_ms.to_string(),
+        "min.cleanable.dirty.ratio" => cfg.cleaner_min_cleanable_ratio.to_string(),
         "unclean.leader.election.enable" => "false".into(),
         _ => return None,
     })
@@ -79,6 +81,8 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "message.timestamp.before.max.ms",
     "message.timestamp.difference.max.ms",
     "message.timestamp.type",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
     "min.insync.replicas",
     "retention.bytes",
@@ -104,6 +108,18 @@ pub fn validate_topic_config(key: &str, value: &str) -> Result<(), BrokerError> 
                 Err(bad("expected delete, compact or both"))
             }
         }
+        "min.cleanable.dirty.ratio" => value
+            .parse::<f64>()
+            .ok()
+            .filter(|r| (0.0..=1.0).contains(r))
+            .map(|_| ())
+            .ok_or_else(|| bad("expected a number between 0 and 1")),
+        "max.compaction.lag.ms" => value
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= 1)
+            .map(|_| ())
+            .ok_or_else(|| bad("expected a number >= 1")),
         "message.timestamp.type" => match value {
             "CreateTime" | "LogAppendTime" => Ok(()),
             _ => Err(bad("expected CreateTime or LogAppendTime")),

@@ -32,12 +32,14 @@ pub(crate) struct Entry {
     pub(crate) source: i8,
 }
 
-/// Kafka's config types (DescribeConfigs v3+): BOOLEAN 1, STRING 2, INT 3, LONG 5, LIST 7.
+/// Kafka's config types (DescribeConfigs v3+): BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6,
+/// LIST 7.
 fn config_type(name: &str) -> i8 {
     match name {
         "unclean.leader.election.enable" | "auto.create.topics.enable" | "delete.topic.enable" => 1,
         "cleanup.policy" | "log.dirs" => 7,
         "compression.type" | "message.timestamp.type" => 2,
+        "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => 6,
         "retention.ms"
         | "retention.bytes"
         | "segment.ms"
@@ -45,6 +47,10 @@ fn config_type(name: &str) -> i8 {
         | "flush.ms"
         | "delete.retention.ms"
         | "min.compaction.lag.ms"
+        | "max.compaction.lag.ms"
+        | "log.cleaner.delete.retention.ms"
+        | "log.cleaner.min.compaction.lag.ms"
+        | "log.cleaner.max.compaction.lag.ms"
         | "log.retention.ms"
         | "log.roll.ms"
         | "log.retention.bytes"
@@ -76,6 +82,10 @@ fn broker_synonym(topic_key: &str) -> Option<&'static str> {
         "flush.messages" => "log.flush.interval.messages",
         "flush.ms" => "log.flush.interval.ms",
         "cleanup.policy" => "log.cleanup.policy",
+        "delete.retention.ms" => "log.cleaner.delete.retention.ms",
+        "min.compaction.lag.ms" => "log.cleaner.min.compaction.lag.ms",
+        "max.compaction.lag.ms" => "log.cleaner.max.compaction.lag.ms",
+        "min.cleanable.dirty.ratio" => "log.cleaner.min.cleanable.ratio",
         "min.insync.replicas" => "min.insync.replicas",
         "compression.type" => "compression.type",
         _ => return None,

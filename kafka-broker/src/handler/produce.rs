@@ -82,10 +82,11 @@ pub(crate) fn validate(
     Ok(out)
 }
 
-/// A record whose create time lies outside the topic's window
-/// (`message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`).
+/// A record refused: its create time lies outside the topic's window
+/// (`message.timestamp.before.max.ms` / `message.timestamp.after.max.ms`), or it has no key
+/// and the topic is compacted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BadTimestamp {
+pub(crate) struct BadRecord {
     /// Index of the record in its batch (what ProduceResponse v8+ calls the batch index).
     pub index: i32,
     pub message: String,
@@ -97,7 +98,7 @@ pub(crate) fn check_timestamps(
     records: &Bytes,
     now: i64,
     (before, after): (i64, i64),
-) -> Vec<BadTimestamp> {
+) -> Vec<BadRecord> {
     let mut bad = Vec::new();
     for b in RecordBatches::new(records.clone()).flatten() {
         // The batch header bounds the newest record: most batches need no record scan.
@@ -121,10 +122,31 @@ pub(crate) fn check_timestamps(
             } else {
                 continue;
             };
-            bad.push(BadTimestamp {
+            bad.push(BadRecord {
                 index: i32::try_from(i).unwrap_or(i32::MAX),
                 message,
             });
+        }
+    }
+    bad
+}
+
+/// The records without a key (a compacted topic refuses them, as Kafka does).
+pub(crate) fn check_keys(records: &Bytes, topic: &str, partition: i32) -> Vec<BadRecord> {
+    let mut bad = Vec::new();
+    for b in RecordBatches::new(records.clone()).flatten() {
+        let Ok(recs) = b.records(MAX_DECOMPRESSED) else {
+            continue;
+        };
+        for (i, r) in recs.flatten().enumerate() {
+            if r.key.is_none() {
+                bad.push(BadRecord {
+                    index: i32::try_from(i).unwrap_or(i32::MAX),
+                    message: format!(
+                        "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+                    ),
+                });
+            }
         }
     }
     bad
@@ -162,6 +184,15 @@ pub(super) async fn handle(
                     if let Some(first) = bad.first() {
                         return Err((
                             BrokerError::kafka(ErrorCode::INVALID_TIMESTAMP, first.message.clone()),
+                            bad,
+                        ));
+                    }
+                }
+                if broker.is_compacted(&topic.name) {
+                    let bad = check_keys(&records, &topic.name, p.index);
+                    if let Some(first) = bad.first() {
+                        return Err((
+                            BrokerError::kafka(ErrorCode::INVALID_RECORD, first.message.clone()),
                             bad,
                         ));
                     }

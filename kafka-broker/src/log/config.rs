@@ -13,7 +13,7 @@ pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
 
 /// The settings of one partition log. Each field names its topic key and broker key; the
 /// broker's values are the defaults of a topic's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes` / `log.segment.bytes`: roll when the active segment would exceed it.
     pub segment_bytes: u64,
@@ -33,6 +33,23 @@ pub struct LogConfig {
     pub flush_interval_ms: Option<i64>,
     /// `message.timestamp.type` / `log.message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
+    /// `cleanup.policy` / `log.cleanup.policy` holds `compact`: the cleaner keeps the latest
+    /// record of each key (see `cleaner`).
+    pub compact: bool,
+    /// `cleanup.policy` holds `delete`: retention by time and size applies.
+    pub delete: bool,
+    /// `delete.retention.ms` / `log.cleaner.delete.retention.ms`: how long tombstones stay
+    /// after their part of the log was cleaned (measured in record time, as Kafka does).
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio` / `log.cleaner.min.cleanable.ratio`: clean when the
+    /// uncleaned share of the cleanable bytes reaches this.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` / `log.cleaner.min.compaction.lag.ms`: records younger than
+    /// this are not compacted.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` / `log.cleaner.max.compaction.lag.ms`: a log with dirty data
+    /// older than this is cleaned whatever its dirty ratio.
+    pub max_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -46,6 +63,12 @@ impl Default for LogConfig {
             flush_interval_messages: None,
             flush_interval_ms: None,
             message_timestamp_type: TimestampType::CreateTime,
+            compact: false,
+            delete: true,
+            delete_retention_ms: 24 * HOUR_MS,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
 }
@@ -63,6 +86,13 @@ fn parse_i64(key: &str, value: &str) -> Result<i64, LogError> {
         .trim()
         .parse()
         .map_err(|_| invalid(key, value, "not an integer"))
+}
+
+fn non_negative(key: &str, value: &str) -> Result<i64, LogError> {
+    match parse_i64(key, value)? {
+        v if v < 0 => Err(invalid(key, value, "must not be negative")),
+        v => Ok(v),
+    }
 }
 
 /// A flush interval: Kafka writes "never" as `Long.MAX_VALUE`.
@@ -94,7 +124,40 @@ impl LogConfig {
     /// caller can try its own; an invalid value is an error.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, LogError> {
         let key_only = key.strip_prefix("log.").unwrap_or(key);
+        let key_only = key_only.strip_prefix("cleaner.").unwrap_or(key_only);
         match key_only {
+            "cleanup.policy" => {
+                let (mut compact, mut delete) = (false, false);
+                for p in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    match p {
+                        "compact" => compact = true,
+                        "delete" => delete = true,
+                        _ => return Err(invalid(key, value, "expected delete, compact or both")),
+                    }
+                }
+                (self.compact, self.delete) = (compact, delete);
+            }
+            "delete.retention.ms" => {
+                self.delete_retention_ms = non_negative(key, value)?;
+            }
+            "min.compaction.lag.ms" => {
+                self.min_compaction_lag_ms = non_negative(key, value)?;
+            }
+            "max.compaction.lag.ms" => {
+                let v = parse_i64(key, value)?;
+                if v < 1 {
+                    return Err(invalid(key, value, "must be at least 1"));
+                }
+                self.max_compaction_lag_ms = v;
+            }
+            "min.cleanable.dirty.ratio" | "min.cleanable.ratio" => {
+                self.min_cleanable_dirty_ratio = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| invalid(key, value, "must be a number between 0 and 1"))?;
+            }
             "segment.bytes" => {
                 let v = parse_i64(key, value)?;
                 self.segment_bytes = u64::try_from(v)
@@ -199,5 +262,25 @@ mod tests {
         assert!(c.set("flush.ms", "0").is_err());
         assert!(c.set("message.timestamp.type", "Now").is_err());
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn compaction_keys_topic_and_broker_names() {
+        let mut c = LogConfig::default();
+        assert!((c.compact, c.delete) == (false, true));
+        assert!(c.set("cleanup.policy", "compact").unwrap());
+        assert!((c.compact, c.delete) == (true, false));
+        assert!(c.set("log.cleanup.policy", "compact, delete").unwrap());
+        assert!((c.compact, c.delete) == (true, true));
+        assert!(c.set("cleanup.policy", "shred").is_err());
+        assert!(c.set("log.cleaner.delete.retention.ms", "5").unwrap());
+        assert_eq!(c.delete_retention_ms, 5);
+        assert!(c.set("log.cleaner.min.cleanable.ratio", "0.25").unwrap());
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.25);
+        assert!(c.set("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(c.set("min.compaction.lag.ms", "7").unwrap());
+        assert!(c.set("max.compaction.lag.ms", "0").is_err());
+        assert!(c.set("log.cleaner.max.compaction.lag.ms", "9").unwrap());
+        assert_eq!((c.min_compaction_lag_ms, c.max_compaction_lag_ms), (7, 9));
     }
 }

@@ -240,6 +240,7 @@ impl Log {
 
     fn after_truncation(&mut self, leo: i64) -> Result<(), LogError> {
         self.high_watermark = self.high_watermark.clamp(self.log_start_offset, leo);
+        self.cleaner_checkpoint = self.cleaner_checkpoint.min(leo);
         self.recovery_point = self.recovery_point.min(leo);
         self.epochs.truncate_from_end(leo);
         self.flusher.note_truncated(leo);

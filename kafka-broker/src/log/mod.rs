@@ -32,6 +32,7 @@
 //! with `pread` where the data must be in memory.
 
 pub mod checkpoint;
+mod cleaner;
 mod config;
 mod error;
 pub mod flusher;
@@ -53,6 +54,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 pub use checkpoint::EpochEntry;
+pub use cleaner::{CleanPlan, CleanStats, CleanedLog, CleanerLimits};
 pub use config::{LogConfig, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 pub use error::LogError;
 pub use flusher::Flusher;

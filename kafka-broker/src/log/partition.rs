@@ -9,6 +9,7 @@ use bytes::BytesMut;
 use kafka_protocol::record::{RecordBatchMut, TimestampType};
 
 use super::checkpoint::{self, LOG_START_FILE, LeaderEpochCache, RECOVERY_POINT_FILE};
+use super::cleaner::CLEANER_CHECKPOINT_FILE;
 use super::config::LogConfig;
 use super::error::LogError;
 use super::flusher::Flusher;
@@ -53,6 +54,8 @@ pub struct Log {
     pub(crate) last_flush_ms: Option<i64>,
     pub(crate) report: OpenReport,
     pub(crate) deleted: bool,
+    /// Where the part of the log not cleaned yet starts (compacted logs; see `cleaner`).
+    pub(crate) cleaner_checkpoint: i64,
 }
 
 /// Lists the base offsets of the segments in `dir`, removing leftovers (temporary files,
@@ -118,6 +121,7 @@ impl Log {
         config.validate()?;
         let dir = dir.as_ref().to_owned();
         std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create directory", &dir, e))?;
+        super::cleaner::finish_interrupted_swaps(&dir)?;
         let bases = list_segments(&dir)?;
         let checkpointed_start = checkpoint::read_offset(&dir, LOG_START_FILE)?;
         // An unreadable recovery point only costs a longer recovery: check everything.
@@ -202,6 +206,7 @@ impl Log {
         epochs.truncate_from_end(leo);
         epochs.truncate_from_start(log_start_offset);
         let flusher = Arc::new(Flusher::new(dir.clone(), Arc::clone(&io), leo));
+        let dir_for_cleaner = dir.clone();
         let mut log = Self {
             dir,
             config,
@@ -220,6 +225,11 @@ impl Log {
             last_flush_ms: None,
             report,
             deleted: false,
+            cleaner_checkpoint: checkpoint::read_offset(&dir_for_cleaner, CLEANER_CHECKPOINT_FILE)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+                .min(leo),
         };
         if recover {
             log.flush()?;

@@ -166,6 +166,22 @@ impl<'a> Scanner<'a> {
     }
 }
 
+impl Scanner<'_> {
+    /// The next batch with its bytes, CRC checked (reads in large chunks; for walks that
+    /// need every batch's content, such as compaction).
+    pub(crate) fn next_batch_bytes(
+        &mut self,
+    ) -> Result<Option<(BatchHeader, bytes::Bytes)>, ScanError> {
+        self.verify_crc = true;
+        let Some(header) = self.next_batch()? else {
+            return Ok(None);
+        };
+        let size = usize::try_from(header.size).unwrap_or(usize::MAX);
+        let bytes = bytes::Bytes::copy_from_slice(self.window(header.position, size)?);
+        Ok(Some((header, bytes)))
+    }
+}
+
 /// Reads the whole batch described by `header` from `file`.
 pub(crate) fn read_batch(file: &File, header: &BatchHeader) -> io::Result<bytes::Bytes> {
     let len = usize::try_from(header.size)

@@ -10,6 +10,7 @@ pub mod batch;
 pub mod builder;
 pub mod compression;
 pub mod control;
+pub mod filter;
 pub mod legacy;
 pub mod records;
 pub mod writer;
@@ -27,6 +28,7 @@ pub use compression::{Compression, compress, compress_level, decompress};
 pub use control::{
     ControlRecord, ControlRecordType, EndTxnMarker, end_txn_marker_batch, parse_end_txn_marker,
 };
+pub use filter::{Selection, select_records};
 pub use legacy::{LegacyEntries, LegacyMessage, LegacyMessageSetBuilder, LegacyRecords};
 pub use records::{Record, RecordHeader, Records};
 pub use writer::{BatchWriter, ProducerFields};

@@ -152,6 +152,16 @@ impl Records {
     pub fn remaining(&self) -> u32 {
         self.left
     }
+
+    /// Where the next record starts in [`Self::data`].
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The (decompressed) record bytes the iterator walks.
+    pub(crate) fn data(&self) -> &Bytes {
+        &self.data
+    }
 }
 
 impl Iterator for Records {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod append_read;
+mod compaction;
 mod durability;
 mod index_files;
 mod manager;
