@@ -24,6 +24,7 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "crash/broker.rs"]
+#[allow(dead_code)] // Helpers for the compaction tests too.
 mod broker;
 #[path = "crash/client.rs"]
 mod client;

@@ -7,6 +7,8 @@
 //! - A group joined by one member (JoinGroup + SyncGroup), in durable mode
 //!   (`log.flush.interval.messages=1`): its offsets survive a SIGKILL, and so does its metadata
 //!   (the member may commit with its generation after the restart; a stranger may not).
+//! - `__consumer_offsets` is compacted: after thousands of commits its log shrinks to about
+//!   one record per partition and group, and the latest commits survive a SIGKILL.
 //! - confluent-kafka (when python3 has it; required under `KAFKA_RS_REQUIRE_PEERS=1`): a
 //!   subscribed consumer commits, the broker is SIGKILLed and restarted, and a new consumer in
 //!   the same group sees the committed offset and resumes there.
@@ -237,6 +239,71 @@ async fn simple_commits_survive_sigkill_and_clean_restart() {
     assert!(
         b.log().contains("loaded consumer groups"),
         "no load line in:\n{}",
+        b.log()
+    );
+}
+
+/// Total size of the `.log` files in a directory.
+fn log_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offsets_topic_is_compacted_and_the_latest_commits_survive() {
+    const COMMITS: i64 = 1_500;
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(
+        dir.path().join("data"),
+        dir.path().join("logs"),
+        &[
+            "group.initial.rebalance.delay.ms=0",
+            "offsets.topic.num.partitions=1",
+            "offsets.topic.segment.bytes=8192",
+            "log.cleaner.backoff.ms=100",
+        ],
+    );
+    let mut b = node.start(&[]).await;
+    let conn = connect(&b.addr).await;
+    create_topic(&conn, "busy", 3).await;
+    for i in 1..=COMMITS {
+        let offsets = [(0, i, "m"), (1, 2 * i, ""), (2, 3 * i, "last")];
+        assert_eq!(
+            commit(&conn, "busy-group", -1, "", "busy", &offsets).await,
+            vec![0; 3]
+        );
+    }
+    let offsets_log = dir.path().join("data").join("__consumer_offsets-0");
+    b.wait_until_cleaned(&offsets_log, Duration::from_secs(30))
+        .await;
+    // 4,500 offset records of about 80 bytes were written; the cleaned part keeps one per
+    // partition, the active segment at most 8 KiB.
+    let left = log_bytes(&offsets_log);
+    assert!(
+        left < 16 * 1024,
+        "{left} bytes of offsets log left after compaction"
+    );
+    let latest = [
+        (0, COMMITS, "m"),
+        (1, 2 * COMMITS, ""),
+        (2, 3 * COMMITS, "last"),
+    ];
+    assert_eq!(
+        fetch(&conn, "busy-group", "busy", &[0, 1, 2]).await,
+        expected(&latest)
+    );
+    drop(conn);
+    b.kill();
+    let b = node.start(&[]).await;
+    let conn = connect(&b.addr).await;
+    assert_eq!(
+        fetch(&conn, "busy-group", "busy", &[0, 1, 2]).await,
+        expected(&latest),
+        "after compaction and a SIGKILL; broker log:\n{}",
         b.log()
     );
 }

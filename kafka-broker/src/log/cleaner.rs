@@ -172,9 +172,8 @@ impl Log {
             });
         }
         let first_dirty = self.first_dirty_offset();
-        let (clean, dirty): (Vec<&SegmentRef>, Vec<&SegmentRef>) = segments
-            .iter()
-            .partition(|s| s.next_offset <= first_dirty);
+        let (clean, dirty): (Vec<&SegmentRef>, Vec<&SegmentRef>) =
+            segments.iter().partition(|s| s.next_offset <= first_dirty);
         let dirty_bytes: u64 = dirty.iter().map(|s| s.size).sum();
         let clean_bytes: u64 = clean.iter().map(|s| s.size).sum();
         if dirty.is_empty() {
@@ -188,7 +187,8 @@ impl Log {
             return None;
         }
         let delete_horizon_ms = clean.last().map_or(i64::MIN, |s| {
-            s.largest_timestamp.saturating_sub(config.delete_retention_ms)
+            s.largest_timestamp
+                .saturating_sub(config.delete_retention_ms)
         });
         Some(CleanPlan {
             dir: self.dir.clone(),
@@ -374,7 +374,11 @@ impl CleanPlan {
         let mut map: HashMap<Bytes, i64> = HashMap::new();
         let mut used = 0usize;
         let mut end = self.first_dirty;
-        for seg in self.segments.iter().filter(|s| s.next_offset > self.first_dirty) {
+        for seg in self
+            .segments
+            .iter()
+            .filter(|s| s.next_offset > self.first_dirty)
+        {
             if used > limits.dedupe_buffer_size && end > self.first_dirty {
                 break;
             }

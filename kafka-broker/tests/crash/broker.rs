@@ -91,6 +91,24 @@ impl Node {
     }
 }
 
+/// Whether the cleaner has cleaned everything up to the active segment: its checkpoint (the
+/// first dirty offset) equals the base offset of the newest segment file.
+pub(crate) fn cleaned_up_to_active(log_dir: &Path) -> bool {
+    let checkpoint = std::fs::read_to_string(log_dir.join("cleaner-offset-checkpoint"))
+        .ok()
+        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse::<i64>().ok()));
+    let active = std::fs::read_dir(log_dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter_map(|n| n.strip_suffix(".log")?.parse::<i64>().ok())
+                .max()
+        })
+        .ok()
+        .flatten();
+    checkpoint.is_some() && checkpoint == active
+}
+
 /// A running broker process; dropping the handle kills it.
 pub(crate) struct Broker {
     child: Child,
@@ -100,6 +118,22 @@ pub(crate) struct Broker {
 }
 
 impl Broker {
+    /// Waits until the log cleaner has cleaned the partition in `log_dir` up to its active
+    /// segment ([`cleaned_up_to_active`]).
+    pub(crate) async fn wait_until_cleaned(&self, log_dir: &Path, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !cleaned_up_to_active(log_dir) {
+            assert!(
+                Instant::now() < deadline,
+                "the cleaner did not reach the active segment of {} within {timeout:?}; \
+                 broker output:\n{}",
+                log_dir.display(),
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Its output so far, without terminal colour codes.
     pub(crate) fn log(&self) -> String {
         let raw = std::fs::read(&self.log_path).unwrap_or_default();

@@ -139,8 +139,13 @@ mod tests {
         for i in 0..6u8 {
             let bytes = [i; 3];
             let value = (i != 4).then_some(&bytes[..]);
-            b.append(1_000 + i64::from(i), Some(&[b'k', i % 3]), value, &[("h", Some(b"v"))])
-                .unwrap();
+            b.append(
+                1_000 + i64::from(i),
+                Some(&[b'k', i % 3]),
+                value,
+                &[("h", Some(b"v"))],
+            )
+            .unwrap();
         }
         RecordBatch::from_bytes(b.build().unwrap()).unwrap()
     }
@@ -170,7 +175,11 @@ mod tests {
             let out = RecordBatch::from_bytes(sel.rebuild(&b).unwrap().freeze()).unwrap();
             out.validate(1 << 20).unwrap();
             assert_eq!(out.base_offset(), 100);
-            assert_eq!(out.last_offset(), 105, "the batch still ends where it ended");
+            assert_eq!(
+                out.last_offset(),
+                105,
+                "the batch still ends where it ended"
+            );
             assert_eq!(out.records_count(), 3);
             assert_eq!(out.compression().unwrap(), codec);
             assert_eq!(

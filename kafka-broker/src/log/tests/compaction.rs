@@ -39,7 +39,10 @@ fn put(
         b.append(ts, Some(k.as_bytes()), v.map(str::as_bytes), &[])
             .unwrap();
     }
-    let base = log.append(b.build_mut().unwrap(), 0, ts).unwrap().base_offset;
+    let base = log
+        .append(b.build_mut().unwrap(), 0, ts)
+        .unwrap()
+        .base_offset;
     // As the broker does once the append is acknowledged.
     log.set_high_watermark(log.log_end_offset());
     recs.iter()
@@ -131,14 +134,21 @@ fn a_pass_keeps_the_latest_record_of_each_key_at_its_offset() {
         log.set_config(compacted(1 << 20)).unwrap();
 
         let stats = clean(&mut log, 10_000).expect("a compacted log with dirty data is due");
-        assert_eq!(stats.first_dirty_offset, active, "everything sealed was cleaned");
+        assert_eq!(
+            stats.first_dirty_offset, active,
+            "everything sealed was cleaned"
+        );
         assert_eq!(stats.groups_skipped, 0);
         assert!(stats.records_removed > 150, "{stats:?}");
         let expected = model(&all, active);
         assert_eq!(contents(&log), expected, "{codec:?}");
         assert!(log.size_in_bytes() < size_before);
         assert!(log.segment_base_offsets().len() < segments_before);
-        assert_eq!(log.log_end_offset(), all.len() as i64, "offsets never change");
+        assert_eq!(
+            log.log_end_offset(),
+            all.len() as i64,
+            "offsets never change"
+        );
 
         // Reads from any offset, removed or not, start at the right record.
         for from in [0, 1, 57, 123, active - 1, active] {
@@ -160,7 +170,11 @@ fn a_pass_keeps_the_latest_record_of_each_key_at_its_offset() {
         let log = Log::open(dir.path(), compacted(1_500), true).unwrap();
         assert_eq!(log.segment_base_offsets(), vec![0, active]);
         assert_eq!(contents(&log), expected);
-        assert_eq!(log.first_dirty_offset(), active, "the checkpoint was persisted");
+        assert_eq!(
+            log.first_dirty_offset(),
+            active,
+            "the checkpoint was persisted"
+        );
         assert!(!dir.path().join(STAGING_DIR).exists());
     }
 }
@@ -182,7 +196,10 @@ fn later_passes_clean_what_was_added_and_keep_the_view_consistent() {
     let mut log = open(dir.path(), compacted(1_500));
     let mut all = fill_keyed(&mut log, Compression::None);
     clean(&mut log, 10_000).unwrap();
-    assert!(clean(&mut log, 10_000).is_none(), "nothing dirty, nothing to do");
+    assert!(
+        clean(&mut log, 10_000).is_none(),
+        "nothing dirty, nothing to do"
+    );
     all.extend(fill_keyed(&mut log, Compression::Lz4));
     let active = *log.segment_base_offsets().last().unwrap();
     let stats = clean(&mut log, 10_000).unwrap();
@@ -190,7 +207,9 @@ fn later_passes_clean_what_was_added_and_keep_the_view_consistent() {
     assert_eq!(contents(&log), model(&all, active));
     // The latest value of every key is what it was before any cleaning.
     let latest = |recs: &[Rec]| -> BTreeMap<String, Option<String>> {
-        recs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect()
+        recs.iter()
+            .map(|(_, k, v)| (k.clone(), v.clone()))
+            .collect()
     };
     assert_eq!(latest(&contents(&log)), latest(&all));
 }
@@ -202,9 +221,21 @@ fn tombstones_survive_their_first_cleaning_and_go_after_delete_retention() {
         let mut config = compacted(200);
         config.delete_retention_ms = retention;
         let mut log = open(dir.path(), config);
-        put(&mut log, &[("a", Some("1")), ("b", Some("1"))], 1_000, Compression::None, None);
+        put(
+            &mut log,
+            &[("a", Some("1")), ("b", Some("1"))],
+            1_000,
+            Compression::None,
+            None,
+        );
         put(&mut log, &[("a", None)], 1_001, Compression::None, None);
-        put(&mut log, &[("c", Some("1"))], 1_002, Compression::None, None);
+        put(
+            &mut log,
+            &[("c", Some("1"))],
+            1_002,
+            Compression::None,
+            None,
+        );
         let first = clean(&mut log, 5_000).unwrap();
         assert_eq!(first.tombstones_removed, 0);
         let keys = |log: &Log| -> Vec<(String, Option<String>)> {
@@ -219,7 +250,13 @@ fn tombstones_survive_their_first_cleaning_and_go_after_delete_retention() {
         // cleaned segment by at least `delete.retention.ms` (0) or not (10 s).
         for i in 0..4 {
             let v = format!("{i}");
-            put(&mut log, &[("d", Some(v.as_str()))], 2_000 + i, Compression::None, None);
+            put(
+                &mut log,
+                &[("d", Some(v.as_str()))],
+                2_000 + i,
+                Compression::None,
+                None,
+            );
         }
         clean(&mut log, 5_000).unwrap();
         let has_tombstone = keys(&log).contains(&("a".into(), None));
@@ -235,12 +272,18 @@ fn a_log_is_due_by_dirty_ratio_or_max_lag_and_not_before_min_lag() {
     config.compact = false;
     let mut log = open(dir.path(), config.clone());
     fill_keyed(&mut log, Compression::None);
-    assert!(log.clean_plan(10_000).is_none(), "delete policy: never cleaned");
+    assert!(
+        log.clean_plan(10_000).is_none(),
+        "delete policy: never cleaned"
+    );
 
     config.compact = true;
     config.min_compaction_lag_ms = 60_000;
     log.set_config(config.clone()).unwrap();
-    assert!(log.clean_plan(10_000).is_none(), "every record is younger than the lag");
+    assert!(
+        log.clean_plan(10_000).is_none(),
+        "every record is younger than the lag"
+    );
     assert!(log.clean_plan(1_000_000).is_some(), "old enough");
 
     config.min_compaction_lag_ms = 0;
@@ -250,14 +293,23 @@ fn a_log_is_due_by_dirty_ratio_or_max_lag_and_not_before_min_lag() {
     // lag.
     for i in 0..8 {
         let v = format!("{i}");
-        put(&mut log, &[("key-1", Some(v.as_str())); 6], 1_100, Compression::None, None);
+        put(
+            &mut log,
+            &[("key-1", Some(v.as_str())); 6],
+            1_100,
+            Compression::None,
+            None,
+        );
     }
     config.min_cleanable_dirty_ratio = 0.99;
     log.set_config(config.clone()).unwrap();
     assert!(log.clean_plan(10_000).is_none(), "below the dirty ratio");
     config.max_compaction_lag_ms = 5_000;
     log.set_config(config).unwrap();
-    assert!(log.clean_plan(10_000).is_some(), "past the max compaction lag");
+    assert!(
+        log.clean_plan(10_000).is_some(),
+        "past the max compaction lag"
+    );
     assert!(log.clean_plan(3_000).is_none(), "not yet past it");
 }
 
@@ -266,9 +318,27 @@ fn a_producers_last_batch_stays_as_an_empty_batch() {
     for keep in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let mut log = open(dir.path(), compacted(200));
-        let old = put(&mut log, &[("k", Some("1")); 3], 1_000, Compression::Gzip, Some((7, 0)));
-        put(&mut log, &[("k", Some("2"))], 1_001, Compression::None, None);
-        put(&mut log, &[("z", Some("1"))], 1_002, Compression::None, None);
+        let old = put(
+            &mut log,
+            &[("k", Some("1")); 3],
+            1_000,
+            Compression::Gzip,
+            Some((7, 0)),
+        );
+        put(
+            &mut log,
+            &[("k", Some("2"))],
+            1_001,
+            Compression::None,
+            None,
+        );
+        put(
+            &mut log,
+            &[("z", Some("1"))],
+            1_002,
+            Compression::None,
+            None,
+        );
         let last = old.last().unwrap().0;
         let producers = if keep {
             HashMap::from([(7, last)])
@@ -305,7 +375,10 @@ fn segments_that_changed_during_a_pass_are_left_alone() {
     log.delete_records_before(second).unwrap();
     let stats = log.finish_clean(cleaned).unwrap();
     assert!(stats.groups_skipped > 0, "{stats:?}");
-    assert_eq!(stats.first_dirty_offset, second, "the checkpoint did not move");
+    assert_eq!(
+        stats.first_dirty_offset, second,
+        "the checkpoint did not move"
+    );
     // Nothing below the new start is back, the rest reads as before or compacted.
     let now = contents(&log);
     assert!(now.iter().all(|r| r.0 >= second));
@@ -333,7 +406,10 @@ fn a_small_key_map_cleans_in_several_passes() {
         checkpoints.push(stats.first_dirty_offset);
         assert!(checkpoints.len() < 50, "the passes make progress");
     }
-    assert!(checkpoints.len() > 2, "one segment per pass: {checkpoints:?}");
+    assert!(
+        checkpoints.len() > 2,
+        "one segment per pass: {checkpoints:?}"
+    );
     assert!(checkpoints.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(checkpoints.last(), Some(&active));
     // Each pass only knows the keys of its own part, so older duplicates may remain; the
@@ -341,7 +417,9 @@ fn a_small_key_map_cleans_in_several_passes() {
     let now = contents(&log);
     assert!(now.windows(2).all(|w| w[0].0 < w[1].0));
     let latest = |recs: &[Rec]| -> BTreeMap<String, Option<String>> {
-        recs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect()
+        recs.iter()
+            .map(|(_, k, v)| (k.clone(), v.clone()))
+            .collect()
     };
     assert_eq!(latest(&now), latest(&all));
     // A full pass from scratch gives the exact model.
