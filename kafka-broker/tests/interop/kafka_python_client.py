@@ -9,7 +9,8 @@
   delete-records    (after produce) DeleteRecords, then where reading starts
   list-offsets      (after produce) ListOffsets with every special timestamp
   config-details    DescribeConfigs synonyms and config types
-  group-members     2 subscribers in one group on 6 partitions: disjoint, complete, committed
+  group-members     3 subscribers in one group on 6 partitions: disjoint, complete; one
+                    leaves and the others take over from the committed offsets
   group-commit      a group member commits known offsets with metadata (--group)
   group-committed   reads back the offsets group-commit wrote (from any library)
   group-check-end   the group's committed offsets are the end offsets (--group)
@@ -381,33 +382,38 @@ def group_consumer(args, group, **kw):
 
 
 def group_members(args):
-    """2 consumers with one group_id subscribe to a 6-partition topic: disjoint assignments
-    covering every partition; together they consume every record once and commit."""
+    """3 consumers with one group_id subscribe to a 6-partition topic: disjoint assignments
+    covering every partition (2 each). Then one closes (LeaveGroup): the other two take over
+    its partitions from the committed offsets. Every record is consumed (once, unless a commit
+    raced a rebalance) and the final commits are the end offsets."""
     import threading
 
-    n = 6
+    n, members = 6, 3
     group = f"{args.topic}-group"
     admin = admin_client(args)
     admin.create_topics({args.topic: {"num_partitions": n, "replication_factor": 1}})
     admin.close()
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks=1, linger_ms=5,
                              enable_idempotence=False)
-    acked = [producer.send(args.topic, value=str(i).encode(), partition=i % n)
-             for i in range(120)]
-    producer.flush(timeout=args.timeout)
     ends = {}
-    for f in acked:
-        md = f.get(timeout=args.timeout)
-        ends[md.partition] = max(ends.get(md.partition, 0), md.offset + 1)
-    producer.close(timeout=10)
-    consumers = [group_consumer(args, group) for _ in range(2)]
+
+    def produce_round(start, count):
+        acked = [producer.send(args.topic, value=str(i).encode(), partition=i % n)
+                 for i in range(start, start + count)]
+        producer.flush(timeout=args.timeout)
+        for f in acked:
+            md = f.get(timeout=args.timeout)
+            ends[md.partition] = max(ends.get(md.partition, 0), md.offset + 1)
+
+    produce_round(0, 120)
+    consumers = [group_consumer(args, group) for _ in range(members)]
     for c in consumers:
         # See group_commit: the leader must know the partitions before it assigns.
         if len(c.partitions_for_topic(args.topic) or ()) != n:
             fail(f"topic {args.topic}: partitions {c.partitions_for_topic(args.topic)}")
-    owned = [set(), set()]
-    got = [[], []]
-    stop = threading.Event()
+    owned = [set() for _ in range(members)]
+    got = [[] for _ in range(members)]
+    stops = [threading.Event() for _ in range(members)]
     errors = []
     commit_failures = []
 
@@ -415,7 +421,7 @@ def group_members(args):
         c = consumers[i]
         c.subscribe([args.topic])
         try:
-            while not stop.is_set():
+            while not stops[i].is_set():
                 batch = c.poll(timeout_ms=200)
                 owned[i] = {tp.partition for tp in c.assignment()}
                 for tp, msgs in batch.items():
@@ -430,43 +436,59 @@ def group_members(args):
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             errors.append(f"consumer {i}: {type(e).__name__}: {e}")
         finally:
+            owned[i] = set()
             c.close()
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    def wait_balanced(live, per, total, budget):
+        deadline = time.monotonic() + budget
+        while time.monotonic() < deadline and not errors:
+            sets = [owned[i] for i in live]
+            union = set().union(*sets)
+            disjoint = sum(len(a) for a in sets) == len(union)
+            if disjoint and union == set(range(n)) and all(len(a) == per for a in sets) and \
+                    len({x for i in range(members) for x in got[i]}) >= total:
+                return [sorted(a) for a in sets]
+            time.sleep(0.1)
+        return None
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(members)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + args.timeout / 2
-    balanced = None
-    while time.monotonic() < deadline and not errors:
-        a, b = owned[0], owned[1]
-        if a and b and not a & b and a | b == set(range(n)) and len(a) == len(b) == 3 and \
-                len(got[0]) + len(got[1]) >= 120:
-            balanced = (sorted(a), sorted(b))
-            break
-        time.sleep(0.1)
-    stop.set()
+    balanced = wait_balanced(range(members), 2, 120, args.timeout / 3)
+    if balanced is None and not errors:
+        for s in stops:
+            s.set()
+        fail(f"no disjoint complete assignment over 3 members: {owned}, consumed "
+             f"{[len(g) for g in got]}")
+    log(f"3 members: {balanced}")
+    # Member 0 leaves; the others take over, and records written now reach them.
+    stops[0].set()
+    threads[0].join(timeout=20)
+    produce_round(120, 60)
+    rebalanced = wait_balanced([1, 2], 3, 180, args.timeout / 3)
+    for s in stops:
+        s.set()
     for t in threads:
         t.join(timeout=20)
+    producer.close(timeout=10)
     if errors:
         fail("; ".join(errors))
-    if balanced is None:
-        fail(f"no disjoint complete assignment: {owned}, consumed {len(got[0])}+{len(got[1])}")
-    log(f"assignments: {balanced[0]} and {balanced[1]}")
-    everything = sorted(got[0] + got[1])
+    if rebalanced is None:
+        fail(f"the two members left did not take over: {owned}, consumed "
+             f"{[len(g) for g in got]}")
+    log(f"after one left: {rebalanced}")
+    everything = sorted(x for g in got for x in g)
     if commit_failures:
         everything = sorted(set(everything))
     if everything != sorted((p, o) for p, e in ends.items() for o in range(e)):
         fail(f"consumed {len(everything)} records ({len(set(everything))} distinct), "
-             f"expected 120 once each")
-    for i in range(2):
-        if {p for p, _ in got[i]} - set(balanced[i]):
-            fail(f"consumer {i} consumed partitions outside its assignment")
+             f"expected 180 once each")
     c = group_consumer(args, group)
     committed = {p: c.committed(TopicPartition(args.topic, p)) for p in range(n)}
     c.close()
     if committed != ends:
         fail(f"committed {committed}, expected {ends}")
-    log(f"OK: 2 members, disjoint assignments {balanced}, 120 records, committed {committed}")
+    log(f"OK: 3 members {balanced}, then 2 {rebalanced}, 180 records, committed {committed}")
 
 
 def commit_plan(partitions):
