@@ -538,10 +538,11 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     producer.partitions_for(&spec.topic).await?;
     let payload = kafka_bench::records(spec.case.size);
     let keys: Vec<Bytes> = keys().into_iter().map(Bytes::from).collect();
+    let topic: std::sync::Arc<str> = spec.topic.as_str().into();
     // Connect to the leader (and get a producer id) before the clock starts.
     tokio::time::timeout(
         Duration::from_secs(30),
-        producer.send(ProducerRecord::new(spec.topic.clone(), payload.clone())),
+        producer.send(ProducerRecord::new(topic.clone(), payload.clone())),
     )
     .await
     .map_err(|_| "warm-up record not acknowledged within 30 s")??;
@@ -564,7 +565,7 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
             break;
         }
         let t = epoch.elapsed().as_nanos() as u64;
-        let mut record = ProducerRecord::new(spec.topic.clone(), payload.clone());
+        let mut record = ProducerRecord::new(topic.clone(), payload.clone());
         if spec.case.keyed {
             record = record.key(keys[sent as usize % KEYS].clone());
         }

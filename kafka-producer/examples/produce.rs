@@ -89,8 +89,9 @@ async fn main() -> ExitCode {
     let started = Instant::now();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut first_error = None;
+    let topic: std::sync::Arc<str> = args.topic.as_str().into();
     for i in 0..args.count {
-        let mut rec = ProducerRecord::new(args.topic.clone(), value_for(i, args.size));
+        let mut rec = ProducerRecord::new(topic.clone(), value_for(i, args.size));
         if let Some(k) = args.keys.filter(|k| *k > 0) {
             rec = rec.key(Bytes::from((i % k).to_string()));
         }

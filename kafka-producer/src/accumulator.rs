@@ -49,6 +49,8 @@ pub(crate) struct PartitionQueue {
     pub(crate) in_flight: usize,
     /// Next sequence number to assign (idempotence).
     pub(crate) next_sequence: i32,
+    /// Records of the last batch sent: a new batch reserves room for as many completions.
+    pub(crate) records_hint: usize,
 }
 
 pub(crate) type Queue = Arc<Mutex<PartitionQueue>>;
@@ -257,6 +259,10 @@ impl Accumulator {
             topic: topic.clone(),
             partition,
         };
+        let hint = q
+            .deque
+            .back()
+            .map_or(q.records_hint, ProducerBatch::record_count);
         let mut batch = ProducerBatch::new(
             tp,
             buffer.buf,
@@ -265,7 +271,8 @@ impl Accumulator {
             self.cfg.compression_level,
             self.cfg.batch_size,
             now,
-        );
+        )
+        .reserve_records(hint);
         if batch.try_append(rec, completion).is_err() {
             // Cannot happen for a first record that passed the size check; fail cleanly.
             batch.complete(
@@ -447,6 +454,7 @@ impl Accumulator {
             let Some(mut batch) = q.deque.pop_front() else {
                 continue;
             };
+            q.records_hint = batch.record_count();
             match batch.close(fields) {
                 Ok(bytes) => {
                     *size += bytes.len();

@@ -19,6 +19,9 @@ use crate::interceptor::Interceptors;
 use crate::pool::{Allocation, BufferPool};
 use crate::record::RecordMetadata;
 
+/// Most completions a new batch reserves room for up front.
+const MAX_RECORDS_HINT: usize = 64 * 1024;
+
 /// A topic and partition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
@@ -129,6 +132,14 @@ impl ProducerBatch {
             retry: false,
             last_error: None,
         }
+    }
+
+    /// Reserves room for `n` records' completions (what the partition's previous batch held),
+    /// so that appends do not grow the list step by step.
+    #[must_use]
+    pub(crate) fn reserve_records(mut self, n: usize) -> Self {
+        self.records.reserve_exact(n.min(MAX_RECORDS_HINT));
+        self
     }
 
     /// Appends the record if it fits (the first record always does); gives the completion

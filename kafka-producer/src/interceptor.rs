@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(i.len(), 3);
         let out = i.on_send(record());
         assert_eq!(via(&out), [&b"first"[..], b"second"]);
-        assert_eq!(out.topic, "orders");
+        assert_eq!(&*out.topic, "orders");
         assert_eq!(out.value.as_deref(), Some(&b"v"[..]));
     }
 
@@ -239,7 +239,7 @@ mod tests {
         .collect();
         let out = i.on_send(record());
         // Broken's changes are gone; what first did stays, and last still ran.
-        assert_eq!(out.topic, "orders");
+        assert_eq!(&*out.topic, "orders");
         assert_eq!(out.value.as_deref(), Some(&b"v"[..]));
         assert_eq!(via(&out), [&b"first"[..], b"last"]);
 

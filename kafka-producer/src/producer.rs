@@ -19,7 +19,7 @@ use crate::config::ProducerConfig;
 use crate::error::ProducerError;
 use crate::fast_hash::FastMap;
 use crate::metrics::{Counters, ProducerMetrics};
-use crate::partitioner::{StickyPartitioner, TopicPartitions};
+use crate::partitioner::{StickyPartitioner, StickyTopic, TopicPartitions};
 use crate::pool::BufferPool;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::sender::{Sender, Shutdown};
@@ -33,6 +33,7 @@ struct TopicView {
     count: i32,
     available: Vec<i32>,
     queues: Vec<Queue>,
+    sticky: Arc<StickyTopic>,
 }
 
 impl TopicView {
@@ -237,7 +238,7 @@ impl Producer {
             Some(p) if p >= 0 && p < view.count => (p, false),
             Some(p) => {
                 return Err(ProducerError::UnknownPartition {
-                    topic: record.topic,
+                    topic: record.topic.to_string(),
                     partition: p,
                     count: view.count,
                 });
@@ -250,12 +251,12 @@ impl Producer {
                 Some(p) if p >= 0 && p < view.count => (p, false),
                 Some(p) => {
                     return Err(ProducerError::UnknownPartition {
-                        topic: record.topic,
+                        topic: record.topic.to_string(),
                         partition: p,
                         count: view.count,
                     });
                 }
-                None => (inner.sticky.partition(&parts), true),
+                None => (inner.sticky.partition_in(&view.sticky, &parts), true),
             },
         };
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
@@ -290,11 +291,13 @@ impl Producer {
         };
         if sticky {
             if appended.batch_full {
-                inner.sticky.batch_full(&parts, partition);
+                inner.sticky.batch_full_in(&view.sticky, &parts, partition);
             } else {
                 let size = record.key.as_ref().map_or(0, |k| k.len())
                     + record.value.as_ref().map_or(0, |v| v.len());
-                inner.sticky.on_append(&parts, partition, size);
+                inner
+                    .sticky
+                    .on_append_in(&view.sticky, &parts, partition, size, true);
             }
         }
         if appended.new_batch || appended.batch_full {
@@ -362,6 +365,7 @@ impl Producer {
             count,
             available,
             queues,
+            sticky: inner.sticky.topic(topic),
         });
         inner
             .topics

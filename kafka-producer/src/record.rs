@@ -15,7 +15,9 @@ pub struct Header {
 /// [`crate::Producer::send`] path runs the serializers first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerRecord {
-    pub topic: String,
+    /// Shared, so that sending many records to one topic copies no name: build them from
+    /// one `Arc<str>` (a `String` or `&str` converts too).
+    pub topic: Arc<str>,
     /// An explicit partition; `None` lets the partitioner choose.
     pub partition: Option<i32>,
     pub key: Option<Bytes>,
@@ -27,7 +29,7 @@ pub struct ProducerRecord {
 
 impl ProducerRecord {
     /// A record with a value and nothing else set.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, value: impl Into<Bytes>) -> Self {
         Self {
             topic: topic.into(),
             partition: None,

@@ -111,7 +111,7 @@ impl<K: ?Sized, V: ?Sized> TypedProducer<K, V> {
             .map(|v| self.value.serialize(rec.topic, v))
             .transpose()?;
         Ok(ProducerRecord {
-            topic: rec.topic.to_owned(),
+            topic: Arc::from(rec.topic),
             partition: rec.partition,
             key,
             value,

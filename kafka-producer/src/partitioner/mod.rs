@@ -28,7 +28,7 @@ pub use hash::{
     crc32, fnv1a, murmur2, partition_for_key, partition_for_key_crc32, partition_for_key_fnv1a,
     to_positive,
 };
-pub use sticky::StickyPartitioner;
+pub use sticky::{StickyPartitioner, StickyTopic};
 
 use rng::Rng;
 

@@ -1,6 +1,7 @@
 //! The built-in uniform sticky partitioning of records without a key (KIP-480, KIP-794).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::TopicPartitions;
 use super::rng::Rng;
@@ -18,21 +19,54 @@ use super::rng::Rng;
 /// partitioning, `partitioner.adaptive.partitioning.enable`) partitions with shorter queues
 /// are chosen more often.
 ///
-/// Thread-safe: one short mutex section per call.
+/// Thread-safe. The per-record calls are a few atomic operations on the topic's
+/// [`StickyTopic`] (hold one from [`topic`](Self::topic) and use the `*_in` methods to skip
+/// the lookup by name); choosing a new partition takes the topic's mutex.
 #[derive(Debug)]
 pub struct StickyPartitioner {
     batch_size: usize,
     rng: Rng,
-    topics: Mutex<crate::fast_hash::FastMap<String, TopicState>>,
+    topics: Mutex<crate::fast_hash::FastMap<String, Arc<StickyTopic>>>,
 }
 
-#[derive(Debug, Default)]
-struct TopicState {
-    current: Option<i32>,
+/// One topic's sticky state.
+#[derive(Debug)]
+pub struct StickyTopic {
+    /// The current sticky partition, -1 for none yet.
+    current: AtomicI32,
     /// Bytes appended to `current` since it was chosen.
-    produced: usize,
+    produced: AtomicUsize,
     /// Adaptive partitioning: (partition, weight) to choose among; empty for uniform choice.
-    weights: Vec<(i32, u64)>,
+    /// The lock also serializes the choice of a new partition.
+    weights: Mutex<Vec<(i32, u64)>>,
+}
+
+impl Default for StickyTopic {
+    fn default() -> Self {
+        Self {
+            current: AtomicI32::new(-1),
+            produced: AtomicUsize::new(0),
+            weights: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl StickyTopic {
+    fn weights(&self) -> MutexGuard<'_, Vec<(i32, u64)>> {
+        // The state stays consistent whatever panicked while holding the lock.
+        self.weights.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_current(&self, p: i32) {
+        self.produced.store(0, Ordering::Relaxed);
+        self.current.store(p.max(-1), Ordering::Release);
+    }
+
+    /// The current sticky partition, if one was chosen.
+    pub fn current(&self) -> Option<i32> {
+        let p = self.current.load(Ordering::Acquire);
+        (p >= 0).then_some(p)
+    }
 }
 
 impl StickyPartitioner {
@@ -59,9 +93,13 @@ impl StickyPartitioner {
         self.batch_size
     }
 
-    fn lock(&self) -> MutexGuard<'_, crate::fast_hash::FastMap<String, TopicState>> {
-        // The state stays consistent whatever panicked while holding the lock.
-        self.topics.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The state of a topic (created empty when the topic is new here).
+    pub fn topic(&self, topic: &str) -> Arc<StickyTopic> {
+        let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
+        match topics.get(topic) {
+            Some(s) => Arc::clone(s),
+            None => Arc::clone(topics.entry(topic.to_owned()).or_default()),
+        }
     }
 
     /// The topic's current sticky partition. A new one is chosen when the topic has none yet
@@ -69,32 +107,35 @@ impl StickyPartitioner {
     /// empty, or not below `count`). Returns -1 when the topic has no partition at all
     /// (`count` not positive and nothing available).
     pub fn partition(&self, topic: &TopicPartitions<'_>) -> i32 {
-        let mut topics = self.lock();
-        let state = match topics.get_mut(topic.topic) {
-            Some(s) => s,
-            None => topics.entry(topic.topic.to_owned()).or_default(),
-        };
-        if let Some(p) = state.current {
-            if usable(topic, p) {
-                return p;
-            }
+        self.partition_in(&self.topic(topic.topic), topic)
+    }
+
+    /// [`partition`](Self::partition) with the topic's state at hand.
+    pub fn partition_in(&self, state: &StickyTopic, topic: &TopicPartitions<'_>) -> i32 {
+        let p = state.current.load(Ordering::Acquire);
+        if p >= 0 && usable(topic, p) {
+            return p;
         }
-        let p = choose(&self.rng, topic, &state.weights, None);
-        state.current = (p >= 0).then_some(p);
-        state.produced = 0;
+        let weights = state.weights();
+        let p = state.current.load(Ordering::Acquire);
+        if p >= 0 && usable(topic, p) {
+            return p;
+        }
+        let p = choose(&self.rng, topic, &weights, None);
+        state.set_current(p);
         p
     }
 
     /// The topic's current sticky partition without choosing one.
     pub fn current(&self, topic: &str) -> Option<i32> {
-        self.lock().get(topic).and_then(|s| s.current)
+        self.topic(topic).current()
     }
 
     /// Reports `bytes` appended to `partition` of the topic. Once at least `batch_size` bytes
     /// went to the current sticky partition, the next record goes to a newly chosen one.
     /// Appends to any other partition (keyed records, explicit partitions) are ignored.
     pub fn on_append(&self, topic: &TopicPartitions<'_>, partition: i32, bytes: usize) {
-        self.on_append_with_switch(topic, partition, bytes, true);
+        self.on_append_in(&self.topic(topic.topic), topic, partition, bytes, true);
     }
 
     /// As [`on_append`](Self::on_append), for an accumulator that holds the switch back while
@@ -108,20 +149,35 @@ impl StickyPartitioner {
         bytes: usize,
         switch_allowed: bool,
     ) {
-        let mut topics = self.lock();
-        let Some(state) = topics.get_mut(topic.topic) else {
-            return;
-        };
-        if state.current != Some(partition) {
+        self.on_append_in(
+            &self.topic(topic.topic),
+            topic,
+            partition,
+            bytes,
+            switch_allowed,
+        );
+    }
+
+    /// [`on_append_with_switch`](Self::on_append_with_switch) with the topic's state at hand.
+    pub fn on_append_in(
+        &self,
+        state: &StickyTopic,
+        topic: &TopicPartitions<'_>,
+        partition: i32,
+        bytes: usize,
+        switch_allowed: bool,
+    ) {
+        if state.current.load(Ordering::Acquire) != partition {
             return;
         }
-        state.produced = state.produced.saturating_add(bytes);
-        let full = state.produced >= self.batch_size;
-        let overfull = state.produced >= self.batch_size.saturating_mul(2);
+        let produced = state
+            .produced
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes);
+        let full = produced >= self.batch_size;
+        let overfull = produced >= self.batch_size.saturating_mul(2);
         if (full && switch_allowed) || overfull {
-            let p = choose(&self.rng, topic, &state.weights, Some(partition));
-            state.current = (p >= 0).then_some(p);
-            state.produced = 0;
+            self.switch_from(state, topic, partition);
         }
     }
 
@@ -129,14 +185,22 @@ impl StickyPartitioner {
     /// partition, the next record goes to a newly chosen one (so records without keys fill
     /// whole batches instead of leaving a small tail behind).
     pub fn batch_full(&self, topic: &TopicPartitions<'_>, partition: i32) {
-        let mut topics = self.lock();
-        let Some(state) = topics.get_mut(topic.topic) else {
-            return;
-        };
-        if state.current == Some(partition) {
-            let p = choose(&self.rng, topic, &state.weights, Some(partition));
-            state.current = (p >= 0).then_some(p);
-            state.produced = 0;
+        self.batch_full_in(&self.topic(topic.topic), topic, partition);
+    }
+
+    /// [`batch_full`](Self::batch_full) with the topic's state at hand.
+    pub fn batch_full_in(&self, state: &StickyTopic, topic: &TopicPartitions<'_>, partition: i32) {
+        if state.current.load(Ordering::Acquire) == partition {
+            self.switch_from(state, topic, partition);
+        }
+    }
+
+    /// Chooses a new partition if `leaving` is still the current one.
+    fn switch_from(&self, state: &StickyTopic, topic: &TopicPartitions<'_>, leaving: i32) {
+        let weights = state.weights();
+        if state.current.load(Ordering::Acquire) == leaving {
+            let p = choose(&self.rng, topic, &weights, Some(leaving));
+            state.set_current(p);
         }
     }
 
@@ -151,26 +215,16 @@ impl StickyPartitioner {
             .iter()
             .map(|&(p, s)| (p, max.saturating_add(1).saturating_sub(s as u64)))
             .collect();
-        let mut topics = self.lock();
-        match topics.get_mut(topic) {
-            Some(state) => state.weights = weights,
-            None if weights.is_empty() => {}
-            None => {
-                topics.insert(
-                    topic.to_owned(),
-                    TopicState {
-                        weights,
-                        ..TopicState::default()
-                    },
-                );
-            }
-        }
+        *self.topic(topic).weights() = weights;
     }
 
     /// Forgets the topic (its sticky partition and queue sizes), e.g. when it expires from
     /// the producer's metadata.
     pub fn remove_topic(&self, topic: &str) {
-        self.lock().remove(topic);
+        self.topics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(topic);
     }
 }
 
@@ -439,11 +493,7 @@ mod tests {
         // Queue sizes 0, 3, 1 and 3: weights 4, 1, 3, 1 (Java's example with a fourth).
         let s = StickyPartitioner::with_seed(1, 11);
         s.set_queue_sizes("t", &[(0, 0), (1, 3), (2, 1), (3, 3)]);
-        let weights = s
-            .lock()
-            .get("t")
-            .map(|st| st.weights.clone())
-            .unwrap_or_default();
+        let weights = s.topic("t").weights().clone();
         assert_eq!(weights, vec![(0, 4), (1, 1), (2, 3), (3, 1)]);
         let mut seen = [0u32; 4];
         for _ in 0..9000 {
@@ -495,7 +545,7 @@ mod tests {
         }
         // Back to uniform.
         s.set_queue_sizes("t", &[]);
-        assert!(s.lock().get("t").is_some_and(|st| st.weights.is_empty()));
+        assert!(s.topic("t").weights().is_empty());
     }
 
     #[test]
