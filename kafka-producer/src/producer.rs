@@ -232,7 +232,10 @@ impl Producer {
         } else {
             inner.cfg.interceptors.on_send(record)
         };
-        let (view, waited) = self.topic_view(&record.topic).await?;
+        let (view, waited) = match self.cached_view(&record.topic) {
+            Some(view) => (view, Duration::ZERO),
+            None => self.topic_view(&record.topic).await?,
+        };
         let parts = view.partitions();
         let (partition, sticky) = match record.partition {
             Some(p) if p >= 0 && p < view.count => (p, false),
@@ -306,20 +309,26 @@ impl Producer {
         Ok(())
     }
 
-    /// The topic's partition view, waiting for metadata up to `max.block.ms`; also returns
-    /// how long it waited.
-    async fn topic_view(&self, topic: &str) -> Result<(Arc<TopicView>, Duration), ProducerError> {
+    /// The topic's cached partition view if it is as new as the cluster's metadata.
+    fn cached_view(&self, topic: &str) -> Option<Arc<TopicView>> {
         let inner = &*self.inner;
         let version = inner.meta_version.load(Ordering::Acquire);
-        if let Some(v) = inner
+        inner
             .topics
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(topic)
             .filter(|v| v.version >= version)
-        {
-            return Ok((v.clone(), Duration::ZERO));
+            .cloned()
+    }
+
+    /// The topic's partition view, waiting for metadata up to `max.block.ms`; also returns
+    /// how long it waited.
+    async fn topic_view(&self, topic: &str) -> Result<(Arc<TopicView>, Duration), ProducerError> {
+        if let Some(v) = self.cached_view(topic) {
+            return Ok((v, Duration::ZERO));
         }
+        let inner = &*self.inner;
         let started = Instant::now();
         let meta = inner.cluster.metadata();
         let meta = match meta
