@@ -1242,6 +1242,7 @@ impl RequestBody {
     }
 
     /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).
+    #[inline]
     pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {
         Ok(match key {
             ApiKey::Produce => Self::Produce(ProduceRequest::decode(r, version)?),
@@ -2045,6 +2046,7 @@ impl ResponseBody {
     }
 
     /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).
+    #[inline]
     pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {
         Ok(match key {
             ApiKey::Produce => Self::Produce(ProduceResponse::decode(r, version)?),

@@ -404,7 +404,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
     if flexible {
         let _ = writeln!(
             out,
-            "    /// Tagged fields this code does not know, kept to be written back.\n    pub unknown_tagged_fields: Vec<RawTaggedField>,"
+            "    /// Tagged fields this code does not know, kept to be written back.\n    pub unknown_tagged_fields: UnknownTags,"
         );
     }
     out.push_str("}\n\n");
@@ -418,7 +418,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let _ = writeln!(out, "            {}: {},", x.id, x.default_expr()?);
     }
     if flexible {
-        out.push_str("            unknown_tagged_fields: Vec::new(),\n");
+        out.push_str("            unknown_tagged_fields: UnknownTags::new(),\n");
     }
     out.push_str("        }\n    }\n}\n\n");
 
@@ -450,7 +450,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let _ = writeln!(dec, "    {}: {value},", x.id);
     }
     if flexible {
-        dec.push_str("    unknown_tagged_fields: Vec::new(),\n");
+        dec.push_str("    unknown_tagged_fields: UnknownTags::new(),\n");
     }
     dec.push_str("};\n");
     if flexible {
@@ -594,7 +594,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let v = if flex == "true" {
             "arb::unknown_tags(u)?".to_string()
         } else {
-            format!("if {flex} {{ arb::unknown_tags(u)? }} else {{ Vec::new() }}")
+            format!("if {flex} {{ arb::unknown_tags(u)? }} else {{ UnknownTags::new() }}")
         };
         let _ = writeln!(arb, "    unknown_tagged_fields: {v},");
     }
@@ -849,7 +849,7 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
         }
         let _ = writeln!(
             out,
-            "        }}\n    }}\n\n    /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).\n    pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {{\n        Ok(match key {{"
+            "        }}\n    }}\n\n    /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).\n    #[inline]\n    pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {{\n        Ok(match key {{"
         );
         for a in &list {
             let s = if suffix == "req" { a.req } else { a.resp };
