@@ -131,6 +131,8 @@ pub struct RawTaggedField {
 /// The unknown tagged fields of a struct: nearly always none, so this is one word (no
 /// allocation, nothing to drop) until a field arrives.
 #[derive(Clone, Default, PartialEq, Eq)]
+// A boxed `Vec` on purpose: one word in every generated struct instead of three.
+#[allow(clippy::box_collection)]
 pub struct UnknownTags(Option<Box<Vec<RawTaggedField>>>);
 
 impl UnknownTags {
@@ -305,6 +307,10 @@ fn is_utf8(b: &[u8]) -> bool {
 /// A cursor over a complete frame. Everything it hands out that is not a number is a slice of
 /// the frame (`Bytes::slice`), so decoding copies no payload.
 ///
+/// The small readers are always inlined in optimised builds (each generated `decode` is a
+/// straight line of them; a call per field costs more than the field), and only hinted in
+/// debug builds, which keeps the generated code quick to compile.
+///
 /// Invariant: `pos <= end <= buf.len()`.
 #[derive(Debug)]
 pub struct Reader<'a> {
@@ -324,7 +330,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes not yet read.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn remaining(&self) -> usize {
         self.end - self.pos
     }
@@ -344,14 +351,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The unread input (empty if the invariant were ever broken, never a panic).
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn input(&self) -> &'a [u8] {
         let all: &'a [u8] = self.buf;
         all.get(self.pos..self.end).unwrap_or_default()
     }
 
     /// The next `N` bytes, consumed.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn fixed<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
         let input = self.input();
         match input.first_chunk::<N>() {
@@ -364,7 +373,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the next `n` bytes as a slice of the frame.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn take(&mut self, field: &'static str, n: usize) -> Result<Bytes, DecodeError> {
         if n > self.remaining() {
             return Err(truncated(field, n, self.remaining()));
@@ -374,39 +384,48 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         Ok(self.i8(field)? != 0)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
         self.fixed::<1>(field).map(i8::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
         self.fixed::<2>(field).map(i16::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
         self.fixed::<2>(field).map(u16::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
         self.fixed::<4>(field).map(i32::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         self.fixed::<4>(field).map(u32::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
         self.fixed::<8>(field).map(i64::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
         self.fixed::<8>(field).map(f64::from_be_bytes)
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn uuid(&mut self, field: &'static str) -> Result<Uuid, DecodeError> {
         self.fixed::<16>(field).map(Uuid)
     }
@@ -429,7 +448,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The next byte if it is a whole varint by itself (below 0x80), consumed.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn one_byte_varint(&mut self) -> Option<u8> {
         match self.input().first() {
             Some(&b) if b < 0x80 => {
@@ -440,21 +460,24 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         match self.one_byte_varint() {
             Some(b) => Ok(u32::from(b)),
             None => self.varint_slow(field, primitives::uvarint),
         }
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn varint(&mut self, field: &'static str) -> Result<i32, DecodeError> {
         match self.one_byte_varint() {
             Some(b) => Ok(i32::from(b >> 1) ^ -i32::from(b & 1)),
             None => self.varint_slow(field, primitives::varint),
         }
     }
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn varlong(&mut self, field: &'static str) -> Result<i64, DecodeError> {
         match self.one_byte_varint() {
             Some(b) => Ok(i64::from(b >> 1) ^ -i64::from(b & 1)),
@@ -465,7 +488,8 @@ impl<'a> Reader<'a> {
     /// A length prefix: i16 (`wide == false`) or i32 for classic strings/bytes, unsigned varint
     /// minus one for compact ones. `None` is the null marker (-1). The length is checked
     /// against the bytes remaining, so it can never size an allocation by itself.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn length(
         &mut self,
         field: &'static str,
@@ -493,7 +517,8 @@ impl<'a> Reader<'a> {
     }
 
     /// `n` bytes (checked to be there) as a string: validated, then sliced.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn str_of(&mut self, field: &'static str, n: usize) -> Result<KStr, DecodeError> {
         let input = self.input();
         match input.get(..n) {
@@ -507,7 +532,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A nullable string.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn nullable_string(
         &mut self,
         field: &'static str,
@@ -520,7 +546,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A string that must not be null in this version.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn string(
         &mut self,
         field: &'static str,
@@ -534,7 +561,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Nullable bytes (also used for record sets).
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn nullable_bytes(
         &mut self,
         field: &'static str,
@@ -547,7 +575,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes that must not be null in this version.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn bytes(
         &mut self,
         field: &'static str,
@@ -562,7 +591,8 @@ impl<'a> Reader<'a> {
 
     /// An array count: `None` for null. Checked against the bytes remaining (every element
     /// takes at least one byte), so it can size an allocation.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn array_count(
         &mut self,
         field: &'static str,
@@ -586,7 +616,8 @@ impl<'a> Reader<'a> {
     }
 
     /// `count` elements read by `elem`, into a vector sized once.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn elements<T>(
         &mut self,
         count: usize,
@@ -601,7 +632,8 @@ impl<'a> Reader<'a> {
 
     /// A nullable array whose elements are read by `elem`. The count is checked against the
     /// bytes remaining (every element takes at least one byte) before any allocation.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn nullable_array<T>(
         &mut self,
         field: &'static str,
@@ -615,7 +647,8 @@ impl<'a> Reader<'a> {
     }
 
     /// An array that must not be null in this version.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn array<T>(
         &mut self,
         field: &'static str,
@@ -630,14 +663,16 @@ impl<'a> Reader<'a> {
     }
 
     /// The presence marker of a nullable struct field: `false` for null.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn struct_present(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         Ok(self.i8(field)? >= 0)
     }
 
     /// A tagged-field section. `known` is called with each tag and a reader limited to its
     /// value; it returns `false` for tags it does not know, which are kept in `unknown`.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tagged_fields(
         &mut self,
         field: &'static str,
@@ -681,10 +716,7 @@ impl<'a> Reader<'a> {
             };
             if known(tag, &mut sub)? {
                 if sub.remaining() != 0 {
-                    return Err(invalid(
-                        field,
-                        "tagged field value shorter than its size",
-                    ));
+                    return Err(invalid(field, "tagged field value shorter than its size"));
                 }
             } else {
                 unknown.push(RawTaggedField {

@@ -831,6 +831,20 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
     out.push_str(")\n    }\n}\n\n");
 
     for (kind, suffix) in [("Request", "req"), ("Response", "resp")] {
+        let ty = |name: &str| {
+            if BOXED.contains(&name) {
+                format!("Box<{name}>")
+            } else {
+                name.to_string()
+            }
+        };
+        let wrap = |name: &str, e: String| {
+            if BOXED.contains(&name) {
+                format!("Box::new({e})")
+            } else {
+                e
+            }
+        };
         let _ = writeln!(
             out,
             "/// The body of any {k}.\n#[derive(Debug, Clone, PartialEq)]\n#[allow(clippy::large_enum_variant)]\npub enum {kind}Body {{",
@@ -838,7 +852,7 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
         );
         for a in &list {
             let s = if suffix == "req" { a.req } else { a.resp };
-            let _ = writeln!(out, "    {}({}),", a.name, s.name);
+            let _ = writeln!(out, "    {}({}),", a.name, ty(&s.name));
         }
         let _ = writeln!(
             out,
@@ -855,8 +869,10 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
             let s = if suffix == "req" { a.req } else { a.resp };
             let _ = writeln!(
                 out,
-                "            ApiKey::{} => Self::{}({}::decode(r, version)?),",
-                a.name, a.name, s.name
+                "            ApiKey::{} => Self::{}({}),",
+                a.name,
+                a.name,
+                wrap(&s.name, format!("{}::decode(r, version)?", s.name))
             );
         }
         out.push_str("        })\n    }\n\n    /// Encodes the body as laid out in `version`.\n    pub fn encode(&self, w: &mut Writer, version: i16) -> Result<(), EncodeError> {\n        match self {\n");
@@ -880,14 +896,43 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
             let s = if suffix == "req" { a.req } else { a.resp };
             let _ = writeln!(
                 out,
-                "            ApiKey::{} => Self::{}({}::arbitrary(u, version)?),",
-                a.name, a.name, s.name
+                "            ApiKey::{} => Self::{}({}),",
+                a.name,
+                a.name,
+                wrap(&s.name, format!("{}::arbitrary(u, version)?", s.name))
             );
         }
         out.push_str("        })\n    }\n}\n\n");
+        for a in &list {
+            let s = if suffix == "req" { a.req } else { a.resp };
+            let _ = writeln!(
+                out,
+                "impl From<{n}> for {kind}Body {{\n    fn from(m: {n}) -> Self {{\n        Self::{v}({})\n    }}\n}}\n",
+                wrap(&s.name, "m".into()),
+                n = s.name,
+                v = a.name
+            );
+        }
     }
     Ok(out)
 }
+
+/// Bodies kept behind a `Box` in `RequestBody` / `ResponseBody`: the few messages far larger
+/// than the rest (over 128 bytes), so that the enums, and every `Request` and `Response` moved
+/// around while decoding, stay small. `size_of` tests in `kafka-protocol` keep this list honest.
+const BOXED: &[&str] = &[
+    "BrokerRegistrationRequest",
+    "ConsumerGroupHeartbeatRequest",
+    "CreateDelegationTokenResponse",
+    "FetchRequest",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "OffsetCommitRequest",
+    "ShareFetchRequest",
+    "ShareGroupHeartbeatRequest",
+    "SyncGroupRequest",
+    "TxnOffsetCommitRequest",
+];
 
 fn opt_min(v: Versions) -> String {
     match v.0 {
