@@ -187,6 +187,7 @@ impl Default for AddPartitionsToTxnResult {
 }
 
 impl Codec for AddPartitionsToTxnResult {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             transactional_id: r.string("AddPartitionsToTxnResult.TransactionalId", true, v)?,
@@ -255,6 +256,7 @@ impl Default for AddPartitionsToTxnTopicResult {
 }
 
 impl Codec for AddPartitionsToTxnTopicResult {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
@@ -338,6 +340,7 @@ impl Default for AddPartitionsToTxnPartitionResult {
 }
 
 impl Codec for AddPartitionsToTxnPartitionResult {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

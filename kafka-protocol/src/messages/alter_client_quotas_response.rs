@@ -125,6 +125,7 @@ impl Default for EntryData {
 }
 
 impl Codec for EntryData {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -201,6 +202,7 @@ impl Default for EntityData {
 }
 
 impl Codec for EntityData {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

@@ -116,6 +116,7 @@ impl Default for AlterReplicaLogDir {
 }
 
 impl Codec for AlterReplicaLogDir {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -191,6 +192,7 @@ impl Default for AlterReplicaLogDirTopic {
 }
 
 impl Codec for AlterReplicaLogDirTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

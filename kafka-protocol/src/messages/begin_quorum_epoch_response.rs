@@ -160,6 +160,7 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -241,6 +242,7 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -321,6 +323,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

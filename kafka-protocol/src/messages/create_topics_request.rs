@@ -147,6 +147,7 @@ impl Default for CreatableTopic {
 }
 
 impl Codec for CreatableTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -238,6 +239,7 @@ impl Default for CreatableReplicaAssignment {
 }
 
 impl Codec for CreatableReplicaAssignment {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -319,6 +321,7 @@ impl Default for CreatableTopicConfig {
 }
 
 impl Codec for CreatableTopicConfig {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {

@@ -144,6 +144,7 @@ impl Default for DescribeAclsResource {
 }
 
 impl Codec for DescribeAclsResource {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -248,6 +249,7 @@ impl Default for AclDescription {
 }
 
 impl Codec for AclDescription {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

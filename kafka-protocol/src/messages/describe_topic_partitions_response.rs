@@ -136,6 +136,7 @@ impl Default for DescribeTopicPartitionsResponseTopic {
 }
 
 impl Codec for DescribeTopicPartitionsResponseTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribeTopicPartitionsResponseTopic.ErrorCode")?,
@@ -243,6 +244,7 @@ impl Default for DescribeTopicPartitionsResponsePartition {
 }
 
 impl Codec for DescribeTopicPartitionsResponsePartition {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribeTopicPartitionsResponsePartition.ErrorCode")?,
@@ -384,6 +386,7 @@ impl Default for Cursor {
 }
 
 impl Codec for Cursor {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: r.string("Cursor.TopicName", true, v)?,

@@ -136,6 +136,7 @@ impl Default for TopicSnapshot {
 }
 
 impl Codec for TopicSnapshot {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicSnapshot.Name", true, v)?,
@@ -209,6 +210,7 @@ impl Default for PartitionSnapshot {
 }
 
 impl Codec for PartitionSnapshot {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionSnapshot.Partition")?,
@@ -290,6 +292,7 @@ impl Default for SnapshotId {
 }
 
 impl Codec for SnapshotId {
+    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,

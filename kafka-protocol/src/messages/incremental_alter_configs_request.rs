@@ -125,6 +125,7 @@ impl Default for AlterConfigsResource {
 }
 
 impl Codec for AlterConfigsResource {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -213,6 +214,7 @@ impl Default for AlterableConfig {
 }
 
 impl Codec for AlterableConfig {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

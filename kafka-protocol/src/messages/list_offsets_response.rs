@@ -125,6 +125,7 @@ impl Default for ListOffsetsTopicResponse {
 }
 
 impl Codec for ListOffsetsTopicResponse {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -215,6 +216,7 @@ impl Default for ListOffsetsPartitionResponse {
 }
 
 impl Codec for ListOffsetsPartitionResponse {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -125,6 +125,7 @@ impl Default for OngoingTopicReassignment {
 }
 
 impl Codec for OngoingTopicReassignment {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("OngoingTopicReassignment.Name", true, v)?,
@@ -195,6 +196,7 @@ impl Default for OngoingPartitionReassignment {
 }
 
 impl Codec for OngoingPartitionReassignment {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("OngoingPartitionReassignment.PartitionIndex")?,

@@ -192,6 +192,7 @@ impl Default for MetadataResponseBroker {
 }
 
 impl Codec for MetadataResponseBroker {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -291,6 +292,7 @@ impl Default for MetadataResponseTopic {
 }
 
 impl Codec for MetadataResponseTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -435,6 +437,7 @@ impl Default for MetadataResponsePartition {
 }
 
 impl Codec for MetadataResponsePartition {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {

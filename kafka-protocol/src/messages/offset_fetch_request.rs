@@ -216,6 +216,7 @@ impl Default for OffsetFetchRequestTopic {
 }
 
 impl Codec for OffsetFetchRequestTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -306,6 +307,7 @@ impl Default for OffsetFetchRequestGroup {
 }
 
 impl Codec for OffsetFetchRequestGroup {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             group_id: r.string("OffsetFetchRequestGroup.GroupId", true, v)?,
@@ -398,6 +400,7 @@ impl Default for OffsetFetchRequestTopics {
 }
 
 impl Codec for OffsetFetchRequestTopics {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("OffsetFetchRequestTopics.Name", true, v)?,

@@ -137,6 +137,7 @@ impl Default for ShareAcknowledgeTopicResponse {
 }
 
 impl Codec for ShareAcknowledgeTopicResponse {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ShareAcknowledgeTopicResponse.TopicId")?,
@@ -207,6 +208,7 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
@@ -274,6 +276,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Codec for LeaderIdAndEpoch {
+    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
@@ -337,6 +340,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

@@ -249,6 +249,7 @@ impl Default for UpdateMetadataTopicState {
 }
 
 impl Codec for UpdateMetadataTopicState {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -348,6 +349,7 @@ impl Default for UpdateMetadataBroker {
 }
 
 impl Codec for UpdateMetadataBroker {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -477,6 +479,7 @@ impl Default for UpdateMetadataEndpoint {
 }
 
 impl Codec for UpdateMetadataEndpoint {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -585,6 +588,7 @@ impl Default for UpdateMetadataPartitionState {
 }
 
 impl Codec for UpdateMetadataPartitionState {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -125,6 +125,7 @@ impl Default for WritableTxnMarker {
 }
 
 impl Codec for WritableTxnMarker {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -209,6 +210,7 @@ impl Default for WritableTxnMarkerTopic {
 }
 
 impl Codec for WritableTxnMarkerTopic {
+    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
