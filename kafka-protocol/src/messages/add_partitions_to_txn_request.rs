@@ -241,7 +241,6 @@ impl Default for AddPartitionsToTxnTransaction {
 }
 
 impl Codec for AddPartitionsToTxnTransaction {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             transactional_id: r.string("AddPartitionsToTxnTransaction.TransactionalId", true, v)?,
@@ -319,7 +318,6 @@ impl Default for AddPartitionsToTxnTopic {
 }
 
 impl Codec for AddPartitionsToTxnTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

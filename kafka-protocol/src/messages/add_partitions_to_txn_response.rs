@@ -187,7 +187,6 @@ impl Default for AddPartitionsToTxnResult {
 }
 
 impl Codec for AddPartitionsToTxnResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             transactional_id: r.string("AddPartitionsToTxnResult.TransactionalId", true, v)?,
@@ -256,7 +255,6 @@ impl Default for AddPartitionsToTxnTopicResult {
 }
 
 impl Codec for AddPartitionsToTxnTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
@@ -340,7 +338,6 @@ impl Default for AddPartitionsToTxnPartitionResult {
 }
 
 impl Codec for AddPartitionsToTxnPartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

@@ -133,7 +133,6 @@ impl Default for Listener {
 }
 
 impl Codec for Listener {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Listener.Name", true, v)?,

@@ -122,7 +122,6 @@ impl Default for EntryData {
 }
 
 impl Codec for EntryData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -196,7 +195,6 @@ impl Default for EntityData {
 }
 
 impl Codec for EntityData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -271,7 +269,6 @@ impl Default for OpData {
 }
 
 impl Codec for OpData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

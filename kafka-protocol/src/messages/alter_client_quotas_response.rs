@@ -125,7 +125,6 @@ impl Default for EntryData {
 }
 
 impl Codec for EntryData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -202,7 +201,6 @@ impl Default for EntityData {
 }
 
 impl Codec for EntityData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

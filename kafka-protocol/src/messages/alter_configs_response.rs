@@ -128,7 +128,6 @@ impl Default for AlterConfigsResourceResponse {
 }
 
 impl Codec for AlterConfigsResourceResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

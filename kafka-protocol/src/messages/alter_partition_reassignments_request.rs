@@ -108,7 +108,6 @@ impl Default for ReassignableTopic {
 }
 
 impl Codec for ReassignableTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ReassignableTopic.Name", true, v)?,
@@ -173,7 +172,6 @@ impl Default for ReassignablePartition {
 }
 
 impl Codec for ReassignablePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("ReassignablePartition.PartitionIndex")?,

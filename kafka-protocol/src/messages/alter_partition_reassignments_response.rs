@@ -128,7 +128,6 @@ impl Default for ReassignableTopicResponse {
 }
 
 impl Codec for ReassignableTopicResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ReassignableTopicResponse.Name", true, v)?,
@@ -196,7 +195,6 @@ impl Default for ReassignablePartitionResponse {
 }
 
 impl Codec for ReassignablePartitionResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("ReassignablePartitionResponse.PartitionIndex")?,

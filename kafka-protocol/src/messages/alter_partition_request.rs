@@ -117,7 +117,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: if v <= 1 {
@@ -210,7 +209,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
@@ -339,7 +337,6 @@ impl Default for BrokerState {
 }
 
 impl Codec for BrokerState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             broker_id: r.i32("BrokerState.BrokerId")?,

@@ -116,7 +116,6 @@ impl Default for AlterReplicaLogDir {
 }
 
 impl Codec for AlterReplicaLogDir {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -192,7 +191,6 @@ impl Default for AlterReplicaLogDirTopic {
 }
 
 impl Codec for AlterReplicaLogDirTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

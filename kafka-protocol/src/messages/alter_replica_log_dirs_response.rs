@@ -122,7 +122,6 @@ impl Default for AlterReplicaLogDirTopicResult {
 }
 
 impl Codec for AlterReplicaLogDirTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -205,7 +204,6 @@ impl Default for AlterReplicaLogDirPartitionResult {
 }
 
 impl Codec for AlterReplicaLogDirPartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -118,7 +118,6 @@ impl Default for ScramCredentialDeletion {
 }
 
 impl Codec for ScramCredentialDeletion {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ScramCredentialDeletion.Name", true, v)?,
@@ -185,7 +184,6 @@ impl Default for ScramCredentialUpsertion {
 }
 
 impl Codec for ScramCredentialUpsertion {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ScramCredentialUpsertion.Name", true, v)?,

@@ -111,7 +111,6 @@ impl Default for AlterUserScramCredentialsResult {
 }
 
 impl Codec for AlterUserScramCredentialsResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             user: r.string("AlterUserScramCredentialsResult.User", true, v)?,

@@ -233,7 +233,6 @@ impl Default for ApiVersion {
 }
 
 impl Codec for ApiVersion {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
@@ -311,7 +310,6 @@ impl Default for SupportedFeatureKey {
 }
 
 impl Codec for SupportedFeatureKey {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("SupportedFeatureKey.Name", true, v)?,
@@ -375,7 +373,6 @@ impl Default for FinalizedFeatureKey {
 }
 
 impl Codec for FinalizedFeatureKey {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("FinalizedFeatureKey.Name", true, v)?,

@@ -114,7 +114,6 @@ impl Default for DirectoryData {
 }
 
 impl Codec for DirectoryData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             id: r.uuid("DirectoryData.Id")?,
@@ -174,7 +173,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("TopicData.TopicId")?,
@@ -233,7 +231,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,

@@ -161,7 +161,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -243,7 +242,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -330,7 +328,6 @@ impl Default for LeaderEndpoint {
 }
 
 impl Codec for LeaderEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("LeaderEndpoint.Name", true, v)?,

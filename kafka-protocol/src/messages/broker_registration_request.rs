@@ -206,7 +206,6 @@ impl Default for Listener {
 }
 
 impl Codec for Listener {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Listener.Name", true, v)?,
@@ -273,7 +272,6 @@ impl Default for Feature {
 }
 
 impl Codec for Feature {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Feature.Name", true, v)?,

@@ -129,7 +129,6 @@ impl Default for DescribedGroup {
 }
 
 impl Codec for DescribedGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribedGroup.ErrorCode")?,
@@ -238,7 +237,6 @@ impl Default for Member {
 }
 
 impl Codec for Member {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             member_id: r.string("Member.MemberId", true, v)?,
@@ -334,7 +332,6 @@ impl Default for TopicPartitions {
 }
 
 impl Codec for TopicPartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("TopicPartitions.TopicId")?,
@@ -402,7 +399,6 @@ impl Default for Assignment {
 }
 
 impl Codec for Assignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_partitions: r.array("Assignment.TopicPartitions", true, v, |r| {

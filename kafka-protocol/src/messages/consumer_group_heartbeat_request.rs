@@ -196,7 +196,6 @@ impl Default for TopicPartitions {
 }
 
 impl Codec for TopicPartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("TopicPartitions.TopicId")?,

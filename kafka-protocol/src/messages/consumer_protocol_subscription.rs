@@ -147,7 +147,6 @@ impl Default for TopicPartition {
 }
 
 impl Codec for TopicPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             topic: r.string("TopicPartition.Topic", false, v)?,

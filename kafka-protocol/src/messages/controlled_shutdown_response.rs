@@ -125,7 +125,6 @@ impl Default for RemainingPartition {
 }
 
 impl Codec for RemainingPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

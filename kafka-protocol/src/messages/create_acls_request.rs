@@ -131,7 +131,6 @@ impl Default for AclCreation {
 }
 
 impl Codec for AclCreation {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

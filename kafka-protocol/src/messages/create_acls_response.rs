@@ -119,7 +119,6 @@ impl Default for AclCreationResult {
 }
 
 impl Codec for AclCreationResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -176,7 +176,6 @@ impl Default for CreatableRenewers {
 }
 
 impl Codec for CreatableRenewers {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -131,7 +131,6 @@ impl Default for CreatePartitionsTopic {
 }
 
 impl Codec for CreatePartitionsTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -212,7 +211,6 @@ impl Default for CreatePartitionsAssignment {
 }
 
 impl Codec for CreatePartitionsAssignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

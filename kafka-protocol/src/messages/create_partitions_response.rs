@@ -125,7 +125,6 @@ impl Default for CreatePartitionsTopicResult {
 }
 
 impl Codec for CreatePartitionsTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

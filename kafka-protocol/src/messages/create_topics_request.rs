@@ -147,7 +147,6 @@ impl Default for CreatableTopic {
 }
 
 impl Codec for CreatableTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -239,7 +238,6 @@ impl Default for CreatableReplicaAssignment {
 }
 
 impl Codec for CreatableReplicaAssignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -321,7 +319,6 @@ impl Default for CreatableTopicConfig {
 }
 
 impl Codec for CreatableTopicConfig {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {

@@ -143,7 +143,6 @@ impl Default for CreatableTopicResult {
 }
 
 impl Codec for CreatableTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -308,7 +307,6 @@ impl Default for CreatableTopicConfigs {
 }
 
 impl Codec for CreatableTopicConfigs {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("CreatableTopicConfigs.Name", true, v)?,

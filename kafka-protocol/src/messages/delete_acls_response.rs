@@ -125,7 +125,6 @@ impl Default for DeleteAclsFilterResult {
 }
 
 impl Codec for DeleteAclsFilterResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -232,7 +231,6 @@ impl Default for DeleteAclsMatchingAcl {
 }
 
 impl Codec for DeleteAclsMatchingAcl {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -122,7 +122,6 @@ impl Default for DeletableGroupResult {
 }
 
 impl Codec for DeletableGroupResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -119,7 +119,6 @@ impl Default for DeleteRecordsTopic {
 }
 
 impl Codec for DeleteRecordsTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -198,7 +197,6 @@ impl Default for DeleteRecordsPartition {
 }
 
 impl Codec for DeleteRecordsPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -122,7 +122,6 @@ impl Default for DeleteRecordsTopicResult {
 }
 
 impl Codec for DeleteRecordsTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -204,7 +203,6 @@ impl Default for DeleteRecordsPartitionResult {
 }
 
 impl Codec for DeleteRecordsPartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

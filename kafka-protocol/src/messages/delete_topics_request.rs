@@ -159,7 +159,6 @@ impl Default for DeleteTopicState {
 }
 
 impl Codec for DeleteTopicState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.nullable_string("DeleteTopicState.Name", true)?,

@@ -134,7 +134,6 @@ impl Default for DeletableTopicResult {
 }
 
 impl Codec for DeletableTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -144,7 +144,6 @@ impl Default for DescribeAclsResource {
 }
 
 impl Codec for DescribeAclsResource {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -249,7 +248,6 @@ impl Default for AclDescription {
 }
 
 impl Codec for AclDescription {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -125,7 +125,6 @@ impl Default for ComponentData {
 }
 
 impl Codec for ComponentData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

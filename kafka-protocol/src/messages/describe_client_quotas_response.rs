@@ -138,7 +138,6 @@ impl Default for EntryData {
 }
 
 impl Codec for EntryData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -214,7 +213,6 @@ impl Default for EntityData {
 }
 
 impl Codec for EntityData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -286,7 +284,6 @@ impl Default for ValueData {
 }
 
 impl Codec for ValueData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

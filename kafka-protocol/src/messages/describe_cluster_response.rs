@@ -168,7 +168,6 @@ impl Default for DescribeClusterBroker {
 }
 
 impl Codec for DescribeClusterBroker {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             broker_id: r.i32("DescribeClusterBroker.BrokerId")?,

@@ -157,7 +157,6 @@ impl Default for DescribeConfigsResource {
 }
 
 impl Codec for DescribeConfigsResource {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -131,7 +131,6 @@ impl Default for DescribeConfigsResult {
 }
 
 impl Codec for DescribeConfigsResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -248,7 +247,6 @@ impl Default for DescribeConfigsResourceResult {
 }
 
 impl Codec for DescribeConfigsResourceResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -404,7 +402,6 @@ impl Default for DescribeConfigsSynonym {
 }
 
 impl Codec for DescribeConfigsSynonym {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -118,7 +118,6 @@ impl Default for DescribeDelegationTokenOwner {
 }
 
 impl Codec for DescribeDelegationTokenOwner {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

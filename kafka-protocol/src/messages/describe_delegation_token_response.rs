@@ -152,7 +152,6 @@ impl Default for DescribedDelegationToken {
 }
 
 impl Codec for DescribedDelegationToken {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -313,7 +312,6 @@ impl Default for DescribedDelegationTokenRenewer {
 }
 
 impl Codec for DescribedDelegationTokenRenewer {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

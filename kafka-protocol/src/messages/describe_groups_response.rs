@@ -143,7 +143,6 @@ impl Default for DescribedGroup {
 }
 
 impl Codec for DescribedGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {
@@ -263,7 +262,6 @@ impl Default for DescribedGroupMember {
 }
 
 impl Codec for DescribedGroupMember {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 5;
         let mut this = Self {

@@ -143,7 +143,6 @@ impl Default for DescribeLogDirsResult {
 }
 
 impl Codec for DescribeLogDirsResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -243,7 +242,6 @@ impl Default for DescribeLogDirsTopic {
 }
 
 impl Codec for DescribeLogDirsTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -328,7 +326,6 @@ impl Default for DescribeLogDirsPartition {
 }
 
 impl Codec for DescribeLogDirsPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

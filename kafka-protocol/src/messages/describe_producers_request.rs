@@ -102,7 +102,6 @@ impl Default for TopicRequest {
 }
 
 impl Codec for TopicRequest {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicRequest.Name", true, v)?,

@@ -108,7 +108,6 @@ impl Default for TopicResponse {
 }
 
 impl Codec for TopicResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicResponse.Name", true, v)?,
@@ -179,7 +178,6 @@ impl Default for PartitionResponse {
 }
 
 impl Codec for PartitionResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionResponse.PartitionIndex")?,
@@ -266,7 +264,6 @@ impl Default for ProducerState {
 }
 
 impl Codec for ProducerState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             producer_id: r.i64("ProducerState.ProducerId")?,

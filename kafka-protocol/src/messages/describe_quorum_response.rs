@@ -155,7 +155,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: r.string("TopicData.TopicName", true, v)?,
@@ -235,7 +234,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
@@ -336,7 +334,6 @@ impl Default for Node {
 }
 
 impl Codec for Node {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("Node.NodeId")?,
@@ -399,7 +396,6 @@ impl Default for Listener {
 }
 
 impl Codec for Listener {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Listener.Name", true, v)?,
@@ -469,7 +465,6 @@ impl Default for ReplicaState {
 }
 
 impl Codec for ReplicaState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             replica_id: r.i32("ReplicaState.ReplicaId")?,

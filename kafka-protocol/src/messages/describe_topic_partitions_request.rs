@@ -122,7 +122,6 @@ impl Default for TopicRequest {
 }
 
 impl Codec for TopicRequest {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicRequest.Name", true, v)?,
@@ -177,7 +176,6 @@ impl Default for Cursor {
 }
 
 impl Codec for Cursor {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: r.string("Cursor.TopicName", true, v)?,

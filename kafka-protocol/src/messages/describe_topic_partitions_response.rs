@@ -136,7 +136,6 @@ impl Default for DescribeTopicPartitionsResponseTopic {
 }
 
 impl Codec for DescribeTopicPartitionsResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribeTopicPartitionsResponseTopic.ErrorCode")?,
@@ -244,7 +243,6 @@ impl Default for DescribeTopicPartitionsResponsePartition {
 }
 
 impl Codec for DescribeTopicPartitionsResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribeTopicPartitionsResponsePartition.ErrorCode")?,
@@ -386,7 +384,6 @@ impl Default for Cursor {
 }
 
 impl Codec for Cursor {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: r.string("Cursor.TopicName", true, v)?,

@@ -129,7 +129,6 @@ impl Default for TransactionState {
 }
 
 impl Codec for TransactionState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("TransactionState.ErrorCode")?,
@@ -217,7 +216,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic: r.string("TopicData.Topic", true, v)?,

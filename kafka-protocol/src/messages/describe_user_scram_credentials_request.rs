@@ -99,7 +99,6 @@ impl Default for UserName {
 }
 
 impl Codec for UserName {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("UserName.Name", true, v)?,

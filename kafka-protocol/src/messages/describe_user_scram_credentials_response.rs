@@ -134,7 +134,6 @@ impl Default for DescribeUserScramCredentialsResult {
 }
 
 impl Codec for DescribeUserScramCredentialsResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             user: r.string("DescribeUserScramCredentialsResult.User", true, v)?,
@@ -213,7 +212,6 @@ impl Default for CredentialInfo {
 }
 
 impl Codec for CredentialInfo {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             mechanism: r.i8("CredentialInfo.Mechanism")?,

@@ -145,7 +145,6 @@ impl Default for TopicPartitions {
 }
 
 impl Codec for TopicPartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

@@ -144,7 +144,6 @@ impl Default for ReplicaElectionResult {
 }
 
 impl Codec for ReplicaElectionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -226,7 +225,6 @@ impl Default for PartitionResult {
 }
 
 impl Codec for PartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

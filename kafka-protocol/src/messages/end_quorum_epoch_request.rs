@@ -149,7 +149,6 @@ impl Default for TopicData {
 }
 
 impl Codec for TopicData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -234,7 +233,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -352,7 +350,6 @@ impl Default for ReplicaInfo {
 }
 
 impl Codec for ReplicaInfo {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             candidate_id: r.i32("ReplicaInfo.CandidateId")?,
@@ -413,7 +410,6 @@ impl Default for LeaderEndpoint {
 }
 
 impl Codec for LeaderEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("LeaderEndpoint.Name", true, v)?,

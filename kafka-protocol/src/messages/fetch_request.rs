@@ -286,7 +286,6 @@ impl Default for ReplicaState {
 }
 
 impl Codec for ReplicaState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             replica_id: r.i32("ReplicaState.ReplicaId")?,
@@ -347,7 +346,6 @@ impl Default for FetchTopic {
 }
 
 impl Codec for FetchTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {
@@ -457,7 +455,6 @@ impl Default for FetchPartition {
 }
 
 impl Codec for FetchPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {
@@ -591,7 +588,6 @@ impl Default for ForgottenTopic {
 }
 
 impl Codec for ForgottenTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {

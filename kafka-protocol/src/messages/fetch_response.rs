@@ -197,7 +197,6 @@ impl Default for FetchableTopicResponse {
 }
 
 impl Codec for FetchableTopicResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {
@@ -322,7 +321,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {
@@ -519,7 +517,6 @@ impl Default for EpochEndOffset {
 }
 
 impl Codec for EpochEndOffset {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             epoch: r.i32("EpochEndOffset.Epoch")?,
@@ -577,7 +574,6 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Codec for LeaderIdAndEpoch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
@@ -635,7 +631,6 @@ impl Default for SnapshotId {
 }
 
 impl Codec for SnapshotId {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,
@@ -693,7 +688,6 @@ impl Default for AbortedTransaction {
 }
 
 impl Codec for AbortedTransaction {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 12;
         let mut this = Self {
@@ -771,7 +765,6 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

@@ -136,7 +136,6 @@ impl Default for TopicSnapshot {
 }
 
 impl Codec for TopicSnapshot {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicSnapshot.Name", true, v)?,
@@ -210,7 +209,6 @@ impl Default for PartitionSnapshot {
 }
 
 impl Codec for PartitionSnapshot {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionSnapshot.Partition")?,
@@ -292,7 +290,6 @@ impl Default for SnapshotId {
 }
 
 impl Codec for SnapshotId {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,

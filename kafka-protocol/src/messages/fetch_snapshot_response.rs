@@ -146,7 +146,6 @@ impl Default for TopicSnapshot {
 }
 
 impl Codec for TopicSnapshot {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicSnapshot.Name", true, v)?,
@@ -226,7 +225,6 @@ impl Default for PartitionSnapshot {
 }
 
 impl Codec for PartitionSnapshot {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             index: r.i32("PartitionSnapshot.Index")?,
@@ -315,7 +313,6 @@ impl Default for SnapshotId {
 }
 
 impl Codec for SnapshotId {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,
@@ -373,7 +370,6 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Codec for LeaderIdAndEpoch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
@@ -434,7 +430,6 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

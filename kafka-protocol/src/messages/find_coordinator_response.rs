@@ -257,7 +257,6 @@ impl Default for Coordinator {
 }
 
 impl Codec for Coordinator {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             key: r.string("Coordinator.Key", true, v)?,

@@ -125,7 +125,6 @@ impl Default for AlterConfigsResource {
 }
 
 impl Codec for AlterConfigsResource {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -214,7 +213,6 @@ impl Default for AlterableConfig {
 }
 
 impl Codec for AlterableConfig {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

@@ -128,7 +128,6 @@ impl Default for AlterConfigsResourceResponse {
 }
 
 impl Codec for AlterConfigsResourceResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

@@ -112,7 +112,6 @@ impl Default for InitializeStateData {
 }
 
 impl Codec for InitializeStateData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("InitializeStateData.TopicId")?,
@@ -180,7 +179,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,

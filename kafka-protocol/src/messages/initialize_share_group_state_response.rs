@@ -102,7 +102,6 @@ impl Default for InitializeStateResult {
 }
 
 impl Codec for InitializeStateResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("InitializeStateResult.TopicId")?,
@@ -170,7 +169,6 @@ impl Default for PartitionResult {
 }
 
 impl Codec for PartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionResult.Partition")?,

@@ -195,7 +195,6 @@ impl Default for JoinGroupRequestProtocol {
 }
 
 impl Codec for JoinGroupRequestProtocol {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -211,7 +211,6 @@ impl Default for JoinGroupResponseMember {
 }
 
 impl Codec for JoinGroupResponseMember {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

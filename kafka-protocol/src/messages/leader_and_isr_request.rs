@@ -244,7 +244,6 @@ impl Default for LeaderAndIsrTopicState {
 }
 
 impl Codec for LeaderAndIsrTopicState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -335,7 +334,6 @@ impl Default for LeaderAndIsrLiveLeader {
 }
 
 impl Codec for LeaderAndIsrLiveLeader {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -440,7 +438,6 @@ impl Default for LeaderAndIsrPartitionState {
 }
 
 impl Codec for LeaderAndIsrPartitionState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -166,7 +166,6 @@ impl Default for LeaderAndIsrTopicError {
 }
 
 impl Codec for LeaderAndIsrTopicError {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("LeaderAndIsrTopicError.TopicId")?,
@@ -234,7 +233,6 @@ impl Default for LeaderAndIsrPartitionError {
 }
 
 impl Codec for LeaderAndIsrPartitionError {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

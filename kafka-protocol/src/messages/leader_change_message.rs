@@ -119,7 +119,6 @@ impl Default for Voter {
 }
 
 impl Codec for Voter {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             voter_id: r.i32("Voter.VoterId")?,

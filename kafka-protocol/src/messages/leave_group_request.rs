@@ -162,7 +162,6 @@ impl Default for MemberIdentity {
 }
 
 impl Codec for MemberIdentity {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -151,7 +151,6 @@ impl Default for MemberResponse {
 }
 
 impl Codec for MemberResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

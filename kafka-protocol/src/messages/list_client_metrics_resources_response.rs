@@ -114,7 +114,6 @@ impl Default for ClientMetricsResource {
 }
 
 impl Codec for ClientMetricsResource {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ClientMetricsResource.Name", true, v)?,

@@ -137,7 +137,6 @@ impl Default for ListedGroup {
 }
 
 impl Codec for ListedGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

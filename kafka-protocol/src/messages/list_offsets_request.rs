@@ -138,7 +138,6 @@ impl Default for ListOffsetsTopic {
 }
 
 impl Codec for ListOffsetsTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -223,7 +222,6 @@ impl Default for ListOffsetsPartition {
 }
 
 impl Codec for ListOffsetsPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -125,7 +125,6 @@ impl Default for ListOffsetsTopicResponse {
 }
 
 impl Codec for ListOffsetsTopicResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -216,7 +215,6 @@ impl Default for ListOffsetsPartitionResponse {
 }
 
 impl Codec for ListOffsetsPartitionResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -110,7 +110,6 @@ impl Default for ListPartitionReassignmentsTopics {
 }
 
 impl Codec for ListPartitionReassignmentsTopics {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ListPartitionReassignmentsTopics.Name", true, v)?,

@@ -125,7 +125,6 @@ impl Default for OngoingTopicReassignment {
 }
 
 impl Codec for OngoingTopicReassignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("OngoingTopicReassignment.Name", true, v)?,
@@ -196,7 +195,6 @@ impl Default for OngoingPartitionReassignment {
 }
 
 impl Codec for OngoingPartitionReassignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("OngoingPartitionReassignment.PartitionIndex")?,

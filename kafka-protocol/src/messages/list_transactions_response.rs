@@ -136,7 +136,6 @@ impl Default for TransactionState {
 }
 
 impl Codec for TransactionState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             transactional_id: r.string("TransactionState.TransactionalId", true, v)?,

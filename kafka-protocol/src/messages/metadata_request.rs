@@ -191,7 +191,6 @@ impl Default for MetadataRequestTopic {
 }
 
 impl Codec for MetadataRequestTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {

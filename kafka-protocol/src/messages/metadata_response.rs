@@ -192,7 +192,6 @@ impl Default for MetadataResponseBroker {
 }
 
 impl Codec for MetadataResponseBroker {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -292,7 +291,6 @@ impl Default for MetadataResponseTopic {
 }
 
 impl Codec for MetadataResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -437,7 +435,6 @@ impl Default for MetadataResponsePartition {
 }
 
 impl Codec for MetadataResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {

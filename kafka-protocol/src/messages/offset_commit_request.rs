@@ -190,7 +190,6 @@ impl Default for OffsetCommitRequestTopic {
 }
 
 impl Codec for OffsetCommitRequestTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {
@@ -278,7 +277,6 @@ impl Default for OffsetCommitRequestPartition {
 }
 
 impl Codec for OffsetCommitRequestPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {

@@ -125,7 +125,6 @@ impl Default for OffsetCommitResponseTopic {
 }
 
 impl Codec for OffsetCommitResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {
@@ -204,7 +203,6 @@ impl Default for OffsetCommitResponsePartition {
 }
 
 impl Codec for OffsetCommitResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {

@@ -87,7 +87,6 @@ impl Default for OffsetDeleteRequestTopic {
 }
 
 impl Codec for OffsetDeleteRequestTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             name: r.string("OffsetDeleteRequestTopic.Name", false, v)?,
@@ -134,7 +133,6 @@ impl Default for OffsetDeleteRequestPartition {
 }
 
 impl Codec for OffsetDeleteRequestPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             partition_index: r.i32("OffsetDeleteRequestPartition.PartitionIndex")?,

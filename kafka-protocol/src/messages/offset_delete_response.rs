@@ -96,7 +96,6 @@ impl Default for OffsetDeleteResponseTopic {
 }
 
 impl Codec for OffsetDeleteResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             name: r.string("OffsetDeleteResponseTopic.Name", false, v)?,
@@ -146,7 +145,6 @@ impl Default for OffsetDeleteResponsePartition {
 }
 
 impl Codec for OffsetDeleteResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             partition_index: r.i32("OffsetDeleteResponsePartition.PartitionIndex")?,

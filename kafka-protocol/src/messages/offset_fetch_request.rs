@@ -216,7 +216,6 @@ impl Default for OffsetFetchRequestTopic {
 }
 
 impl Codec for OffsetFetchRequestTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -307,7 +306,6 @@ impl Default for OffsetFetchRequestGroup {
 }
 
 impl Codec for OffsetFetchRequestGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             group_id: r.string("OffsetFetchRequestGroup.GroupId", true, v)?,
@@ -400,7 +398,6 @@ impl Default for OffsetFetchRequestTopics {
 }
 
 impl Codec for OffsetFetchRequestTopics {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("OffsetFetchRequestTopics.Name", true, v)?,

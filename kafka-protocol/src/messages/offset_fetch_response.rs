@@ -185,7 +185,6 @@ impl Default for OffsetFetchResponseTopic {
 }
 
 impl Codec for OffsetFetchResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -273,7 +272,6 @@ impl Default for OffsetFetchResponsePartition {
 }
 
 impl Codec for OffsetFetchResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -367,7 +365,6 @@ impl Default for OffsetFetchResponseGroup {
 }
 
 impl Codec for OffsetFetchResponseGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             group_id: r.string("OffsetFetchResponseGroup.GroupId", true, v)?,
@@ -435,7 +432,6 @@ impl Default for OffsetFetchResponseTopics {
 }
 
 impl Codec for OffsetFetchResponseTopics {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("OffsetFetchResponseTopics.Name", true, v)?,
@@ -509,7 +505,6 @@ impl Default for OffsetFetchResponsePartitions {
 }
 
 impl Codec for OffsetFetchResponsePartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("OffsetFetchResponsePartitions.PartitionIndex")?,

@@ -128,7 +128,6 @@ impl Default for OffsetForLeaderTopic {
 }
 
 impl Codec for OffsetForLeaderTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -210,7 +209,6 @@ impl Default for OffsetForLeaderPartition {
 }
 
 impl Codec for OffsetForLeaderPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

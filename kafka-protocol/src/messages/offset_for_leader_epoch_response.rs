@@ -128,7 +128,6 @@ impl Default for OffsetForLeaderTopicResult {
 }
 
 impl Codec for OffsetForLeaderTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {
@@ -213,7 +212,6 @@ impl Default for EpochEndOffset {
 }
 
 impl Codec for EpochEndOffset {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

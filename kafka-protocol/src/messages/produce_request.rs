@@ -155,7 +155,6 @@ impl Default for TopicProduceData {
 }
 
 impl Codec for TopicProduceData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -234,7 +233,6 @@ impl Default for PartitionProduceData {
 }
 
 impl Codec for PartitionProduceData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {

@@ -166,7 +166,6 @@ impl Default for TopicProduceResponse {
 }
 
 impl Codec for TopicProduceResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -266,7 +265,6 @@ impl Default for PartitionProduceResponse {
 }
 
 impl Codec for PartitionProduceResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -421,7 +419,6 @@ impl Default for BatchIndexAndErrorMessage {
 }
 
 impl Codec for BatchIndexAndErrorMessage {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
@@ -498,7 +495,6 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Codec for LeaderIdAndEpoch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
@@ -562,7 +558,6 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

@@ -108,7 +108,6 @@ impl Default for ReadStateData {
 }
 
 impl Codec for ReadStateData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ReadStateData.TopicId")?,
@@ -173,7 +172,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,

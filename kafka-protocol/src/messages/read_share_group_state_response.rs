@@ -102,7 +102,6 @@ impl Default for ReadStateResult {
 }
 
 impl Codec for ReadStateResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ReadStateResult.TopicId")?,
@@ -179,7 +178,6 @@ impl Default for PartitionResult {
 }
 
 impl Codec for PartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionResult.Partition")?,
@@ -266,7 +264,6 @@ impl Default for StateBatch {
 }
 
 impl Codec for StateBatch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             first_offset: r.i64("StateBatch.FirstOffset")?,

@@ -112,7 +112,6 @@ impl Default for ReadStateSummaryData {
 }
 
 impl Codec for ReadStateSummaryData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ReadStateSummaryData.TopicId")?,
@@ -177,7 +176,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,

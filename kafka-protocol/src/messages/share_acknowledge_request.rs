@@ -128,7 +128,6 @@ impl Default for AcknowledgeTopic {
 }
 
 impl Codec for AcknowledgeTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("AcknowledgeTopic.TopicId")?,
@@ -193,7 +192,6 @@ impl Default for AcknowledgePartition {
 }
 
 impl Codec for AcknowledgePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("AcknowledgePartition.PartitionIndex")?,
@@ -264,7 +262,6 @@ impl Default for AcknowledgementBatch {
 }
 
 impl Codec for AcknowledgementBatch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             first_offset: r.i64("AcknowledgementBatch.FirstOffset")?,

@@ -151,7 +151,6 @@ impl Default for FetchTopic {
 }
 
 impl Codec for FetchTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("FetchTopic.TopicId")?,
@@ -216,7 +215,6 @@ impl Default for FetchPartition {
 }
 
 impl Codec for FetchPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("FetchPartition.PartitionIndex")?,
@@ -290,7 +288,6 @@ impl Default for AcknowledgementBatch {
 }
 
 impl Codec for AcknowledgementBatch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             first_offset: r.i64("AcknowledgementBatch.FirstOffset")?,
@@ -361,7 +358,6 @@ impl Default for ForgottenTopic {
 }
 
 impl Codec for ForgottenTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ForgottenTopic.TopicId")?,

@@ -137,7 +137,6 @@ impl Default for ShareFetchableTopicResponse {
 }
 
 impl Codec for ShareFetchableTopicResponse {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("ShareFetchableTopicResponse.TopicId")?,
@@ -220,7 +219,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
@@ -312,7 +310,6 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Codec for LeaderIdAndEpoch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
@@ -373,7 +370,6 @@ impl Default for AcquiredRecords {
 }
 
 impl Codec for AcquiredRecords {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             first_offset: r.i64("AcquiredRecords.FirstOffset")?,
@@ -440,7 +436,6 @@ impl Default for NodeEndpoint {
 }
 
 impl Codec for NodeEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             node_id: r.i32("NodeEndpoint.NodeId")?,

@@ -129,7 +129,6 @@ impl Default for DescribedGroup {
 }
 
 impl Codec for DescribedGroup {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             error_code: r.i16("DescribedGroup.ErrorCode")?,
@@ -229,7 +228,6 @@ impl Default for Member {
 }
 
 impl Codec for Member {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             member_id: r.string("Member.MemberId", true, v)?,
@@ -312,7 +310,6 @@ impl Default for TopicPartitions {
 }
 
 impl Codec for TopicPartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("TopicPartitions.TopicId")?,
@@ -380,7 +377,6 @@ impl Default for Assignment {
 }
 
 impl Codec for Assignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_partitions: r.array("Assignment.TopicPartitions", true, v, |r| {

@@ -146,7 +146,6 @@ impl Default for Assignment {
 }
 
 impl Codec for Assignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_partitions: r.array("Assignment.TopicPartitions", true, v, |r| {
@@ -208,7 +207,6 @@ impl Default for TopicPartitions {
 }
 
 impl Codec for TopicPartitions {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("TopicPartitions.TopicId")?,

@@ -249,7 +249,6 @@ impl Default for StopReplicaPartitionV0 {
 }
 
 impl Codec for StopReplicaPartitionV0 {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let this = Self {
             topic_name: r.string("StopReplicaPartitionV0.TopicName", false, v)?,
@@ -295,7 +294,6 @@ impl Default for StopReplicaTopicV1 {
 }
 
 impl Codec for StopReplicaTopicV1 {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {
@@ -377,7 +375,6 @@ impl Default for StopReplicaTopicState {
 }
 
 impl Codec for StopReplicaTopicState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_name: r.string("StopReplicaTopicState.TopicName", true, v)?,
@@ -445,7 +442,6 @@ impl Default for StopReplicaPartitionState {
 }
 
 impl Codec for StopReplicaPartitionState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("StopReplicaPartitionState.PartitionIndex")?,

@@ -125,7 +125,6 @@ impl Default for StopReplicaPartitionError {
 }
 
 impl Codec for StopReplicaPartitionError {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 2;
         let mut this = Self {

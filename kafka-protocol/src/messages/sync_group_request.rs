@@ -201,7 +201,6 @@ impl Default for SyncGroupRequestAssignment {
 }
 
 impl Codec for SyncGroupRequestAssignment {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 4;
         let mut this = Self {

@@ -213,7 +213,6 @@ impl Default for TxnOffsetCommitRequestTopic {
 }
 
 impl Codec for TxnOffsetCommitRequestTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
@@ -298,7 +297,6 @@ impl Default for TxnOffsetCommitRequestPartition {
 }
 
 impl Codec for TxnOffsetCommitRequestPartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

@@ -122,7 +122,6 @@ impl Default for TxnOffsetCommitResponseTopic {
 }
 
 impl Codec for TxnOffsetCommitResponseTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
@@ -201,7 +200,6 @@ impl Default for TxnOffsetCommitResponsePartition {
 }
 
 impl Codec for TxnOffsetCommitResponsePartition {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {

@@ -133,7 +133,6 @@ impl Default for FeatureUpdateKey {
 }
 
 impl Codec for FeatureUpdateKey {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             feature: r.string("FeatureUpdateKey.Feature", true, v)?,

@@ -127,7 +127,6 @@ impl Default for UpdatableFeatureResult {
 }
 
 impl Codec for UpdatableFeatureResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             feature: r.string("UpdatableFeatureResult.Feature", true, v)?,

@@ -249,7 +249,6 @@ impl Default for UpdateMetadataTopicState {
 }
 
 impl Codec for UpdateMetadataTopicState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -349,7 +348,6 @@ impl Default for UpdateMetadataBroker {
 }
 
 impl Codec for UpdateMetadataBroker {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -479,7 +477,6 @@ impl Default for UpdateMetadataEndpoint {
 }
 
 impl Codec for UpdateMetadataEndpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {
@@ -588,7 +585,6 @@ impl Default for UpdateMetadataPartitionState {
 }
 
 impl Codec for UpdateMetadataPartitionState {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 6;
         let mut this = Self {

@@ -139,7 +139,6 @@ impl Default for Listener {
 }
 
 impl Codec for Listener {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Listener.Name", true, v)?,
@@ -200,7 +199,6 @@ impl Default for KRaftVersionFeature {
 }
 
 impl Codec for KRaftVersionFeature {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             min_supported_version: r.i16("KRaftVersionFeature.MinSupportedVersion")?,

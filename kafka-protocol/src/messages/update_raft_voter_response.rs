@@ -125,7 +125,6 @@ impl Default for CurrentLeader {
 }
 
 impl Codec for CurrentLeader {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             leader_id: r.i32("CurrentLeader.LeaderId")?,

@@ -104,7 +104,6 @@ impl Default for Voter {
 }
 
 impl Codec for Voter {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             voter_id: r.i32("Voter.VoterId")?,
@@ -173,7 +172,6 @@ impl Default for Endpoint {
 }
 
 impl Codec for Endpoint {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("Endpoint.Name", true, v)?,
@@ -234,7 +232,6 @@ impl Default for KRaftVersionFeature {
 }
 
 impl Codec for KRaftVersionFeature {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             min_supported_version: r.i16("KRaftVersionFeature.MinSupportedVersion")?,

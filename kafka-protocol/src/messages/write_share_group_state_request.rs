@@ -108,7 +108,6 @@ impl Default for WriteStateData {
 }
 
 impl Codec for WriteStateData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             topic_id: r.uuid("WriteStateData.TopicId")?,
@@ -182,7 +181,6 @@ impl Default for PartitionData {
 }
 
 impl Codec for PartitionData {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,
@@ -262,7 +260,6 @@ impl Default for StateBatch {
 }
 
 impl Codec for StateBatch {
-    #[inline]
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             first_offset: r.i64("StateBatch.FirstOffset")?,

@@ -125,7 +125,6 @@ impl Default for WritableTxnMarker {
 }
 
 impl Codec for WritableTxnMarker {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -210,7 +209,6 @@ impl Default for WritableTxnMarkerTopic {
 }
 
 impl Codec for WritableTxnMarkerTopic {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {

@@ -116,7 +116,6 @@ impl Default for WritableTxnMarkerResult {
 }
 
 impl Codec for WritableTxnMarkerResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -195,7 +194,6 @@ impl Default for WritableTxnMarkerTopicResult {
 }
 
 impl Codec for WritableTxnMarkerTopicResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
@@ -274,7 +272,6 @@ impl Default for WritableTxnMarkerPartitionResult {
 }
 
 impl Codec for WritableTxnMarkerPartitionResult {
-    #[inline]
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 1;
         let mut this = Self {
