@@ -1,12 +1,25 @@
 //! Codec benchmarks: Produce request and Fetch response with 1 MiB of records, decode and
-//! encode; header-level decode across payload sizes; batch CRC check and record iteration. With `--features compare`, the published
-//! kafka-protocol crate (kafka-protocol-rs) runs on the same inputs in the same groups.
+//! encode; header-level decode across payload sizes; batch CRC check and record iteration.
+//! With `--features compare`, the published kafka-protocol crate (kafka-protocol-rs) runs on
+//! the same inputs in the same groups, doing the same work:
+//!
+//! - `decode`: the whole frame as a server or client reads it: the header (its version from
+//!   the api key and version), then the body through the enum of every request or response
+//!   (ours: `frame::decode_request` / `decode_response`; theirs: `RequestKind::decode` /
+//!   `ResponseKind::decode`), trailing bytes checked.
+//! - `decode_typed`: header and body with the message types named by the caller (no enum).
+//!
+//! Every variant takes its own handle on the frame (as a reader that owns the frame it
+//! received; kafka-protocol-rs consumes a `Bytes`), returns the fully decoded message and
+//! drops it and the frame handle inside the timed loop.
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use kafka_bench::{fetch_frame, fetch_response, peak_rss_kib, produce_frame, records};
-use kafka_protocol::{ApiKey, frame};
+use kafka_protocol::codec::{Codec, Reader};
+use kafka_protocol::messages::{FetchResponse, ProduceRequest, RequestHeader, ResponseHeader};
+use kafka_protocol::{ApiKey, Bytes, frame};
 
 const MIB: usize = 1 << 20;
 
@@ -15,7 +28,19 @@ fn produce(c: &mut Criterion) {
     let frame_bytes = produce_frame(records(MIB));
     g.throughput(Throughput::Bytes(frame_bytes.len() as u64));
     g.bench_function("ours/decode", |b| {
-        b.iter(|| frame::decode_request(black_box(&frame_bytes)).map(|r| r.trailing.len()))
+        b.iter(|| {
+            let f = black_box(&frame_bytes).clone();
+            frame::decode_request(&f).map(|r| r.trailing.len())
+        })
+    });
+    g.bench_function("ours/decode_typed", |b| {
+        b.iter(|| {
+            let f = black_box(&frame_bytes).clone();
+            decode_produce_typed(&f).map(|(_, r)| r.acks)
+        })
+    });
+    g.bench_function("floor/decode", |b| {
+        b.iter(|| floor(black_box(&frame_bytes), 3))
     });
     let req = frame::decode_request(&frame_bytes).ok();
     g.bench_function("ours/encode", |b| {
@@ -35,9 +60,18 @@ fn fetch(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(frame_bytes.len() as u64));
     g.bench_function("ours/decode", |b| {
         b.iter(|| {
-            frame::decode_response(black_box(&frame_bytes), ApiKey::Fetch, 12)
-                .map(|r| r.trailing.len())
+            let f = black_box(&frame_bytes).clone();
+            frame::decode_response(&f, ApiKey::Fetch, 12).map(|r| r.trailing.len())
         })
+    });
+    g.bench_function("ours/decode_typed", |b| {
+        b.iter(|| {
+            let f = black_box(&frame_bytes).clone();
+            decode_fetch_typed(&f).map(|(_, r)| r.responses.len())
+        })
+    });
+    g.bench_function("floor/decode", |b| {
+        b.iter(|| floor(black_box(&frame_bytes), 2))
     });
     let (h, body) = fetch_response(records(MIB));
     g.bench_function("ours/encode", |b| {
@@ -48,13 +82,48 @@ fn fetch(c: &mut Criterion) {
     g.finish();
 }
 
+/// Header and Produce v9 body, the types named by the caller.
+fn decode_produce_typed(f: &Bytes) -> Option<(RequestHeader, ProduceRequest)> {
+    let mut r = Reader::new(f);
+    let h = RequestHeader::decode(&mut r, 2).ok()?;
+    let body = ProduceRequest::decode(&mut r, 9).ok()?;
+    Some((h, body))
+}
+
+/// Header and Fetch v12 body, the types named by the caller; nothing may follow.
+fn decode_fetch_typed(f: &Bytes) -> Option<(ResponseHeader, FetchResponse)> {
+    let mut r = Reader::new(f);
+    let h = ResponseHeader::decode(&mut r, 1).ok()?;
+    let body = FetchResponse::decode(&mut r, 12).ok()?;
+    (r.remaining() == 0).then_some((h, body))
+}
+
+/// What no decoder returning owned, zero-copy fields can skip on these frames, and what both
+/// crates do: its own handle on the frame, one slice per string or record set (`slices`: client
+/// id, topic name and records for the Produce request; topic name and records for the Fetch
+/// response), each an atomic reference-count increment and later decrement, and the two
+/// one-element arrays (topics, partitions), each an allocation and a free. No parsing at all:
+/// a lower bound for either crate's `decode`.
+fn floor(f: &Bytes, slices: usize) -> usize {
+    let f = f.clone();
+    let parts: [Option<Bytes>; 3] =
+        std::array::from_fn(|i| (i < slices).then(|| f.slice(i * 16..i * 16 + 8)));
+    // Stands for the arrays: one topic holding one partition.
+    let partitions = black_box(vec![(0i32, parts)]);
+    let topics = black_box(vec![(1i32, partitions)]);
+    topics.len()
+}
+
 /// Decode time must not depend on the record-set size (records are not copied).
 fn payload_independence(c: &mut Criterion) {
     let mut g = c.benchmark_group("produce_decode_by_payload");
     for size in [1 << 10, 64 << 10, MIB] {
         let f = produce_frame(records(size));
         g.bench_with_input(BenchmarkId::new("ours", size), &f, |b, f| {
-            b.iter(|| frame::decode_request(black_box(f)).map(|r| r.trailing.len()))
+            b.iter(|| {
+                let f = black_box(f).clone();
+                frame::decode_request(&f).map(|r| r.trailing.len())
+            })
         });
         #[cfg(feature = "compare")]
         compare::produce_sized(&mut g, size, &f);
@@ -70,21 +139,40 @@ mod compare {
     use bytes::{Buf, Bytes, BytesMut};
     use criterion::measurement::WallTime;
     use criterion::{BenchmarkGroup, BenchmarkId};
-    use kprs::messages::{FetchResponse, ProduceRequest, RequestHeader, ResponseHeader};
+    use kprs::messages::{
+        ApiKey, FetchResponse, ProduceRequest, RequestHeader, RequestKind, ResponseHeader,
+        ResponseKind,
+    };
     use kprs::protocol::{Decodable, Encodable};
 
-    fn decode_produce(f: &Bytes) -> Option<(RequestHeader, ProduceRequest)> {
+    /// Header and Produce v9 body, the types named by the caller.
+    fn decode_produce_typed(f: &Bytes) -> Option<(RequestHeader, ProduceRequest)> {
         let mut b = f.clone();
         let h = RequestHeader::decode(&mut b, 2).ok()?;
         let r = ProduceRequest::decode(&mut b, 9).ok()?;
         Some((h, r))
     }
 
+    /// What `frame::decode_request` does: api key and version from the frame, the header in
+    /// the version they imply, the body through the enum of every request.
+    fn decode_request(f: &Bytes) -> Option<(RequestHeader, RequestKind, Bytes)> {
+        let key = i16::from_be_bytes([*f.first()?, *f.get(1)?]);
+        let version = i16::from_be_bytes([*f.get(2)?, *f.get(3)?]);
+        let key = ApiKey::try_from(key).ok()?;
+        let mut b = f.clone();
+        let h = RequestHeader::decode(&mut b, key.request_header_version(version)).ok()?;
+        let body = RequestKind::decode(key, &mut b, version).ok()?;
+        Some((h, body, b))
+    }
+
     pub(super) fn produce(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes) {
         g.bench_function("kafka-protocol-rs/decode", |b| {
-            b.iter(|| decode_produce(black_box(f)).map(|(_, r)| r.acks))
+            b.iter(|| decode_request(black_box(f)).map(|(_, _, rest)| rest.len()))
         });
-        let decoded = decode_produce(f);
+        g.bench_function("kafka-protocol-rs/decode_typed", |b| {
+            b.iter(|| decode_produce_typed(black_box(f)).map(|(_, r)| r.acks))
+        });
+        let decoded = decode_produce_typed(f);
         g.bench_function("kafka-protocol-rs/encode", |b| {
             b.iter(|| {
                 let mut out = BytesMut::new();
@@ -99,22 +187,35 @@ mod compare {
 
     pub(super) fn produce_sized(g: &mut BenchmarkGroup<'_, WallTime>, size: usize, f: &Bytes) {
         g.bench_with_input(BenchmarkId::new("kafka-protocol-rs", size), f, |b, f| {
-            b.iter(|| decode_produce(black_box(f)).map(|(_, r)| r.acks))
+            b.iter(|| decode_request(black_box(f)).map(|(_, _, rest)| rest.len()))
         });
     }
 
-    fn decode_fetch(f: &Bytes) -> Option<FetchResponse> {
+    /// Header and Fetch v12 body, the types named by the caller; nothing may follow.
+    fn decode_fetch_typed(f: &Bytes) -> Option<FetchResponse> {
         let mut b = f.clone();
         ResponseHeader::decode(&mut b, 1).ok()?;
         let r = FetchResponse::decode(&mut b, 12).ok()?;
         (!b.has_remaining()).then_some(r)
     }
 
+    /// What `frame::decode_response` does for a Fetch v12 answer: the header in the version
+    /// the api implies, the body through the enum of every response.
+    fn decode_fetch(f: &Bytes) -> Option<(ResponseHeader, ResponseKind, Bytes)> {
+        let mut b = f.clone();
+        let h = ResponseHeader::decode(&mut b, ApiKey::Fetch.response_header_version(12)).ok()?;
+        let body = ResponseKind::decode(ApiKey::Fetch, &mut b, 12).ok()?;
+        Some((h, body, b))
+    }
+
     pub(super) fn fetch(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes) {
         g.bench_function("kafka-protocol-rs/decode", |b| {
-            b.iter(|| decode_fetch(black_box(f)).map(|r| r.responses.len()))
+            b.iter(|| decode_fetch(black_box(f)).map(|(_, _, rest)| rest.len()))
         });
-        let decoded = decode_fetch(f);
+        g.bench_function("kafka-protocol-rs/decode_typed", |b| {
+            b.iter(|| decode_fetch_typed(black_box(f)).map(|r| r.responses.len()))
+        });
+        let decoded = decode_fetch_typed(f);
         g.bench_function("kafka-protocol-rs/encode", |b| {
             b.iter(|| {
                 let mut out = BytesMut::new();

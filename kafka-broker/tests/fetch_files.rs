@@ -117,7 +117,7 @@ async fn fetch(conn: &Connection, offset: i64, partition_max: i32, max: i32) -> 
         }],
         ..Default::default()
     };
-    let ResponseBody::Fetch(f) = conn.request_at(RequestBody::Fetch(req), 4).await.unwrap() else {
+    let ResponseBody::Fetch(f) = conn.request_at(RequestBody::from(req), 4).await.unwrap() else {
         panic!("not a fetch answer")
     };
     let p = &f.responses[0].partitions[0];

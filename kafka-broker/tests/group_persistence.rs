@@ -81,7 +81,7 @@ async fn commit(
     topic: &str,
     offsets: &[(i32, i64, &str)],
 ) -> Vec<i16> {
-    let body = RequestBody::OffsetCommit(OffsetCommitRequest {
+    let body = RequestBody::from(OffsetCommitRequest {
         group_id: KStr::from(group.to_owned()),
         generation_id_or_member_epoch: generation,
         member_id: KStr::from(member.to_owned()),
@@ -325,7 +325,7 @@ async fn joined_group_offsets_and_metadata_survive_sigkill() {
     create_topic(&conn, "events", 2).await;
 
     // JoinGroup v3 (no MEMBER_ID_REQUIRED round trip), one member: it leads.
-    let join = RequestBody::JoinGroup(JoinGroupRequest {
+    let join = RequestBody::from(JoinGroupRequest {
         group_id: KStr::from("joined".to_owned()),
         session_timeout_ms: 30_000,
         rebalance_timeout_ms: 10_000,
@@ -346,7 +346,7 @@ async fn joined_group_offsets_and_metadata_survive_sigkill() {
     let member = joined.member_id.as_str().to_owned();
     let generation = joined.generation_id;
 
-    let sync = RequestBody::SyncGroup(SyncGroupRequest {
+    let sync = RequestBody::from(SyncGroupRequest {
         group_id: KStr::from("joined".to_owned()),
         generation_id: generation,
         member_id: KStr::from(member.clone()),

@@ -168,7 +168,7 @@ async fn fetch(cluster: Cluster, settings: FetchSettings, plan: FetchPlan) -> Do
         let conn = cluster.connection(plan.node).await?;
         let version = conn.version_for(ApiKey::Fetch)?.min(plan.max_version());
         let req = plan.request(&settings, version);
-        match conn.request_at(RequestBody::Fetch(req), version).await? {
+        match conn.request_at(RequestBody::from(req), version).await? {
             ResponseBody::Fetch(resp) => Ok((resp, version)),
             other => Err(ConsumerError::BadResponse(format!(
                 "Fetch answered with {}",

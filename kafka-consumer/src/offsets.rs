@@ -609,7 +609,7 @@ pub async fn commit_once(
     offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
 ) -> Result<(), ConsumerError> {
     let body = coordinator_call(cluster, group, ApiKey::OffsetCommit, |v| {
-        RequestBody::OffsetCommit(offset_commit_request(group, who, offsets, v))
+        RequestBody::from(offset_commit_request(group, who, offsets, v))
     })
     .await?;
     let ResponseBody::OffsetCommit(resp) = body else {
@@ -737,7 +737,7 @@ mod tests {
         let who = CommitIdentity::default();
         for v in 0..=9 {
             encodes(
-                RequestBody::OffsetCommit(offset_commit_request("g", &who, &offsets, v)),
+                RequestBody::from(offset_commit_request("g", &who, &offsets, v)),
                 v,
             );
             encodes(

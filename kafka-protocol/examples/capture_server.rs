@@ -266,7 +266,7 @@ fn handle(server: &Server, req: &Request) -> Res<Option<ResponseBody>> {
             }
             ResponseBody::FindCoordinator(resp)
         }
-        RequestBody::JoinGroup(r) => ResponseBody::JoinGroup(join_group(server, r, v)),
+        RequestBody::JoinGroup(r) => ResponseBody::from(join_group(server, r, v)),
         RequestBody::SyncGroup(r) => {
             let mut st = server.state();
             let group = st.group(&r.group_id);

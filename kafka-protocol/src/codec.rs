@@ -128,6 +128,55 @@ pub struct RawTaggedField {
     pub data: Bytes,
 }
 
+/// The unknown tagged fields of a struct: nearly always none, so this is one word (no
+/// allocation, nothing to drop) until a field arrives.
+#[derive(Clone, Default, PartialEq, Eq)]
+// A boxed `Vec` on purpose: one word in every generated struct instead of three.
+#[allow(clippy::box_collection)]
+pub struct UnknownTags(Option<Box<Vec<RawTaggedField>>>);
+
+impl UnknownTags {
+    /// No fields.
+    pub const fn new() -> Self {
+        Self(None)
+    }
+
+    /// Adds a field at the end.
+    pub fn push(&mut self, field: RawTaggedField) {
+        self.0.get_or_insert_with(Box::default).push(field);
+    }
+
+    /// The fields, in the order they were read or pushed.
+    pub fn as_slice(&self) -> &[RawTaggedField] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl std::ops::Deref for UnknownTags {
+    type Target = [RawTaggedField];
+    fn deref(&self) -> &[RawTaggedField] {
+        self.as_slice()
+    }
+}
+
+impl std::fmt::Debug for UnknownTags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl From<Vec<RawTaggedField>> for UnknownTags {
+    fn from(v: Vec<RawTaggedField>) -> Self {
+        Self((!v.is_empty()).then(|| Box::new(v)))
+    }
+}
+
+impl FromIterator<RawTaggedField> for UnknownTags {
+    fn from_iter<I: IntoIterator<Item = RawTaggedField>>(iter: I) -> Self {
+        Self::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
 /// An inclusive range of versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VersionRange {
@@ -218,8 +267,51 @@ fn nom_err(
     }
 }
 
+// The error constructors are out of line and cold, so that the readers' success paths stay
+// small enough to inline into the generated code.
+
+#[cold]
+#[inline(never)]
+fn truncated(field: &'static str, need: usize, have: usize) -> DecodeError {
+    DecodeError::Truncated { field, need, have }
+}
+
+#[cold]
+#[inline(never)]
+fn invalid(field: &'static str, reason: &'static str) -> DecodeError {
+    DecodeError::Invalid { field, reason }
+}
+
+#[cold]
+#[inline(never)]
+fn too_large(field: &'static str, len: u64, max: usize) -> DecodeError {
+    DecodeError::TooLarge {
+        field,
+        len,
+        max: max as u64,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn null_not_allowed(field: &'static str, version: i16) -> DecodeError {
+    DecodeError::NullNotAllowed { field, version }
+}
+
+/// Whether `b` is UTF-8, with a fast path for ASCII (nearly every string on the wire).
+#[inline]
+fn is_utf8(b: &[u8]) -> bool {
+    b.is_ascii() || std::str::from_utf8(b).is_ok()
+}
+
 /// A cursor over a complete frame. Everything it hands out that is not a number is a slice of
 /// the frame (`Bytes::slice`), so decoding copies no payload.
+///
+/// The small readers are always inlined in optimised builds (each generated `decode` is a
+/// straight line of them; a call per field costs more than the field), and only hinted in
+/// debug builds, which keeps the generated code quick to compile.
+///
+/// Invariant: `pos <= end <= buf.len()`.
 #[derive(Debug)]
 pub struct Reader<'a> {
     buf: &'a Bytes,
@@ -238,6 +330,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes not yet read.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn remaining(&self) -> usize {
         self.end - self.pos
     }
@@ -249,17 +343,98 @@ impl<'a> Reader<'a> {
 
     /// What is left, as a slice of the frame.
     pub fn rest(&self) -> Bytes {
+        if self.pos == self.end {
+            // No reference count to take for nothing.
+            return Bytes::new();
+        }
         self.buf.slice(self.pos..self.end)
     }
 
+    /// The unread input (empty if the invariant were ever broken, never a panic).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn input(&self) -> &'a [u8] {
-        &self.buf[self.pos..self.end]
+        let all: &'a [u8] = self.buf;
+        all.get(self.pos..self.end).unwrap_or_default()
     }
 
-    fn run<T>(
+    /// The next `N` bytes, consumed.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn fixed<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        let input = self.input();
+        match input.first_chunk::<N>() {
+            Some(b) => {
+                self.pos += N;
+                Ok(*b)
+            }
+            None => Err(truncated(field, N, input.len())),
+        }
+    }
+
+    /// Takes the next `n` bytes as a slice of the frame.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn take(&mut self, field: &'static str, n: usize) -> Result<Bytes, DecodeError> {
+        if n > self.remaining() {
+            return Err(truncated(field, n, self.remaining()));
+        }
+        let b = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(b)
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        Ok(self.i8(field)? != 0)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
+        self.fixed::<1>(field).map(i8::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
+        self.fixed::<2>(field).map(i16::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        self.fixed::<2>(field).map(u16::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
+        self.fixed::<4>(field).map(i32::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        self.fixed::<4>(field).map(u32::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        self.fixed::<8>(field).map(i64::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
+        self.fixed::<8>(field).map(f64::from_be_bytes)
+    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn uuid(&mut self, field: &'static str) -> Result<Uuid, DecodeError> {
+        self.fixed::<16>(field).map(Uuid)
+    }
+
+    /// Reads a varint with `p` (the general, out-of-line path).
+    #[inline(never)]
+    fn varint_slow<T>(
         &mut self,
         field: &'static str,
-        need: usize,
         p: impl FnOnce(&'a [u8]) -> IResult<&'a [u8], T>,
     ) -> Result<T, DecodeError> {
         let input = self.input();
@@ -268,67 +443,53 @@ impl<'a> Reader<'a> {
                 self.pos = self.end - rest.len();
                 Ok(v)
             }
-            Err(e) => Err(nom_err(field, need, input.len(), e)),
+            Err(e) => Err(nom_err(field, 1, input.len(), e)),
         }
     }
 
-    /// Takes the next `n` bytes as a slice of the frame.
-    pub fn take(&mut self, field: &'static str, n: usize) -> Result<Bytes, DecodeError> {
-        if n > self.remaining() {
-            return Err(DecodeError::Truncated {
-                field,
-                need: n,
-                have: self.remaining(),
-            });
+    /// The next byte if it is a whole varint by itself (below 0x80), consumed.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn one_byte_varint(&mut self) -> Option<u8> {
+        match self.input().first() {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Some(b)
+            }
+            _ => None,
         }
-        let b = self.buf.slice(self.pos..self.pos + n);
-        self.pos += n;
-        Ok(b)
     }
 
-    pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
-        Ok(self.i8(field)? != 0)
-    }
-    pub fn i8(&mut self, field: &'static str) -> Result<i8, DecodeError> {
-        self.run(field, 1, nom::number::complete::be_i8)
-    }
-    pub fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
-        self.run(field, 2, nom::number::complete::be_i16)
-    }
-    pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
-        self.run(field, 2, nom::number::complete::be_u16)
-    }
-    pub fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
-        self.run(field, 4, nom::number::complete::be_i32)
-    }
-    pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
-        self.run(field, 4, nom::number::complete::be_u32)
-    }
-    pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
-        self.run(field, 8, nom::number::complete::be_i64)
-    }
-    pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
-        self.run(field, 8, nom::number::complete::be_f64)
-    }
-    pub fn uuid(&mut self, field: &'static str) -> Result<Uuid, DecodeError> {
-        let b = self.take(field, 16)?;
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&b);
-        Ok(Uuid(id))
-    }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
-        self.run(field, 1, primitives::uvarint)
+        match self.one_byte_varint() {
+            Some(b) => Ok(u32::from(b)),
+            None => self.varint_slow(field, primitives::uvarint),
+        }
     }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn varint(&mut self, field: &'static str) -> Result<i32, DecodeError> {
-        self.run(field, 1, primitives::varint)
+        match self.one_byte_varint() {
+            Some(b) => Ok(i32::from(b >> 1) ^ -i32::from(b & 1)),
+            None => self.varint_slow(field, primitives::varint),
+        }
     }
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn varlong(&mut self, field: &'static str) -> Result<i64, DecodeError> {
-        self.run(field, 1, primitives::varlong)
+        match self.one_byte_varint() {
+            Some(b) => Ok(i64::from(b >> 1) ^ -i64::from(b & 1)),
+            None => self.varint_slow(field, primitives::varlong),
+        }
     }
 
     /// A length prefix: i16 (`wide == false`) or i32 for classic strings/bytes, unsigned varint
     /// minus one for compact ones. `None` is the null marker (-1). The length is checked
     /// against the bytes remaining, so it can never size an allocation by itself.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn length(
         &mut self,
         field: &'static str,
@@ -343,26 +504,36 @@ impl<'a> Reader<'a> {
             i64::from(self.i16(field)?)
         };
         if len < -1 {
-            return Err(DecodeError::Invalid {
-                field,
-                reason: "negative length",
-            });
+            return Err(invalid(field, "negative length"));
         }
         if len == -1 {
             return Ok(None);
         }
         let len = len as u64;
         if len > self.remaining() as u64 {
-            return Err(DecodeError::TooLarge {
-                field,
-                len,
-                max: self.remaining() as u64,
-            });
+            return Err(too_large(field, len, self.remaining()));
         }
         Ok(Some(len as usize))
     }
 
+    /// `n` bytes (checked to be there) as a string: validated, then sliced.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn str_of(&mut self, field: &'static str, n: usize) -> Result<KStr, DecodeError> {
+        let input = self.input();
+        match input.get(..n) {
+            Some(s) if is_utf8(s) => {}
+            Some(_) => return Err(invalid(field, "string is not valid UTF-8")),
+            None => return Err(truncated(field, n, input.len())),
+        }
+        let b = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(KStr(b))
+    }
+
     /// A nullable string.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn nullable_string(
         &mut self,
         field: &'static str,
@@ -370,30 +541,28 @@ impl<'a> Reader<'a> {
     ) -> Result<Option<KStr>, DecodeError> {
         match self.length(field, flexible, false)? {
             None => Ok(None),
-            Some(n) => {
-                let b = self.take(field, n)?;
-                KStr::from_utf8(b)
-                    .map(Some)
-                    .map_err(|_| DecodeError::Invalid {
-                        field,
-                        reason: "string is not valid UTF-8",
-                    })
-            }
+            Some(n) => self.str_of(field, n).map(Some),
         }
     }
 
     /// A string that must not be null in this version.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn string(
         &mut self,
         field: &'static str,
         flexible: bool,
         version: i16,
     ) -> Result<KStr, DecodeError> {
-        self.nullable_string(field, flexible)?
-            .ok_or(DecodeError::NullNotAllowed { field, version })
+        match self.length(field, flexible, false)? {
+            None => Err(null_not_allowed(field, version)),
+            Some(n) => self.str_of(field, n),
+        }
     }
 
     /// Nullable bytes (also used for record sets).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn nullable_bytes(
         &mut self,
         field: &'static str,
@@ -406,53 +575,80 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes that must not be null in this version.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn bytes(
         &mut self,
         field: &'static str,
         flexible: bool,
         version: i16,
     ) -> Result<Bytes, DecodeError> {
-        self.nullable_bytes(field, flexible)?
-            .ok_or(DecodeError::NullNotAllowed { field, version })
+        match self.length(field, flexible, true)? {
+            None => Err(null_not_allowed(field, version)),
+            Some(n) => self.take(field, n),
+        }
     }
 
-    /// A nullable array whose elements are read by `elem`. The count is checked against the
-    /// bytes remaining (every element takes at least one byte) before any allocation.
-    pub fn nullable_array<T>(
+    /// An array count: `None` for null. Checked against the bytes remaining (every element
+    /// takes at least one byte), so it can size an allocation.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn array_count(
         &mut self,
         field: &'static str,
         flexible: bool,
-        mut elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
-    ) -> Result<Option<Vec<T>>, DecodeError> {
+    ) -> Result<Option<usize>, DecodeError> {
         let count: i64 = if flexible {
             i64::from(self.uvarint(field)?) - 1
         } else {
             i64::from(self.i32(field)?)
         };
         if count < -1 {
-            return Err(DecodeError::Invalid {
-                field,
-                reason: "negative array count",
-            });
+            return Err(invalid(field, "negative array count"));
         }
         if count == -1 {
             return Ok(None);
         }
         if count as u64 > self.remaining() as u64 {
-            return Err(DecodeError::TooLarge {
-                field,
-                len: count as u64,
-                max: self.remaining() as u64,
-            });
+            return Err(too_large(field, count as u64, self.remaining()));
         }
-        let mut out = Vec::with_capacity(count as usize);
+        Ok(Some(count as usize))
+    }
+
+    /// `count` elements read by `elem`, into a vector sized once.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn elements<T>(
+        &mut self,
+        count: usize,
+        mut elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let mut out = Vec::with_capacity(count);
         for _ in 0..count {
             out.push(elem(self)?);
         }
-        Ok(Some(out))
+        Ok(out)
+    }
+
+    /// A nullable array whose elements are read by `elem`. The count is checked against the
+    /// bytes remaining (every element takes at least one byte) before any allocation.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn nullable_array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
+    ) -> Result<Option<Vec<T>>, DecodeError> {
+        match self.array_count(field, flexible)? {
+            None => Ok(None),
+            Some(n) => self.elements(n, elem).map(Some),
+        }
     }
 
     /// An array that must not be null in this version.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn array<T>(
         &mut self,
         field: &'static str,
@@ -460,48 +656,58 @@ impl<'a> Reader<'a> {
         version: i16,
         elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
     ) -> Result<Vec<T>, DecodeError> {
-        self.nullable_array(field, flexible, elem)?
-            .ok_or(DecodeError::NullNotAllowed { field, version })
+        match self.array_count(field, flexible)? {
+            None => Err(null_not_allowed(field, version)),
+            Some(n) => self.elements(n, elem),
+        }
     }
 
     /// The presence marker of a nullable struct field: `false` for null.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn struct_present(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         Ok(self.i8(field)? >= 0)
     }
 
     /// A tagged-field section. `known` is called with each tag and a reader limited to its
     /// value; it returns `false` for tags it does not know, which are kept in `unknown`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn tagged_fields(
         &mut self,
         field: &'static str,
-        unknown: &mut Vec<RawTaggedField>,
+        unknown: &mut UnknownTags,
+        known: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
+    ) -> Result<(), DecodeError> {
+        // Nearly every section is empty: one zero byte.
+        if self.input().first() == Some(&0) {
+            self.pos += 1;
+            return Ok(());
+        }
+        self.tagged_fields_slow(field, unknown, known)
+    }
+
+    #[inline(never)]
+    fn tagged_fields_slow(
+        &mut self,
+        field: &'static str,
+        unknown: &mut UnknownTags,
         mut known: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, DecodeError>,
     ) -> Result<(), DecodeError> {
         let count = self.uvarint(field)?;
         if count as usize > self.remaining() {
-            return Err(DecodeError::TooLarge {
-                field,
-                len: u64::from(count),
-                max: self.remaining() as u64,
-            });
+            return Err(too_large(field, u64::from(count), self.remaining()));
         }
         let mut last: Option<u32> = None;
         for _ in 0..count {
             let tag = self.uvarint(field)?;
             if last.is_some_and(|l| tag <= l) {
-                return Err(DecodeError::Invalid {
-                    field,
-                    reason: "tagged fields out of order or repeated",
-                });
+                return Err(invalid(field, "tagged fields out of order or repeated"));
             }
             last = Some(tag);
             let size = self.uvarint(field)? as usize;
             if size > self.remaining() {
-                return Err(DecodeError::TooLarge {
-                    field,
-                    len: size as u64,
-                    max: self.remaining() as u64,
-                });
+                return Err(too_large(field, size as u64, self.remaining()));
             }
             let mut sub = Reader {
                 buf: self.buf,
@@ -510,10 +716,7 @@ impl<'a> Reader<'a> {
             };
             if known(tag, &mut sub)? {
                 if sub.remaining() != 0 {
-                    return Err(DecodeError::Invalid {
-                        field,
-                        reason: "tagged field value shorter than its size",
-                    });
+                    return Err(invalid(field, "tagged field value shorter than its size"));
                 }
             } else {
                 unknown.push(RawTaggedField {
@@ -752,6 +955,10 @@ impl Writer {
     /// Writes a tagged-field section: the known fields already encoded in `known` (by tag), and
     /// the preserved unknown ones, merged in tag order.
     pub fn tagged_fields(&mut self, known: Vec<(u32, Bytes)>, unknown: &[RawTaggedField]) {
+        if known.is_empty() && unknown.is_empty() {
+            self.uvarint(0);
+            return;
+        }
         let mut all = known;
         all.extend(unknown.iter().map(|f| (f.tag, f.data.clone())));
         all.sort_by_key(|(tag, _)| *tag);
@@ -779,7 +986,7 @@ impl Writer {
 /// Helpers the generated `arbitrary` functions use: small, bounded, version-valid values.
 #[cfg(feature = "arbitrary")]
 pub mod arb {
-    use super::{KStr, RawTaggedField, Uuid};
+    use super::{KStr, RawTaggedField, UnknownTags, Uuid};
     use arbitrary::{Result, Unstructured};
     use bytes::Bytes;
 
@@ -837,9 +1044,9 @@ pub mod arb {
     }
 
     /// Unknown tagged fields with tags no schema uses, so they stay unknown on decode.
-    pub fn unknown_tags(u: &mut Unstructured<'_>) -> Result<Vec<RawTaggedField>> {
+    pub fn unknown_tags(u: &mut Unstructured<'_>) -> Result<UnknownTags> {
         if u.ratio(3, 4)? {
-            return Ok(Vec::new());
+            return Ok(UnknownTags::new());
         }
         let n = u.int_in_range(1..=2)?;
         (0..n)

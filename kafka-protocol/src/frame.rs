@@ -82,6 +82,7 @@ impl Request {
 
 /// Decodes a request frame. Strings, byte fields and record sets in the result are slices of
 /// `frame`.
+#[inline]
 pub fn decode_request(frame: &Bytes) -> Result<Request, DecodeError> {
     let prefix = peek_request(frame)?;
     let key = ApiKey::from_i16(prefix.api_key).ok_or(DecodeError::UnknownApiKey {
@@ -140,6 +141,7 @@ pub struct Response {
 
 /// Decodes a response frame to a request of `key` at `version` (the caller knows both from the
 /// correlation id).
+#[inline]
 pub fn decode_response(frame: &Bytes, key: ApiKey, version: i16) -> Result<Response, DecodeError> {
     if !key.versions().contains(version) {
         return Err(DecodeError::UnsupportedVersion {

@@ -14,7 +14,9 @@ pub mod primitives;
 pub mod record;
 
 pub use bytes::Bytes;
-pub use codec::{Codec, KStr, Message, RawTaggedField, Reader, Uuid, VersionRange, Writer};
+pub use codec::{
+    Codec, KStr, Message, RawTaggedField, Reader, UnknownTags, Uuid, VersionRange, Writer,
+};
 pub use error::{DecodeError, EncodeError};
 pub use frame::{
     Request, Response, decode_request, decode_response, encode_request, encode_response,

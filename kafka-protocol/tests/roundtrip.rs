@@ -312,3 +312,21 @@ fn struct_codec_reader_positions() {
     );
     assert_eq!(r.remaining(), 0);
 }
+
+/// The body enums stay small (the generator boxes the few much larger bodies, see `BOXED` in
+/// `xtask/src/codegen/emit.rs`), so that a decoded frame is not hundreds of bytes to move.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn body_enums_stay_small() {
+    use std::mem::size_of;
+    assert!(
+        size_of::<RequestBody>() <= 128,
+        "{}",
+        size_of::<RequestBody>()
+    );
+    assert!(
+        size_of::<ResponseBody>() <= 128,
+        "{}",
+        size_of::<ResponseBody>()
+    );
+}

@@ -14,7 +14,7 @@
 //! 3 for groups. Keys with other versions belong to newer group types and are skipped.
 
 use bytes::Bytes;
-use kafka_protocol::{DecodeError, EncodeError, RawTaggedField, Reader, Writer};
+use kafka_protocol::{DecodeError, EncodeError, Reader, UnknownTags, Writer};
 
 use super::offsets::OffsetAndMetadata;
 
@@ -158,7 +158,7 @@ fn nullable_string(
 }
 
 fn skip_tags(r: &mut Reader<'_>, field: &'static str) -> Result<(), DecodeError> {
-    let mut unknown: Vec<RawTaggedField> = Vec::new();
+    let mut unknown = UnknownTags::new();
     r.tagged_fields(field, &mut unknown, |_, _| Ok(false))
 }
 

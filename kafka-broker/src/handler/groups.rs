@@ -189,7 +189,7 @@ pub(crate) async fn join_group(
         reason: req.reason.as_ref().map(text),
     };
     let answer = coordinator.join(request).await;
-    ResponseBody::JoinGroup(join_response(answer, version))
+    ResponseBody::JoinGroup(Box::new(join_response(answer, version)))
 }
 
 pub(crate) fn join_response(a: group::JoinResponse, version: i16) -> JoinGroupResponse {

@@ -110,7 +110,7 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
             None => return Reply::Nothing,
         },
         RequestBody::Fetch(r) => {
-            let (body, regions) = fetch::handle(broker, r, version).await;
+            let (body, regions) = fetch::handle(broker, *r, version).await;
             return match encode(correlation_id, &body, version) {
                 Reply::Chunks(chunks) if !regions.is_empty() => Reply::Files(chunks, regions),
                 other => other,
@@ -137,14 +137,14 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
                 client_id: req.header.client_id.as_deref().unwrap_or(""),
                 client_host: "",
             };
-            groups::join_group(&broker.groups, client, r, version).await
+            groups::join_group(&broker.groups, client, *r, version).await
         }
-        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, r, version).await,
+        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, *r, version).await,
         RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, r, version),
         RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_commit(&broker.groups, &topics, r, version)
+            groups::offset_commit(&broker.groups, &topics, *r, version)
         }
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
         RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),

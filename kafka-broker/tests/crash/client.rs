@@ -193,7 +193,7 @@ pub(crate) async fn latest_offset(conn: &Connection, topic: &str, partition: i32
 }
 
 async fn fetch_once(conn: &Connection, topic: &str, partition: i32, offset: i64) -> PartitionData {
-    let body = RequestBody::Fetch(FetchRequest {
+    let body = RequestBody::from(FetchRequest {
         replica_id: -1,
         max_wait_ms: 0,
         min_bytes: 0,

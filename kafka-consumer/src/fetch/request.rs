@@ -226,7 +226,7 @@ mod tests {
         assert_eq!(r.topics[0].partitions[0].current_leader_epoch, -1);
         assert!(r.rack_id.is_empty());
         for v in [0, 4, 7, 11, 12] {
-            let body = kafka_protocol::RequestBody::Fetch(plan(false).request(&settings(), v));
+            let body = kafka_protocol::RequestBody::from(plan(false).request(&settings(), v));
             let header = kafka_protocol::RequestHeader {
                 request_api_key: 1,
                 request_api_version: v,

@@ -324,7 +324,7 @@ async fn join(
 ) -> Result<JoinResult, ConsumerError> {
     let body = jc
         .call(node, ApiKey::JoinGroup, |v| {
-            wire::join_request(params, v).map(RequestBody::JoinGroup)
+            wire::join_request(params, v).map(RequestBody::from)
         })
         .await?;
     match &body {
@@ -395,7 +395,7 @@ async fn sync(
     let result = async {
         let body = jc
             .call(node, ApiKey::SyncGroup, |v| {
-                wire::sync_request(params, assignments, v).map(RequestBody::SyncGroup)
+                wire::sync_request(params, assignments, v).map(RequestBody::from)
             })
             .await?;
         match &body {

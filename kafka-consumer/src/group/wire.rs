@@ -309,7 +309,7 @@ mod tests {
             reason: Some("why".into()),
         };
         for v in 0..=9 {
-            encodes(RequestBody::JoinGroup(join_request(&join, v).unwrap()), v);
+            encodes(RequestBody::from(join_request(&join, v).unwrap()), v);
         }
         let with_instance = JoinParams {
             group_instance_id: Some("i".into()),
@@ -317,7 +317,7 @@ mod tests {
         };
         assert!(join_request(&with_instance, 4).is_err());
         encodes(
-            RequestBody::JoinGroup(join_request(&with_instance, 5).unwrap()),
+            RequestBody::from(join_request(&with_instance, 5).unwrap()),
             5,
         );
         let sync = SyncParams {
@@ -330,7 +330,7 @@ mod tests {
         for v in 0..=5 {
             let r = sync_request(&sync, vec![("m".into(), Bytes::new())], v).unwrap();
             assert_eq!(r.protocol_name.is_some(), v >= 5);
-            encodes(RequestBody::SyncGroup(r), v);
+            encodes(RequestBody::from(r), v);
         }
         for v in 0..=4 {
             encodes(

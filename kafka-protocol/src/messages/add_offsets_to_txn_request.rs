@@ -23,7 +23,7 @@ pub struct AddOffsetsToTxnRequest {
     /// `GroupId`: versions 0+, entity groupId.
     pub group_id: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddOffsetsToTxnRequest {
@@ -33,7 +33,7 @@ impl Default for AddOffsetsToTxnRequest {
             producer_id: 0i64,
             producer_epoch: 0i16,
             group_id: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -46,7 +46,7 @@ impl Codec for AddOffsetsToTxnRequest {
             producer_id: r.i64("AddOffsetsToTxnRequest.ProducerId")?,
             producer_epoch: r.i16("AddOffsetsToTxnRequest.ProducerEpoch")?,
             group_id: r.string("AddOffsetsToTxnRequest.GroupId", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -92,7 +92,7 @@ impl Codec for AddOffsetsToTxnRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AddOffsetsToTxnResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddOffsetsToTxnResponse {
@@ -27,7 +27,7 @@ impl Default for AddOffsetsToTxnResponse {
         Self {
             throttle_time_ms: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for AddOffsetsToTxnResponse {
         let mut this = Self {
             throttle_time_ms: r.i32("AddOffsetsToTxnResponse.ThrottleTimeMs")?,
             error_code: r.i16("AddOffsetsToTxnResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -76,7 +76,7 @@ impl Codec for AddOffsetsToTxnResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -25,7 +25,7 @@ pub struct AddPartitionsToTxnRequest {
     /// `V3AndBelowTopics`: versions 0-3.
     pub v3_and_below_topics: Vec<AddPartitionsToTxnTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnRequest {
@@ -36,7 +36,7 @@ impl Default for AddPartitionsToTxnRequest {
             v3_and_below_producer_id: 0i64,
             v3_and_below_producer_epoch: 0i16,
             v3_and_below_topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -78,7 +78,7 @@ impl Codec for AddPartitionsToTxnRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -193,7 +193,7 @@ impl Codec for AddPartitionsToTxnRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -224,7 +224,7 @@ pub struct AddPartitionsToTxnTransaction {
     /// `Topics`: versions 4+.
     pub topics: Vec<AddPartitionsToTxnTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnTransaction {
@@ -235,7 +235,7 @@ impl Default for AddPartitionsToTxnTransaction {
             producer_epoch: 0i16,
             verify_only: false,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -250,7 +250,7 @@ impl Codec for AddPartitionsToTxnTransaction {
             topics: r.array("AddPartitionsToTxnTransaction.Topics", true, v, |r| {
                 AddPartitionsToTxnTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -304,7 +304,7 @@ pub struct AddPartitionsToTxnTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnTopic {
@@ -312,7 +312,7 @@ impl Default for AddPartitionsToTxnTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -325,7 +325,7 @@ impl Codec for AddPartitionsToTxnTopic {
             partitions: r.array("AddPartitionsToTxnTopic.Partitions", flex, v, |r| {
                 r.i32("AddPartitionsToTxnTopic.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -371,7 +371,7 @@ impl Codec for AddPartitionsToTxnTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -23,7 +23,7 @@ pub struct AddPartitionsToTxnResponse {
     /// `ResultsByTopicV3AndBelow`: versions 0-3.
     pub results_by_topic_v3_and_below: Vec<AddPartitionsToTxnTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnResponse {
@@ -33,7 +33,7 @@ impl Default for AddPartitionsToTxnResponse {
             error_code: 0i16,
             results_by_transaction: Vec::new(),
             results_by_topic_v3_and_below: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -68,7 +68,7 @@ impl Codec for AddPartitionsToTxnResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -148,7 +148,7 @@ impl Codec for AddPartitionsToTxnResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -173,7 +173,7 @@ pub struct AddPartitionsToTxnResult {
     /// `TopicResults`: versions 4+.
     pub topic_results: Vec<AddPartitionsToTxnTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnResult {
@@ -181,7 +181,7 @@ impl Default for AddPartitionsToTxnResult {
         Self {
             transactional_id: KStr::default(),
             topic_results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -193,7 +193,7 @@ impl Codec for AddPartitionsToTxnResult {
             topic_results: r.array("AddPartitionsToTxnResult.TopicResults", true, v, |r| {
                 AddPartitionsToTxnTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -241,7 +241,7 @@ pub struct AddPartitionsToTxnTopicResult {
     /// `ResultsByPartition`: versions 0+.
     pub results_by_partition: Vec<AddPartitionsToTxnPartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnTopicResult {
@@ -249,7 +249,7 @@ impl Default for AddPartitionsToTxnTopicResult {
         Self {
             name: KStr::default(),
             results_by_partition: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -265,7 +265,7 @@ impl Codec for AddPartitionsToTxnTopicResult {
                 v,
                 |r| AddPartitionsToTxnPartitionResult::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -310,7 +310,7 @@ impl Codec for AddPartitionsToTxnTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -324,7 +324,7 @@ pub struct AddPartitionsToTxnPartitionResult {
     /// `PartitionErrorCode`: versions 0+.
     pub partition_error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddPartitionsToTxnPartitionResult {
@@ -332,7 +332,7 @@ impl Default for AddPartitionsToTxnPartitionResult {
         Self {
             partition_index: 0i32,
             partition_error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -343,7 +343,7 @@ impl Codec for AddPartitionsToTxnPartitionResult {
         let mut this = Self {
             partition_index: r.i32("AddPartitionsToTxnPartitionResult.PartitionIndex")?,
             partition_error_code: r.i16("AddPartitionsToTxnPartitionResult.PartitionErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -381,7 +381,7 @@ impl Codec for AddPartitionsToTxnPartitionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

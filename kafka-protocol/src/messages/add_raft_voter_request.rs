@@ -25,7 +25,7 @@ pub struct AddRaftVoterRequest {
     /// `Listeners`: versions 0+.
     pub listeners: Vec<Listener>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AddRaftVoterRequest {
@@ -36,7 +36,7 @@ impl Default for AddRaftVoterRequest {
             voter_id: 0i32,
             voter_directory_id: Uuid::ZERO,
             listeners: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -51,7 +51,7 @@ impl Codec for AddRaftVoterRequest {
             listeners: r.array("AddRaftVoterRequest.Listeners", true, v, |r| {
                 Listener::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -118,7 +118,7 @@ pub struct Listener {
     /// `Port`: versions 0+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Listener {
@@ -127,7 +127,7 @@ impl Default for Listener {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -138,7 +138,7 @@ impl Codec for Listener {
             name: r.string("Listener.Name", true, v)?,
             host: r.string("Listener.Host", true, v)?,
             port: r.u16("Listener.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

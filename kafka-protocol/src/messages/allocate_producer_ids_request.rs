@@ -19,7 +19,7 @@ pub struct AllocateProducerIdsRequest {
     /// `BrokerEpoch`: versions 0+, default `-1`.
     pub broker_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AllocateProducerIdsRequest {
@@ -27,7 +27,7 @@ impl Default for AllocateProducerIdsRequest {
         Self {
             broker_id: 0i32,
             broker_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -37,7 +37,7 @@ impl Codec for AllocateProducerIdsRequest {
         let mut this = Self {
             broker_id: r.i32("AllocateProducerIdsRequest.BrokerId")?,
             broker_epoch: r.i64("AllocateProducerIdsRequest.BrokerEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct AllocateProducerIdsResponse {
     /// `ProducerIdLen`: versions 0+.
     pub producer_id_len: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AllocateProducerIdsResponse {
@@ -33,7 +33,7 @@ impl Default for AllocateProducerIdsResponse {
             error_code: 0i16,
             producer_id_start: 0i64,
             producer_id_len: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -45,7 +45,7 @@ impl Codec for AllocateProducerIdsResponse {
             error_code: r.i16("AllocateProducerIdsResponse.ErrorCode")?,
             producer_id_start: r.i64("AllocateProducerIdsResponse.ProducerIdStart")?,
             producer_id_len: r.i32("AllocateProducerIdsResponse.ProducerIdLen")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

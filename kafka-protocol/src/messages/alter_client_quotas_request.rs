@@ -19,7 +19,7 @@ pub struct AlterClientQuotasRequest {
     /// `ValidateOnly`: versions 0+.
     pub validate_only: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterClientQuotasRequest {
@@ -27,7 +27,7 @@ impl Default for AlterClientQuotasRequest {
         Self {
             entries: Vec::new(),
             validate_only: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for AlterClientQuotasRequest {
                 EntryData::decode(r, v)
             })?,
             validate_only: r.bool("AlterClientQuotasRequest.ValidateOnly")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for AlterClientQuotasRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct EntryData {
     /// `Ops`: versions 0+.
     pub ops: Vec<OpData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntryData {
@@ -116,7 +116,7 @@ impl Default for EntryData {
         Self {
             entity: Vec::new(),
             ops: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -127,7 +127,7 @@ impl Codec for EntryData {
         let mut this = Self {
             entity: r.array("EntryData.Entity", flex, v, |r| EntityData::decode(r, v))?,
             ops: r.array("EntryData.Ops", flex, v, |r| OpData::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -167,7 +167,7 @@ impl Codec for EntryData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -181,7 +181,7 @@ pub struct EntityData {
     /// `EntityName`: versions 0+, nullable 0+.
     pub entity_name: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntityData {
@@ -189,7 +189,7 @@ impl Default for EntityData {
         Self {
             entity_type: KStr::default(),
             entity_name: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Codec for EntityData {
         let mut this = Self {
             entity_type: r.string("EntityData.EntityType", flex, v)?,
             entity_name: r.nullable_string("EntityData.EntityName", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -238,7 +238,7 @@ impl Codec for EntityData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -254,7 +254,7 @@ pub struct OpData {
     /// `Remove`: versions 0+.
     pub remove: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OpData {
@@ -263,7 +263,7 @@ impl Default for OpData {
             key: KStr::default(),
             value: 0.0,
             remove: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -275,7 +275,7 @@ impl Codec for OpData {
             key: r.string("OpData.Key", flex, v)?,
             value: r.f64("OpData.Value")?,
             remove: r.bool("OpData.Remove")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -315,7 +315,7 @@ impl Codec for OpData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AlterClientQuotasResponse {
     /// `Entries`: versions 0+.
     pub entries: Vec<EntryData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterClientQuotasResponse {
@@ -27,7 +27,7 @@ impl Default for AlterClientQuotasResponse {
         Self {
             throttle_time_ms: 0i32,
             entries: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for AlterClientQuotasResponse {
             entries: r.array("AlterClientQuotasResponse.Entries", flex, v, |r| {
                 EntryData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for AlterClientQuotasResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct EntryData {
     /// `Entity`: versions 0+.
     pub entity: Vec<EntityData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntryData {
@@ -119,7 +119,7 @@ impl Default for EntryData {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             entity: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for EntryData {
             error_code: r.i16("EntryData.ErrorCode")?,
             error_message: r.nullable_string("EntryData.ErrorMessage", flex)?,
             entity: r.array("EntryData.Entity", flex, v, |r| EntityData::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -173,7 +173,7 @@ impl Codec for EntryData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -187,7 +187,7 @@ pub struct EntityData {
     /// `EntityName`: versions 0+, nullable 0+.
     pub entity_name: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntityData {
@@ -195,7 +195,7 @@ impl Default for EntityData {
         Self {
             entity_type: KStr::default(),
             entity_name: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -206,7 +206,7 @@ impl Codec for EntityData {
         let mut this = Self {
             entity_type: r.string("EntityData.EntityType", flex, v)?,
             entity_name: r.nullable_string("EntityData.EntityName", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -244,7 +244,7 @@ impl Codec for EntityData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AlterConfigsRequest {
     /// `ValidateOnly`: versions 0+.
     pub validate_only: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterConfigsRequest {
@@ -27,7 +27,7 @@ impl Default for AlterConfigsRequest {
         Self {
             resources: Vec::new(),
             validate_only: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for AlterConfigsRequest {
                 AlterConfigsResource::decode(r, v)
             })?,
             validate_only: r.bool("AlterConfigsRequest.ValidateOnly")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for AlterConfigsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct AlterConfigsResource {
     /// `Configs`: versions 0+.
     pub configs: Vec<AlterableConfig>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterConfigsResource {
@@ -119,7 +119,7 @@ impl Default for AlterConfigsResource {
             resource_type: 0i8,
             resource_name: KStr::default(),
             configs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -133,7 +133,7 @@ impl Codec for AlterConfigsResource {
             configs: r.array("AlterConfigsResource.Configs", flex, v, |r| {
                 AlterableConfig::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -182,7 +182,7 @@ impl Codec for AlterConfigsResource {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -196,7 +196,7 @@ pub struct AlterableConfig {
     /// `Value`: versions 0+, nullable 0+.
     pub value: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterableConfig {
@@ -204,7 +204,7 @@ impl Default for AlterableConfig {
         Self {
             name: KStr::default(),
             value: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -215,7 +215,7 @@ impl Codec for AlterableConfig {
         let mut this = Self {
             name: r.string("AlterableConfig.Name", flex, v)?,
             value: r.nullable_string("AlterableConfig.Value", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -253,7 +253,7 @@ impl Codec for AlterableConfig {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

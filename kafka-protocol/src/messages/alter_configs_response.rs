@@ -19,7 +19,7 @@ pub struct AlterConfigsResponse {
     /// `Responses`: versions 0+.
     pub responses: Vec<AlterConfigsResourceResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterConfigsResponse {
@@ -27,7 +27,7 @@ impl Default for AlterConfigsResponse {
         Self {
             throttle_time_ms: 0i32,
             responses: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for AlterConfigsResponse {
             responses: r.array("AlterConfigsResponse.Responses", flex, v, |r| {
                 AlterConfigsResourceResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for AlterConfigsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -112,7 +112,7 @@ pub struct AlterConfigsResourceResponse {
     /// `ResourceName`: versions 0+.
     pub resource_name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterConfigsResourceResponse {
@@ -122,7 +122,7 @@ impl Default for AlterConfigsResourceResponse {
             error_message: Some(KStr::default()),
             resource_type: 0i8,
             resource_name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -135,7 +135,7 @@ impl Codec for AlterConfigsResourceResponse {
             error_message: r.nullable_string("AlterConfigsResourceResponse.ErrorMessage", flex)?,
             resource_type: r.i8("AlterConfigsResourceResponse.ResourceType")?,
             resource_name: r.string("AlterConfigsResourceResponse.ResourceName", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -185,7 +185,7 @@ impl Codec for AlterConfigsResourceResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AlterPartitionReassignmentsRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<ReassignableTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterPartitionReassignmentsRequest {
@@ -27,7 +27,7 @@ impl Default for AlterPartitionReassignmentsRequest {
         Self {
             timeout_ms: 60000i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for AlterPartitionReassignmentsRequest {
             topics: r.array("AlterPartitionReassignmentsRequest.Topics", true, v, |r| {
                 ReassignableTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -94,7 +94,7 @@ pub struct ReassignableTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<ReassignablePartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReassignableTopic {
@@ -102,7 +102,7 @@ impl Default for ReassignableTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Codec for ReassignableTopic {
             partitions: r.array("ReassignableTopic.Partitions", true, v, |r| {
                 ReassignablePartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -158,7 +158,7 @@ pub struct ReassignablePartition {
     /// `Replicas`: versions 0+, nullable 0+, default `null`, entity brokerId.
     pub replicas: Option<Vec<i32>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReassignablePartition {
@@ -166,7 +166,7 @@ impl Default for ReassignablePartition {
         Self {
             partition_index: 0i32,
             replicas: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -178,7 +178,7 @@ impl Codec for ReassignablePartition {
             replicas: r.nullable_array("ReassignablePartition.Replicas", true, |r| {
                 r.i32("ReassignablePartition.Replicas")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

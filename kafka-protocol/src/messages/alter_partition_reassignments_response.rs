@@ -23,7 +23,7 @@ pub struct AlterPartitionReassignmentsResponse {
     /// `Responses`: versions 0+.
     pub responses: Vec<ReassignableTopicResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterPartitionReassignmentsResponse {
@@ -33,7 +33,7 @@ impl Default for AlterPartitionReassignmentsResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             responses: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -51,7 +51,7 @@ impl Codec for AlterPartitionReassignmentsResponse {
                 v,
                 |r| ReassignableTopicResponse::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -114,7 +114,7 @@ pub struct ReassignableTopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<ReassignablePartitionResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReassignableTopicResponse {
@@ -122,7 +122,7 @@ impl Default for ReassignableTopicResponse {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -134,7 +134,7 @@ impl Codec for ReassignableTopicResponse {
             partitions: r.array("ReassignableTopicResponse.Partitions", true, v, |r| {
                 ReassignablePartitionResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -180,7 +180,7 @@ pub struct ReassignablePartitionResponse {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReassignablePartitionResponse {
@@ -189,7 +189,7 @@ impl Default for ReassignablePartitionResponse {
             partition_index: 0i32,
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Codec for ReassignablePartitionResponse {
             partition_index: r.i32("ReassignablePartitionResponse.PartitionIndex")?,
             error_code: r.i16("ReassignablePartitionResponse.ErrorCode")?,
             error_message: r.nullable_string("ReassignablePartitionResponse.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

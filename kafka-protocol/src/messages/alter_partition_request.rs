@@ -21,7 +21,7 @@ pub struct AlterPartitionRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterPartitionRequest {
@@ -30,7 +30,7 @@ impl Default for AlterPartitionRequest {
             broker_id: 0i32,
             broker_epoch: -1i64,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -43,7 +43,7 @@ impl Codec for AlterPartitionRequest {
             topics: r.array("AlterPartitionRequest.Topics", true, v, |r| {
                 TopicData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -102,7 +102,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -111,7 +111,7 @@ impl Default for TopicData {
             topic_name: KStr::default(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -132,7 +132,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -191,7 +191,7 @@ pub struct PartitionData {
     /// `PartitionEpoch`: versions 0+.
     pub partition_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -203,7 +203,7 @@ impl Default for PartitionData {
             new_isr_with_epochs: Vec::new(),
             leader_recovery_state: 0i8,
             partition_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -233,7 +233,7 @@ impl Codec for PartitionData {
                 0i8
             },
             partition_epoch: r.i32("PartitionData.PartitionEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -323,7 +323,7 @@ pub struct BrokerState {
     /// `BrokerEpoch`: versions 3+, default `-1`.
     pub broker_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BrokerState {
@@ -331,7 +331,7 @@ impl Default for BrokerState {
         Self {
             broker_id: 0i32,
             broker_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -341,7 +341,7 @@ impl Codec for BrokerState {
         let mut this = Self {
             broker_id: r.i32("BrokerState.BrokerId")?,
             broker_epoch: r.i64("BrokerState.BrokerEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct AlterPartitionResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterPartitionResponse {
@@ -30,7 +30,7 @@ impl Default for AlterPartitionResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -43,7 +43,7 @@ impl Codec for AlterPartitionResponse {
             topics: r.array("AlterPartitionResponse.Topics", true, v, |r| {
                 TopicData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -102,7 +102,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -111,7 +111,7 @@ impl Default for TopicData {
             topic_name: KStr::default(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -132,7 +132,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -193,7 +193,7 @@ pub struct PartitionData {
     /// `PartitionEpoch`: versions 0+.
     pub partition_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -206,7 +206,7 @@ impl Default for PartitionData {
             isr: Vec::new(),
             leader_recovery_state: 0i8,
             partition_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -225,7 +225,7 @@ impl Codec for PartitionData {
                 0i8
             },
             partition_epoch: r.i32("PartitionData.PartitionEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

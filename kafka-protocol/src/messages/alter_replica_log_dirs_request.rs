@@ -17,14 +17,14 @@ pub struct AlterReplicaLogDirsRequest {
     /// `Dirs`: versions 0+.
     pub dirs: Vec<AlterReplicaLogDir>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDirsRequest {
     fn default() -> Self {
         Self {
             dirs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for AlterReplicaLogDirsRequest {
             dirs: r.array("AlterReplicaLogDirsRequest.Dirs", flex, v, |r| {
                 AlterReplicaLogDir::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -77,7 +77,7 @@ impl Codec for AlterReplicaLogDirsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -102,7 +102,7 @@ pub struct AlterReplicaLogDir {
     /// `Topics`: versions 0+.
     pub topics: Vec<AlterReplicaLogDirTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDir {
@@ -110,7 +110,7 @@ impl Default for AlterReplicaLogDir {
         Self {
             path: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Codec for AlterReplicaLogDir {
             topics: r.array("AlterReplicaLogDir.Topics", flex, v, |r| {
                 AlterReplicaLogDirTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -163,7 +163,7 @@ impl Codec for AlterReplicaLogDir {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -177,7 +177,7 @@ pub struct AlterReplicaLogDirTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDirTopic {
@@ -185,7 +185,7 @@ impl Default for AlterReplicaLogDirTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -198,7 +198,7 @@ impl Codec for AlterReplicaLogDirTopic {
             partitions: r.array("AlterReplicaLogDirTopic.Partitions", flex, v, |r| {
                 r.i32("AlterReplicaLogDirTopic.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -244,7 +244,7 @@ impl Codec for AlterReplicaLogDirTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AlterReplicaLogDirsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<AlterReplicaLogDirTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDirsResponse {
@@ -27,7 +27,7 @@ impl Default for AlterReplicaLogDirsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for AlterReplicaLogDirsResponse {
             results: r.array("AlterReplicaLogDirsResponse.Results", flex, v, |r| {
                 AlterReplicaLogDirTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for AlterReplicaLogDirsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct AlterReplicaLogDirTopicResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<AlterReplicaLogDirPartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDirTopicResult {
@@ -116,7 +116,7 @@ impl Default for AlterReplicaLogDirTopicResult {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -129,7 +129,7 @@ impl Codec for AlterReplicaLogDirTopicResult {
             partitions: r.array("AlterReplicaLogDirTopicResult.Partitions", flex, v, |r| {
                 AlterReplicaLogDirPartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -176,7 +176,7 @@ impl Codec for AlterReplicaLogDirTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -190,7 +190,7 @@ pub struct AlterReplicaLogDirPartitionResult {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterReplicaLogDirPartitionResult {
@@ -198,7 +198,7 @@ impl Default for AlterReplicaLogDirPartitionResult {
         Self {
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -209,7 +209,7 @@ impl Codec for AlterReplicaLogDirPartitionResult {
         let mut this = Self {
             partition_index: r.i32("AlterReplicaLogDirPartitionResult.PartitionIndex")?,
             error_code: r.i16("AlterReplicaLogDirPartitionResult.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -247,7 +247,7 @@ impl Codec for AlterReplicaLogDirPartitionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct AlterUserScramCredentialsRequest {
     /// `Upsertions`: versions 0+.
     pub upsertions: Vec<ScramCredentialUpsertion>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterUserScramCredentialsRequest {
@@ -27,7 +27,7 @@ impl Default for AlterUserScramCredentialsRequest {
         Self {
             deletions: Vec::new(),
             upsertions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for AlterUserScramCredentialsRequest {
                 v,
                 |r| ScramCredentialUpsertion::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -104,7 +104,7 @@ pub struct ScramCredentialDeletion {
     /// `Mechanism`: versions 0+.
     pub mechanism: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ScramCredentialDeletion {
@@ -112,7 +112,7 @@ impl Default for ScramCredentialDeletion {
         Self {
             name: KStr::default(),
             mechanism: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -122,7 +122,7 @@ impl Codec for ScramCredentialDeletion {
         let mut this = Self {
             name: r.string("ScramCredentialDeletion.Name", true, v)?,
             mechanism: r.i8("ScramCredentialDeletion.Mechanism")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -167,7 +167,7 @@ pub struct ScramCredentialUpsertion {
     /// `SaltedPassword`: versions 0+.
     pub salted_password: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ScramCredentialUpsertion {
@@ -178,7 +178,7 @@ impl Default for ScramCredentialUpsertion {
             iterations: 0i32,
             salt: Bytes::new(),
             salted_password: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -191,7 +191,7 @@ impl Codec for ScramCredentialUpsertion {
             iterations: r.i32("ScramCredentialUpsertion.Iterations")?,
             salt: r.bytes("ScramCredentialUpsertion.Salt", true, v)?,
             salted_password: r.bytes("ScramCredentialUpsertion.SaltedPassword", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

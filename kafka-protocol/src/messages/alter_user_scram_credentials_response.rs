@@ -19,7 +19,7 @@ pub struct AlterUserScramCredentialsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<AlterUserScramCredentialsResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterUserScramCredentialsResponse {
@@ -27,7 +27,7 @@ impl Default for AlterUserScramCredentialsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for AlterUserScramCredentialsResponse {
             results: r.array("AlterUserScramCredentialsResponse.Results", true, v, |r| {
                 AlterUserScramCredentialsResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -96,7 +96,7 @@ pub struct AlterUserScramCredentialsResult {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AlterUserScramCredentialsResult {
@@ -105,7 +105,7 @@ impl Default for AlterUserScramCredentialsResult {
             user: KStr::default(),
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -117,7 +117,7 @@ impl Codec for AlterUserScramCredentialsResult {
             error_code: r.i16("AlterUserScramCredentialsResult.ErrorCode")?,
             error_message: r
                 .nullable_string("AlterUserScramCredentialsResult.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

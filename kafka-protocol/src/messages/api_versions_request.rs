@@ -19,7 +19,7 @@ pub struct ApiVersionsRequest {
     /// `ClientSoftwareVersion`: versions 3+, ignorable.
     pub client_software_version: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ApiVersionsRequest {
@@ -27,7 +27,7 @@ impl Default for ApiVersionsRequest {
         Self {
             client_software_name: KStr::default(),
             client_software_version: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -46,7 +46,7 @@ impl Codec for ApiVersionsRequest {
             } else {
                 KStr::default()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -104,7 +104,7 @@ impl Codec for ApiVersionsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -29,7 +29,7 @@ pub struct ApiVersionsResponse {
     /// `ZkMigrationReady`: versions 3+, tagged (tag 3), default `false`, ignorable.
     pub zk_migration_ready: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ApiVersionsResponse {
@@ -42,7 +42,7 @@ impl Default for ApiVersionsResponse {
             finalized_features_epoch: -1i64,
             finalized_features: Vec::new(),
             zk_migration_ready: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -64,7 +64,7 @@ impl Codec for ApiVersionsResponse {
             finalized_features_epoch: -1i64,
             finalized_features: Vec::new(),
             zk_migration_ready: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -191,7 +191,7 @@ impl Codec for ApiVersionsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -218,7 +218,7 @@ pub struct ApiVersion {
     /// `MaxVersion`: versions 0+.
     pub max_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ApiVersion {
@@ -227,7 +227,7 @@ impl Default for ApiVersion {
             api_key: 0i16,
             min_version: 0i16,
             max_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -239,7 +239,7 @@ impl Codec for ApiVersion {
             api_key: r.i16("ApiVersion.ApiKey")?,
             min_version: r.i16("ApiVersion.MinVersion")?,
             max_version: r.i16("ApiVersion.MaxVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -279,7 +279,7 @@ impl Codec for ApiVersion {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -295,7 +295,7 @@ pub struct SupportedFeatureKey {
     /// `MaxVersion`: versions 3+.
     pub max_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SupportedFeatureKey {
@@ -304,7 +304,7 @@ impl Default for SupportedFeatureKey {
             name: KStr::default(),
             min_version: 0i16,
             max_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -315,7 +315,7 @@ impl Codec for SupportedFeatureKey {
             name: r.string("SupportedFeatureKey.Name", true, v)?,
             min_version: r.i16("SupportedFeatureKey.MinVersion")?,
             max_version: r.i16("SupportedFeatureKey.MaxVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -358,7 +358,7 @@ pub struct FinalizedFeatureKey {
     /// `MinVersionLevel`: versions 3+.
     pub min_version_level: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FinalizedFeatureKey {
@@ -367,7 +367,7 @@ impl Default for FinalizedFeatureKey {
             name: KStr::default(),
             max_version_level: 0i16,
             min_version_level: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -378,7 +378,7 @@ impl Codec for FinalizedFeatureKey {
             name: r.string("FinalizedFeatureKey.Name", true, v)?,
             max_version_level: r.i16("FinalizedFeatureKey.MaxVersionLevel")?,
             min_version_level: r.i16("FinalizedFeatureKey.MinVersionLevel")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct AssignReplicasToDirsRequest {
     /// `Directories`: versions 0+.
     pub directories: Vec<DirectoryData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AssignReplicasToDirsRequest {
@@ -30,7 +30,7 @@ impl Default for AssignReplicasToDirsRequest {
             broker_id: 0i32,
             broker_epoch: -1i64,
             directories: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -43,7 +43,7 @@ impl Codec for AssignReplicasToDirsRequest {
             directories: r.array("AssignReplicasToDirsRequest.Directories", true, v, |r| {
                 DirectoryData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -100,7 +100,7 @@ pub struct DirectoryData {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DirectoryData {
@@ -108,7 +108,7 @@ impl Default for DirectoryData {
         Self {
             id: Uuid::ZERO,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -118,7 +118,7 @@ impl Codec for DirectoryData {
         let mut this = Self {
             id: r.uuid("DirectoryData.Id")?,
             topics: r.array("DirectoryData.Topics", true, v, |r| TopicData::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -159,7 +159,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -167,7 +167,7 @@ impl Default for TopicData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -179,7 +179,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -218,14 +218,14 @@ pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
     fn default() -> Self {
         Self {
             partition_index: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -234,7 +234,7 @@ impl Codec for PartitionData {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

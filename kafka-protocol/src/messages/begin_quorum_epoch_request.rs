@@ -23,7 +23,7 @@ pub struct BeginQuorumEpochRequest {
     /// `LeaderEndpoints`: versions 1+, ignorable.
     pub leader_endpoints: Vec<LeaderEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BeginQuorumEpochRequest {
@@ -33,7 +33,7 @@ impl Default for BeginQuorumEpochRequest {
             voter_id: -1i32,
             topics: Vec::new(),
             leader_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -58,7 +58,7 @@ impl Codec for BeginQuorumEpochRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -122,7 +122,7 @@ impl Codec for BeginQuorumEpochRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -147,7 +147,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -155,7 +155,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -168,7 +168,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", flex, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -208,7 +208,7 @@ impl Codec for TopicData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -226,7 +226,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -236,7 +236,7 @@ impl Default for PartitionData {
             voter_directory_id: Uuid::ZERO,
             leader_id: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -253,7 +253,7 @@ impl Codec for PartitionData {
             },
             leader_id: r.i32("PartitionData.LeaderId")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -297,7 +297,7 @@ impl Codec for PartitionData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -313,7 +313,7 @@ pub struct LeaderEndpoint {
     /// `Port`: versions 1+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderEndpoint {
@@ -322,7 +322,7 @@ impl Default for LeaderEndpoint {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -333,7 +333,7 @@ impl Codec for LeaderEndpoint {
             name: r.string("LeaderEndpoint.Name", true, v)?,
             host: r.string("LeaderEndpoint.Host", true, v)?,
             port: r.u16("LeaderEndpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

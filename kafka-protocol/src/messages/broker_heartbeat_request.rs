@@ -27,7 +27,7 @@ pub struct BrokerHeartbeatRequest {
     /// `OfflineLogDirs`: versions 1+, tagged (tag 0).
     pub offline_log_dirs: Vec<Uuid>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BrokerHeartbeatRequest {
@@ -39,7 +39,7 @@ impl Default for BrokerHeartbeatRequest {
             want_fence: false,
             want_shut_down: false,
             offline_log_dirs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -53,7 +53,7 @@ impl Codec for BrokerHeartbeatRequest {
             want_fence: r.bool("BrokerHeartbeatRequest.WantFence")?,
             want_shut_down: r.bool("BrokerHeartbeatRequest.WantShutDown")?,
             offline_log_dirs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -25,7 +25,7 @@ pub struct BrokerHeartbeatResponse {
     /// `ShouldShutDown`: versions 0+.
     pub should_shut_down: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BrokerHeartbeatResponse {
@@ -36,7 +36,7 @@ impl Default for BrokerHeartbeatResponse {
             is_caught_up: false,
             is_fenced: true,
             should_shut_down: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -49,7 +49,7 @@ impl Codec for BrokerHeartbeatResponse {
             is_caught_up: r.bool("BrokerHeartbeatResponse.IsCaughtUp")?,
             is_fenced: r.bool("BrokerHeartbeatResponse.IsFenced")?,
             should_shut_down: r.bool("BrokerHeartbeatResponse.ShouldShutDown")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

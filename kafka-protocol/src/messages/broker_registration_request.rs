@@ -33,7 +33,7 @@ pub struct BrokerRegistrationRequest {
     /// `PreviousBrokerEpoch`: versions 3+, default `-1`, ignorable.
     pub previous_broker_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BrokerRegistrationRequest {
@@ -48,7 +48,7 @@ impl Default for BrokerRegistrationRequest {
             is_migrating_zk_broker: false,
             log_dirs: Vec::new(),
             previous_broker_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -83,7 +83,7 @@ impl Codec for BrokerRegistrationRequest {
             } else {
                 -1i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -190,7 +190,7 @@ pub struct Listener {
     /// `SecurityProtocol`: versions 0+.
     pub security_protocol: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Listener {
@@ -200,7 +200,7 @@ impl Default for Listener {
             host: KStr::default(),
             port: 0u16,
             security_protocol: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -212,7 +212,7 @@ impl Codec for Listener {
             host: r.string("Listener.Host", true, v)?,
             port: r.u16("Listener.Port")?,
             security_protocol: r.i16("Listener.SecurityProtocol")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -257,7 +257,7 @@ pub struct Feature {
     /// `MaxSupportedVersion`: versions 0+.
     pub max_supported_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Feature {
@@ -266,7 +266,7 @@ impl Default for Feature {
             name: KStr::default(),
             min_supported_version: 0i16,
             max_supported_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -277,7 +277,7 @@ impl Codec for Feature {
             name: r.string("Feature.Name", true, v)?,
             min_supported_version: r.i16("Feature.MinSupportedVersion")?,
             max_supported_version: r.i16("Feature.MaxSupportedVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

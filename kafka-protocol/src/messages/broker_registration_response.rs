@@ -21,7 +21,7 @@ pub struct BrokerRegistrationResponse {
     /// `BrokerEpoch`: versions 0+, default `-1`.
     pub broker_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BrokerRegistrationResponse {
@@ -30,7 +30,7 @@ impl Default for BrokerRegistrationResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             broker_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for BrokerRegistrationResponse {
             throttle_time_ms: r.i32("BrokerRegistrationResponse.ThrottleTimeMs")?,
             error_code: r.i16("BrokerRegistrationResponse.ErrorCode")?,
             broker_epoch: r.i64("BrokerRegistrationResponse.BrokerEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

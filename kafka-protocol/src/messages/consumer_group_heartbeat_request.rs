@@ -33,7 +33,7 @@ pub struct ConsumerGroupHeartbeatRequest {
     /// `TopicPartitions`: versions 0+, nullable 0+, default `null`.
     pub topic_partitions: Option<Vec<TopicPartitions>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ConsumerGroupHeartbeatRequest {
@@ -48,7 +48,7 @@ impl Default for ConsumerGroupHeartbeatRequest {
             subscribed_topic_names: None,
             server_assignor: None,
             topic_partitions: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -80,7 +80,7 @@ impl Codec for ConsumerGroupHeartbeatRequest {
                 true,
                 |r| TopicPartitions::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -182,7 +182,7 @@ pub struct TopicPartitions {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicPartitions {
@@ -190,7 +190,7 @@ impl Default for TopicPartitions {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -202,7 +202,7 @@ impl Codec for TopicPartitions {
             partitions: r.array("TopicPartitions.Partitions", true, v, |r| {
                 r.i32("TopicPartitions.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

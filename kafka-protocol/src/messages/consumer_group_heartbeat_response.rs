@@ -29,7 +29,7 @@ pub struct ConsumerGroupHeartbeatResponse {
     /// `Assignment`: versions 0+, nullable 0+, default `null`.
     pub assignment: Option<Assignment>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ConsumerGroupHeartbeatResponse {
@@ -42,7 +42,7 @@ impl Default for ConsumerGroupHeartbeatResponse {
             member_epoch: 0i32,
             heartbeat_interval_ms: 0i32,
             assignment: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -62,7 +62,7 @@ impl Codec for ConsumerGroupHeartbeatResponse {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -134,14 +134,14 @@ pub struct Assignment {
     /// `TopicPartitions`: versions 0+.
     pub topic_partitions: Vec<TopicPartitions>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Assignment {
     fn default() -> Self {
         Self {
             topic_partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -152,7 +152,7 @@ impl Codec for Assignment {
             topic_partitions: r.array("Assignment.TopicPartitions", true, v, |r| {
                 TopicPartitions::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -194,7 +194,7 @@ pub struct TopicPartitions {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicPartitions {
@@ -202,7 +202,7 @@ impl Default for TopicPartitions {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -214,7 +214,7 @@ impl Codec for TopicPartitions {
             partitions: r.array("TopicPartitions.Partitions", true, v, |r| {
                 r.i32("TopicPartitions.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct ControlledShutdownRequest {
     /// `BrokerEpoch`: versions 2+, default `-1`, ignorable.
     pub broker_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ControlledShutdownRequest {
@@ -27,7 +27,7 @@ impl Default for ControlledShutdownRequest {
         Self {
             broker_id: 0i32,
             broker_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -42,7 +42,7 @@ impl Codec for ControlledShutdownRequest {
             } else {
                 -1i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -82,7 +82,7 @@ impl Codec for ControlledShutdownRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

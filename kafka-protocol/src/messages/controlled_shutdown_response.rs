@@ -19,7 +19,7 @@ pub struct ControlledShutdownResponse {
     /// `RemainingPartitions`: versions 0+.
     pub remaining_partitions: Vec<RemainingPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ControlledShutdownResponse {
@@ -27,7 +27,7 @@ impl Default for ControlledShutdownResponse {
         Self {
             error_code: 0i16,
             remaining_partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -43,7 +43,7 @@ impl Codec for ControlledShutdownResponse {
                 v,
                 |r| RemainingPartition::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -86,7 +86,7 @@ impl Codec for ControlledShutdownResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -111,7 +111,7 @@ pub struct RemainingPartition {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for RemainingPartition {
@@ -119,7 +119,7 @@ impl Default for RemainingPartition {
         Self {
             topic_name: KStr::default(),
             partition_index: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -130,7 +130,7 @@ impl Codec for RemainingPartition {
         let mut this = Self {
             topic_name: r.string("RemainingPartition.TopicName", flex, v)?,
             partition_index: r.i32("RemainingPartition.PartitionIndex")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -168,7 +168,7 @@ impl Codec for RemainingPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

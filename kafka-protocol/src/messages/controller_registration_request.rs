@@ -25,7 +25,7 @@ pub struct ControllerRegistrationRequest {
     /// `Features`: versions 0+.
     pub features: Vec<Feature>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ControllerRegistrationRequest {
@@ -36,7 +36,7 @@ impl Default for ControllerRegistrationRequest {
             zk_migration_ready: false,
             listeners: Vec::new(),
             features: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -53,7 +53,7 @@ impl Codec for ControllerRegistrationRequest {
             features: r.array("ControllerRegistrationRequest.Features", true, v, |r| {
                 Feature::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -123,7 +123,7 @@ pub struct Listener {
     /// `SecurityProtocol`: versions 0+.
     pub security_protocol: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Listener {
@@ -133,7 +133,7 @@ impl Default for Listener {
             host: KStr::default(),
             port: 0u16,
             security_protocol: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -145,7 +145,7 @@ impl Codec for Listener {
             host: r.string("Listener.Host", true, v)?,
             port: r.u16("Listener.Port")?,
             security_protocol: r.i16("Listener.SecurityProtocol")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -190,7 +190,7 @@ pub struct Feature {
     /// `MaxSupportedVersion`: versions 0+.
     pub max_supported_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Feature {
@@ -199,7 +199,7 @@ impl Default for Feature {
             name: KStr::default(),
             min_supported_version: 0i16,
             max_supported_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -210,7 +210,7 @@ impl Codec for Feature {
             name: r.string("Feature.Name", true, v)?,
             min_supported_version: r.i16("Feature.MinSupportedVersion")?,
             max_supported_version: r.i16("Feature.MaxSupportedVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct CreateAclsRequest {
     /// `Creations`: versions 0+.
     pub creations: Vec<AclCreation>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateAclsRequest {
     fn default() -> Self {
         Self {
             creations: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for CreateAclsRequest {
             creations: r.array("CreateAclsRequest.Creations", flex, v, |r| {
                 AclCreation::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -77,7 +77,7 @@ impl Codec for CreateAclsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -112,7 +112,7 @@ pub struct AclCreation {
     /// `PermissionType`: versions 0+.
     pub permission_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AclCreation {
@@ -125,7 +125,7 @@ impl Default for AclCreation {
             host: KStr::default(),
             operation: 0i8,
             permission_type: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -145,7 +145,7 @@ impl Codec for AclCreation {
             host: r.string("AclCreation.Host", flex, v)?,
             operation: r.i8("AclCreation.Operation")?,
             permission_type: r.i8("AclCreation.PermissionType")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -202,7 +202,7 @@ impl Codec for AclCreation {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

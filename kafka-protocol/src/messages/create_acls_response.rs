@@ -19,7 +19,7 @@ pub struct CreateAclsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<AclCreationResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateAclsResponse {
@@ -27,7 +27,7 @@ impl Default for CreateAclsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for CreateAclsResponse {
             results: r.array("CreateAclsResponse.Results", flex, v, |r| {
                 AclCreationResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -80,7 +80,7 @@ impl Codec for CreateAclsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -105,7 +105,7 @@ pub struct AclCreationResult {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AclCreationResult {
@@ -113,7 +113,7 @@ impl Default for AclCreationResult {
         Self {
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -124,7 +124,7 @@ impl Codec for AclCreationResult {
         let mut this = Self {
             error_code: r.i16("AclCreationResult.ErrorCode")?,
             error_message: r.nullable_string("AclCreationResult.ErrorMessage", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -166,7 +166,7 @@ impl Codec for AclCreationResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

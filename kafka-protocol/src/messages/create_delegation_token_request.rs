@@ -23,7 +23,7 @@ pub struct CreateDelegationTokenRequest {
     /// `MaxLifetimeMs`: versions 0+.
     pub max_lifetime_ms: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateDelegationTokenRequest {
@@ -33,7 +33,7 @@ impl Default for CreateDelegationTokenRequest {
             owner_principal_name: Some(KStr::default()),
             renewers: Vec::new(),
             max_lifetime_ms: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -56,7 +56,7 @@ impl Codec for CreateDelegationTokenRequest {
                 CreatableRenewers::decode(r, v)
             })?,
             max_lifetime_ms: r.i64("CreateDelegationTokenRequest.MaxLifetimeMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -137,7 +137,7 @@ impl Codec for CreateDelegationTokenRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -162,7 +162,7 @@ pub struct CreatableRenewers {
     /// `PrincipalName`: versions 0+.
     pub principal_name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableRenewers {
@@ -170,7 +170,7 @@ impl Default for CreatableRenewers {
         Self {
             principal_type: KStr::default(),
             principal_name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -181,7 +181,7 @@ impl Codec for CreatableRenewers {
         let mut this = Self {
             principal_type: r.string("CreatableRenewers.PrincipalType", flex, v)?,
             principal_name: r.string("CreatableRenewers.PrincipalName", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -227,7 +227,7 @@ impl Codec for CreatableRenewers {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -37,7 +37,7 @@ pub struct CreateDelegationTokenResponse {
     /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateDelegationTokenResponse {
@@ -54,7 +54,7 @@ impl Default for CreateDelegationTokenResponse {
             token_id: KStr::default(),
             hmac: Bytes::new(),
             throttle_time_ms: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -90,7 +90,7 @@ impl Codec for CreateDelegationTokenResponse {
             token_id: r.string("CreateDelegationTokenResponse.TokenId", flex, v)?,
             hmac: r.bytes("CreateDelegationTokenResponse.Hmac", flex, v)?,
             throttle_time_ms: r.i32("CreateDelegationTokenResponse.ThrottleTimeMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -192,7 +192,7 @@ impl Codec for CreateDelegationTokenResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct CreatePartitionsRequest {
     /// `ValidateOnly`: versions 0+.
     pub validate_only: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatePartitionsRequest {
@@ -30,7 +30,7 @@ impl Default for CreatePartitionsRequest {
             topics: Vec::new(),
             timeout_ms: 0i32,
             validate_only: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for CreatePartitionsRequest {
             })?,
             timeout_ms: r.i32("CreatePartitionsRequest.TimeoutMs")?,
             validate_only: r.bool("CreatePartitionsRequest.ValidateOnly")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for CreatePartitionsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -116,7 +116,7 @@ pub struct CreatePartitionsTopic {
     /// `Assignments`: versions 0+, nullable 0+.
     pub assignments: Option<Vec<CreatePartitionsAssignment>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatePartitionsTopic {
@@ -125,7 +125,7 @@ impl Default for CreatePartitionsTopic {
             name: KStr::default(),
             count: 0i32,
             assignments: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -139,7 +139,7 @@ impl Codec for CreatePartitionsTopic {
             assignments: r.nullable_array("CreatePartitionsTopic.Assignments", flex, |r| {
                 CreatePartitionsAssignment::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -186,7 +186,7 @@ impl Codec for CreatePartitionsTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -198,14 +198,14 @@ pub struct CreatePartitionsAssignment {
     /// `BrokerIds`: versions 0+, entity brokerId.
     pub broker_ids: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatePartitionsAssignment {
     fn default() -> Self {
         Self {
             broker_ids: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -217,7 +217,7 @@ impl Codec for CreatePartitionsAssignment {
             broker_ids: r.array("CreatePartitionsAssignment.BrokerIds", flex, v, |r| {
                 r.i32("CreatePartitionsAssignment.BrokerIds")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -261,7 +261,7 @@ impl Codec for CreatePartitionsAssignment {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct CreatePartitionsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<CreatePartitionsTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatePartitionsResponse {
@@ -27,7 +27,7 @@ impl Default for CreatePartitionsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for CreatePartitionsResponse {
             results: r.array("CreatePartitionsResponse.Results", flex, v, |r| {
                 CreatePartitionsTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for CreatePartitionsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct CreatePartitionsTopicResult {
     /// `ErrorMessage`: versions 0+, nullable 0+, default `null`.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatePartitionsTopicResult {
@@ -119,7 +119,7 @@ impl Default for CreatePartitionsTopicResult {
             name: KStr::default(),
             error_code: 0i16,
             error_message: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for CreatePartitionsTopicResult {
             name: r.string("CreatePartitionsTopicResult.Name", flex, v)?,
             error_code: r.i16("CreatePartitionsTopicResult.ErrorCode")?,
             error_message: r.nullable_string("CreatePartitionsTopicResult.ErrorMessage", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -175,7 +175,7 @@ impl Codec for CreatePartitionsTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

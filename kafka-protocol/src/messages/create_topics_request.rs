@@ -21,7 +21,7 @@ pub struct CreateTopicsRequest {
     /// `validateOnly`: versions 1+, default `false`.
     pub validate_only: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateTopicsRequest {
@@ -30,7 +30,7 @@ impl Default for CreateTopicsRequest {
             topics: Vec::new(),
             timeout_ms: 60000i32,
             validate_only: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for CreateTopicsRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -99,7 +99,7 @@ impl Codec for CreateTopicsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -130,7 +130,7 @@ pub struct CreatableTopic {
     /// `Configs`: versions 0+.
     pub configs: Vec<CreatableTopicConfig>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableTopic {
@@ -141,7 +141,7 @@ impl Default for CreatableTopic {
             replication_factor: 0i16,
             assignments: Vec::new(),
             configs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -159,7 +159,7 @@ impl Codec for CreatableTopic {
             configs: r.array("CreatableTopic.Configs", flex, v, |r| {
                 CreatableTopicConfig::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -210,7 +210,7 @@ impl Codec for CreatableTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -224,7 +224,7 @@ pub struct CreatableReplicaAssignment {
     /// `BrokerIds`: versions 0+, entity brokerId.
     pub broker_ids: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableReplicaAssignment {
@@ -232,7 +232,7 @@ impl Default for CreatableReplicaAssignment {
         Self {
             partition_index: 0i32,
             broker_ids: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -245,7 +245,7 @@ impl Codec for CreatableReplicaAssignment {
             broker_ids: r.array("CreatableReplicaAssignment.BrokerIds", flex, v, |r| {
                 r.i32("CreatableReplicaAssignment.BrokerIds")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -291,7 +291,7 @@ impl Codec for CreatableReplicaAssignment {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -305,7 +305,7 @@ pub struct CreatableTopicConfig {
     /// `Value`: versions 0+, nullable 0+.
     pub value: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableTopicConfig {
@@ -313,7 +313,7 @@ impl Default for CreatableTopicConfig {
         Self {
             name: KStr::default(),
             value: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -324,7 +324,7 @@ impl Codec for CreatableTopicConfig {
         let mut this = Self {
             name: r.string("CreatableTopicConfig.Name", flex, v)?,
             value: r.nullable_string("CreatableTopicConfig.Value", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -362,7 +362,7 @@ impl Codec for CreatableTopicConfig {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct CreateTopicsResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<CreatableTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreateTopicsResponse {
@@ -27,7 +27,7 @@ impl Default for CreateTopicsResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for CreateTopicsResponse {
             topics: r.array("CreateTopicsResponse.Topics", flex, v, |r| {
                 CreatableTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -86,7 +86,7 @@ impl Codec for CreateTopicsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -123,7 +123,7 @@ pub struct CreatableTopicResult {
     /// `Configs`: versions 5+, nullable 5+, ignorable.
     pub configs: Option<Vec<CreatableTopicConfigs>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableTopicResult {
@@ -137,7 +137,7 @@ impl Default for CreatableTopicResult {
             num_partitions: -1i32,
             replication_factor: -1i16,
             configs: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -176,7 +176,7 @@ impl Codec for CreatableTopicResult {
             } else {
                 Some(Vec::new())
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -270,7 +270,7 @@ impl Codec for CreatableTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -290,7 +290,7 @@ pub struct CreatableTopicConfigs {
     /// `IsSensitive`: versions 5+.
     pub is_sensitive: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CreatableTopicConfigs {
@@ -301,7 +301,7 @@ impl Default for CreatableTopicConfigs {
             read_only: false,
             config_source: -1i8,
             is_sensitive: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -314,7 +314,7 @@ impl Codec for CreatableTopicConfigs {
             read_only: r.bool("CreatableTopicConfigs.ReadOnly")?,
             config_source: r.i8("CreatableTopicConfigs.ConfigSource")?,
             is_sensitive: r.bool("CreatableTopicConfigs.IsSensitive")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

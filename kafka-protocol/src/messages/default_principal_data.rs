@@ -21,7 +21,7 @@ pub struct DefaultPrincipalData {
     /// `TokenAuthenticated`: versions 0+.
     pub token_authenticated: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DefaultPrincipalData {
@@ -30,7 +30,7 @@ impl Default for DefaultPrincipalData {
             r#type: KStr::default(),
             name: KStr::default(),
             token_authenticated: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for DefaultPrincipalData {
             r#type: r.string("DefaultPrincipalData.Type", true, v)?,
             name: r.string("DefaultPrincipalData.Name", true, v)?,
             token_authenticated: r.bool("DefaultPrincipalData.TokenAuthenticated")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

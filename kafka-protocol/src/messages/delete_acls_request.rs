@@ -17,14 +17,14 @@ pub struct DeleteAclsRequest {
     /// `Filters`: versions 0+.
     pub filters: Vec<DeleteAclsFilter>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteAclsRequest {
     fn default() -> Self {
         Self {
             filters: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for DeleteAclsRequest {
             filters: r.array("DeleteAclsRequest.Filters", flex, v, |r| {
                 DeleteAclsFilter::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -74,7 +74,7 @@ impl Codec for DeleteAclsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -109,7 +109,7 @@ pub struct DeleteAclsFilter {
     /// `PermissionType`: versions 0+.
     pub permission_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteAclsFilter {
@@ -122,7 +122,7 @@ impl Default for DeleteAclsFilter {
             host_filter: Some(KStr::default()),
             operation: 0i8,
             permission_type: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -142,7 +142,7 @@ impl Codec for DeleteAclsFilter {
             host_filter: r.nullable_string("DeleteAclsFilter.HostFilter", flex)?,
             operation: r.i8("DeleteAclsFilter.Operation")?,
             permission_type: r.i8("DeleteAclsFilter.PermissionType")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -211,7 +211,7 @@ impl Codec for DeleteAclsFilter {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DeleteAclsResponse {
     /// `FilterResults`: versions 0+.
     pub filter_results: Vec<DeleteAclsFilterResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteAclsResponse {
@@ -27,7 +27,7 @@ impl Default for DeleteAclsResponse {
         Self {
             throttle_time_ms: 0i32,
             filter_results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DeleteAclsResponse {
             filter_results: r.array("DeleteAclsResponse.FilterResults", flex, v, |r| {
                 DeleteAclsFilterResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for DeleteAclsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct DeleteAclsFilterResult {
     /// `MatchingAcls`: versions 0+.
     pub matching_acls: Vec<DeleteAclsMatchingAcl>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteAclsFilterResult {
@@ -119,7 +119,7 @@ impl Default for DeleteAclsFilterResult {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             matching_acls: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -133,7 +133,7 @@ impl Codec for DeleteAclsFilterResult {
             matching_acls: r.array("DeleteAclsFilterResult.MatchingAcls", flex, v, |r| {
                 DeleteAclsMatchingAcl::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -182,7 +182,7 @@ impl Codec for DeleteAclsFilterResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -210,7 +210,7 @@ pub struct DeleteAclsMatchingAcl {
     /// `PermissionType`: versions 0+.
     pub permission_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteAclsMatchingAcl {
@@ -225,7 +225,7 @@ impl Default for DeleteAclsMatchingAcl {
             host: KStr::default(),
             operation: 0i8,
             permission_type: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -247,7 +247,7 @@ impl Codec for DeleteAclsMatchingAcl {
             host: r.string("DeleteAclsMatchingAcl.Host", flex, v)?,
             operation: r.i8("DeleteAclsMatchingAcl.Operation")?,
             permission_type: r.i8("DeleteAclsMatchingAcl.PermissionType")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -316,7 +316,7 @@ impl Codec for DeleteAclsMatchingAcl {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

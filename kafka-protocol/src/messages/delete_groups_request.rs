@@ -17,14 +17,14 @@ pub struct DeleteGroupsRequest {
     /// `GroupsNames`: versions 0+, entity groupId.
     pub groups_names: Vec<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteGroupsRequest {
     fn default() -> Self {
         Self {
             groups_names: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for DeleteGroupsRequest {
             groups_names: r.array("DeleteGroupsRequest.GroupsNames", flex, v, |r| {
                 r.string("DeleteGroupsRequest.GroupsNames", flex, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -77,7 +77,7 @@ impl Codec for DeleteGroupsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DeleteGroupsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<DeletableGroupResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteGroupsResponse {
@@ -27,7 +27,7 @@ impl Default for DeleteGroupsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DeleteGroupsResponse {
             results: r.array("DeleteGroupsResponse.Results", flex, v, |r| {
                 DeletableGroupResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for DeleteGroupsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct DeletableGroupResult {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeletableGroupResult {
@@ -116,7 +116,7 @@ impl Default for DeletableGroupResult {
         Self {
             group_id: KStr::default(),
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -127,7 +127,7 @@ impl Codec for DeletableGroupResult {
         let mut this = Self {
             group_id: r.string("DeletableGroupResult.GroupId", flex, v)?,
             error_code: r.i16("DeletableGroupResult.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -165,7 +165,7 @@ impl Codec for DeletableGroupResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DeleteRecordsRequest {
     /// `TimeoutMs`: versions 0+.
     pub timeout_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsRequest {
@@ -27,7 +27,7 @@ impl Default for DeleteRecordsRequest {
         Self {
             topics: Vec::new(),
             timeout_ms: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DeleteRecordsRequest {
                 DeleteRecordsTopic::decode(r, v)
             })?,
             timeout_ms: r.i32("DeleteRecordsRequest.TimeoutMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -80,7 +80,7 @@ impl Codec for DeleteRecordsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -105,7 +105,7 @@ pub struct DeleteRecordsTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<DeleteRecordsPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsTopic {
@@ -113,7 +113,7 @@ impl Default for DeleteRecordsTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -126,7 +126,7 @@ impl Codec for DeleteRecordsTopic {
             partitions: r.array("DeleteRecordsTopic.Partitions", flex, v, |r| {
                 DeleteRecordsPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -169,7 +169,7 @@ impl Codec for DeleteRecordsTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -183,7 +183,7 @@ pub struct DeleteRecordsPartition {
     /// `Offset`: versions 0+.
     pub offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsPartition {
@@ -191,7 +191,7 @@ impl Default for DeleteRecordsPartition {
         Self {
             partition_index: 0i32,
             offset: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -202,7 +202,7 @@ impl Codec for DeleteRecordsPartition {
         let mut this = Self {
             partition_index: r.i32("DeleteRecordsPartition.PartitionIndex")?,
             offset: r.i64("DeleteRecordsPartition.Offset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -240,7 +240,7 @@ impl Codec for DeleteRecordsPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

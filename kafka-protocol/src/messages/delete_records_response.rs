@@ -19,7 +19,7 @@ pub struct DeleteRecordsResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<DeleteRecordsTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsResponse {
@@ -27,7 +27,7 @@ impl Default for DeleteRecordsResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DeleteRecordsResponse {
             topics: r.array("DeleteRecordsResponse.Topics", flex, v, |r| {
                 DeleteRecordsTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for DeleteRecordsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct DeleteRecordsTopicResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<DeleteRecordsPartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsTopicResult {
@@ -116,7 +116,7 @@ impl Default for DeleteRecordsTopicResult {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -129,7 +129,7 @@ impl Codec for DeleteRecordsTopicResult {
             partitions: r.array("DeleteRecordsTopicResult.Partitions", flex, v, |r| {
                 DeleteRecordsPartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -172,7 +172,7 @@ impl Codec for DeleteRecordsTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -188,7 +188,7 @@ pub struct DeleteRecordsPartitionResult {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteRecordsPartitionResult {
@@ -197,7 +197,7 @@ impl Default for DeleteRecordsPartitionResult {
             partition_index: 0i32,
             low_watermark: 0i64,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -209,7 +209,7 @@ impl Codec for DeleteRecordsPartitionResult {
             partition_index: r.i32("DeleteRecordsPartitionResult.PartitionIndex")?,
             low_watermark: r.i64("DeleteRecordsPartitionResult.LowWatermark")?,
             error_code: r.i16("DeleteRecordsPartitionResult.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -249,7 +249,7 @@ impl Codec for DeleteRecordsPartitionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DeleteShareGroupStateRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<DeleteStateData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteShareGroupStateRequest {
@@ -27,7 +27,7 @@ impl Default for DeleteShareGroupStateRequest {
         Self {
             group_id: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for DeleteShareGroupStateRequest {
             topics: r.array("DeleteShareGroupStateRequest.Topics", true, v, |r| {
                 DeleteStateData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -94,7 +94,7 @@ pub struct DeleteStateData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteStateData {
@@ -102,7 +102,7 @@ impl Default for DeleteStateData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Codec for DeleteStateData {
             partitions: r.array("DeleteStateData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -156,14 +156,14 @@ pub struct PartitionData {
     /// `Partition`: versions 0+.
     pub partition: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
     fn default() -> Self {
         Self {
             partition: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -172,7 +172,7 @@ impl Codec for PartitionData {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct DeleteTopicsRequest {
     /// `TimeoutMs`: versions 0+.
     pub timeout_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteTopicsRequest {
@@ -30,7 +30,7 @@ impl Default for DeleteTopicsRequest {
             topics: Vec::new(),
             topic_names: Vec::new(),
             timeout_ms: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -54,7 +54,7 @@ impl Codec for DeleteTopicsRequest {
                 Vec::new()
             },
             timeout_ms: r.i32("DeleteTopicsRequest.TimeoutMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -120,7 +120,7 @@ impl Codec for DeleteTopicsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -145,7 +145,7 @@ pub struct DeleteTopicState {
     /// `TopicId`: versions 6+.
     pub topic_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteTopicState {
@@ -153,7 +153,7 @@ impl Default for DeleteTopicState {
         Self {
             name: None,
             topic_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -163,7 +163,7 @@ impl Codec for DeleteTopicState {
         let mut this = Self {
             name: r.nullable_string("DeleteTopicState.Name", true)?,
             topic_id: r.uuid("DeleteTopicState.TopicId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct DeleteTopicsResponse {
     /// `Responses`: versions 0+.
     pub responses: Vec<DeletableTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeleteTopicsResponse {
@@ -27,7 +27,7 @@ impl Default for DeleteTopicsResponse {
         Self {
             throttle_time_ms: 0i32,
             responses: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for DeleteTopicsResponse {
             responses: r.array("DeleteTopicsResponse.Responses", flex, v, |r| {
                 DeletableTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for DeleteTopicsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -118,7 +118,7 @@ pub struct DeletableTopicResult {
     /// `ErrorMessage`: versions 5+, nullable 5+, default `null`, ignorable.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DeletableTopicResult {
@@ -128,7 +128,7 @@ impl Default for DeletableTopicResult {
             topic_id: Uuid::ZERO,
             error_code: 0i16,
             error_message: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -153,7 +153,7 @@ impl Codec for DeletableTopicResult {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -213,7 +213,7 @@ impl Codec for DeletableTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -29,7 +29,7 @@ pub struct DescribeAclsRequest {
     /// `PermissionType`: versions 0+.
     pub permission_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeAclsRequest {
@@ -42,7 +42,7 @@ impl Default for DescribeAclsRequest {
             host_filter: Some(KStr::default()),
             operation: 0i8,
             permission_type: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -63,7 +63,7 @@ impl Codec for DescribeAclsRequest {
             host_filter: r.nullable_string("DescribeAclsRequest.HostFilter", flex)?,
             operation: r.i8("DescribeAclsRequest.Operation")?,
             permission_type: r.i8("DescribeAclsRequest.PermissionType")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -132,7 +132,7 @@ impl Codec for DescribeAclsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -23,7 +23,7 @@ pub struct DescribeAclsResponse {
     /// `Resources`: versions 0+.
     pub resources: Vec<DescribeAclsResource>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeAclsResponse {
@@ -33,7 +33,7 @@ impl Default for DescribeAclsResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             resources: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for DescribeAclsResponse {
             resources: r.array("DescribeAclsResponse.Resources", flex, v, |r| {
                 DescribeAclsResource::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -99,7 +99,7 @@ impl Codec for DescribeAclsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -128,7 +128,7 @@ pub struct DescribeAclsResource {
     /// `Acls`: versions 0+.
     pub acls: Vec<AclDescription>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeAclsResource {
@@ -138,7 +138,7 @@ impl Default for DescribeAclsResource {
             resource_name: KStr::default(),
             pattern_type: 3i8,
             acls: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -157,7 +157,7 @@ impl Codec for DescribeAclsResource {
             acls: r.array("DescribeAclsResource.Acls", flex, v, |r| {
                 AclDescription::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -214,7 +214,7 @@ impl Codec for DescribeAclsResource {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -232,7 +232,7 @@ pub struct AclDescription {
     /// `PermissionType`: versions 0+.
     pub permission_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AclDescription {
@@ -242,7 +242,7 @@ impl Default for AclDescription {
             host: KStr::default(),
             operation: 0i8,
             permission_type: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -255,7 +255,7 @@ impl Codec for AclDescription {
             host: r.string("AclDescription.Host", flex, v)?,
             operation: r.i8("AclDescription.Operation")?,
             permission_type: r.i8("AclDescription.PermissionType")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -297,7 +297,7 @@ impl Codec for AclDescription {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

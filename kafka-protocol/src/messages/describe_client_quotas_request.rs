@@ -19,7 +19,7 @@ pub struct DescribeClientQuotasRequest {
     /// `Strict`: versions 0+.
     pub strict: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeClientQuotasRequest {
@@ -27,7 +27,7 @@ impl Default for DescribeClientQuotasRequest {
         Self {
             components: Vec::new(),
             strict: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DescribeClientQuotasRequest {
                 ComponentData::decode(r, v)
             })?,
             strict: r.bool("DescribeClientQuotasRequest.Strict")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for DescribeClientQuotasRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct ComponentData {
     /// `Match`: versions 0+, nullable 0+.
     pub r#match: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ComponentData {
@@ -119,7 +119,7 @@ impl Default for ComponentData {
             entity_type: KStr::default(),
             match_type: 0i8,
             r#match: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for ComponentData {
             entity_type: r.string("ComponentData.EntityType", flex, v)?,
             match_type: r.i8("ComponentData.MatchType")?,
             r#match: r.nullable_string("ComponentData.Match", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -171,7 +171,7 @@ impl Codec for ComponentData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -23,7 +23,7 @@ pub struct DescribeClientQuotasResponse {
     /// `Entries`: versions 0+, nullable 0+.
     pub entries: Option<Vec<EntryData>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeClientQuotasResponse {
@@ -33,7 +33,7 @@ impl Default for DescribeClientQuotasResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             entries: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for DescribeClientQuotasResponse {
             entries: r.nullable_array("DescribeClientQuotasResponse.Entries", flex, |r| {
                 EntryData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -99,7 +99,7 @@ impl Codec for DescribeClientQuotasResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -124,7 +124,7 @@ pub struct EntryData {
     /// `Values`: versions 0+.
     pub values: Vec<ValueData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntryData {
@@ -132,7 +132,7 @@ impl Default for EntryData {
         Self {
             entity: Vec::new(),
             values: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -143,7 +143,7 @@ impl Codec for EntryData {
         let mut this = Self {
             entity: r.array("EntryData.Entity", flex, v, |r| EntityData::decode(r, v))?,
             values: r.array("EntryData.Values", flex, v, |r| ValueData::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -185,7 +185,7 @@ impl Codec for EntryData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -199,7 +199,7 @@ pub struct EntityData {
     /// `EntityName`: versions 0+, nullable 0+.
     pub entity_name: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EntityData {
@@ -207,7 +207,7 @@ impl Default for EntityData {
         Self {
             entity_type: KStr::default(),
             entity_name: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -218,7 +218,7 @@ impl Codec for EntityData {
         let mut this = Self {
             entity_type: r.string("EntityData.EntityType", flex, v)?,
             entity_name: r.nullable_string("EntityData.EntityName", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -256,7 +256,7 @@ impl Codec for EntityData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -270,7 +270,7 @@ pub struct ValueData {
     /// `Value`: versions 0+.
     pub value: f64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ValueData {
@@ -278,7 +278,7 @@ impl Default for ValueData {
         Self {
             key: KStr::default(),
             value: 0.0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -289,7 +289,7 @@ impl Codec for ValueData {
         let mut this = Self {
             key: r.string("ValueData.Key", flex, v)?,
             value: r.f64("ValueData.Value")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -327,7 +327,7 @@ impl Codec for ValueData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DescribeClusterRequest {
     /// `EndpointType`: versions 1+, default `1`.
     pub endpoint_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeClusterRequest {
@@ -27,7 +27,7 @@ impl Default for DescribeClusterRequest {
         Self {
             include_cluster_authorized_operations: false,
             endpoint_type: 1i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -42,7 +42,7 @@ impl Codec for DescribeClusterRequest {
             } else {
                 1i8
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -31,7 +31,7 @@ pub struct DescribeClusterResponse {
     /// `ClusterAuthorizedOperations`: versions 0+, default `-2147483648`.
     pub cluster_authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeClusterResponse {
@@ -45,7 +45,7 @@ impl Default for DescribeClusterResponse {
             controller_id: -1i32,
             brokers: Vec::new(),
             cluster_authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -68,7 +68,7 @@ impl Codec for DescribeClusterResponse {
             })?,
             cluster_authorized_operations: r
                 .i32("DescribeClusterResponse.ClusterAuthorizedOperations")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -152,7 +152,7 @@ pub struct DescribeClusterBroker {
     /// `Rack`: versions 0+, nullable 0+, default `null`.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeClusterBroker {
@@ -162,7 +162,7 @@ impl Default for DescribeClusterBroker {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -174,7 +174,7 @@ impl Codec for DescribeClusterBroker {
             host: r.string("DescribeClusterBroker.Host", true, v)?,
             port: r.i32("DescribeClusterBroker.Port")?,
             rack: r.nullable_string("DescribeClusterBroker.Rack", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct DescribeConfigsRequest {
     /// `IncludeDocumentation`: versions 3+, default `false`.
     pub include_documentation: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsRequest {
@@ -30,7 +30,7 @@ impl Default for DescribeConfigsRequest {
             resources: Vec::new(),
             include_synonyms: false,
             include_documentation: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -52,7 +52,7 @@ impl Codec for DescribeConfigsRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -115,7 +115,7 @@ impl Codec for DescribeConfigsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -142,7 +142,7 @@ pub struct DescribeConfigsResource {
     /// `ConfigurationKeys`: versions 0+, nullable 0+.
     pub configuration_keys: Option<Vec<KStr>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsResource {
@@ -151,7 +151,7 @@ impl Default for DescribeConfigsResource {
             resource_type: 0i8,
             resource_name: KStr::default(),
             configuration_keys: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -167,7 +167,7 @@ impl Codec for DescribeConfigsResource {
                 flex,
                 |r| r.string("DescribeConfigsResource.ConfigurationKeys", flex, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -216,7 +216,7 @@ impl Codec for DescribeConfigsResource {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

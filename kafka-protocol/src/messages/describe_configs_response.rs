@@ -19,7 +19,7 @@ pub struct DescribeConfigsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<DescribeConfigsResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsResponse {
@@ -27,7 +27,7 @@ impl Default for DescribeConfigsResponse {
         Self {
             throttle_time_ms: 0i32,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for DescribeConfigsResponse {
             results: r.array("DescribeConfigsResponse.Results", flex, v, |r| {
                 DescribeConfigsResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for DescribeConfigsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -114,7 +114,7 @@ pub struct DescribeConfigsResult {
     /// `Configs`: versions 0+.
     pub configs: Vec<DescribeConfigsResourceResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsResult {
@@ -125,7 +125,7 @@ impl Default for DescribeConfigsResult {
             resource_type: 0i8,
             resource_name: KStr::default(),
             configs: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -141,7 +141,7 @@ impl Codec for DescribeConfigsResult {
             configs: r.array("DescribeConfigsResult.Configs", flex, v, |r| {
                 DescribeConfigsResourceResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -198,7 +198,7 @@ impl Codec for DescribeConfigsResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -226,7 +226,7 @@ pub struct DescribeConfigsResourceResult {
     /// `Documentation`: versions 3+, nullable 0+, ignorable.
     pub documentation: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsResourceResult {
@@ -241,7 +241,7 @@ impl Default for DescribeConfigsResourceResult {
             synonyms: Vec::new(),
             config_type: 0i8,
             documentation: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -281,7 +281,7 @@ impl Codec for DescribeConfigsResourceResult {
             } else {
                 Some(KStr::default())
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -371,7 +371,7 @@ impl Codec for DescribeConfigsResourceResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -387,7 +387,7 @@ pub struct DescribeConfigsSynonym {
     /// `Source`: versions 1+.
     pub source: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeConfigsSynonym {
@@ -396,7 +396,7 @@ impl Default for DescribeConfigsSynonym {
             name: KStr::default(),
             value: Some(KStr::default()),
             source: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -408,7 +408,7 @@ impl Codec for DescribeConfigsSynonym {
             name: r.string("DescribeConfigsSynonym.Name", flex, v)?,
             value: r.nullable_string("DescribeConfigsSynonym.Value", flex)?,
             source: r.i8("DescribeConfigsSynonym.Source")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -448,7 +448,7 @@ impl Codec for DescribeConfigsSynonym {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

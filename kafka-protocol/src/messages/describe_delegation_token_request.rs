@@ -17,14 +17,14 @@ pub struct DescribeDelegationTokenRequest {
     /// `Owners`: versions 0+, nullable 0+.
     pub owners: Option<Vec<DescribeDelegationTokenOwner>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeDelegationTokenRequest {
     fn default() -> Self {
         Self {
             owners: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for DescribeDelegationTokenRequest {
             owners: r.nullable_array("DescribeDelegationTokenRequest.Owners", flex, |r| {
                 DescribeDelegationTokenOwner::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -79,7 +79,7 @@ impl Codec for DescribeDelegationTokenRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -104,7 +104,7 @@ pub struct DescribeDelegationTokenOwner {
     /// `PrincipalName`: versions 0+.
     pub principal_name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeDelegationTokenOwner {
@@ -112,7 +112,7 @@ impl Default for DescribeDelegationTokenOwner {
         Self {
             principal_type: KStr::default(),
             principal_name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Codec for DescribeDelegationTokenOwner {
         let mut this = Self {
             principal_type: r.string("DescribeDelegationTokenOwner.PrincipalType", flex, v)?,
             principal_name: r.string("DescribeDelegationTokenOwner.PrincipalName", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -169,7 +169,7 @@ impl Codec for DescribeDelegationTokenOwner {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct DescribeDelegationTokenResponse {
     /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeDelegationTokenResponse {
@@ -30,7 +30,7 @@ impl Default for DescribeDelegationTokenResponse {
             error_code: 0i16,
             tokens: Vec::new(),
             throttle_time_ms: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for DescribeDelegationTokenResponse {
                 DescribedDelegationToken::decode(r, v)
             })?,
             throttle_time_ms: r.i32("DescribeDelegationTokenResponse.ThrottleTimeMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for DescribeDelegationTokenResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -130,7 +130,7 @@ pub struct DescribedDelegationToken {
     /// `Renewers`: versions 0+.
     pub renewers: Vec<DescribedDelegationTokenRenewer>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribedDelegationToken {
@@ -146,7 +146,7 @@ impl Default for DescribedDelegationToken {
             token_id: KStr::default(),
             hmac: Bytes::new(),
             renewers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -183,7 +183,7 @@ impl Codec for DescribedDelegationToken {
             renewers: r.array("DescribedDelegationToken.Renewers", flex, v, |r| {
                 DescribedDelegationTokenRenewer::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -284,7 +284,7 @@ impl Codec for DescribedDelegationToken {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -298,7 +298,7 @@ pub struct DescribedDelegationTokenRenewer {
     /// `PrincipalName`: versions 0+.
     pub principal_name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribedDelegationTokenRenewer {
@@ -306,7 +306,7 @@ impl Default for DescribedDelegationTokenRenewer {
         Self {
             principal_type: KStr::default(),
             principal_name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -317,7 +317,7 @@ impl Codec for DescribedDelegationTokenRenewer {
         let mut this = Self {
             principal_type: r.string("DescribedDelegationTokenRenewer.PrincipalType", flex, v)?,
             principal_name: r.string("DescribedDelegationTokenRenewer.PrincipalName", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -363,7 +363,7 @@ impl Codec for DescribedDelegationTokenRenewer {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct DescribeGroupsRequest {
     /// `IncludeAuthorizedOperations`: versions 3+.
     pub include_authorized_operations: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeGroupsRequest {
@@ -27,7 +27,7 @@ impl Default for DescribeGroupsRequest {
         Self {
             groups: Vec::new(),
             include_authorized_operations: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for DescribeGroupsRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -96,7 +96,7 @@ impl Codec for DescribeGroupsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

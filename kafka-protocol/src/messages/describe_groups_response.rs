@@ -19,7 +19,7 @@ pub struct DescribeGroupsResponse {
     /// `Groups`: versions 0+.
     pub groups: Vec<DescribedGroup>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeGroupsResponse {
@@ -27,7 +27,7 @@ impl Default for DescribeGroupsResponse {
         Self {
             throttle_time_ms: 0i32,
             groups: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for DescribeGroupsResponse {
             groups: r.array("DescribeGroupsResponse.Groups", flex, v, |r| {
                 DescribedGroup::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for DescribeGroupsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -124,7 +124,7 @@ pub struct DescribedGroup {
     /// `AuthorizedOperations`: versions 3+, default `-2147483648`.
     pub authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribedGroup {
@@ -137,7 +137,7 @@ impl Default for DescribedGroup {
             protocol_data: KStr::default(),
             members: Vec::new(),
             authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -159,7 +159,7 @@ impl Codec for DescribedGroup {
             } else {
                 -2147483648i32
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -222,7 +222,7 @@ impl Codec for DescribedGroup {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -244,7 +244,7 @@ pub struct DescribedGroupMember {
     /// `MemberAssignment`: versions 0+.
     pub member_assignment: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribedGroupMember {
@@ -256,7 +256,7 @@ impl Default for DescribedGroupMember {
             client_host: KStr::default(),
             member_metadata: Bytes::new(),
             member_assignment: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -275,7 +275,7 @@ impl Codec for DescribedGroupMember {
             client_host: r.string("DescribedGroupMember.ClientHost", flex, v)?,
             member_metadata: r.bytes("DescribedGroupMember.MemberMetadata", flex, v)?,
             member_assignment: r.bytes("DescribedGroupMember.MemberAssignment", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -339,7 +339,7 @@ impl Codec for DescribedGroupMember {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

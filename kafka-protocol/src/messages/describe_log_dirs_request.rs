@@ -17,14 +17,14 @@ pub struct DescribeLogDirsRequest {
     /// `Topics`: versions 0+, nullable 0+.
     pub topics: Option<Vec<DescribableLogDirTopic>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeLogDirsRequest {
     fn default() -> Self {
         Self {
             topics: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for DescribeLogDirsRequest {
             topics: r.nullable_array("DescribeLogDirsRequest.Topics", flex, |r| {
                 DescribableLogDirTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -79,7 +79,7 @@ impl Codec for DescribeLogDirsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -104,7 +104,7 @@ pub struct DescribableLogDirTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribableLogDirTopic {
@@ -112,7 +112,7 @@ impl Default for DescribableLogDirTopic {
         Self {
             topic: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -125,7 +125,7 @@ impl Codec for DescribableLogDirTopic {
             partitions: r.array("DescribableLogDirTopic.Partitions", flex, v, |r| {
                 r.i32("DescribableLogDirTopic.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -171,7 +171,7 @@ impl Codec for DescribableLogDirTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

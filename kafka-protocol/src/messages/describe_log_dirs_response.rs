@@ -21,7 +21,7 @@ pub struct DescribeLogDirsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<DescribeLogDirsResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeLogDirsResponse {
@@ -30,7 +30,7 @@ impl Default for DescribeLogDirsResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for DescribeLogDirsResponse {
             results: r.array("DescribeLogDirsResponse.Results", flex, v, |r| {
                 DescribeLogDirsResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -95,7 +95,7 @@ impl Codec for DescribeLogDirsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -126,7 +126,7 @@ pub struct DescribeLogDirsResult {
     /// `UsableBytes`: versions 4+, default `-1`, ignorable.
     pub usable_bytes: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeLogDirsResult {
@@ -137,7 +137,7 @@ impl Default for DescribeLogDirsResult {
             topics: Vec::new(),
             total_bytes: -1i64,
             usable_bytes: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -161,7 +161,7 @@ impl Codec for DescribeLogDirsResult {
             } else {
                 -1i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -214,7 +214,7 @@ impl Codec for DescribeLogDirsResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -228,7 +228,7 @@ pub struct DescribeLogDirsTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<DescribeLogDirsPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeLogDirsTopic {
@@ -236,7 +236,7 @@ impl Default for DescribeLogDirsTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -249,7 +249,7 @@ impl Codec for DescribeLogDirsTopic {
             partitions: r.array("DescribeLogDirsTopic.Partitions", flex, v, |r| {
                 DescribeLogDirsPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -292,7 +292,7 @@ impl Codec for DescribeLogDirsTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -310,7 +310,7 @@ pub struct DescribeLogDirsPartition {
     /// `IsFutureKey`: versions 0+.
     pub is_future_key: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeLogDirsPartition {
@@ -320,7 +320,7 @@ impl Default for DescribeLogDirsPartition {
             partition_size: 0i64,
             offset_lag: 0i64,
             is_future_key: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -333,7 +333,7 @@ impl Codec for DescribeLogDirsPartition {
             partition_size: r.i64("DescribeLogDirsPartition.PartitionSize")?,
             offset_lag: r.i64("DescribeLogDirsPartition.OffsetLag")?,
             is_future_key: r.bool("DescribeLogDirsPartition.IsFutureKey")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -375,7 +375,7 @@ impl Codec for DescribeLogDirsPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -17,14 +17,14 @@ pub struct DescribeProducersRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicRequest>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeProducersRequest {
     fn default() -> Self {
         Self {
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for DescribeProducersRequest {
             topics: r.array("DescribeProducersRequest.Topics", true, v, |r| {
                 TopicRequest::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct TopicRequest {
     /// `PartitionIndexes`: versions 0+.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicRequest {
@@ -96,7 +96,7 @@ impl Default for TopicRequest {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for TopicRequest {
             partition_indexes: r.array("TopicRequest.PartitionIndexes", true, v, |r| {
                 r.i32("TopicRequest.PartitionIndexes")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

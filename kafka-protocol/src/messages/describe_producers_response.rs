@@ -19,7 +19,7 @@ pub struct DescribeProducersResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeProducersResponse {
@@ -27,7 +27,7 @@ impl Default for DescribeProducersResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for DescribeProducersResponse {
             topics: r.array("DescribeProducersResponse.Topics", true, v, |r| {
                 TopicResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -94,7 +94,7 @@ pub struct TopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicResponse {
@@ -102,7 +102,7 @@ impl Default for TopicResponse {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Codec for TopicResponse {
             partitions: r.array("TopicResponse.Partitions", true, v, |r| {
                 PartitionResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -162,7 +162,7 @@ pub struct PartitionResponse {
     /// `ActiveProducers`: versions 0+.
     pub active_producers: Vec<ProducerState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionResponse {
@@ -172,7 +172,7 @@ impl Default for PartitionResponse {
             error_code: 0i16,
             error_message: None,
             active_producers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -186,7 +186,7 @@ impl Codec for PartitionResponse {
             active_producers: r.array("PartitionResponse.ActiveProducers", true, v, |r| {
                 ProducerState::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -246,7 +246,7 @@ pub struct ProducerState {
     /// `CurrentTxnStartOffset`: versions 0+, default `-1`.
     pub current_txn_start_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ProducerState {
@@ -258,7 +258,7 @@ impl Default for ProducerState {
             last_timestamp: -1i64,
             coordinator_epoch: 0i32,
             current_txn_start_offset: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -272,7 +272,7 @@ impl Codec for ProducerState {
             last_timestamp: r.i64("ProducerState.LastTimestamp")?,
             coordinator_epoch: r.i32("ProducerState.CoordinatorEpoch")?,
             current_txn_start_offset: r.i64("ProducerState.CurrentTxnStartOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

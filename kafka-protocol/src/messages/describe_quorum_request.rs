@@ -17,14 +17,14 @@ pub struct DescribeQuorumRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeQuorumRequest {
     fn default() -> Self {
         Self {
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for DescribeQuorumRequest {
             topics: r.array("DescribeQuorumRequest.Topics", true, v, |r| {
                 TopicData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -96,7 +96,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -147,14 +147,14 @@ pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
     fn default() -> Self {
         Self {
             partition_index: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -163,7 +163,7 @@ impl Codec for PartitionData {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct DescribeQuorumResponse {
     /// `Nodes`: versions 2+.
     pub nodes: Vec<Node>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeQuorumResponse {
@@ -33,7 +33,7 @@ impl Default for DescribeQuorumResponse {
             error_message: Some(KStr::default()),
             topics: Vec::new(),
             nodes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -57,7 +57,7 @@ impl Codec for DescribeQuorumResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -141,7 +141,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -149,7 +149,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -161,7 +161,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -214,7 +214,7 @@ pub struct PartitionData {
     /// `Observers`: versions 0+.
     pub observers: Vec<ReplicaState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -228,7 +228,7 @@ impl Default for PartitionData {
             high_watermark: 0i64,
             current_voters: Vec::new(),
             observers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -252,7 +252,7 @@ impl Codec for PartitionData {
             observers: r.array("PartitionData.Observers", true, v, |r| {
                 ReplicaState::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -320,7 +320,7 @@ pub struct Node {
     /// `Listeners`: versions 2+.
     pub listeners: Vec<Listener>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Node {
@@ -328,7 +328,7 @@ impl Default for Node {
         Self {
             node_id: 0i32,
             listeners: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -338,7 +338,7 @@ impl Codec for Node {
         let mut this = Self {
             node_id: r.i32("Node.NodeId")?,
             listeners: r.array("Node.Listeners", true, v, |r| Listener::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -381,7 +381,7 @@ pub struct Listener {
     /// `Port`: versions 2+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Listener {
@@ -390,7 +390,7 @@ impl Default for Listener {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -401,7 +401,7 @@ impl Codec for Listener {
             name: r.string("Listener.Name", true, v)?,
             host: r.string("Listener.Host", true, v)?,
             port: r.u16("Listener.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -448,7 +448,7 @@ pub struct ReplicaState {
     /// `LastCaughtUpTimestamp`: versions 1+, default `-1`, ignorable.
     pub last_caught_up_timestamp: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReplicaState {
@@ -459,7 +459,7 @@ impl Default for ReplicaState {
             log_end_offset: 0i64,
             last_fetch_timestamp: -1i64,
             last_caught_up_timestamp: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -484,7 +484,7 @@ impl Codec for ReplicaState {
             } else {
                 -1i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

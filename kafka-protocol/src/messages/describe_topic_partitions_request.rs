@@ -21,7 +21,7 @@ pub struct DescribeTopicPartitionsRequest {
     /// `Cursor`: versions 0+, nullable 0+, default `null`.
     pub cursor: Option<Cursor>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTopicPartitionsRequest {
@@ -30,7 +30,7 @@ impl Default for DescribeTopicPartitionsRequest {
             topics: Vec::new(),
             response_partition_limit: 2000i32,
             cursor: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for DescribeTopicPartitionsRequest {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -109,14 +109,14 @@ pub struct TopicRequest {
     /// `Name`: versions 0+, entity topicName.
     pub name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicRequest {
     fn default() -> Self {
         Self {
             name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -125,7 +125,7 @@ impl Codec for TopicRequest {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("TopicRequest.Name", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -162,7 +162,7 @@ pub struct Cursor {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Cursor {
@@ -170,7 +170,7 @@ impl Default for Cursor {
         Self {
             topic_name: KStr::default(),
             partition_index: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -180,7 +180,7 @@ impl Codec for Cursor {
         let mut this = Self {
             topic_name: r.string("Cursor.TopicName", true, v)?,
             partition_index: r.i32("Cursor.PartitionIndex")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

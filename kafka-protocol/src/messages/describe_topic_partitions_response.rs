@@ -21,7 +21,7 @@ pub struct DescribeTopicPartitionsResponse {
     /// `NextCursor`: versions 0+, nullable 0+, default `null`.
     pub next_cursor: Option<Cursor>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTopicPartitionsResponse {
@@ -30,7 +30,7 @@ impl Default for DescribeTopicPartitionsResponse {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
             next_cursor: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for DescribeTopicPartitionsResponse {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -118,7 +118,7 @@ pub struct DescribeTopicPartitionsResponseTopic {
     /// `TopicAuthorizedOperations`: versions 0+, default `-2147483648`.
     pub topic_authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTopicPartitionsResponseTopic {
@@ -130,7 +130,7 @@ impl Default for DescribeTopicPartitionsResponseTopic {
             is_internal: false,
             partitions: Vec::new(),
             topic_authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -150,7 +150,7 @@ impl Codec for DescribeTopicPartitionsResponseTopic {
             )?,
             topic_authorized_operations: r
                 .i32("DescribeTopicPartitionsResponseTopic.TopicAuthorizedOperations")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -222,7 +222,7 @@ pub struct DescribeTopicPartitionsResponsePartition {
     /// `OfflineReplicas`: versions 0+, ignorable, entity brokerId.
     pub offline_replicas: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTopicPartitionsResponsePartition {
@@ -237,7 +237,7 @@ impl Default for DescribeTopicPartitionsResponsePartition {
             eligible_leader_replicas: None,
             last_known_elr: None,
             offline_replicas: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -277,7 +277,7 @@ impl Codec for DescribeTopicPartitionsResponsePartition {
                 v,
                 |r| r.i32("DescribeTopicPartitionsResponsePartition.OfflineReplicas"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -370,7 +370,7 @@ pub struct Cursor {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Cursor {
@@ -378,7 +378,7 @@ impl Default for Cursor {
         Self {
             topic_name: KStr::default(),
             partition_index: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -388,7 +388,7 @@ impl Codec for Cursor {
         let mut this = Self {
             topic_name: r.string("Cursor.TopicName", true, v)?,
             partition_index: r.i32("Cursor.PartitionIndex")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct DescribeTransactionsRequest {
     /// `TransactionalIds`: versions 0+, entity transactionalId.
     pub transactional_ids: Vec<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTransactionsRequest {
     fn default() -> Self {
         Self {
             transactional_ids: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for DescribeTransactionsRequest {
                 v,
                 |r| r.string("DescribeTransactionsRequest.TransactionalIds", true, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct DescribeTransactionsResponse {
     /// `TransactionStates`: versions 0+.
     pub transaction_states: Vec<TransactionState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeTransactionsResponse {
@@ -27,7 +27,7 @@ impl Default for DescribeTransactionsResponse {
         Self {
             throttle_time_ms: 0i32,
             transaction_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -42,7 +42,7 @@ impl Codec for DescribeTransactionsResponse {
                 v,
                 |r| TransactionState::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -109,7 +109,7 @@ pub struct TransactionState {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TransactionState {
@@ -123,7 +123,7 @@ impl Default for TransactionState {
             producer_id: 0i64,
             producer_epoch: 0i16,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -141,7 +141,7 @@ impl Codec for TransactionState {
             topics: r.array("TransactionState.Topics", true, v, |r| {
                 TopicData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -202,7 +202,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -210,7 +210,7 @@ impl Default for TopicData {
         Self {
             topic: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -222,7 +222,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 r.i32("TopicData.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

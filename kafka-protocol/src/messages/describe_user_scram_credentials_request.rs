@@ -17,14 +17,14 @@ pub struct DescribeUserScramCredentialsRequest {
     /// `Users`: versions 0+, nullable 0+.
     pub users: Option<Vec<UserName>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeUserScramCredentialsRequest {
     fn default() -> Self {
         Self {
             users: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for DescribeUserScramCredentialsRequest {
             users: r.nullable_array("DescribeUserScramCredentialsRequest.Users", true, |r| {
                 UserName::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -86,14 +86,14 @@ pub struct UserName {
     /// `Name`: versions 0+.
     pub name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UserName {
     fn default() -> Self {
         Self {
             name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -102,7 +102,7 @@ impl Codec for UserName {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("UserName.Name", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct DescribeUserScramCredentialsResponse {
     /// `Results`: versions 0+.
     pub results: Vec<DescribeUserScramCredentialsResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeUserScramCredentialsResponse {
@@ -33,7 +33,7 @@ impl Default for DescribeUserScramCredentialsResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -51,7 +51,7 @@ impl Codec for DescribeUserScramCredentialsResponse {
                 v,
                 |r| DescribeUserScramCredentialsResult::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -118,7 +118,7 @@ pub struct DescribeUserScramCredentialsResult {
     /// `CredentialInfos`: versions 0+.
     pub credential_infos: Vec<CredentialInfo>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribeUserScramCredentialsResult {
@@ -128,7 +128,7 @@ impl Default for DescribeUserScramCredentialsResult {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             credential_infos: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -146,7 +146,7 @@ impl Codec for DescribeUserScramCredentialsResult {
                 v,
                 |r| CredentialInfo::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -198,7 +198,7 @@ pub struct CredentialInfo {
     /// `Iterations`: versions 0+.
     pub iterations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CredentialInfo {
@@ -206,7 +206,7 @@ impl Default for CredentialInfo {
         Self {
             mechanism: 0i8,
             iterations: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -216,7 +216,7 @@ impl Codec for CredentialInfo {
         let mut this = Self {
             mechanism: r.i8("CredentialInfo.Mechanism")?,
             iterations: r.i32("CredentialInfo.Iterations")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

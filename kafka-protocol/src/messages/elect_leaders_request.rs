@@ -21,7 +21,7 @@ pub struct ElectLeadersRequest {
     /// `TimeoutMs`: versions 0+, default `60000`.
     pub timeout_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ElectLeadersRequest {
@@ -30,7 +30,7 @@ impl Default for ElectLeadersRequest {
             election_type: 0i8,
             topic_partitions: Some(Vec::new()),
             timeout_ms: 60000i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for ElectLeadersRequest {
                 |r| TopicPartitions::decode(r, v),
             )?,
             timeout_ms: r.i32("ElectLeadersRequest.TimeoutMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -106,7 +106,7 @@ impl Codec for ElectLeadersRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -131,7 +131,7 @@ pub struct TopicPartitions {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicPartitions {
@@ -139,7 +139,7 @@ impl Default for TopicPartitions {
         Self {
             topic: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -152,7 +152,7 @@ impl Codec for TopicPartitions {
             partitions: r.array("TopicPartitions.Partitions", flex, v, |r| {
                 r.i32("TopicPartitions.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -198,7 +198,7 @@ impl Codec for TopicPartitions {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

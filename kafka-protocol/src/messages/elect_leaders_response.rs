@@ -21,7 +21,7 @@ pub struct ElectLeadersResponse {
     /// `ReplicaElectionResults`: versions 0+.
     pub replica_election_results: Vec<ReplicaElectionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ElectLeadersResponse {
@@ -30,7 +30,7 @@ impl Default for ElectLeadersResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             replica_election_results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -51,7 +51,7 @@ impl Codec for ElectLeadersResponse {
                 v,
                 |r| ReplicaElectionResult::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -105,7 +105,7 @@ impl Codec for ElectLeadersResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -130,7 +130,7 @@ pub struct ReplicaElectionResult {
     /// `PartitionResult`: versions 0+.
     pub partition_result: Vec<PartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReplicaElectionResult {
@@ -138,7 +138,7 @@ impl Default for ReplicaElectionResult {
         Self {
             topic: KStr::default(),
             partition_result: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -151,7 +151,7 @@ impl Codec for ReplicaElectionResult {
             partition_result: r.array("ReplicaElectionResult.PartitionResult", flex, v, |r| {
                 PartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -194,7 +194,7 @@ impl Codec for ReplicaElectionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -210,7 +210,7 @@ pub struct PartitionResult {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionResult {
@@ -219,7 +219,7 @@ impl Default for PartitionResult {
             partition_id: 0i32,
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -231,7 +231,7 @@ impl Codec for PartitionResult {
             partition_id: r.i32("PartitionResult.PartitionId")?,
             error_code: r.i16("PartitionResult.ErrorCode")?,
             error_message: r.nullable_string("PartitionResult.ErrorMessage", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -275,7 +275,7 @@ impl Codec for PartitionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct EndQuorumEpochRequest {
     /// `LeaderEndpoints`: versions 1+, ignorable.
     pub leader_endpoints: Vec<LeaderEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EndQuorumEpochRequest {
@@ -30,7 +30,7 @@ impl Default for EndQuorumEpochRequest {
             cluster_id: None,
             topics: Vec::new(),
             leader_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for EndQuorumEpochRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -110,7 +110,7 @@ impl Codec for EndQuorumEpochRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -135,7 +135,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -143,7 +143,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -156,7 +156,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", flex, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -196,7 +196,7 @@ impl Codec for TopicData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -216,7 +216,7 @@ pub struct PartitionData {
     /// `PreferredCandidates`: versions 1+, ignorable.
     pub preferred_candidates: Vec<ReplicaInfo>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -227,7 +227,7 @@ impl Default for PartitionData {
             leader_epoch: 0i32,
             preferred_successors: Vec::new(),
             preferred_candidates: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -253,7 +253,7 @@ impl Codec for PartitionData {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -322,7 +322,7 @@ impl Codec for PartitionData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -336,7 +336,7 @@ pub struct ReplicaInfo {
     /// `CandidateDirectoryId`: versions 1+.
     pub candidate_directory_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReplicaInfo {
@@ -344,7 +344,7 @@ impl Default for ReplicaInfo {
         Self {
             candidate_id: 0i32,
             candidate_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -354,7 +354,7 @@ impl Codec for ReplicaInfo {
         let mut this = Self {
             candidate_id: r.i32("ReplicaInfo.CandidateId")?,
             candidate_directory_id: r.uuid("ReplicaInfo.CandidateDirectoryId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -395,7 +395,7 @@ pub struct LeaderEndpoint {
     /// `Port`: versions 1+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderEndpoint {
@@ -404,7 +404,7 @@ impl Default for LeaderEndpoint {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -415,7 +415,7 @@ impl Codec for LeaderEndpoint {
             name: r.string("LeaderEndpoint.Name", true, v)?,
             host: r.string("LeaderEndpoint.Host", true, v)?,
             port: r.u16("LeaderEndpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

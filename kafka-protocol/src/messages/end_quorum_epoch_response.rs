@@ -21,7 +21,7 @@ pub struct EndQuorumEpochResponse {
     /// `NodeEndpoints`: versions 1+, tagged (tag 0).
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EndQuorumEpochResponse {
@@ -30,7 +30,7 @@ impl Default for EndQuorumEpochResponse {
             error_code: 0i16,
             topics: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for EndQuorumEpochResponse {
                 TopicData::decode(r, v)
             })?,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -121,7 +121,7 @@ impl Codec for EndQuorumEpochResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -146,7 +146,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -154,7 +154,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -167,7 +167,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", flex, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -207,7 +207,7 @@ impl Codec for TopicData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -225,7 +225,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -235,7 +235,7 @@ impl Default for PartitionData {
             error_code: 0i16,
             leader_id: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -248,7 +248,7 @@ impl Codec for PartitionData {
             error_code: r.i16("PartitionData.ErrorCode")?,
             leader_id: r.i32("PartitionData.LeaderId")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -290,7 +290,7 @@ impl Codec for PartitionData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -306,7 +306,7 @@ pub struct NodeEndpoint {
     /// `Port`: versions 1+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -315,7 +315,7 @@ impl Default for NodeEndpoint {
             node_id: 0i32,
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -326,7 +326,7 @@ impl Codec for NodeEndpoint {
             node_id: r.i32("NodeEndpoint.NodeId")?,
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.u16("NodeEndpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

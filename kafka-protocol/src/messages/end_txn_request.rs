@@ -23,7 +23,7 @@ pub struct EndTxnRequest {
     /// `Committed`: versions 0+.
     pub committed: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EndTxnRequest {
@@ -33,7 +33,7 @@ impl Default for EndTxnRequest {
             producer_id: 0i64,
             producer_epoch: 0i16,
             committed: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -46,7 +46,7 @@ impl Codec for EndTxnRequest {
             producer_id: r.i64("EndTxnRequest.ProducerId")?,
             producer_epoch: r.i16("EndTxnRequest.ProducerEpoch")?,
             committed: r.bool("EndTxnRequest.Committed")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -92,7 +92,7 @@ impl Codec for EndTxnRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

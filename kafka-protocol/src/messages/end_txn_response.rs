@@ -19,7 +19,7 @@ pub struct EndTxnResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EndTxnResponse {
@@ -27,7 +27,7 @@ impl Default for EndTxnResponse {
         Self {
             throttle_time_ms: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for EndTxnResponse {
         let mut this = Self {
             throttle_time_ms: r.i32("EndTxnResponse.ThrottleTimeMs")?,
             error_code: r.i16("EndTxnResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -76,7 +76,7 @@ impl Codec for EndTxnResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

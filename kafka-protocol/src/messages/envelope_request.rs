@@ -21,7 +21,7 @@ pub struct EnvelopeRequest {
     /// `ClientHostAddress`: versions 0+.
     pub client_host_address: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EnvelopeRequest {
@@ -30,7 +30,7 @@ impl Default for EnvelopeRequest {
             request_data: Bytes::new(),
             request_principal: Some(Bytes::new()),
             client_host_address: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for EnvelopeRequest {
             request_data: r.bytes("EnvelopeRequest.RequestData", true, v)?,
             request_principal: r.nullable_bytes("EnvelopeRequest.RequestPrincipal", true)?,
             client_host_address: r.bytes("EnvelopeRequest.ClientHostAddress", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

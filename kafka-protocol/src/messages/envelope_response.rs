@@ -19,7 +19,7 @@ pub struct EnvelopeResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EnvelopeResponse {
@@ -27,7 +27,7 @@ impl Default for EnvelopeResponse {
         Self {
             response_data: None,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -37,7 +37,7 @@ impl Codec for EnvelopeResponse {
         let mut this = Self {
             response_data: r.nullable_bytes("EnvelopeResponse.ResponseData", true)?,
             error_code: r.i16("EnvelopeResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

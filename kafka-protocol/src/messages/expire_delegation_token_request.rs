@@ -19,7 +19,7 @@ pub struct ExpireDelegationTokenRequest {
     /// `ExpiryTimePeriodMs`: versions 0+.
     pub expiry_time_period_ms: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ExpireDelegationTokenRequest {
@@ -27,7 +27,7 @@ impl Default for ExpireDelegationTokenRequest {
         Self {
             hmac: Bytes::new(),
             expiry_time_period_ms: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for ExpireDelegationTokenRequest {
         let mut this = Self {
             hmac: r.bytes("ExpireDelegationTokenRequest.Hmac", flex, v)?,
             expiry_time_period_ms: r.i64("ExpireDelegationTokenRequest.ExpiryTimePeriodMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -76,7 +76,7 @@ impl Codec for ExpireDelegationTokenRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

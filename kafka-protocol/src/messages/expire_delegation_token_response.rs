@@ -21,7 +21,7 @@ pub struct ExpireDelegationTokenResponse {
     /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ExpireDelegationTokenResponse {
@@ -30,7 +30,7 @@ impl Default for ExpireDelegationTokenResponse {
             error_code: 0i16,
             expiry_timestamp_ms: 0i64,
             throttle_time_ms: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -42,7 +42,7 @@ impl Codec for ExpireDelegationTokenResponse {
             error_code: r.i16("ExpireDelegationTokenResponse.ErrorCode")?,
             expiry_timestamp_ms: r.i64("ExpireDelegationTokenResponse.ExpiryTimestampMs")?,
             throttle_time_ms: r.i32("ExpireDelegationTokenResponse.ThrottleTimeMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -82,7 +82,7 @@ impl Codec for ExpireDelegationTokenResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -39,7 +39,7 @@ pub struct FetchRequest {
     /// `RackId`: versions 11+, default ``, ignorable.
     pub rack_id: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchRequest {
@@ -57,7 +57,7 @@ impl Default for FetchRequest {
             topics: Vec::new(),
             forgotten_topics_data: Vec::new(),
             rack_id: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for FetchRequest {
             } else {
                 KStr::default()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -247,7 +247,7 @@ impl Codec for FetchRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -272,7 +272,7 @@ pub struct ReplicaState {
     /// `ReplicaEpoch`: versions 15+, default `-1`.
     pub replica_epoch: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReplicaState {
@@ -280,7 +280,7 @@ impl Default for ReplicaState {
         Self {
             replica_id: -1i32,
             replica_epoch: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -290,7 +290,7 @@ impl Codec for ReplicaState {
         let mut this = Self {
             replica_id: r.i32("ReplicaState.ReplicaId")?,
             replica_epoch: r.i64("ReplicaState.ReplicaEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -331,7 +331,7 @@ pub struct FetchTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<FetchPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchTopic {
@@ -340,7 +340,7 @@ impl Default for FetchTopic {
             topic: KStr::default(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -362,7 +362,7 @@ impl Codec for FetchTopic {
             partitions: r.array("FetchTopic.Partitions", flex, v, |r| {
                 FetchPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -412,7 +412,7 @@ impl Codec for FetchTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -436,7 +436,7 @@ pub struct FetchPartition {
     /// `ReplicaDirectoryId`: versions 17+, tagged (tag 0), ignorable.
     pub replica_directory_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchPartition {
@@ -449,7 +449,7 @@ impl Default for FetchPartition {
             log_start_offset: -1i64,
             partition_max_bytes: 0i32,
             replica_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -477,7 +477,7 @@ impl Codec for FetchPartition {
             },
             partition_max_bytes: r.i32("FetchPartition.PartitionMaxBytes")?,
             replica_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -557,7 +557,7 @@ impl Codec for FetchPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -573,7 +573,7 @@ pub struct ForgottenTopic {
     /// `Partitions`: versions 7+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ForgottenTopic {
@@ -582,7 +582,7 @@ impl Default for ForgottenTopic {
             topic: KStr::default(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -604,7 +604,7 @@ impl Codec for ForgottenTopic {
             partitions: r.array("ForgottenTopic.Partitions", flex, v, |r| {
                 r.i32("ForgottenTopic.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -660,7 +660,7 @@ impl Codec for ForgottenTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

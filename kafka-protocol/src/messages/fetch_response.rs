@@ -25,7 +25,7 @@ pub struct FetchResponse {
     /// `NodeEndpoints`: versions 16+, tagged (tag 0).
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchResponse {
@@ -36,7 +36,7 @@ impl Default for FetchResponse {
             session_id: 0i32,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -64,7 +64,7 @@ impl Codec for FetchResponse {
                 FetchableTopicResponse::decode(r, v)
             })?,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -155,7 +155,7 @@ impl Codec for FetchResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -182,7 +182,7 @@ pub struct FetchableTopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchableTopicResponse {
@@ -191,7 +191,7 @@ impl Default for FetchableTopicResponse {
             topic: KStr::default(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -213,7 +213,7 @@ impl Codec for FetchableTopicResponse {
             partitions: r.array("FetchableTopicResponse.Partitions", flex, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -266,7 +266,7 @@ impl Codec for FetchableTopicResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -298,7 +298,7 @@ pub struct PartitionData {
     /// `Records`: versions 0+, nullable 0+.
     pub records: Option<Bytes>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -315,7 +315,7 @@ impl Default for PartitionData {
             aborted_transactions: Some(Vec::new()),
             preferred_read_replica: -1i32,
             records: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -353,7 +353,7 @@ impl Codec for PartitionData {
                 -1i32
             },
             records: r.nullable_bytes("PartitionData.Records", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -489,7 +489,7 @@ impl Codec for PartitionData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -503,7 +503,7 @@ pub struct EpochEndOffset {
     /// `EndOffset`: versions 12+, default `-1`.
     pub end_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EpochEndOffset {
@@ -511,7 +511,7 @@ impl Default for EpochEndOffset {
         Self {
             epoch: -1i32,
             end_offset: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -521,7 +521,7 @@ impl Codec for EpochEndOffset {
         let mut this = Self {
             epoch: r.i32("EpochEndOffset.Epoch")?,
             end_offset: r.i64("EpochEndOffset.EndOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -560,7 +560,7 @@ pub struct LeaderIdAndEpoch {
     /// `LeaderEpoch`: versions 12+, default `-1`.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -568,7 +568,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: -1i32,
             leader_epoch: -1i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -578,7 +578,7 @@ impl Codec for LeaderIdAndEpoch {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
             leader_epoch: r.i32("LeaderIdAndEpoch.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -617,7 +617,7 @@ pub struct SnapshotId {
     /// `Epoch`: versions 0+, default `-1`.
     pub epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SnapshotId {
@@ -625,7 +625,7 @@ impl Default for SnapshotId {
         Self {
             end_offset: -1i64,
             epoch: -1i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -635,7 +635,7 @@ impl Codec for SnapshotId {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,
             epoch: r.i32("SnapshotId.Epoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -674,7 +674,7 @@ pub struct AbortedTransaction {
     /// `FirstOffset`: versions 4+.
     pub first_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AbortedTransaction {
@@ -682,7 +682,7 @@ impl Default for AbortedTransaction {
         Self {
             producer_id: 0i64,
             first_offset: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -693,7 +693,7 @@ impl Codec for AbortedTransaction {
         let mut this = Self {
             producer_id: r.i64("AbortedTransaction.ProducerId")?,
             first_offset: r.i64("AbortedTransaction.FirstOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -731,7 +731,7 @@ impl Codec for AbortedTransaction {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -749,7 +749,7 @@ pub struct NodeEndpoint {
     /// `Rack`: versions 16+, nullable 16+, default `null`.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -759,7 +759,7 @@ impl Default for NodeEndpoint {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -771,7 +771,7 @@ impl Codec for NodeEndpoint {
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.i32("NodeEndpoint.Port")?,
             rack: r.nullable_string("NodeEndpoint.Rack", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct FetchSnapshotRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<TopicSnapshot>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchSnapshotRequest {
@@ -33,7 +33,7 @@ impl Default for FetchSnapshotRequest {
             replica_id: -1i32,
             max_bytes: 2147483647i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for FetchSnapshotRequest {
             topics: r.array("FetchSnapshotRequest.Topics", true, v, |r| {
                 TopicSnapshot::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -122,7 +122,7 @@ pub struct TopicSnapshot {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionSnapshot>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicSnapshot {
@@ -130,7 +130,7 @@ impl Default for TopicSnapshot {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -142,7 +142,7 @@ impl Codec for TopicSnapshot {
             partitions: r.array("TopicSnapshot.Partitions", true, v, |r| {
                 PartitionSnapshot::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -192,7 +192,7 @@ pub struct PartitionSnapshot {
     /// `ReplicaDirectoryId`: versions 1+, tagged (tag 0), ignorable.
     pub replica_directory_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionSnapshot {
@@ -203,7 +203,7 @@ impl Default for PartitionSnapshot {
             snapshot_id: SnapshotId::default(),
             position: 0i64,
             replica_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -216,7 +216,7 @@ impl Codec for PartitionSnapshot {
             snapshot_id: SnapshotId::decode(r, v)?,
             position: r.i64("PartitionSnapshot.Position")?,
             replica_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -276,7 +276,7 @@ pub struct SnapshotId {
     /// `Epoch`: versions 0+.
     pub epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SnapshotId {
@@ -284,7 +284,7 @@ impl Default for SnapshotId {
         Self {
             end_offset: 0i64,
             epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -294,7 +294,7 @@ impl Codec for SnapshotId {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,
             epoch: r.i32("SnapshotId.Epoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

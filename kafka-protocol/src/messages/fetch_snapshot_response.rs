@@ -23,7 +23,7 @@ pub struct FetchSnapshotResponse {
     /// `NodeEndpoints`: versions 1+, tagged (tag 0).
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchSnapshotResponse {
@@ -33,7 +33,7 @@ impl Default for FetchSnapshotResponse {
             error_code: 0i16,
             topics: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for FetchSnapshotResponse {
                 TopicSnapshot::decode(r, v)
             })?,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -132,7 +132,7 @@ pub struct TopicSnapshot {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionSnapshot>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicSnapshot {
@@ -140,7 +140,7 @@ impl Default for TopicSnapshot {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -152,7 +152,7 @@ impl Codec for TopicSnapshot {
             partitions: r.array("TopicSnapshot.Partitions", true, v, |r| {
                 PartitionSnapshot::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -206,7 +206,7 @@ pub struct PartitionSnapshot {
     /// `UnalignedRecords`: versions 0+.
     pub unaligned_records: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionSnapshot {
@@ -219,7 +219,7 @@ impl Default for PartitionSnapshot {
             size: 0i64,
             position: 0i64,
             unaligned_records: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -234,7 +234,7 @@ impl Codec for PartitionSnapshot {
             size: r.i64("PartitionSnapshot.Size")?,
             position: r.i64("PartitionSnapshot.Position")?,
             unaligned_records: r.bytes("PartitionSnapshot.UnalignedRecords", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -299,7 +299,7 @@ pub struct SnapshotId {
     /// `Epoch`: versions 0+.
     pub epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SnapshotId {
@@ -307,7 +307,7 @@ impl Default for SnapshotId {
         Self {
             end_offset: 0i64,
             epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -317,7 +317,7 @@ impl Codec for SnapshotId {
         let mut this = Self {
             end_offset: r.i64("SnapshotId.EndOffset")?,
             epoch: r.i32("SnapshotId.Epoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -356,7 +356,7 @@ pub struct LeaderIdAndEpoch {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -364,7 +364,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -374,7 +374,7 @@ impl Codec for LeaderIdAndEpoch {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
             leader_epoch: r.i32("LeaderIdAndEpoch.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -415,7 +415,7 @@ pub struct NodeEndpoint {
     /// `Port`: versions 1+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -424,7 +424,7 @@ impl Default for NodeEndpoint {
             node_id: 0i32,
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -435,7 +435,7 @@ impl Codec for NodeEndpoint {
             node_id: r.i32("NodeEndpoint.NodeId")?,
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.u16("NodeEndpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

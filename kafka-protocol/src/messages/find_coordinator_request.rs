@@ -21,7 +21,7 @@ pub struct FindCoordinatorRequest {
     /// `CoordinatorKeys`: versions 4+.
     pub coordinator_keys: Vec<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FindCoordinatorRequest {
@@ -30,7 +30,7 @@ impl Default for FindCoordinatorRequest {
             key: KStr::default(),
             key_type: 0i8,
             coordinator_keys: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -56,7 +56,7 @@ impl Codec for FindCoordinatorRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -136,7 +136,7 @@ impl Codec for FindCoordinatorRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -29,7 +29,7 @@ pub struct FindCoordinatorResponse {
     /// `Coordinators`: versions 4+.
     pub coordinators: Vec<Coordinator>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FindCoordinatorResponse {
@@ -42,7 +42,7 @@ impl Default for FindCoordinatorResponse {
             host: KStr::default(),
             port: 0i32,
             coordinators: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -88,7 +88,7 @@ impl Codec for FindCoordinatorResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -206,7 +206,7 @@ impl Codec for FindCoordinatorResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -239,7 +239,7 @@ pub struct Coordinator {
     /// `ErrorMessage`: versions 4+, nullable 4+, ignorable.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Coordinator {
@@ -251,7 +251,7 @@ impl Default for Coordinator {
             port: 0i32,
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -265,7 +265,7 @@ impl Codec for Coordinator {
             port: r.i32("Coordinator.Port")?,
             error_code: r.i16("Coordinator.ErrorCode")?,
             error_message: r.nullable_string("Coordinator.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct GetTelemetrySubscriptionsRequest {
     /// `ClientInstanceId`: versions 0+.
     pub client_instance_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for GetTelemetrySubscriptionsRequest {
     fn default() -> Self {
         Self {
             client_instance_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -33,7 +33,7 @@ impl Codec for GetTelemetrySubscriptionsRequest {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             client_instance_id: r.uuid("GetTelemetrySubscriptionsRequest.ClientInstanceId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

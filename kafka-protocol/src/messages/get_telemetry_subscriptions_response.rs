@@ -33,7 +33,7 @@ pub struct GetTelemetrySubscriptionsResponse {
     /// `RequestedMetrics`: versions 0+.
     pub requested_metrics: Vec<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for GetTelemetrySubscriptionsResponse {
@@ -48,7 +48,7 @@ impl Default for GetTelemetrySubscriptionsResponse {
             telemetry_max_bytes: 0i32,
             delta_temporality: false,
             requested_metrics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -81,7 +81,7 @@ impl Codec for GetTelemetrySubscriptionsResponse {
                     )
                 },
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct HeartbeatRequest {
     /// `GroupInstanceId`: versions 3+, nullable 3+, default `null`.
     pub group_instance_id: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for HeartbeatRequest {
@@ -33,7 +33,7 @@ impl Default for HeartbeatRequest {
             generation_id: 0i32,
             member_id: KStr::default(),
             group_instance_id: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for HeartbeatRequest {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -109,7 +109,7 @@ impl Codec for HeartbeatRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct HeartbeatResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for HeartbeatResponse {
@@ -27,7 +27,7 @@ impl Default for HeartbeatResponse {
         Self {
             throttle_time_ms: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -42,7 +42,7 @@ impl Codec for HeartbeatResponse {
                 0i32
             },
             error_code: r.i16("HeartbeatResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -82,7 +82,7 @@ impl Codec for HeartbeatResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

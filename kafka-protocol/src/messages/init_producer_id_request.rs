@@ -23,7 +23,7 @@ pub struct InitProducerIdRequest {
     /// `ProducerEpoch`: versions 3+, default `-1`.
     pub producer_epoch: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for InitProducerIdRequest {
@@ -33,7 +33,7 @@ impl Default for InitProducerIdRequest {
             transaction_timeout_ms: 0i32,
             producer_id: -1i64,
             producer_epoch: -1i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -54,7 +54,7 @@ impl Codec for InitProducerIdRequest {
             } else {
                 -1i16
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -118,7 +118,7 @@ impl Codec for InitProducerIdRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

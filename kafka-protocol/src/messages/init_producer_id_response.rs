@@ -23,7 +23,7 @@ pub struct InitProducerIdResponse {
     /// `ProducerEpoch`: versions 0+.
     pub producer_epoch: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for InitProducerIdResponse {
@@ -33,7 +33,7 @@ impl Default for InitProducerIdResponse {
             error_code: 0i16,
             producer_id: -1i64,
             producer_epoch: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -46,7 +46,7 @@ impl Codec for InitProducerIdResponse {
             error_code: r.i16("InitProducerIdResponse.ErrorCode")?,
             producer_id: r.i64("InitProducerIdResponse.ProducerId")?,
             producer_epoch: r.i16("InitProducerIdResponse.ProducerEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -88,7 +88,7 @@ impl Codec for InitProducerIdResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

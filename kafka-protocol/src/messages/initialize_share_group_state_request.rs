@@ -19,7 +19,7 @@ pub struct InitializeShareGroupStateRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<InitializeStateData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for InitializeShareGroupStateRequest {
@@ -27,7 +27,7 @@ impl Default for InitializeShareGroupStateRequest {
         Self {
             group_id: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for InitializeShareGroupStateRequest {
             topics: r.array("InitializeShareGroupStateRequest.Topics", true, v, |r| {
                 InitializeStateData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -98,7 +98,7 @@ pub struct InitializeStateData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for InitializeStateData {
@@ -106,7 +106,7 @@ impl Default for InitializeStateData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -118,7 +118,7 @@ impl Codec for InitializeStateData {
             partitions: r.array("InitializeStateData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -164,7 +164,7 @@ pub struct PartitionData {
     /// `StartOffset`: versions 0+.
     pub start_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -173,7 +173,7 @@ impl Default for PartitionData {
             partition: 0i32,
             state_epoch: 0i32,
             start_offset: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -184,7 +184,7 @@ impl Codec for PartitionData {
             partition: r.i32("PartitionData.Partition")?,
             state_epoch: r.i32("PartitionData.StateEpoch")?,
             start_offset: r.i64("PartitionData.StartOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -31,7 +31,7 @@ pub struct JoinGroupRequest {
     /// `Reason`: versions 8+, nullable 8+, default `null`, ignorable.
     pub reason: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for JoinGroupRequest {
@@ -45,7 +45,7 @@ impl Default for JoinGroupRequest {
             protocol_type: KStr::default(),
             protocols: Vec::new(),
             reason: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -76,7 +76,7 @@ impl Codec for JoinGroupRequest {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -156,7 +156,7 @@ impl Codec for JoinGroupRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -181,7 +181,7 @@ pub struct JoinGroupRequestProtocol {
     /// `Metadata`: versions 0+.
     pub metadata: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for JoinGroupRequestProtocol {
@@ -189,7 +189,7 @@ impl Default for JoinGroupRequestProtocol {
         Self {
             name: KStr::default(),
             metadata: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Codec for JoinGroupRequestProtocol {
         let mut this = Self {
             name: r.string("JoinGroupRequestProtocol.Name", flex, v)?,
             metadata: r.bytes("JoinGroupRequestProtocol.Metadata", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -238,7 +238,7 @@ impl Codec for JoinGroupRequestProtocol {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

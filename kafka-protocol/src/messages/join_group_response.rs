@@ -33,7 +33,7 @@ pub struct JoinGroupResponse {
     /// `Members`: versions 0+.
     pub members: Vec<JoinGroupResponseMember>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for JoinGroupResponse {
@@ -48,7 +48,7 @@ impl Default for JoinGroupResponse {
             skip_assignment: false,
             member_id: KStr::default(),
             members: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -84,7 +84,7 @@ impl Codec for JoinGroupResponse {
             members: r.array("JoinGroupResponse.Members", flex, v, |r| {
                 JoinGroupResponseMember::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -169,7 +169,7 @@ impl Codec for JoinGroupResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -196,7 +196,7 @@ pub struct JoinGroupResponseMember {
     /// `Metadata`: versions 0+.
     pub metadata: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for JoinGroupResponseMember {
@@ -205,7 +205,7 @@ impl Default for JoinGroupResponseMember {
             member_id: KStr::default(),
             group_instance_id: None,
             metadata: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -221,7 +221,7 @@ impl Codec for JoinGroupResponseMember {
                 None
             },
             metadata: r.bytes("JoinGroupResponseMember.Metadata", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -271,7 +271,7 @@ impl Codec for JoinGroupResponseMember {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct KRaftVersionRecord {
     /// `KRaftVersion`: versions 0+.
     pub k_raft_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for KRaftVersionRecord {
@@ -27,7 +27,7 @@ impl Default for KRaftVersionRecord {
         Self {
             version: 0i16,
             k_raft_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -37,7 +37,7 @@ impl Codec for KRaftVersionRecord {
         let mut this = Self {
             version: r.i16("KRaftVersionRecord.Version")?,
             k_raft_version: r.i16("KRaftVersionRecord.KRaftVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -31,7 +31,7 @@ pub struct LeaderAndIsrRequest {
     /// `LiveLeaders`: versions 0+.
     pub live_leaders: Vec<LeaderAndIsrLiveLeader>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrRequest {
@@ -45,7 +45,7 @@ impl Default for LeaderAndIsrRequest {
             ungrouped_partition_states: Vec::new(),
             topic_states: Vec::new(),
             live_leaders: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -91,7 +91,7 @@ impl Codec for LeaderAndIsrRequest {
             live_leaders: r.array("LeaderAndIsrRequest.LiveLeaders", flex, v, |r| {
                 LeaderAndIsrLiveLeader::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -202,7 +202,7 @@ impl Codec for LeaderAndIsrRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -229,7 +229,7 @@ pub struct LeaderAndIsrTopicState {
     /// `PartitionStates`: versions 2+.
     pub partition_states: Vec<LeaderAndIsrPartitionState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrTopicState {
@@ -238,7 +238,7 @@ impl Default for LeaderAndIsrTopicState {
             topic_name: KStr::default(),
             topic_id: Uuid::ZERO,
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -256,7 +256,7 @@ impl Codec for LeaderAndIsrTopicState {
             partition_states: r.array("LeaderAndIsrTopicState.PartitionStates", flex, v, |r| {
                 LeaderAndIsrPartitionState::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -303,7 +303,7 @@ impl Codec for LeaderAndIsrTopicState {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -319,7 +319,7 @@ pub struct LeaderAndIsrLiveLeader {
     /// `Port`: versions 0+.
     pub port: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrLiveLeader {
@@ -328,7 +328,7 @@ impl Default for LeaderAndIsrLiveLeader {
             broker_id: 0i32,
             host_name: KStr::default(),
             port: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -340,7 +340,7 @@ impl Codec for LeaderAndIsrLiveLeader {
             broker_id: r.i32("LeaderAndIsrLiveLeader.BrokerId")?,
             host_name: r.string("LeaderAndIsrLiveLeader.HostName", flex, v)?,
             port: r.i32("LeaderAndIsrLiveLeader.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -380,7 +380,7 @@ impl Codec for LeaderAndIsrLiveLeader {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -414,7 +414,7 @@ pub struct LeaderAndIsrPartitionState {
     /// `LeaderRecoveryState`: versions 6+, default `0`.
     pub leader_recovery_state: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrPartitionState {
@@ -432,7 +432,7 @@ impl Default for LeaderAndIsrPartitionState {
             removing_replicas: Vec::new(),
             is_new: false,
             leader_recovery_state: 0i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -484,7 +484,7 @@ impl Codec for LeaderAndIsrPartitionState {
             } else {
                 0i8
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -602,7 +602,7 @@ impl Codec for LeaderAndIsrPartitionState {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

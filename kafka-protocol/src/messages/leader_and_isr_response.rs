@@ -21,7 +21,7 @@ pub struct LeaderAndIsrResponse {
     /// `Topics`: versions 5+.
     pub topics: Vec<LeaderAndIsrTopicError>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrResponse {
@@ -30,7 +30,7 @@ impl Default for LeaderAndIsrResponse {
             error_code: 0i16,
             partition_errors: Vec::new(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -54,7 +54,7 @@ impl Codec for LeaderAndIsrResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -127,7 +127,7 @@ impl Codec for LeaderAndIsrResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -152,7 +152,7 @@ pub struct LeaderAndIsrTopicError {
     /// `PartitionErrors`: versions 5+.
     pub partition_errors: Vec<LeaderAndIsrPartitionError>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrTopicError {
@@ -160,7 +160,7 @@ impl Default for LeaderAndIsrTopicError {
         Self {
             topic_id: Uuid::ZERO,
             partition_errors: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -172,7 +172,7 @@ impl Codec for LeaderAndIsrTopicError {
             partition_errors: r.array("LeaderAndIsrTopicError.PartitionErrors", true, v, |r| {
                 LeaderAndIsrPartitionError::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -218,7 +218,7 @@ pub struct LeaderAndIsrPartitionError {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderAndIsrPartitionError {
@@ -227,7 +227,7 @@ impl Default for LeaderAndIsrPartitionError {
             topic_name: KStr::default(),
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -243,7 +243,7 @@ impl Codec for LeaderAndIsrPartitionError {
             },
             partition_index: r.i32("LeaderAndIsrPartitionError.PartitionIndex")?,
             error_code: r.i16("LeaderAndIsrPartitionError.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -293,7 +293,7 @@ impl Codec for LeaderAndIsrPartitionError {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -23,7 +23,7 @@ pub struct LeaderChangeMessage {
     /// `GrantingVoters`: versions 0+.
     pub granting_voters: Vec<Voter>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderChangeMessage {
@@ -33,7 +33,7 @@ impl Default for LeaderChangeMessage {
             leader_id: 0i32,
             voters: Vec::new(),
             granting_voters: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -49,7 +49,7 @@ impl Codec for LeaderChangeMessage {
             granting_voters: r.array("LeaderChangeMessage.GrantingVoters", true, v, |r| {
                 Voter::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -105,7 +105,7 @@ pub struct Voter {
     /// `VoterDirectoryId`: versions 1+.
     pub voter_directory_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Voter {
@@ -113,7 +113,7 @@ impl Default for Voter {
         Self {
             voter_id: 0i32,
             voter_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -127,7 +127,7 @@ impl Codec for Voter {
             } else {
                 Uuid::ZERO
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

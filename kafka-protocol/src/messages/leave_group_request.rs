@@ -21,7 +21,7 @@ pub struct LeaveGroupRequest {
     /// `Members`: versions 3+.
     pub members: Vec<MemberIdentity>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaveGroupRequest {
@@ -30,7 +30,7 @@ impl Default for LeaveGroupRequest {
             group_id: KStr::default(),
             member_id: KStr::default(),
             members: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -52,7 +52,7 @@ impl Codec for LeaveGroupRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -120,7 +120,7 @@ impl Codec for LeaveGroupRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -147,7 +147,7 @@ pub struct MemberIdentity {
     /// `Reason`: versions 5+, nullable 5+, default `null`, ignorable.
     pub reason: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MemberIdentity {
@@ -156,7 +156,7 @@ impl Default for MemberIdentity {
             member_id: KStr::default(),
             group_instance_id: None,
             reason: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -172,7 +172,7 @@ impl Codec for MemberIdentity {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -222,7 +222,7 @@ impl Codec for MemberIdentity {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct LeaveGroupResponse {
     /// `Members`: versions 3+.
     pub members: Vec<MemberResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaveGroupResponse {
@@ -30,7 +30,7 @@ impl Default for LeaveGroupResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             members: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -52,7 +52,7 @@ impl Codec for LeaveGroupResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -109,7 +109,7 @@ impl Codec for LeaveGroupResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -136,7 +136,7 @@ pub struct MemberResponse {
     /// `ErrorCode`: versions 3+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MemberResponse {
@@ -145,7 +145,7 @@ impl Default for MemberResponse {
             member_id: KStr::default(),
             group_instance_id: Some(KStr::default()),
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -157,7 +157,7 @@ impl Codec for MemberResponse {
             member_id: r.string("MemberResponse.MemberId", flex, v)?,
             group_instance_id: r.nullable_string("MemberResponse.GroupInstanceId", flex)?,
             error_code: r.i16("MemberResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -201,7 +201,7 @@ impl Codec for MemberResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -15,13 +15,13 @@ use bytes::Bytes;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListClientMetricsResourcesRequest {
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListClientMetricsResourcesRequest {
     fn default() -> Self {
         Self {
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -29,7 +29,7 @@ impl Default for ListClientMetricsResourcesRequest {
 impl Codec for ListClientMetricsResourcesRequest {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct ListClientMetricsResourcesResponse {
     /// `ClientMetricsResources`: versions 0+.
     pub client_metrics_resources: Vec<ClientMetricsResource>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListClientMetricsResourcesResponse {
@@ -30,7 +30,7 @@ impl Default for ListClientMetricsResourcesResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             client_metrics_resources: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -46,7 +46,7 @@ impl Codec for ListClientMetricsResourcesResponse {
                 v,
                 |r| ClientMetricsResource::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -101,14 +101,14 @@ pub struct ClientMetricsResource {
     /// `Name`: versions 0+.
     pub name: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ClientMetricsResource {
     fn default() -> Self {
         Self {
             name: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -117,7 +117,7 @@ impl Codec for ClientMetricsResource {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             name: r.string("ClientMetricsResource.Name", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct ListGroupsRequest {
     /// `TypesFilter`: versions 5+.
     pub types_filter: Vec<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListGroupsRequest {
@@ -27,7 +27,7 @@ impl Default for ListGroupsRequest {
         Self {
             states_filter: Vec::new(),
             types_filter: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for ListGroupsRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -124,7 +124,7 @@ impl Codec for ListGroupsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct ListGroupsResponse {
     /// `Groups`: versions 0+.
     pub groups: Vec<ListedGroup>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListGroupsResponse {
@@ -30,7 +30,7 @@ impl Default for ListGroupsResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             groups: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for ListGroupsResponse {
             groups: r.array("ListGroupsResponse.Groups", flex, v, |r| {
                 ListedGroup::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -92,7 +92,7 @@ impl Codec for ListGroupsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -121,7 +121,7 @@ pub struct ListedGroup {
     /// `GroupType`: versions 5+, ignorable.
     pub group_type: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListedGroup {
@@ -131,7 +131,7 @@ impl Default for ListedGroup {
             protocol_type: KStr::default(),
             group_state: KStr::default(),
             group_type: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -152,7 +152,7 @@ impl Codec for ListedGroup {
             } else {
                 KStr::default()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -206,7 +206,7 @@ impl Codec for ListedGroup {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct ListOffsetsRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<ListOffsetsTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsRequest {
@@ -30,7 +30,7 @@ impl Default for ListOffsetsRequest {
             replica_id: 0i32,
             isolation_level: 0i8,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for ListOffsetsRequest {
             topics: r.array("ListOffsetsRequest.Topics", flex, v, |r| {
                 ListOffsetsTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -99,7 +99,7 @@ impl Codec for ListOffsetsRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -124,7 +124,7 @@ pub struct ListOffsetsTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<ListOffsetsPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsTopic {
@@ -132,7 +132,7 @@ impl Default for ListOffsetsTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -145,7 +145,7 @@ impl Codec for ListOffsetsTopic {
             partitions: r.array("ListOffsetsTopic.Partitions", flex, v, |r| {
                 ListOffsetsPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -188,7 +188,7 @@ impl Codec for ListOffsetsTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -206,7 +206,7 @@ pub struct ListOffsetsPartition {
     /// `MaxNumOffsets`: versions 0, default `1`.
     pub max_num_offsets: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsPartition {
@@ -216,7 +216,7 @@ impl Default for ListOffsetsPartition {
             current_leader_epoch: -1i32,
             timestamp: 0i64,
             max_num_offsets: 1i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -237,7 +237,7 @@ impl Codec for ListOffsetsPartition {
             } else {
                 1i32
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -290,7 +290,7 @@ impl Codec for ListOffsetsPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

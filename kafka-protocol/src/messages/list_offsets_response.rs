@@ -19,7 +19,7 @@ pub struct ListOffsetsResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<ListOffsetsTopicResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsResponse {
@@ -27,7 +27,7 @@ impl Default for ListOffsetsResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for ListOffsetsResponse {
             topics: r.array("ListOffsetsResponse.Topics", flex, v, |r| {
                 ListOffsetsTopicResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -86,7 +86,7 @@ impl Codec for ListOffsetsResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -111,7 +111,7 @@ pub struct ListOffsetsTopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<ListOffsetsPartitionResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsTopicResponse {
@@ -119,7 +119,7 @@ impl Default for ListOffsetsTopicResponse {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -132,7 +132,7 @@ impl Codec for ListOffsetsTopicResponse {
             partitions: r.array("ListOffsetsTopicResponse.Partitions", flex, v, |r| {
                 ListOffsetsPartitionResponse::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -175,7 +175,7 @@ impl Codec for ListOffsetsTopicResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -197,7 +197,7 @@ pub struct ListOffsetsPartitionResponse {
     /// `LeaderEpoch`: versions 4+, default `-1`.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListOffsetsPartitionResponse {
@@ -209,7 +209,7 @@ impl Default for ListOffsetsPartitionResponse {
             timestamp: -1i64,
             offset: -1i64,
             leader_epoch: -1i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -245,7 +245,7 @@ impl Codec for ListOffsetsPartitionResponse {
             } else {
                 -1i32
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -339,7 +339,7 @@ impl Codec for ListOffsetsPartitionResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

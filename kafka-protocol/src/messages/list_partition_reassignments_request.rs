@@ -19,7 +19,7 @@ pub struct ListPartitionReassignmentsRequest {
     /// `Topics`: versions 0+, nullable 0+, default `null`.
     pub topics: Option<Vec<ListPartitionReassignmentsTopics>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListPartitionReassignmentsRequest {
@@ -27,7 +27,7 @@ impl Default for ListPartitionReassignmentsRequest {
         Self {
             timeout_ms: 60000i32,
             topics: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for ListPartitionReassignmentsRequest {
             topics: r.nullable_array("ListPartitionReassignmentsRequest.Topics", true, |r| {
                 ListPartitionReassignmentsTopics::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -96,7 +96,7 @@ pub struct ListPartitionReassignmentsTopics {
     /// `PartitionIndexes`: versions 0+.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListPartitionReassignmentsTopics {
@@ -104,7 +104,7 @@ impl Default for ListPartitionReassignmentsTopics {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -119,7 +119,7 @@ impl Codec for ListPartitionReassignmentsTopics {
                 v,
                 |r| r.i32("ListPartitionReassignmentsTopics.PartitionIndexes"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct ListPartitionReassignmentsResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<OngoingTopicReassignment>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListPartitionReassignmentsResponse {
@@ -33,7 +33,7 @@ impl Default for ListPartitionReassignmentsResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for ListPartitionReassignmentsResponse {
             topics: r.array("ListPartitionReassignmentsResponse.Topics", true, v, |r| {
                 OngoingTopicReassignment::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -111,7 +111,7 @@ pub struct OngoingTopicReassignment {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OngoingPartitionReassignment>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OngoingTopicReassignment {
@@ -119,7 +119,7 @@ impl Default for OngoingTopicReassignment {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for OngoingTopicReassignment {
             partitions: r.array("OngoingTopicReassignment.Partitions", true, v, |r| {
                 OngoingPartitionReassignment::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -179,7 +179,7 @@ pub struct OngoingPartitionReassignment {
     /// `RemovingReplicas`: versions 0+, entity brokerId.
     pub removing_replicas: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OngoingPartitionReassignment {
@@ -189,7 +189,7 @@ impl Default for OngoingPartitionReassignment {
             replicas: Vec::new(),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -213,7 +213,7 @@ impl Codec for OngoingPartitionReassignment {
                 v,
                 |r| r.i32("OngoingPartitionReassignment.RemovingReplicas"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct ListTransactionsRequest {
     /// `DurationFilter`: versions 1+, default `-1`.
     pub duration_filter: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListTransactionsRequest {
@@ -30,7 +30,7 @@ impl Default for ListTransactionsRequest {
             state_filters: Vec::new(),
             producer_id_filters: Vec::new(),
             duration_filter: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -52,7 +52,7 @@ impl Codec for ListTransactionsRequest {
             } else {
                 -1i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

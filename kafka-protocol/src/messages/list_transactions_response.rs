@@ -23,7 +23,7 @@ pub struct ListTransactionsResponse {
     /// `TransactionStates`: versions 0+.
     pub transaction_states: Vec<TransactionState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ListTransactionsResponse {
@@ -33,7 +33,7 @@ impl Default for ListTransactionsResponse {
             error_code: 0i16,
             unknown_state_filters: Vec::new(),
             transaction_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -55,7 +55,7 @@ impl Codec for ListTransactionsResponse {
                 v,
                 |r| TransactionState::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -121,7 +121,7 @@ pub struct TransactionState {
     /// `TransactionState`: versions 0+.
     pub transaction_state: KStr,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TransactionState {
@@ -130,7 +130,7 @@ impl Default for TransactionState {
             transactional_id: KStr::default(),
             producer_id: 0i64,
             transaction_state: KStr::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -141,7 +141,7 @@ impl Codec for TransactionState {
             transactional_id: r.string("TransactionState.TransactionalId", true, v)?,
             producer_id: r.i64("TransactionState.ProducerId")?,
             transaction_state: r.string("TransactionState.TransactionState", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

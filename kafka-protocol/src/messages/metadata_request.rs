@@ -23,7 +23,7 @@ pub struct MetadataRequest {
     /// `IncludeTopicAuthorizedOperations`: versions 8+.
     pub include_topic_authorized_operations: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataRequest {
@@ -33,7 +33,7 @@ impl Default for MetadataRequest {
             allow_auto_topic_creation: true,
             include_cluster_authorized_operations: false,
             include_topic_authorized_operations: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -66,7 +66,7 @@ impl Codec for MetadataRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -152,7 +152,7 @@ impl Codec for MetadataRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -177,7 +177,7 @@ pub struct MetadataRequestTopic {
     /// `Name`: versions 0+, nullable 10+, entity topicName.
     pub name: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataRequestTopic {
@@ -185,7 +185,7 @@ impl Default for MetadataRequestTopic {
         Self {
             topic_id: Uuid::ZERO,
             name: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -204,7 +204,7 @@ impl Codec for MetadataRequestTopic {
             } else {
                 Some(r.string("MetadataRequestTopic.Name", flex, v)?)
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -250,7 +250,7 @@ impl Codec for MetadataRequestTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -27,7 +27,7 @@ pub struct MetadataResponse {
     /// `ClusterAuthorizedOperations`: versions 8-10, default `-2147483648`.
     pub cluster_authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataResponse {
@@ -39,7 +39,7 @@ impl Default for MetadataResponse {
             controller_id: -1i32,
             topics: Vec::new(),
             cluster_authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -74,7 +74,7 @@ impl Codec for MetadataResponse {
             } else {
                 -2147483648i32
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -147,7 +147,7 @@ impl Codec for MetadataResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -176,7 +176,7 @@ pub struct MetadataResponseBroker {
     /// `Rack`: versions 1+, nullable 1+, default `null`, ignorable.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataResponseBroker {
@@ -186,7 +186,7 @@ impl Default for MetadataResponseBroker {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -203,7 +203,7 @@ impl Codec for MetadataResponseBroker {
             } else {
                 None
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -251,7 +251,7 @@ impl Codec for MetadataResponseBroker {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -273,7 +273,7 @@ pub struct MetadataResponseTopic {
     /// `TopicAuthorizedOperations`: versions 8+, default `-2147483648`.
     pub topic_authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataResponseTopic {
@@ -285,7 +285,7 @@ impl Default for MetadataResponseTopic {
             is_internal: false,
             partitions: Vec::new(),
             topic_authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -318,7 +318,7 @@ impl Codec for MetadataResponseTopic {
             } else {
                 -2147483648i32
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -392,7 +392,7 @@ impl Codec for MetadataResponseTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -416,7 +416,7 @@ pub struct MetadataResponsePartition {
     /// `OfflineReplicas`: versions 5+, ignorable, entity brokerId.
     pub offline_replicas: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for MetadataResponsePartition {
@@ -429,7 +429,7 @@ impl Default for MetadataResponsePartition {
             replica_nodes: Vec::new(),
             isr_nodes: Vec::new(),
             offline_replicas: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -459,7 +459,7 @@ impl Codec for MetadataResponsePartition {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -539,7 +539,7 @@ impl Codec for MetadataResponsePartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -1057,20 +1057,20 @@ impl ApiKey {
 #[allow(clippy::large_enum_variant)]
 pub enum RequestBody {
     Produce(ProduceRequest),
-    Fetch(FetchRequest),
+    Fetch(Box<FetchRequest>),
     ListOffsets(ListOffsetsRequest),
     Metadata(MetadataRequest),
     LeaderAndIsr(LeaderAndIsrRequest),
     StopReplica(StopReplicaRequest),
     UpdateMetadata(UpdateMetadataRequest),
     ControlledShutdown(ControlledShutdownRequest),
-    OffsetCommit(OffsetCommitRequest),
+    OffsetCommit(Box<OffsetCommitRequest>),
     OffsetFetch(OffsetFetchRequest),
     FindCoordinator(FindCoordinatorRequest),
-    JoinGroup(JoinGroupRequest),
+    JoinGroup(Box<JoinGroupRequest>),
     Heartbeat(HeartbeatRequest),
     LeaveGroup(LeaveGroupRequest),
-    SyncGroup(SyncGroupRequest),
+    SyncGroup(Box<SyncGroupRequest>),
     DescribeGroups(DescribeGroupsRequest),
     ListGroups(ListGroupsRequest),
     SaslHandshake(SaslHandshakeRequest),
@@ -1084,7 +1084,7 @@ pub enum RequestBody {
     AddOffsetsToTxn(AddOffsetsToTxnRequest),
     EndTxn(EndTxnRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
-    TxnOffsetCommit(TxnOffsetCommitRequest),
+    TxnOffsetCommit(Box<TxnOffsetCommitRequest>),
     DescribeAcls(DescribeAclsRequest),
     CreateAcls(CreateAclsRequest),
     DeleteAcls(DeleteAclsRequest),
@@ -1118,13 +1118,13 @@ pub enum RequestBody {
     FetchSnapshot(FetchSnapshotRequest),
     DescribeCluster(DescribeClusterRequest),
     DescribeProducers(DescribeProducersRequest),
-    BrokerRegistration(BrokerRegistrationRequest),
+    BrokerRegistration(Box<BrokerRegistrationRequest>),
     BrokerHeartbeat(BrokerHeartbeatRequest),
     UnregisterBroker(UnregisterBrokerRequest),
     DescribeTransactions(DescribeTransactionsRequest),
     ListTransactions(ListTransactionsRequest),
     AllocateProducerIds(AllocateProducerIdsRequest),
-    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
+    ConsumerGroupHeartbeat(Box<ConsumerGroupHeartbeatRequest>),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
     ControllerRegistration(ControllerRegistrationRequest),
     GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest),
@@ -1132,9 +1132,9 @@ pub enum RequestBody {
     AssignReplicasToDirs(AssignReplicasToDirsRequest),
     ListClientMetricsResources(ListClientMetricsResourcesRequest),
     DescribeTopicPartitions(DescribeTopicPartitionsRequest),
-    ShareGroupHeartbeat(ShareGroupHeartbeatRequest),
+    ShareGroupHeartbeat(Box<ShareGroupHeartbeatRequest>),
     ShareGroupDescribe(ShareGroupDescribeRequest),
-    ShareFetch(ShareFetchRequest),
+    ShareFetch(Box<ShareFetchRequest>),
     ShareAcknowledge(ShareAcknowledgeRequest),
     AddRaftVoter(AddRaftVoterRequest),
     RemoveRaftVoter(RemoveRaftVoterRequest),
@@ -1242,10 +1242,11 @@ impl RequestBody {
     }
 
     /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).
+    #[inline]
     pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {
         Ok(match key {
             ApiKey::Produce => Self::Produce(ProduceRequest::decode(r, version)?),
-            ApiKey::Fetch => Self::Fetch(FetchRequest::decode(r, version)?),
+            ApiKey::Fetch => Self::Fetch(Box::new(FetchRequest::decode(r, version)?)),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::decode(r, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequest::decode(r, version)?),
             ApiKey::LeaderAndIsr => Self::LeaderAndIsr(LeaderAndIsrRequest::decode(r, version)?),
@@ -1256,15 +1257,17 @@ impl RequestBody {
             ApiKey::ControlledShutdown => {
                 Self::ControlledShutdown(ControlledShutdownRequest::decode(r, version)?)
             }
-            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::decode(r, version)?),
+            ApiKey::OffsetCommit => {
+                Self::OffsetCommit(Box::new(OffsetCommitRequest::decode(r, version)?))
+            }
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::decode(r, version)?),
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorRequest::decode(r, version)?)
             }
-            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::decode(r, version)?),
+            ApiKey::JoinGroup => Self::JoinGroup(Box::new(JoinGroupRequest::decode(r, version)?)),
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::decode(r, version)?),
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::decode(r, version)?),
-            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::decode(r, version)?),
+            ApiKey::SyncGroup => Self::SyncGroup(Box::new(SyncGroupRequest::decode(r, version)?)),
             ApiKey::DescribeGroups => {
                 Self::DescribeGroups(DescribeGroupsRequest::decode(r, version)?)
             }
@@ -1291,7 +1294,7 @@ impl RequestBody {
                 Self::WriteTxnMarkers(WriteTxnMarkersRequest::decode(r, version)?)
             }
             ApiKey::TxnOffsetCommit => {
-                Self::TxnOffsetCommit(TxnOffsetCommitRequest::decode(r, version)?)
+                Self::TxnOffsetCommit(Box::new(TxnOffsetCommitRequest::decode(r, version)?))
             }
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::decode(r, version)?),
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::decode(r, version)?),
@@ -1373,7 +1376,7 @@ impl RequestBody {
                 Self::DescribeProducers(DescribeProducersRequest::decode(r, version)?)
             }
             ApiKey::BrokerRegistration => {
-                Self::BrokerRegistration(BrokerRegistrationRequest::decode(r, version)?)
+                Self::BrokerRegistration(Box::new(BrokerRegistrationRequest::decode(r, version)?))
             }
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatRequest::decode(r, version)?)
@@ -1390,9 +1393,9 @@ impl RequestBody {
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequest::decode(r, version)?)
             }
-            ApiKey::ConsumerGroupHeartbeat => {
-                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::decode(r, version)?)
-            }
+            ApiKey::ConsumerGroupHeartbeat => Self::ConsumerGroupHeartbeat(Box::new(
+                ConsumerGroupHeartbeatRequest::decode(r, version)?,
+            )),
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::decode(r, version)?)
             }
@@ -1413,12 +1416,14 @@ impl RequestBody {
                 Self::DescribeTopicPartitions(DescribeTopicPartitionsRequest::decode(r, version)?)
             }
             ApiKey::ShareGroupHeartbeat => {
-                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::decode(r, version)?)
+                Self::ShareGroupHeartbeat(Box::new(ShareGroupHeartbeatRequest::decode(r, version)?))
             }
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeRequest::decode(r, version)?)
             }
-            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::decode(r, version)?),
+            ApiKey::ShareFetch => {
+                Self::ShareFetch(Box::new(ShareFetchRequest::decode(r, version)?))
+            }
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeRequest::decode(r, version)?)
             }
@@ -1644,7 +1649,7 @@ impl RequestBody {
     ) -> arbitrary::Result<Self> {
         Ok(match key {
             ApiKey::Produce => Self::Produce(ProduceRequest::arbitrary(u, version)?),
-            ApiKey::Fetch => Self::Fetch(FetchRequest::arbitrary(u, version)?),
+            ApiKey::Fetch => Self::Fetch(Box::new(FetchRequest::arbitrary(u, version)?)),
             ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::arbitrary(u, version)?),
             ApiKey::Metadata => Self::Metadata(MetadataRequest::arbitrary(u, version)?),
             ApiKey::LeaderAndIsr => Self::LeaderAndIsr(LeaderAndIsrRequest::arbitrary(u, version)?),
@@ -1655,15 +1660,21 @@ impl RequestBody {
             ApiKey::ControlledShutdown => {
                 Self::ControlledShutdown(ControlledShutdownRequest::arbitrary(u, version)?)
             }
-            ApiKey::OffsetCommit => Self::OffsetCommit(OffsetCommitRequest::arbitrary(u, version)?),
+            ApiKey::OffsetCommit => {
+                Self::OffsetCommit(Box::new(OffsetCommitRequest::arbitrary(u, version)?))
+            }
             ApiKey::OffsetFetch => Self::OffsetFetch(OffsetFetchRequest::arbitrary(u, version)?),
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorRequest::arbitrary(u, version)?)
             }
-            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupRequest::arbitrary(u, version)?),
+            ApiKey::JoinGroup => {
+                Self::JoinGroup(Box::new(JoinGroupRequest::arbitrary(u, version)?))
+            }
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatRequest::arbitrary(u, version)?),
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupRequest::arbitrary(u, version)?),
-            ApiKey::SyncGroup => Self::SyncGroup(SyncGroupRequest::arbitrary(u, version)?),
+            ApiKey::SyncGroup => {
+                Self::SyncGroup(Box::new(SyncGroupRequest::arbitrary(u, version)?))
+            }
             ApiKey::DescribeGroups => {
                 Self::DescribeGroups(DescribeGroupsRequest::arbitrary(u, version)?)
             }
@@ -1694,7 +1705,7 @@ impl RequestBody {
                 Self::WriteTxnMarkers(WriteTxnMarkersRequest::arbitrary(u, version)?)
             }
             ApiKey::TxnOffsetCommit => {
-                Self::TxnOffsetCommit(TxnOffsetCommitRequest::arbitrary(u, version)?)
+                Self::TxnOffsetCommit(Box::new(TxnOffsetCommitRequest::arbitrary(u, version)?))
             }
             ApiKey::DescribeAcls => Self::DescribeAcls(DescribeAclsRequest::arbitrary(u, version)?),
             ApiKey::CreateAcls => Self::CreateAcls(CreateAclsRequest::arbitrary(u, version)?),
@@ -1777,9 +1788,9 @@ impl RequestBody {
             ApiKey::DescribeProducers => {
                 Self::DescribeProducers(DescribeProducersRequest::arbitrary(u, version)?)
             }
-            ApiKey::BrokerRegistration => {
-                Self::BrokerRegistration(BrokerRegistrationRequest::arbitrary(u, version)?)
-            }
+            ApiKey::BrokerRegistration => Self::BrokerRegistration(Box::new(
+                BrokerRegistrationRequest::arbitrary(u, version)?,
+            )),
             ApiKey::BrokerHeartbeat => {
                 Self::BrokerHeartbeat(BrokerHeartbeatRequest::arbitrary(u, version)?)
             }
@@ -1795,9 +1806,9 @@ impl RequestBody {
             ApiKey::AllocateProducerIds => {
                 Self::AllocateProducerIds(AllocateProducerIdsRequest::arbitrary(u, version)?)
             }
-            ApiKey::ConsumerGroupHeartbeat => {
-                Self::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::arbitrary(u, version)?)
-            }
+            ApiKey::ConsumerGroupHeartbeat => Self::ConsumerGroupHeartbeat(Box::new(
+                ConsumerGroupHeartbeatRequest::arbitrary(u, version)?,
+            )),
             ApiKey::ConsumerGroupDescribe => {
                 Self::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::arbitrary(u, version)?)
             }
@@ -1819,13 +1830,15 @@ impl RequestBody {
             ApiKey::DescribeTopicPartitions => Self::DescribeTopicPartitions(
                 DescribeTopicPartitionsRequest::arbitrary(u, version)?,
             ),
-            ApiKey::ShareGroupHeartbeat => {
-                Self::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::arbitrary(u, version)?)
-            }
+            ApiKey::ShareGroupHeartbeat => Self::ShareGroupHeartbeat(Box::new(
+                ShareGroupHeartbeatRequest::arbitrary(u, version)?,
+            )),
             ApiKey::ShareGroupDescribe => {
                 Self::ShareGroupDescribe(ShareGroupDescribeRequest::arbitrary(u, version)?)
             }
-            ApiKey::ShareFetch => Self::ShareFetch(ShareFetchRequest::arbitrary(u, version)?),
+            ApiKey::ShareFetch => {
+                Self::ShareFetch(Box::new(ShareFetchRequest::arbitrary(u, version)?))
+            }
             ApiKey::ShareAcknowledge => {
                 Self::ShareAcknowledge(ShareAcknowledgeRequest::arbitrary(u, version)?)
             }
@@ -1855,6 +1868,534 @@ impl RequestBody {
     }
 }
 
+impl From<ProduceRequest> for RequestBody {
+    fn from(m: ProduceRequest) -> Self {
+        Self::Produce(m)
+    }
+}
+
+impl From<FetchRequest> for RequestBody {
+    fn from(m: FetchRequest) -> Self {
+        Self::Fetch(Box::new(m))
+    }
+}
+
+impl From<ListOffsetsRequest> for RequestBody {
+    fn from(m: ListOffsetsRequest) -> Self {
+        Self::ListOffsets(m)
+    }
+}
+
+impl From<MetadataRequest> for RequestBody {
+    fn from(m: MetadataRequest) -> Self {
+        Self::Metadata(m)
+    }
+}
+
+impl From<LeaderAndIsrRequest> for RequestBody {
+    fn from(m: LeaderAndIsrRequest) -> Self {
+        Self::LeaderAndIsr(m)
+    }
+}
+
+impl From<StopReplicaRequest> for RequestBody {
+    fn from(m: StopReplicaRequest) -> Self {
+        Self::StopReplica(m)
+    }
+}
+
+impl From<UpdateMetadataRequest> for RequestBody {
+    fn from(m: UpdateMetadataRequest) -> Self {
+        Self::UpdateMetadata(m)
+    }
+}
+
+impl From<ControlledShutdownRequest> for RequestBody {
+    fn from(m: ControlledShutdownRequest) -> Self {
+        Self::ControlledShutdown(m)
+    }
+}
+
+impl From<OffsetCommitRequest> for RequestBody {
+    fn from(m: OffsetCommitRequest) -> Self {
+        Self::OffsetCommit(Box::new(m))
+    }
+}
+
+impl From<OffsetFetchRequest> for RequestBody {
+    fn from(m: OffsetFetchRequest) -> Self {
+        Self::OffsetFetch(m)
+    }
+}
+
+impl From<FindCoordinatorRequest> for RequestBody {
+    fn from(m: FindCoordinatorRequest) -> Self {
+        Self::FindCoordinator(m)
+    }
+}
+
+impl From<JoinGroupRequest> for RequestBody {
+    fn from(m: JoinGroupRequest) -> Self {
+        Self::JoinGroup(Box::new(m))
+    }
+}
+
+impl From<HeartbeatRequest> for RequestBody {
+    fn from(m: HeartbeatRequest) -> Self {
+        Self::Heartbeat(m)
+    }
+}
+
+impl From<LeaveGroupRequest> for RequestBody {
+    fn from(m: LeaveGroupRequest) -> Self {
+        Self::LeaveGroup(m)
+    }
+}
+
+impl From<SyncGroupRequest> for RequestBody {
+    fn from(m: SyncGroupRequest) -> Self {
+        Self::SyncGroup(Box::new(m))
+    }
+}
+
+impl From<DescribeGroupsRequest> for RequestBody {
+    fn from(m: DescribeGroupsRequest) -> Self {
+        Self::DescribeGroups(m)
+    }
+}
+
+impl From<ListGroupsRequest> for RequestBody {
+    fn from(m: ListGroupsRequest) -> Self {
+        Self::ListGroups(m)
+    }
+}
+
+impl From<SaslHandshakeRequest> for RequestBody {
+    fn from(m: SaslHandshakeRequest) -> Self {
+        Self::SaslHandshake(m)
+    }
+}
+
+impl From<ApiVersionsRequest> for RequestBody {
+    fn from(m: ApiVersionsRequest) -> Self {
+        Self::ApiVersions(m)
+    }
+}
+
+impl From<CreateTopicsRequest> for RequestBody {
+    fn from(m: CreateTopicsRequest) -> Self {
+        Self::CreateTopics(m)
+    }
+}
+
+impl From<DeleteTopicsRequest> for RequestBody {
+    fn from(m: DeleteTopicsRequest) -> Self {
+        Self::DeleteTopics(m)
+    }
+}
+
+impl From<DeleteRecordsRequest> for RequestBody {
+    fn from(m: DeleteRecordsRequest) -> Self {
+        Self::DeleteRecords(m)
+    }
+}
+
+impl From<InitProducerIdRequest> for RequestBody {
+    fn from(m: InitProducerIdRequest) -> Self {
+        Self::InitProducerId(m)
+    }
+}
+
+impl From<OffsetForLeaderEpochRequest> for RequestBody {
+    fn from(m: OffsetForLeaderEpochRequest) -> Self {
+        Self::OffsetForLeaderEpoch(m)
+    }
+}
+
+impl From<AddPartitionsToTxnRequest> for RequestBody {
+    fn from(m: AddPartitionsToTxnRequest) -> Self {
+        Self::AddPartitionsToTxn(m)
+    }
+}
+
+impl From<AddOffsetsToTxnRequest> for RequestBody {
+    fn from(m: AddOffsetsToTxnRequest) -> Self {
+        Self::AddOffsetsToTxn(m)
+    }
+}
+
+impl From<EndTxnRequest> for RequestBody {
+    fn from(m: EndTxnRequest) -> Self {
+        Self::EndTxn(m)
+    }
+}
+
+impl From<WriteTxnMarkersRequest> for RequestBody {
+    fn from(m: WriteTxnMarkersRequest) -> Self {
+        Self::WriteTxnMarkers(m)
+    }
+}
+
+impl From<TxnOffsetCommitRequest> for RequestBody {
+    fn from(m: TxnOffsetCommitRequest) -> Self {
+        Self::TxnOffsetCommit(Box::new(m))
+    }
+}
+
+impl From<DescribeAclsRequest> for RequestBody {
+    fn from(m: DescribeAclsRequest) -> Self {
+        Self::DescribeAcls(m)
+    }
+}
+
+impl From<CreateAclsRequest> for RequestBody {
+    fn from(m: CreateAclsRequest) -> Self {
+        Self::CreateAcls(m)
+    }
+}
+
+impl From<DeleteAclsRequest> for RequestBody {
+    fn from(m: DeleteAclsRequest) -> Self {
+        Self::DeleteAcls(m)
+    }
+}
+
+impl From<DescribeConfigsRequest> for RequestBody {
+    fn from(m: DescribeConfigsRequest) -> Self {
+        Self::DescribeConfigs(m)
+    }
+}
+
+impl From<AlterConfigsRequest> for RequestBody {
+    fn from(m: AlterConfigsRequest) -> Self {
+        Self::AlterConfigs(m)
+    }
+}
+
+impl From<AlterReplicaLogDirsRequest> for RequestBody {
+    fn from(m: AlterReplicaLogDirsRequest) -> Self {
+        Self::AlterReplicaLogDirs(m)
+    }
+}
+
+impl From<DescribeLogDirsRequest> for RequestBody {
+    fn from(m: DescribeLogDirsRequest) -> Self {
+        Self::DescribeLogDirs(m)
+    }
+}
+
+impl From<SaslAuthenticateRequest> for RequestBody {
+    fn from(m: SaslAuthenticateRequest) -> Self {
+        Self::SaslAuthenticate(m)
+    }
+}
+
+impl From<CreatePartitionsRequest> for RequestBody {
+    fn from(m: CreatePartitionsRequest) -> Self {
+        Self::CreatePartitions(m)
+    }
+}
+
+impl From<CreateDelegationTokenRequest> for RequestBody {
+    fn from(m: CreateDelegationTokenRequest) -> Self {
+        Self::CreateDelegationToken(m)
+    }
+}
+
+impl From<RenewDelegationTokenRequest> for RequestBody {
+    fn from(m: RenewDelegationTokenRequest) -> Self {
+        Self::RenewDelegationToken(m)
+    }
+}
+
+impl From<ExpireDelegationTokenRequest> for RequestBody {
+    fn from(m: ExpireDelegationTokenRequest) -> Self {
+        Self::ExpireDelegationToken(m)
+    }
+}
+
+impl From<DescribeDelegationTokenRequest> for RequestBody {
+    fn from(m: DescribeDelegationTokenRequest) -> Self {
+        Self::DescribeDelegationToken(m)
+    }
+}
+
+impl From<DeleteGroupsRequest> for RequestBody {
+    fn from(m: DeleteGroupsRequest) -> Self {
+        Self::DeleteGroups(m)
+    }
+}
+
+impl From<ElectLeadersRequest> for RequestBody {
+    fn from(m: ElectLeadersRequest) -> Self {
+        Self::ElectLeaders(m)
+    }
+}
+
+impl From<IncrementalAlterConfigsRequest> for RequestBody {
+    fn from(m: IncrementalAlterConfigsRequest) -> Self {
+        Self::IncrementalAlterConfigs(m)
+    }
+}
+
+impl From<AlterPartitionReassignmentsRequest> for RequestBody {
+    fn from(m: AlterPartitionReassignmentsRequest) -> Self {
+        Self::AlterPartitionReassignments(m)
+    }
+}
+
+impl From<ListPartitionReassignmentsRequest> for RequestBody {
+    fn from(m: ListPartitionReassignmentsRequest) -> Self {
+        Self::ListPartitionReassignments(m)
+    }
+}
+
+impl From<OffsetDeleteRequest> for RequestBody {
+    fn from(m: OffsetDeleteRequest) -> Self {
+        Self::OffsetDelete(m)
+    }
+}
+
+impl From<DescribeClientQuotasRequest> for RequestBody {
+    fn from(m: DescribeClientQuotasRequest) -> Self {
+        Self::DescribeClientQuotas(m)
+    }
+}
+
+impl From<AlterClientQuotasRequest> for RequestBody {
+    fn from(m: AlterClientQuotasRequest) -> Self {
+        Self::AlterClientQuotas(m)
+    }
+}
+
+impl From<DescribeUserScramCredentialsRequest> for RequestBody {
+    fn from(m: DescribeUserScramCredentialsRequest) -> Self {
+        Self::DescribeUserScramCredentials(m)
+    }
+}
+
+impl From<AlterUserScramCredentialsRequest> for RequestBody {
+    fn from(m: AlterUserScramCredentialsRequest) -> Self {
+        Self::AlterUserScramCredentials(m)
+    }
+}
+
+impl From<VoteRequest> for RequestBody {
+    fn from(m: VoteRequest) -> Self {
+        Self::Vote(m)
+    }
+}
+
+impl From<BeginQuorumEpochRequest> for RequestBody {
+    fn from(m: BeginQuorumEpochRequest) -> Self {
+        Self::BeginQuorumEpoch(m)
+    }
+}
+
+impl From<EndQuorumEpochRequest> for RequestBody {
+    fn from(m: EndQuorumEpochRequest) -> Self {
+        Self::EndQuorumEpoch(m)
+    }
+}
+
+impl From<DescribeQuorumRequest> for RequestBody {
+    fn from(m: DescribeQuorumRequest) -> Self {
+        Self::DescribeQuorum(m)
+    }
+}
+
+impl From<AlterPartitionRequest> for RequestBody {
+    fn from(m: AlterPartitionRequest) -> Self {
+        Self::AlterPartition(m)
+    }
+}
+
+impl From<UpdateFeaturesRequest> for RequestBody {
+    fn from(m: UpdateFeaturesRequest) -> Self {
+        Self::UpdateFeatures(m)
+    }
+}
+
+impl From<EnvelopeRequest> for RequestBody {
+    fn from(m: EnvelopeRequest) -> Self {
+        Self::Envelope(m)
+    }
+}
+
+impl From<FetchSnapshotRequest> for RequestBody {
+    fn from(m: FetchSnapshotRequest) -> Self {
+        Self::FetchSnapshot(m)
+    }
+}
+
+impl From<DescribeClusterRequest> for RequestBody {
+    fn from(m: DescribeClusterRequest) -> Self {
+        Self::DescribeCluster(m)
+    }
+}
+
+impl From<DescribeProducersRequest> for RequestBody {
+    fn from(m: DescribeProducersRequest) -> Self {
+        Self::DescribeProducers(m)
+    }
+}
+
+impl From<BrokerRegistrationRequest> for RequestBody {
+    fn from(m: BrokerRegistrationRequest) -> Self {
+        Self::BrokerRegistration(Box::new(m))
+    }
+}
+
+impl From<BrokerHeartbeatRequest> for RequestBody {
+    fn from(m: BrokerHeartbeatRequest) -> Self {
+        Self::BrokerHeartbeat(m)
+    }
+}
+
+impl From<UnregisterBrokerRequest> for RequestBody {
+    fn from(m: UnregisterBrokerRequest) -> Self {
+        Self::UnregisterBroker(m)
+    }
+}
+
+impl From<DescribeTransactionsRequest> for RequestBody {
+    fn from(m: DescribeTransactionsRequest) -> Self {
+        Self::DescribeTransactions(m)
+    }
+}
+
+impl From<ListTransactionsRequest> for RequestBody {
+    fn from(m: ListTransactionsRequest) -> Self {
+        Self::ListTransactions(m)
+    }
+}
+
+impl From<AllocateProducerIdsRequest> for RequestBody {
+    fn from(m: AllocateProducerIdsRequest) -> Self {
+        Self::AllocateProducerIds(m)
+    }
+}
+
+impl From<ConsumerGroupHeartbeatRequest> for RequestBody {
+    fn from(m: ConsumerGroupHeartbeatRequest) -> Self {
+        Self::ConsumerGroupHeartbeat(Box::new(m))
+    }
+}
+
+impl From<ConsumerGroupDescribeRequest> for RequestBody {
+    fn from(m: ConsumerGroupDescribeRequest) -> Self {
+        Self::ConsumerGroupDescribe(m)
+    }
+}
+
+impl From<ControllerRegistrationRequest> for RequestBody {
+    fn from(m: ControllerRegistrationRequest) -> Self {
+        Self::ControllerRegistration(m)
+    }
+}
+
+impl From<GetTelemetrySubscriptionsRequest> for RequestBody {
+    fn from(m: GetTelemetrySubscriptionsRequest) -> Self {
+        Self::GetTelemetrySubscriptions(m)
+    }
+}
+
+impl From<PushTelemetryRequest> for RequestBody {
+    fn from(m: PushTelemetryRequest) -> Self {
+        Self::PushTelemetry(m)
+    }
+}
+
+impl From<AssignReplicasToDirsRequest> for RequestBody {
+    fn from(m: AssignReplicasToDirsRequest) -> Self {
+        Self::AssignReplicasToDirs(m)
+    }
+}
+
+impl From<ListClientMetricsResourcesRequest> for RequestBody {
+    fn from(m: ListClientMetricsResourcesRequest) -> Self {
+        Self::ListClientMetricsResources(m)
+    }
+}
+
+impl From<DescribeTopicPartitionsRequest> for RequestBody {
+    fn from(m: DescribeTopicPartitionsRequest) -> Self {
+        Self::DescribeTopicPartitions(m)
+    }
+}
+
+impl From<ShareGroupHeartbeatRequest> for RequestBody {
+    fn from(m: ShareGroupHeartbeatRequest) -> Self {
+        Self::ShareGroupHeartbeat(Box::new(m))
+    }
+}
+
+impl From<ShareGroupDescribeRequest> for RequestBody {
+    fn from(m: ShareGroupDescribeRequest) -> Self {
+        Self::ShareGroupDescribe(m)
+    }
+}
+
+impl From<ShareFetchRequest> for RequestBody {
+    fn from(m: ShareFetchRequest) -> Self {
+        Self::ShareFetch(Box::new(m))
+    }
+}
+
+impl From<ShareAcknowledgeRequest> for RequestBody {
+    fn from(m: ShareAcknowledgeRequest) -> Self {
+        Self::ShareAcknowledge(m)
+    }
+}
+
+impl From<AddRaftVoterRequest> for RequestBody {
+    fn from(m: AddRaftVoterRequest) -> Self {
+        Self::AddRaftVoter(m)
+    }
+}
+
+impl From<RemoveRaftVoterRequest> for RequestBody {
+    fn from(m: RemoveRaftVoterRequest) -> Self {
+        Self::RemoveRaftVoter(m)
+    }
+}
+
+impl From<UpdateRaftVoterRequest> for RequestBody {
+    fn from(m: UpdateRaftVoterRequest) -> Self {
+        Self::UpdateRaftVoter(m)
+    }
+}
+
+impl From<InitializeShareGroupStateRequest> for RequestBody {
+    fn from(m: InitializeShareGroupStateRequest) -> Self {
+        Self::InitializeShareGroupState(m)
+    }
+}
+
+impl From<ReadShareGroupStateRequest> for RequestBody {
+    fn from(m: ReadShareGroupStateRequest) -> Self {
+        Self::ReadShareGroupState(m)
+    }
+}
+
+impl From<WriteShareGroupStateRequest> for RequestBody {
+    fn from(m: WriteShareGroupStateRequest) -> Self {
+        Self::WriteShareGroupState(m)
+    }
+}
+
+impl From<DeleteShareGroupStateRequest> for RequestBody {
+    fn from(m: DeleteShareGroupStateRequest) -> Self {
+        Self::DeleteShareGroupState(m)
+    }
+}
+
+impl From<ReadShareGroupStateSummaryRequest> for RequestBody {
+    fn from(m: ReadShareGroupStateSummaryRequest) -> Self {
+        Self::ReadShareGroupStateSummary(m)
+    }
+}
+
 /// The body of any response.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)]
@@ -1870,7 +2411,7 @@ pub enum ResponseBody {
     OffsetCommit(OffsetCommitResponse),
     OffsetFetch(OffsetFetchResponse),
     FindCoordinator(FindCoordinatorResponse),
-    JoinGroup(JoinGroupResponse),
+    JoinGroup(Box<JoinGroupResponse>),
     Heartbeat(HeartbeatResponse),
     LeaveGroup(LeaveGroupResponse),
     SyncGroup(SyncGroupResponse),
@@ -1897,7 +2438,7 @@ pub enum ResponseBody {
     DescribeLogDirs(DescribeLogDirsResponse),
     SaslAuthenticate(SaslAuthenticateResponse),
     CreatePartitions(CreatePartitionsResponse),
-    CreateDelegationToken(CreateDelegationTokenResponse),
+    CreateDelegationToken(Box<CreateDelegationTokenResponse>),
     RenewDelegationToken(RenewDelegationTokenResponse),
     ExpireDelegationToken(ExpireDelegationTokenResponse),
     DescribeDelegationToken(DescribeDelegationTokenResponse),
@@ -2045,6 +2586,7 @@ impl ResponseBody {
     }
 
     /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).
+    #[inline]
     pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {
         Ok(match key {
             ApiKey::Produce => Self::Produce(ProduceResponse::decode(r, version)?),
@@ -2064,7 +2606,7 @@ impl ResponseBody {
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorResponse::decode(r, version)?)
             }
-            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::decode(r, version)?),
+            ApiKey::JoinGroup => Self::JoinGroup(Box::new(JoinGroupResponse::decode(r, version)?)),
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::decode(r, version)?),
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::decode(r, version)?),
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::decode(r, version)?),
@@ -2119,9 +2661,9 @@ impl ResponseBody {
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsResponse::decode(r, version)?)
             }
-            ApiKey::CreateDelegationToken => {
-                Self::CreateDelegationToken(CreateDelegationTokenResponse::decode(r, version)?)
-            }
+            ApiKey::CreateDelegationToken => Self::CreateDelegationToken(Box::new(
+                CreateDelegationTokenResponse::decode(r, version)?,
+            )),
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponse::decode(r, version)?)
             }
@@ -2475,7 +3017,9 @@ impl ResponseBody {
             ApiKey::FindCoordinator => {
                 Self::FindCoordinator(FindCoordinatorResponse::arbitrary(u, version)?)
             }
-            ApiKey::JoinGroup => Self::JoinGroup(JoinGroupResponse::arbitrary(u, version)?),
+            ApiKey::JoinGroup => {
+                Self::JoinGroup(Box::new(JoinGroupResponse::arbitrary(u, version)?))
+            }
             ApiKey::Heartbeat => Self::Heartbeat(HeartbeatResponse::arbitrary(u, version)?),
             ApiKey::LeaveGroup => Self::LeaveGroup(LeaveGroupResponse::arbitrary(u, version)?),
             ApiKey::SyncGroup => Self::SyncGroup(SyncGroupResponse::arbitrary(u, version)?),
@@ -2538,9 +3082,9 @@ impl ResponseBody {
             ApiKey::CreatePartitions => {
                 Self::CreatePartitions(CreatePartitionsResponse::arbitrary(u, version)?)
             }
-            ApiKey::CreateDelegationToken => {
-                Self::CreateDelegationToken(CreateDelegationTokenResponse::arbitrary(u, version)?)
-            }
+            ApiKey::CreateDelegationToken => Self::CreateDelegationToken(Box::new(
+                CreateDelegationTokenResponse::arbitrary(u, version)?,
+            )),
             ApiKey::RenewDelegationToken => {
                 Self::RenewDelegationToken(RenewDelegationTokenResponse::arbitrary(u, version)?)
             }
@@ -2683,5 +3227,533 @@ impl ResponseBody {
                 ReadShareGroupStateSummaryResponse::arbitrary(u, version)?,
             ),
         })
+    }
+}
+
+impl From<ProduceResponse> for ResponseBody {
+    fn from(m: ProduceResponse) -> Self {
+        Self::Produce(m)
+    }
+}
+
+impl From<FetchResponse> for ResponseBody {
+    fn from(m: FetchResponse) -> Self {
+        Self::Fetch(m)
+    }
+}
+
+impl From<ListOffsetsResponse> for ResponseBody {
+    fn from(m: ListOffsetsResponse) -> Self {
+        Self::ListOffsets(m)
+    }
+}
+
+impl From<MetadataResponse> for ResponseBody {
+    fn from(m: MetadataResponse) -> Self {
+        Self::Metadata(m)
+    }
+}
+
+impl From<LeaderAndIsrResponse> for ResponseBody {
+    fn from(m: LeaderAndIsrResponse) -> Self {
+        Self::LeaderAndIsr(m)
+    }
+}
+
+impl From<StopReplicaResponse> for ResponseBody {
+    fn from(m: StopReplicaResponse) -> Self {
+        Self::StopReplica(m)
+    }
+}
+
+impl From<UpdateMetadataResponse> for ResponseBody {
+    fn from(m: UpdateMetadataResponse) -> Self {
+        Self::UpdateMetadata(m)
+    }
+}
+
+impl From<ControlledShutdownResponse> for ResponseBody {
+    fn from(m: ControlledShutdownResponse) -> Self {
+        Self::ControlledShutdown(m)
+    }
+}
+
+impl From<OffsetCommitResponse> for ResponseBody {
+    fn from(m: OffsetCommitResponse) -> Self {
+        Self::OffsetCommit(m)
+    }
+}
+
+impl From<OffsetFetchResponse> for ResponseBody {
+    fn from(m: OffsetFetchResponse) -> Self {
+        Self::OffsetFetch(m)
+    }
+}
+
+impl From<FindCoordinatorResponse> for ResponseBody {
+    fn from(m: FindCoordinatorResponse) -> Self {
+        Self::FindCoordinator(m)
+    }
+}
+
+impl From<JoinGroupResponse> for ResponseBody {
+    fn from(m: JoinGroupResponse) -> Self {
+        Self::JoinGroup(Box::new(m))
+    }
+}
+
+impl From<HeartbeatResponse> for ResponseBody {
+    fn from(m: HeartbeatResponse) -> Self {
+        Self::Heartbeat(m)
+    }
+}
+
+impl From<LeaveGroupResponse> for ResponseBody {
+    fn from(m: LeaveGroupResponse) -> Self {
+        Self::LeaveGroup(m)
+    }
+}
+
+impl From<SyncGroupResponse> for ResponseBody {
+    fn from(m: SyncGroupResponse) -> Self {
+        Self::SyncGroup(m)
+    }
+}
+
+impl From<DescribeGroupsResponse> for ResponseBody {
+    fn from(m: DescribeGroupsResponse) -> Self {
+        Self::DescribeGroups(m)
+    }
+}
+
+impl From<ListGroupsResponse> for ResponseBody {
+    fn from(m: ListGroupsResponse) -> Self {
+        Self::ListGroups(m)
+    }
+}
+
+impl From<SaslHandshakeResponse> for ResponseBody {
+    fn from(m: SaslHandshakeResponse) -> Self {
+        Self::SaslHandshake(m)
+    }
+}
+
+impl From<ApiVersionsResponse> for ResponseBody {
+    fn from(m: ApiVersionsResponse) -> Self {
+        Self::ApiVersions(m)
+    }
+}
+
+impl From<CreateTopicsResponse> for ResponseBody {
+    fn from(m: CreateTopicsResponse) -> Self {
+        Self::CreateTopics(m)
+    }
+}
+
+impl From<DeleteTopicsResponse> for ResponseBody {
+    fn from(m: DeleteTopicsResponse) -> Self {
+        Self::DeleteTopics(m)
+    }
+}
+
+impl From<DeleteRecordsResponse> for ResponseBody {
+    fn from(m: DeleteRecordsResponse) -> Self {
+        Self::DeleteRecords(m)
+    }
+}
+
+impl From<InitProducerIdResponse> for ResponseBody {
+    fn from(m: InitProducerIdResponse) -> Self {
+        Self::InitProducerId(m)
+    }
+}
+
+impl From<OffsetForLeaderEpochResponse> for ResponseBody {
+    fn from(m: OffsetForLeaderEpochResponse) -> Self {
+        Self::OffsetForLeaderEpoch(m)
+    }
+}
+
+impl From<AddPartitionsToTxnResponse> for ResponseBody {
+    fn from(m: AddPartitionsToTxnResponse) -> Self {
+        Self::AddPartitionsToTxn(m)
+    }
+}
+
+impl From<AddOffsetsToTxnResponse> for ResponseBody {
+    fn from(m: AddOffsetsToTxnResponse) -> Self {
+        Self::AddOffsetsToTxn(m)
+    }
+}
+
+impl From<EndTxnResponse> for ResponseBody {
+    fn from(m: EndTxnResponse) -> Self {
+        Self::EndTxn(m)
+    }
+}
+
+impl From<WriteTxnMarkersResponse> for ResponseBody {
+    fn from(m: WriteTxnMarkersResponse) -> Self {
+        Self::WriteTxnMarkers(m)
+    }
+}
+
+impl From<TxnOffsetCommitResponse> for ResponseBody {
+    fn from(m: TxnOffsetCommitResponse) -> Self {
+        Self::TxnOffsetCommit(m)
+    }
+}
+
+impl From<DescribeAclsResponse> for ResponseBody {
+    fn from(m: DescribeAclsResponse) -> Self {
+        Self::DescribeAcls(m)
+    }
+}
+
+impl From<CreateAclsResponse> for ResponseBody {
+    fn from(m: CreateAclsResponse) -> Self {
+        Self::CreateAcls(m)
+    }
+}
+
+impl From<DeleteAclsResponse> for ResponseBody {
+    fn from(m: DeleteAclsResponse) -> Self {
+        Self::DeleteAcls(m)
+    }
+}
+
+impl From<DescribeConfigsResponse> for ResponseBody {
+    fn from(m: DescribeConfigsResponse) -> Self {
+        Self::DescribeConfigs(m)
+    }
+}
+
+impl From<AlterConfigsResponse> for ResponseBody {
+    fn from(m: AlterConfigsResponse) -> Self {
+        Self::AlterConfigs(m)
+    }
+}
+
+impl From<AlterReplicaLogDirsResponse> for ResponseBody {
+    fn from(m: AlterReplicaLogDirsResponse) -> Self {
+        Self::AlterReplicaLogDirs(m)
+    }
+}
+
+impl From<DescribeLogDirsResponse> for ResponseBody {
+    fn from(m: DescribeLogDirsResponse) -> Self {
+        Self::DescribeLogDirs(m)
+    }
+}
+
+impl From<SaslAuthenticateResponse> for ResponseBody {
+    fn from(m: SaslAuthenticateResponse) -> Self {
+        Self::SaslAuthenticate(m)
+    }
+}
+
+impl From<CreatePartitionsResponse> for ResponseBody {
+    fn from(m: CreatePartitionsResponse) -> Self {
+        Self::CreatePartitions(m)
+    }
+}
+
+impl From<CreateDelegationTokenResponse> for ResponseBody {
+    fn from(m: CreateDelegationTokenResponse) -> Self {
+        Self::CreateDelegationToken(Box::new(m))
+    }
+}
+
+impl From<RenewDelegationTokenResponse> for ResponseBody {
+    fn from(m: RenewDelegationTokenResponse) -> Self {
+        Self::RenewDelegationToken(m)
+    }
+}
+
+impl From<ExpireDelegationTokenResponse> for ResponseBody {
+    fn from(m: ExpireDelegationTokenResponse) -> Self {
+        Self::ExpireDelegationToken(m)
+    }
+}
+
+impl From<DescribeDelegationTokenResponse> for ResponseBody {
+    fn from(m: DescribeDelegationTokenResponse) -> Self {
+        Self::DescribeDelegationToken(m)
+    }
+}
+
+impl From<DeleteGroupsResponse> for ResponseBody {
+    fn from(m: DeleteGroupsResponse) -> Self {
+        Self::DeleteGroups(m)
+    }
+}
+
+impl From<ElectLeadersResponse> for ResponseBody {
+    fn from(m: ElectLeadersResponse) -> Self {
+        Self::ElectLeaders(m)
+    }
+}
+
+impl From<IncrementalAlterConfigsResponse> for ResponseBody {
+    fn from(m: IncrementalAlterConfigsResponse) -> Self {
+        Self::IncrementalAlterConfigs(m)
+    }
+}
+
+impl From<AlterPartitionReassignmentsResponse> for ResponseBody {
+    fn from(m: AlterPartitionReassignmentsResponse) -> Self {
+        Self::AlterPartitionReassignments(m)
+    }
+}
+
+impl From<ListPartitionReassignmentsResponse> for ResponseBody {
+    fn from(m: ListPartitionReassignmentsResponse) -> Self {
+        Self::ListPartitionReassignments(m)
+    }
+}
+
+impl From<OffsetDeleteResponse> for ResponseBody {
+    fn from(m: OffsetDeleteResponse) -> Self {
+        Self::OffsetDelete(m)
+    }
+}
+
+impl From<DescribeClientQuotasResponse> for ResponseBody {
+    fn from(m: DescribeClientQuotasResponse) -> Self {
+        Self::DescribeClientQuotas(m)
+    }
+}
+
+impl From<AlterClientQuotasResponse> for ResponseBody {
+    fn from(m: AlterClientQuotasResponse) -> Self {
+        Self::AlterClientQuotas(m)
+    }
+}
+
+impl From<DescribeUserScramCredentialsResponse> for ResponseBody {
+    fn from(m: DescribeUserScramCredentialsResponse) -> Self {
+        Self::DescribeUserScramCredentials(m)
+    }
+}
+
+impl From<AlterUserScramCredentialsResponse> for ResponseBody {
+    fn from(m: AlterUserScramCredentialsResponse) -> Self {
+        Self::AlterUserScramCredentials(m)
+    }
+}
+
+impl From<VoteResponse> for ResponseBody {
+    fn from(m: VoteResponse) -> Self {
+        Self::Vote(m)
+    }
+}
+
+impl From<BeginQuorumEpochResponse> for ResponseBody {
+    fn from(m: BeginQuorumEpochResponse) -> Self {
+        Self::BeginQuorumEpoch(m)
+    }
+}
+
+impl From<EndQuorumEpochResponse> for ResponseBody {
+    fn from(m: EndQuorumEpochResponse) -> Self {
+        Self::EndQuorumEpoch(m)
+    }
+}
+
+impl From<DescribeQuorumResponse> for ResponseBody {
+    fn from(m: DescribeQuorumResponse) -> Self {
+        Self::DescribeQuorum(m)
+    }
+}
+
+impl From<AlterPartitionResponse> for ResponseBody {
+    fn from(m: AlterPartitionResponse) -> Self {
+        Self::AlterPartition(m)
+    }
+}
+
+impl From<UpdateFeaturesResponse> for ResponseBody {
+    fn from(m: UpdateFeaturesResponse) -> Self {
+        Self::UpdateFeatures(m)
+    }
+}
+
+impl From<EnvelopeResponse> for ResponseBody {
+    fn from(m: EnvelopeResponse) -> Self {
+        Self::Envelope(m)
+    }
+}
+
+impl From<FetchSnapshotResponse> for ResponseBody {
+    fn from(m: FetchSnapshotResponse) -> Self {
+        Self::FetchSnapshot(m)
+    }
+}
+
+impl From<DescribeClusterResponse> for ResponseBody {
+    fn from(m: DescribeClusterResponse) -> Self {
+        Self::DescribeCluster(m)
+    }
+}
+
+impl From<DescribeProducersResponse> for ResponseBody {
+    fn from(m: DescribeProducersResponse) -> Self {
+        Self::DescribeProducers(m)
+    }
+}
+
+impl From<BrokerRegistrationResponse> for ResponseBody {
+    fn from(m: BrokerRegistrationResponse) -> Self {
+        Self::BrokerRegistration(m)
+    }
+}
+
+impl From<BrokerHeartbeatResponse> for ResponseBody {
+    fn from(m: BrokerHeartbeatResponse) -> Self {
+        Self::BrokerHeartbeat(m)
+    }
+}
+
+impl From<UnregisterBrokerResponse> for ResponseBody {
+    fn from(m: UnregisterBrokerResponse) -> Self {
+        Self::UnregisterBroker(m)
+    }
+}
+
+impl From<DescribeTransactionsResponse> for ResponseBody {
+    fn from(m: DescribeTransactionsResponse) -> Self {
+        Self::DescribeTransactions(m)
+    }
+}
+
+impl From<ListTransactionsResponse> for ResponseBody {
+    fn from(m: ListTransactionsResponse) -> Self {
+        Self::ListTransactions(m)
+    }
+}
+
+impl From<AllocateProducerIdsResponse> for ResponseBody {
+    fn from(m: AllocateProducerIdsResponse) -> Self {
+        Self::AllocateProducerIds(m)
+    }
+}
+
+impl From<ConsumerGroupHeartbeatResponse> for ResponseBody {
+    fn from(m: ConsumerGroupHeartbeatResponse) -> Self {
+        Self::ConsumerGroupHeartbeat(m)
+    }
+}
+
+impl From<ConsumerGroupDescribeResponse> for ResponseBody {
+    fn from(m: ConsumerGroupDescribeResponse) -> Self {
+        Self::ConsumerGroupDescribe(m)
+    }
+}
+
+impl From<ControllerRegistrationResponse> for ResponseBody {
+    fn from(m: ControllerRegistrationResponse) -> Self {
+        Self::ControllerRegistration(m)
+    }
+}
+
+impl From<GetTelemetrySubscriptionsResponse> for ResponseBody {
+    fn from(m: GetTelemetrySubscriptionsResponse) -> Self {
+        Self::GetTelemetrySubscriptions(m)
+    }
+}
+
+impl From<PushTelemetryResponse> for ResponseBody {
+    fn from(m: PushTelemetryResponse) -> Self {
+        Self::PushTelemetry(m)
+    }
+}
+
+impl From<AssignReplicasToDirsResponse> for ResponseBody {
+    fn from(m: AssignReplicasToDirsResponse) -> Self {
+        Self::AssignReplicasToDirs(m)
+    }
+}
+
+impl From<ListClientMetricsResourcesResponse> for ResponseBody {
+    fn from(m: ListClientMetricsResourcesResponse) -> Self {
+        Self::ListClientMetricsResources(m)
+    }
+}
+
+impl From<DescribeTopicPartitionsResponse> for ResponseBody {
+    fn from(m: DescribeTopicPartitionsResponse) -> Self {
+        Self::DescribeTopicPartitions(m)
+    }
+}
+
+impl From<ShareGroupHeartbeatResponse> for ResponseBody {
+    fn from(m: ShareGroupHeartbeatResponse) -> Self {
+        Self::ShareGroupHeartbeat(m)
+    }
+}
+
+impl From<ShareGroupDescribeResponse> for ResponseBody {
+    fn from(m: ShareGroupDescribeResponse) -> Self {
+        Self::ShareGroupDescribe(m)
+    }
+}
+
+impl From<ShareFetchResponse> for ResponseBody {
+    fn from(m: ShareFetchResponse) -> Self {
+        Self::ShareFetch(m)
+    }
+}
+
+impl From<ShareAcknowledgeResponse> for ResponseBody {
+    fn from(m: ShareAcknowledgeResponse) -> Self {
+        Self::ShareAcknowledge(m)
+    }
+}
+
+impl From<AddRaftVoterResponse> for ResponseBody {
+    fn from(m: AddRaftVoterResponse) -> Self {
+        Self::AddRaftVoter(m)
+    }
+}
+
+impl From<RemoveRaftVoterResponse> for ResponseBody {
+    fn from(m: RemoveRaftVoterResponse) -> Self {
+        Self::RemoveRaftVoter(m)
+    }
+}
+
+impl From<UpdateRaftVoterResponse> for ResponseBody {
+    fn from(m: UpdateRaftVoterResponse) -> Self {
+        Self::UpdateRaftVoter(m)
+    }
+}
+
+impl From<InitializeShareGroupStateResponse> for ResponseBody {
+    fn from(m: InitializeShareGroupStateResponse) -> Self {
+        Self::InitializeShareGroupState(m)
+    }
+}
+
+impl From<ReadShareGroupStateResponse> for ResponseBody {
+    fn from(m: ReadShareGroupStateResponse) -> Self {
+        Self::ReadShareGroupState(m)
+    }
+}
+
+impl From<WriteShareGroupStateResponse> for ResponseBody {
+    fn from(m: WriteShareGroupStateResponse) -> Self {
+        Self::WriteShareGroupState(m)
+    }
+}
+
+impl From<DeleteShareGroupStateResponse> for ResponseBody {
+    fn from(m: DeleteShareGroupStateResponse) -> Self {
+        Self::DeleteShareGroupState(m)
+    }
+}
+
+impl From<ReadShareGroupStateSummaryResponse> for ResponseBody {
+    fn from(m: ReadShareGroupStateSummaryResponse) -> Self {
+        Self::ReadShareGroupStateSummary(m)
     }
 }

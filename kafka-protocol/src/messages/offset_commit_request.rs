@@ -27,7 +27,7 @@ pub struct OffsetCommitRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<OffsetCommitRequestTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitRequest {
@@ -39,7 +39,7 @@ impl Default for OffsetCommitRequest {
             group_instance_id: None,
             retention_time_ms: -1i64,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -72,7 +72,7 @@ impl Codec for OffsetCommitRequest {
             topics: r.array("OffsetCommitRequest.Topics", flex, v, |r| {
                 OffsetCommitRequestTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -151,7 +151,7 @@ impl Codec for OffsetCommitRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -176,7 +176,7 @@ pub struct OffsetCommitRequestTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OffsetCommitRequestPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitRequestTopic {
@@ -184,7 +184,7 @@ impl Default for OffsetCommitRequestTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -197,7 +197,7 @@ impl Codec for OffsetCommitRequestTopic {
             partitions: r.array("OffsetCommitRequestTopic.Partitions", flex, v, |r| {
                 OffsetCommitRequestPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -240,7 +240,7 @@ impl Codec for OffsetCommitRequestTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -260,7 +260,7 @@ pub struct OffsetCommitRequestPartition {
     /// `CommittedMetadata`: versions 0+, nullable 0+.
     pub committed_metadata: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitRequestPartition {
@@ -271,7 +271,7 @@ impl Default for OffsetCommitRequestPartition {
             committed_leader_epoch: -1i32,
             commit_timestamp: -1i64,
             committed_metadata: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -294,7 +294,7 @@ impl Codec for OffsetCommitRequestPartition {
             },
             committed_metadata: r
                 .nullable_string("OffsetCommitRequestPartition.CommittedMetadata", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -353,7 +353,7 @@ impl Codec for OffsetCommitRequestPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -19,7 +19,7 @@ pub struct OffsetCommitResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<OffsetCommitResponseTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitResponse {
@@ -27,7 +27,7 @@ impl Default for OffsetCommitResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for OffsetCommitResponse {
             topics: r.array("OffsetCommitResponse.Topics", flex, v, |r| {
                 OffsetCommitResponseTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -86,7 +86,7 @@ impl Codec for OffsetCommitResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -111,7 +111,7 @@ pub struct OffsetCommitResponseTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OffsetCommitResponsePartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitResponseTopic {
@@ -119,7 +119,7 @@ impl Default for OffsetCommitResponseTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -132,7 +132,7 @@ impl Codec for OffsetCommitResponseTopic {
             partitions: r.array("OffsetCommitResponseTopic.Partitions", flex, v, |r| {
                 OffsetCommitResponsePartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -175,7 +175,7 @@ impl Codec for OffsetCommitResponseTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -189,7 +189,7 @@ pub struct OffsetCommitResponsePartition {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetCommitResponsePartition {
@@ -197,7 +197,7 @@ impl Default for OffsetCommitResponsePartition {
         Self {
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -208,7 +208,7 @@ impl Codec for OffsetCommitResponsePartition {
         let mut this = Self {
             partition_index: r.i32("OffsetCommitResponsePartition.PartitionIndex")?,
             error_code: r.i16("OffsetCommitResponsePartition.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -246,7 +246,7 @@ impl Codec for OffsetCommitResponsePartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

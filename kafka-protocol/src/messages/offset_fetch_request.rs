@@ -23,7 +23,7 @@ pub struct OffsetFetchRequest {
     /// `RequireStable`: versions 7+, default `false`.
     pub require_stable: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchRequest {
@@ -33,7 +33,7 @@ impl Default for OffsetFetchRequest {
             topics: Some(Vec::new()),
             groups: Vec::new(),
             require_stable: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -72,7 +72,7 @@ impl Codec for OffsetFetchRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -177,7 +177,7 @@ impl Codec for OffsetFetchRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -202,7 +202,7 @@ pub struct OffsetFetchRequestTopic {
     /// `PartitionIndexes`: versions 0-7.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchRequestTopic {
@@ -210,7 +210,7 @@ impl Default for OffsetFetchRequestTopic {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -226,7 +226,7 @@ impl Codec for OffsetFetchRequestTopic {
                 v,
                 |r| r.i32("OffsetFetchRequestTopic.PartitionIndexes"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -272,7 +272,7 @@ impl Codec for OffsetFetchRequestTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -290,7 +290,7 @@ pub struct OffsetFetchRequestGroup {
     /// `Topics`: versions 8+, nullable 8+.
     pub topics: Option<Vec<OffsetFetchRequestTopics>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchRequestGroup {
@@ -300,7 +300,7 @@ impl Default for OffsetFetchRequestGroup {
             member_id: None,
             member_epoch: -1i32,
             topics: Some(Vec::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -322,7 +322,7 @@ impl Codec for OffsetFetchRequestGroup {
             topics: r.nullable_array("OffsetFetchRequestGroup.Topics", true, |r| {
                 OffsetFetchRequestTopics::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -384,7 +384,7 @@ pub struct OffsetFetchRequestTopics {
     /// `PartitionIndexes`: versions 8+.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchRequestTopics {
@@ -392,7 +392,7 @@ impl Default for OffsetFetchRequestTopics {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -407,7 +407,7 @@ impl Codec for OffsetFetchRequestTopics {
                 v,
                 |r| r.i32("OffsetFetchRequestTopics.PartitionIndexes"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -23,7 +23,7 @@ pub struct OffsetFetchResponse {
     /// `Groups`: versions 8+.
     pub groups: Vec<OffsetFetchResponseGroup>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponse {
@@ -33,7 +33,7 @@ impl Default for OffsetFetchResponse {
             topics: Vec::new(),
             error_code: 0i16,
             groups: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -66,7 +66,7 @@ impl Codec for OffsetFetchResponse {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -146,7 +146,7 @@ impl Codec for OffsetFetchResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -171,7 +171,7 @@ pub struct OffsetFetchResponseTopic {
     /// `Partitions`: versions 0-7.
     pub partitions: Vec<OffsetFetchResponsePartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponseTopic {
@@ -179,7 +179,7 @@ impl Default for OffsetFetchResponseTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -192,7 +192,7 @@ impl Codec for OffsetFetchResponseTopic {
             partitions: r.array("OffsetFetchResponseTopic.Partitions", flex, v, |r| {
                 OffsetFetchResponsePartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -235,7 +235,7 @@ impl Codec for OffsetFetchResponseTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -255,7 +255,7 @@ pub struct OffsetFetchResponsePartition {
     /// `ErrorCode`: versions 0-7.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponsePartition {
@@ -266,7 +266,7 @@ impl Default for OffsetFetchResponsePartition {
             committed_leader_epoch: -1i32,
             metadata: Some(KStr::default()),
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -284,7 +284,7 @@ impl Codec for OffsetFetchResponsePartition {
             },
             metadata: r.nullable_string("OffsetFetchResponsePartition.Metadata", flex)?,
             error_code: r.i16("OffsetFetchResponsePartition.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -334,7 +334,7 @@ impl Codec for OffsetFetchResponsePartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -350,7 +350,7 @@ pub struct OffsetFetchResponseGroup {
     /// `ErrorCode`: versions 8+, default `0`.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponseGroup {
@@ -359,7 +359,7 @@ impl Default for OffsetFetchResponseGroup {
             group_id: KStr::default(),
             topics: Vec::new(),
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -372,7 +372,7 @@ impl Codec for OffsetFetchResponseGroup {
                 OffsetFetchResponseTopics::decode(r, v)
             })?,
             error_code: r.i16("OffsetFetchResponseGroup.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -418,7 +418,7 @@ pub struct OffsetFetchResponseTopics {
     /// `Partitions`: versions 8+.
     pub partitions: Vec<OffsetFetchResponsePartitions>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponseTopics {
@@ -426,7 +426,7 @@ impl Default for OffsetFetchResponseTopics {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -438,7 +438,7 @@ impl Codec for OffsetFetchResponseTopics {
             partitions: r.array("OffsetFetchResponseTopics.Partitions", true, v, |r| {
                 OffsetFetchResponsePartitions::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -488,7 +488,7 @@ pub struct OffsetFetchResponsePartitions {
     /// `ErrorCode`: versions 8+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetFetchResponsePartitions {
@@ -499,7 +499,7 @@ impl Default for OffsetFetchResponsePartitions {
             committed_leader_epoch: -1i32,
             metadata: Some(KStr::default()),
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -512,7 +512,7 @@ impl Codec for OffsetFetchResponsePartitions {
             committed_leader_epoch: r.i32("OffsetFetchResponsePartitions.CommittedLeaderEpoch")?,
             metadata: r.nullable_string("OffsetFetchResponsePartitions.Metadata", true)?,
             error_code: r.i16("OffsetFetchResponsePartitions.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

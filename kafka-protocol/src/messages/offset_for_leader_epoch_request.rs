@@ -19,7 +19,7 @@ pub struct OffsetForLeaderEpochRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<OffsetForLeaderTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetForLeaderEpochRequest {
@@ -27,7 +27,7 @@ impl Default for OffsetForLeaderEpochRequest {
         Self {
             replica_id: -2i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for OffsetForLeaderEpochRequest {
             topics: r.array("OffsetForLeaderEpochRequest.Topics", flex, v, |r| {
                 OffsetForLeaderTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for OffsetForLeaderEpochRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -114,7 +114,7 @@ pub struct OffsetForLeaderTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OffsetForLeaderPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetForLeaderTopic {
@@ -122,7 +122,7 @@ impl Default for OffsetForLeaderTopic {
         Self {
             topic: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -135,7 +135,7 @@ impl Codec for OffsetForLeaderTopic {
             partitions: r.array("OffsetForLeaderTopic.Partitions", flex, v, |r| {
                 OffsetForLeaderPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -178,7 +178,7 @@ impl Codec for OffsetForLeaderTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -194,7 +194,7 @@ pub struct OffsetForLeaderPartition {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetForLeaderPartition {
@@ -203,7 +203,7 @@ impl Default for OffsetForLeaderPartition {
             partition: 0i32,
             current_leader_epoch: -1i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -219,7 +219,7 @@ impl Codec for OffsetForLeaderPartition {
                 -1i32
             },
             leader_epoch: r.i32("OffsetForLeaderPartition.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -261,7 +261,7 @@ impl Codec for OffsetForLeaderPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

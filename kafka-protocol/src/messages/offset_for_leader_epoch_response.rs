@@ -19,7 +19,7 @@ pub struct OffsetForLeaderEpochResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<OffsetForLeaderTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetForLeaderEpochResponse {
@@ -27,7 +27,7 @@ impl Default for OffsetForLeaderEpochResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -44,7 +44,7 @@ impl Codec for OffsetForLeaderEpochResponse {
             topics: r.array("OffsetForLeaderEpochResponse.Topics", flex, v, |r| {
                 OffsetForLeaderTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -89,7 +89,7 @@ impl Codec for OffsetForLeaderEpochResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -114,7 +114,7 @@ pub struct OffsetForLeaderTopicResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<EpochEndOffset>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for OffsetForLeaderTopicResult {
@@ -122,7 +122,7 @@ impl Default for OffsetForLeaderTopicResult {
         Self {
             topic: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -135,7 +135,7 @@ impl Codec for OffsetForLeaderTopicResult {
             partitions: r.array("OffsetForLeaderTopicResult.Partitions", flex, v, |r| {
                 EpochEndOffset::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -178,7 +178,7 @@ impl Codec for OffsetForLeaderTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -196,7 +196,7 @@ pub struct EpochEndOffset {
     /// `EndOffset`: versions 0+, default `-1`.
     pub end_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for EpochEndOffset {
@@ -206,7 +206,7 @@ impl Default for EpochEndOffset {
             partition: 0i32,
             leader_epoch: -1i32,
             end_offset: -1i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -223,7 +223,7 @@ impl Codec for EpochEndOffset {
                 -1i32
             },
             end_offset: r.i64("EpochEndOffset.EndOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -267,7 +267,7 @@ impl Codec for EpochEndOffset {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

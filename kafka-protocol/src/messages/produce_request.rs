@@ -23,7 +23,7 @@ pub struct ProduceRequest {
     /// `TopicData`: versions 0+.
     pub topic_data: Vec<TopicProduceData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ProduceRequest {
@@ -33,7 +33,7 @@ impl Default for ProduceRequest {
             acks: 0i16,
             timeout_ms: 0i32,
             topic_data: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -52,7 +52,7 @@ impl Codec for ProduceRequest {
             topic_data: r.array("ProduceRequest.TopicData", flex, v, |r| {
                 TopicProduceData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -116,7 +116,7 @@ impl Codec for ProduceRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -141,7 +141,7 @@ pub struct TopicProduceData {
     /// `PartitionData`: versions 0+.
     pub partition_data: Vec<PartitionProduceData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicProduceData {
@@ -149,7 +149,7 @@ impl Default for TopicProduceData {
         Self {
             name: KStr::default(),
             partition_data: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -162,7 +162,7 @@ impl Codec for TopicProduceData {
             partition_data: r.array("TopicProduceData.PartitionData", flex, v, |r| {
                 PartitionProduceData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -205,7 +205,7 @@ impl Codec for TopicProduceData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -219,7 +219,7 @@ pub struct PartitionProduceData {
     /// `Records`: versions 0+, nullable 0+.
     pub records: Option<Bytes>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionProduceData {
@@ -227,7 +227,7 @@ impl Default for PartitionProduceData {
         Self {
             index: 0i32,
             records: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -238,7 +238,7 @@ impl Codec for PartitionProduceData {
         let mut this = Self {
             index: r.i32("PartitionProduceData.Index")?,
             records: r.nullable_bytes("PartitionProduceData.Records", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -276,7 +276,7 @@ impl Codec for PartitionProduceData {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -21,7 +21,7 @@ pub struct ProduceResponse {
     /// `NodeEndpoints`: versions 10+, tagged (tag 0).
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ProduceResponse {
@@ -30,7 +30,7 @@ impl Default for ProduceResponse {
             responses: Vec::new(),
             throttle_time_ms: 0i32,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -48,7 +48,7 @@ impl Codec for ProduceResponse {
                 0i32
             },
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -127,7 +127,7 @@ impl Codec for ProduceResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -152,7 +152,7 @@ pub struct TopicProduceResponse {
     /// `PartitionResponses`: versions 0+.
     pub partition_responses: Vec<PartitionProduceResponse>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicProduceResponse {
@@ -160,7 +160,7 @@ impl Default for TopicProduceResponse {
         Self {
             name: KStr::default(),
             partition_responses: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -176,7 +176,7 @@ impl Codec for TopicProduceResponse {
                 v,
                 |r| PartitionProduceResponse::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -219,7 +219,7 @@ impl Codec for TopicProduceResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -245,7 +245,7 @@ pub struct PartitionProduceResponse {
     /// `CurrentLeader`: versions 10+, tagged (tag 0).
     pub current_leader: LeaderIdAndEpoch,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionProduceResponse {
@@ -259,7 +259,7 @@ impl Default for PartitionProduceResponse {
             record_errors: Vec::new(),
             error_message: None,
             current_leader: LeaderIdAndEpoch::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -294,7 +294,7 @@ impl Codec for PartitionProduceResponse {
                 None
             },
             current_leader: LeaderIdAndEpoch::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -391,7 +391,7 @@ impl Codec for PartitionProduceResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -405,7 +405,7 @@ pub struct BatchIndexAndErrorMessage {
     /// `BatchIndexErrorMessage`: versions 8+, nullable 8+, default `null`.
     pub batch_index_error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for BatchIndexAndErrorMessage {
@@ -413,7 +413,7 @@ impl Default for BatchIndexAndErrorMessage {
         Self {
             batch_index: 0i32,
             batch_index_error_message: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -425,7 +425,7 @@ impl Codec for BatchIndexAndErrorMessage {
             batch_index: r.i32("BatchIndexAndErrorMessage.BatchIndex")?,
             batch_index_error_message: r
                 .nullable_string("BatchIndexAndErrorMessage.BatchIndexErrorMessage", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -467,7 +467,7 @@ impl Codec for BatchIndexAndErrorMessage {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -481,7 +481,7 @@ pub struct LeaderIdAndEpoch {
     /// `LeaderEpoch`: versions 10+, default `-1`.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -489,7 +489,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: -1i32,
             leader_epoch: -1i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -499,7 +499,7 @@ impl Codec for LeaderIdAndEpoch {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
             leader_epoch: r.i32("LeaderIdAndEpoch.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -542,7 +542,7 @@ pub struct NodeEndpoint {
     /// `Rack`: versions 10+, nullable 10+, default `null`.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -552,7 +552,7 @@ impl Default for NodeEndpoint {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -564,7 +564,7 @@ impl Codec for NodeEndpoint {
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.i32("NodeEndpoint.Port")?,
             rack: r.nullable_string("NodeEndpoint.Rack", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

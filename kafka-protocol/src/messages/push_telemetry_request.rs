@@ -25,7 +25,7 @@ pub struct PushTelemetryRequest {
     /// `Metrics`: versions 0+.
     pub metrics: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PushTelemetryRequest {
@@ -36,7 +36,7 @@ impl Default for PushTelemetryRequest {
             terminating: false,
             compression_type: 0i8,
             metrics: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -49,7 +49,7 @@ impl Codec for PushTelemetryRequest {
             terminating: r.bool("PushTelemetryRequest.Terminating")?,
             compression_type: r.i8("PushTelemetryRequest.CompressionType")?,
             metrics: r.bytes("PushTelemetryRequest.Metrics", true, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

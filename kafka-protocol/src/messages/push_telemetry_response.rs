@@ -19,7 +19,7 @@ pub struct PushTelemetryResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PushTelemetryResponse {
@@ -27,7 +27,7 @@ impl Default for PushTelemetryResponse {
         Self {
             throttle_time_ms: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -37,7 +37,7 @@ impl Codec for PushTelemetryResponse {
         let mut this = Self {
             throttle_time_ms: r.i32("PushTelemetryResponse.ThrottleTimeMs")?,
             error_code: r.i16("PushTelemetryResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

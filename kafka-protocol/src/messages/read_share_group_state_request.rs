@@ -19,7 +19,7 @@ pub struct ReadShareGroupStateRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<ReadStateData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadShareGroupStateRequest {
@@ -27,7 +27,7 @@ impl Default for ReadShareGroupStateRequest {
         Self {
             group_id: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for ReadShareGroupStateRequest {
             topics: r.array("ReadShareGroupStateRequest.Topics", true, v, |r| {
                 ReadStateData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -94,7 +94,7 @@ pub struct ReadStateData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadStateData {
@@ -102,7 +102,7 @@ impl Default for ReadStateData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Codec for ReadStateData {
             partitions: r.array("ReadStateData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -158,7 +158,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -166,7 +166,7 @@ impl Default for PartitionData {
         Self {
             partition: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -176,7 +176,7 @@ impl Codec for PartitionData {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct ReadShareGroupStateResponse {
     /// `Results`: versions 0+.
     pub results: Vec<ReadStateResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadShareGroupStateResponse {
     fn default() -> Self {
         Self {
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for ReadShareGroupStateResponse {
             results: r.array("ReadShareGroupStateResponse.Results", true, v, |r| {
                 ReadStateResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct ReadStateResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadStateResult {
@@ -96,7 +96,7 @@ impl Default for ReadStateResult {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for ReadStateResult {
             partitions: r.array("ReadStateResult.Partitions", true, v, |r| {
                 PartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -160,7 +160,7 @@ pub struct PartitionResult {
     /// `StateBatches`: versions 0+.
     pub state_batches: Vec<StateBatch>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionResult {
@@ -172,7 +172,7 @@ impl Default for PartitionResult {
             state_epoch: 0i32,
             start_offset: 0i64,
             state_batches: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -188,7 +188,7 @@ impl Codec for PartitionResult {
             state_batches: r.array("PartitionResult.StateBatches", true, v, |r| {
                 StateBatch::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -248,7 +248,7 @@ pub struct StateBatch {
     /// `DeliveryCount`: versions 0+.
     pub delivery_count: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StateBatch {
@@ -258,7 +258,7 @@ impl Default for StateBatch {
             last_offset: 0i64,
             delivery_state: 0i8,
             delivery_count: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -270,7 +270,7 @@ impl Codec for StateBatch {
             last_offset: r.i64("StateBatch.LastOffset")?,
             delivery_state: r.i8("StateBatch.DeliveryState")?,
             delivery_count: r.i16("StateBatch.DeliveryCount")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct ReadShareGroupStateSummaryRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<ReadStateSummaryData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadShareGroupStateSummaryRequest {
@@ -27,7 +27,7 @@ impl Default for ReadShareGroupStateSummaryRequest {
         Self {
             group_id: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for ReadShareGroupStateSummaryRequest {
             topics: r.array("ReadShareGroupStateSummaryRequest.Topics", true, v, |r| {
                 ReadStateSummaryData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -98,7 +98,7 @@ pub struct ReadStateSummaryData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadStateSummaryData {
@@ -106,7 +106,7 @@ impl Default for ReadStateSummaryData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -118,7 +118,7 @@ impl Codec for ReadStateSummaryData {
             partitions: r.array("ReadStateSummaryData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -162,7 +162,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -170,7 +170,7 @@ impl Default for PartitionData {
         Self {
             partition: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -180,7 +180,7 @@ impl Codec for PartitionData {
         let mut this = Self {
             partition: r.i32("PartitionData.Partition")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

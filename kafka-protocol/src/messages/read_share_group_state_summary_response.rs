@@ -17,14 +17,14 @@ pub struct ReadShareGroupStateSummaryResponse {
     /// `Results`: versions 0+.
     pub results: Vec<ReadStateSummaryResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadShareGroupStateSummaryResponse {
     fn default() -> Self {
         Self {
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for ReadShareGroupStateSummaryResponse {
             results: r.array("ReadShareGroupStateSummaryResponse.Results", true, v, |r| {
                 ReadStateSummaryResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct ReadStateSummaryResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ReadStateSummaryResult {
@@ -96,7 +96,7 @@ impl Default for ReadStateSummaryResult {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for ReadStateSummaryResult {
             partitions: r.array("ReadStateSummaryResult.Partitions", true, v, |r| {
                 PartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -158,7 +158,7 @@ pub struct PartitionResult {
     /// `StartOffset`: versions 0+.
     pub start_offset: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionResult {
@@ -169,7 +169,7 @@ impl Default for PartitionResult {
             error_message: None,
             state_epoch: 0i32,
             start_offset: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -182,7 +182,7 @@ impl Codec for PartitionResult {
             error_message: r.nullable_string("PartitionResult.ErrorMessage", true)?,
             state_epoch: r.i32("PartitionResult.StateEpoch")?,
             start_offset: r.i64("PartitionResult.StartOffset")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct RemoveRaftVoterRequest {
     /// `VoterDirectoryId`: versions 0+.
     pub voter_directory_id: Uuid,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for RemoveRaftVoterRequest {
@@ -30,7 +30,7 @@ impl Default for RemoveRaftVoterRequest {
             cluster_id: Some(KStr::default()),
             voter_id: 0i32,
             voter_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for RemoveRaftVoterRequest {
             cluster_id: r.nullable_string("RemoveRaftVoterRequest.ClusterId", true)?,
             voter_id: r.i32("RemoveRaftVoterRequest.VoterId")?,
             voter_directory_id: r.uuid("RemoveRaftVoterRequest.VoterDirectoryId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

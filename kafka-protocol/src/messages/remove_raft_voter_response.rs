@@ -21,7 +21,7 @@ pub struct RemoveRaftVoterResponse {
     /// `ErrorMessage`: versions 0+, nullable 0+, ignorable.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for RemoveRaftVoterResponse {
@@ -30,7 +30,7 @@ impl Default for RemoveRaftVoterResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for RemoveRaftVoterResponse {
             throttle_time_ms: r.i32("RemoveRaftVoterResponse.ThrottleTimeMs")?,
             error_code: r.i16("RemoveRaftVoterResponse.ErrorCode")?,
             error_message: r.nullable_string("RemoveRaftVoterResponse.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

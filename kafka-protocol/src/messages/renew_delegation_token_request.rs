@@ -19,7 +19,7 @@ pub struct RenewDelegationTokenRequest {
     /// `RenewPeriodMs`: versions 0+.
     pub renew_period_ms: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for RenewDelegationTokenRequest {
@@ -27,7 +27,7 @@ impl Default for RenewDelegationTokenRequest {
         Self {
             hmac: Bytes::new(),
             renew_period_ms: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for RenewDelegationTokenRequest {
         let mut this = Self {
             hmac: r.bytes("RenewDelegationTokenRequest.Hmac", flex, v)?,
             renew_period_ms: r.i64("RenewDelegationTokenRequest.RenewPeriodMs")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -76,7 +76,7 @@ impl Codec for RenewDelegationTokenRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

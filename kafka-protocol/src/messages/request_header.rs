@@ -23,7 +23,7 @@ pub struct RequestHeader {
     /// `ClientId`: versions 1+, nullable 1+, ignorable.
     pub client_id: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for RequestHeader {
@@ -33,7 +33,7 @@ impl Default for RequestHeader {
             request_api_version: 0i16,
             correlation_id: 0i32,
             client_id: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for RequestHeader {
             } else {
                 Some(KStr::default())
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -98,7 +98,7 @@ impl Codec for RequestHeader {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -17,14 +17,14 @@ pub struct ResponseHeader {
     /// `CorrelationId`: versions 0+.
     pub correlation_id: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ResponseHeader {
     fn default() -> Self {
         Self {
             correlation_id: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -34,7 +34,7 @@ impl Codec for ResponseHeader {
         let flex = v >= 1;
         let mut this = Self {
             correlation_id: r.i32("ResponseHeader.CorrelationId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -70,7 +70,7 @@ impl Codec for ResponseHeader {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -17,14 +17,14 @@ pub struct SaslAuthenticateRequest {
     /// `AuthBytes`: versions 0+.
     pub auth_bytes: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SaslAuthenticateRequest {
     fn default() -> Self {
         Self {
             auth_bytes: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -34,7 +34,7 @@ impl Codec for SaslAuthenticateRequest {
         let flex = v >= 2;
         let mut this = Self {
             auth_bytes: r.bytes("SaslAuthenticateRequest.AuthBytes", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -70,7 +70,7 @@ impl Codec for SaslAuthenticateRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

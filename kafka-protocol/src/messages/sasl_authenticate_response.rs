@@ -23,7 +23,7 @@ pub struct SaslAuthenticateResponse {
     /// `SessionLifetimeMs`: versions 1+, default `0`, ignorable.
     pub session_lifetime_ms: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SaslAuthenticateResponse {
@@ -33,7 +33,7 @@ impl Default for SaslAuthenticateResponse {
             error_message: Some(KStr::default()),
             auth_bytes: Bytes::new(),
             session_lifetime_ms: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -50,7 +50,7 @@ impl Codec for SaslAuthenticateResponse {
             } else {
                 0i64
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -98,7 +98,7 @@ impl Codec for SaslAuthenticateResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

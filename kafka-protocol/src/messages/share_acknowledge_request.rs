@@ -23,7 +23,7 @@ pub struct ShareAcknowledgeRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<AcknowledgeTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareAcknowledgeRequest {
@@ -33,7 +33,7 @@ impl Default for ShareAcknowledgeRequest {
             member_id: Some(KStr::default()),
             share_session_epoch: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for ShareAcknowledgeRequest {
             topics: r.array("ShareAcknowledgeRequest.Topics", true, v, |r| {
                 AcknowledgeTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -114,7 +114,7 @@ pub struct AcknowledgeTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<AcknowledgePartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AcknowledgeTopic {
@@ -122,7 +122,7 @@ impl Default for AcknowledgeTopic {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -134,7 +134,7 @@ impl Codec for AcknowledgeTopic {
             partitions: r.array("AcknowledgeTopic.Partitions", true, v, |r| {
                 AcknowledgePartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -178,7 +178,7 @@ pub struct AcknowledgePartition {
     /// `AcknowledgementBatches`: versions 0+.
     pub acknowledgement_batches: Vec<AcknowledgementBatch>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AcknowledgePartition {
@@ -186,7 +186,7 @@ impl Default for AcknowledgePartition {
         Self {
             partition_index: 0i32,
             acknowledgement_batches: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -201,7 +201,7 @@ impl Codec for AcknowledgePartition {
                 v,
                 |r| AcknowledgementBatch::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -247,7 +247,7 @@ pub struct AcknowledgementBatch {
     /// `AcknowledgeTypes`: versions 0+.
     pub acknowledge_types: Vec<i8>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AcknowledgementBatch {
@@ -256,7 +256,7 @@ impl Default for AcknowledgementBatch {
             first_offset: 0i64,
             last_offset: 0i64,
             acknowledge_types: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -269,7 +269,7 @@ impl Codec for AcknowledgementBatch {
             acknowledge_types: r.array("AcknowledgementBatch.AcknowledgeTypes", true, v, |r| {
                 r.i8("AcknowledgementBatch.AcknowledgeTypes")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -25,7 +25,7 @@ pub struct ShareAcknowledgeResponse {
     /// `NodeEndpoints`: versions 0+.
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareAcknowledgeResponse {
@@ -36,7 +36,7 @@ impl Default for ShareAcknowledgeResponse {
             error_message: None,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -53,7 +53,7 @@ impl Codec for ShareAcknowledgeResponse {
             node_endpoints: r.array("ShareAcknowledgeResponse.NodeEndpoints", true, v, |r| {
                 NodeEndpoint::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -123,7 +123,7 @@ pub struct ShareAcknowledgeTopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareAcknowledgeTopicResponse {
@@ -131,7 +131,7 @@ impl Default for ShareAcknowledgeTopicResponse {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -143,7 +143,7 @@ impl Codec for ShareAcknowledgeTopicResponse {
             partitions: r.array("ShareAcknowledgeTopicResponse.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -191,7 +191,7 @@ pub struct PartitionData {
     /// `CurrentLeader`: versions 0+.
     pub current_leader: LeaderIdAndEpoch,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -201,7 +201,7 @@ impl Default for PartitionData {
             error_code: 0i16,
             error_message: None,
             current_leader: LeaderIdAndEpoch::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -213,7 +213,7 @@ impl Codec for PartitionData {
             error_code: r.i16("PartitionData.ErrorCode")?,
             error_message: r.nullable_string("PartitionData.ErrorMessage", true)?,
             current_leader: LeaderIdAndEpoch::decode(r, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -260,7 +260,7 @@ pub struct LeaderIdAndEpoch {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -268,7 +268,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -278,7 +278,7 @@ impl Codec for LeaderIdAndEpoch {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
             leader_epoch: r.i32("LeaderIdAndEpoch.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -321,7 +321,7 @@ pub struct NodeEndpoint {
     /// `Rack`: versions 0+, nullable 0+, default `null`.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -331,7 +331,7 @@ impl Default for NodeEndpoint {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -343,7 +343,7 @@ impl Codec for NodeEndpoint {
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.i32("NodeEndpoint.Port")?,
             rack: r.nullable_string("NodeEndpoint.Rack", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

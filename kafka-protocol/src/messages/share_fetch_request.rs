@@ -31,7 +31,7 @@ pub struct ShareFetchRequest {
     /// `ForgottenTopicsData`: versions 0+.
     pub forgotten_topics_data: Vec<ForgottenTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareFetchRequest {
@@ -45,7 +45,7 @@ impl Default for ShareFetchRequest {
             max_bytes: 2147483647i32,
             topics: Vec::new(),
             forgotten_topics_data: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -68,7 +68,7 @@ impl Codec for ShareFetchRequest {
                 v,
                 |r| ForgottenTopic::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -137,7 +137,7 @@ pub struct FetchTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<FetchPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchTopic {
@@ -145,7 +145,7 @@ impl Default for FetchTopic {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -157,7 +157,7 @@ impl Codec for FetchTopic {
             partitions: r.array("FetchTopic.Partitions", true, v, |r| {
                 FetchPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -200,7 +200,7 @@ pub struct FetchPartition {
     /// `AcknowledgementBatches`: versions 0+.
     pub acknowledgement_batches: Vec<AcknowledgementBatch>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FetchPartition {
@@ -209,7 +209,7 @@ impl Default for FetchPartition {
             partition_index: 0i32,
             partition_max_bytes: 0i32,
             acknowledgement_batches: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -225,7 +225,7 @@ impl Codec for FetchPartition {
                 v,
                 |r| AcknowledgementBatch::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -273,7 +273,7 @@ pub struct AcknowledgementBatch {
     /// `AcknowledgeTypes`: versions 0+.
     pub acknowledge_types: Vec<i8>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AcknowledgementBatch {
@@ -282,7 +282,7 @@ impl Default for AcknowledgementBatch {
             first_offset: 0i64,
             last_offset: 0i64,
             acknowledge_types: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -295,7 +295,7 @@ impl Codec for AcknowledgementBatch {
             acknowledge_types: r.array("AcknowledgementBatch.AcknowledgeTypes", true, v, |r| {
                 r.i8("AcknowledgementBatch.AcknowledgeTypes")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -344,7 +344,7 @@ pub struct ForgottenTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ForgottenTopic {
@@ -352,7 +352,7 @@ impl Default for ForgottenTopic {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -364,7 +364,7 @@ impl Codec for ForgottenTopic {
             partitions: r.array("ForgottenTopic.Partitions", true, v, |r| {
                 r.i32("ForgottenTopic.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

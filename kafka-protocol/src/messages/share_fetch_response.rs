@@ -25,7 +25,7 @@ pub struct ShareFetchResponse {
     /// `NodeEndpoints`: versions 0+.
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareFetchResponse {
@@ -36,7 +36,7 @@ impl Default for ShareFetchResponse {
             error_message: None,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -53,7 +53,7 @@ impl Codec for ShareFetchResponse {
             node_endpoints: r.array("ShareFetchResponse.NodeEndpoints", true, v, |r| {
                 NodeEndpoint::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -123,7 +123,7 @@ pub struct ShareFetchableTopicResponse {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareFetchableTopicResponse {
@@ -131,7 +131,7 @@ impl Default for ShareFetchableTopicResponse {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -143,7 +143,7 @@ impl Codec for ShareFetchableTopicResponse {
             partitions: r.array("ShareFetchableTopicResponse.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -199,7 +199,7 @@ pub struct PartitionData {
     /// `AcquiredRecords`: versions 0+.
     pub acquired_records: Vec<AcquiredRecords>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -213,7 +213,7 @@ impl Default for PartitionData {
             current_leader: LeaderIdAndEpoch::default(),
             records: None,
             acquired_records: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -232,7 +232,7 @@ impl Codec for PartitionData {
             acquired_records: r.array("PartitionData.AcquiredRecords", true, v, |r| {
                 AcquiredRecords::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -296,7 +296,7 @@ pub struct LeaderIdAndEpoch {
     /// `LeaderEpoch`: versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -304,7 +304,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: 0i32,
             leader_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -314,7 +314,7 @@ impl Codec for LeaderIdAndEpoch {
         let mut this = Self {
             leader_id: r.i32("LeaderIdAndEpoch.LeaderId")?,
             leader_epoch: r.i32("LeaderIdAndEpoch.LeaderEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -355,7 +355,7 @@ pub struct AcquiredRecords {
     /// `DeliveryCount`: versions 0+.
     pub delivery_count: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for AcquiredRecords {
@@ -364,7 +364,7 @@ impl Default for AcquiredRecords {
             first_offset: 0i64,
             last_offset: 0i64,
             delivery_count: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -375,7 +375,7 @@ impl Codec for AcquiredRecords {
             first_offset: r.i64("AcquiredRecords.FirstOffset")?,
             last_offset: r.i64("AcquiredRecords.LastOffset")?,
             delivery_count: r.i16("AcquiredRecords.DeliveryCount")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -420,7 +420,7 @@ pub struct NodeEndpoint {
     /// `Rack`: versions 0+, nullable 0+, default `null`.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -430,7 +430,7 @@ impl Default for NodeEndpoint {
             host: KStr::default(),
             port: 0i32,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -442,7 +442,7 @@ impl Codec for NodeEndpoint {
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.i32("NodeEndpoint.Port")?,
             rack: r.nullable_string("NodeEndpoint.Rack", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

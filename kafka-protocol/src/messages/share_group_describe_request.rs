@@ -19,7 +19,7 @@ pub struct ShareGroupDescribeRequest {
     /// `IncludeAuthorizedOperations`: versions 0+.
     pub include_authorized_operations: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareGroupDescribeRequest {
@@ -27,7 +27,7 @@ impl Default for ShareGroupDescribeRequest {
         Self {
             group_ids: Vec::new(),
             include_authorized_operations: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for ShareGroupDescribeRequest {
             })?,
             include_authorized_operations: r
                 .bool("ShareGroupDescribeRequest.IncludeAuthorizedOperations")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct ShareGroupDescribeResponse {
     /// `Groups`: versions 0+.
     pub groups: Vec<DescribedGroup>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareGroupDescribeResponse {
@@ -27,7 +27,7 @@ impl Default for ShareGroupDescribeResponse {
         Self {
             throttle_time_ms: 0i32,
             groups: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for ShareGroupDescribeResponse {
             groups: r.array("ShareGroupDescribeResponse.Groups", true, v, |r| {
                 DescribedGroup::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -108,7 +108,7 @@ pub struct DescribedGroup {
     /// `AuthorizedOperations`: versions 0+, default `-2147483648`.
     pub authorized_operations: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for DescribedGroup {
@@ -123,7 +123,7 @@ impl Default for DescribedGroup {
             assignor_name: KStr::default(),
             members: Vec::new(),
             authorized_operations: -2147483648i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -140,7 +140,7 @@ impl Codec for DescribedGroup {
             assignor_name: r.string("DescribedGroup.AssignorName", true, v)?,
             members: r.array("DescribedGroup.Members", true, v, |r| Member::decode(r, v))?,
             authorized_operations: r.i32("DescribedGroup.AuthorizedOperations")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -209,7 +209,7 @@ pub struct Member {
     /// `Assignment`: versions 0+.
     pub assignment: Assignment,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Member {
@@ -222,7 +222,7 @@ impl Default for Member {
             client_host: KStr::default(),
             subscribed_topic_names: Vec::new(),
             assignment: Assignment::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -239,7 +239,7 @@ impl Codec for Member {
                 r.string("Member.SubscribedTopicNames", true, v)
             })?,
             assignment: Assignment::decode(r, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -295,7 +295,7 @@ pub struct TopicPartitions {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicPartitions {
@@ -304,7 +304,7 @@ impl Default for TopicPartitions {
             topic_id: Uuid::ZERO,
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -317,7 +317,7 @@ impl Codec for TopicPartitions {
             partitions: r.array("TopicPartitions.Partitions", true, v, |r| {
                 r.i32("TopicPartitions.Partitions")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -364,14 +364,14 @@ pub struct Assignment {
     /// `TopicPartitions`: versions 0+.
     pub topic_partitions: Vec<TopicPartitions>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Assignment {
     fn default() -> Self {
         Self {
             topic_partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -382,7 +382,7 @@ impl Codec for Assignment {
             topic_partitions: r.array("Assignment.TopicPartitions", true, v, |r| {
                 TopicPartitions::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

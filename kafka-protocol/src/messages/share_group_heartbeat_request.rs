@@ -25,7 +25,7 @@ pub struct ShareGroupHeartbeatRequest {
     /// `SubscribedTopicNames`: versions 0+, nullable 0+, default `null`.
     pub subscribed_topic_names: Option<Vec<KStr>>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for ShareGroupHeartbeatRequest {
@@ -36,7 +36,7 @@ impl Default for ShareGroupHeartbeatRequest {
             member_epoch: 0i32,
             rack_id: None,
             subscribed_topic_names: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -53,7 +53,7 @@ impl Codec for ShareGroupHeartbeatRequest {
                 true,
                 |r| r.string("ShareGroupHeartbeatRequest.SubscribedTopicNames", true, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct SnapshotFooterRecord {
     /// `Version`: versions 0+.
     pub version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SnapshotFooterRecord {
     fn default() -> Self {
         Self {
             version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -33,7 +33,7 @@ impl Codec for SnapshotFooterRecord {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             version: r.i16("SnapshotFooterRecord.Version")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

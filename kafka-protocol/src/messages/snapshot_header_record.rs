@@ -19,7 +19,7 @@ pub struct SnapshotHeaderRecord {
     /// `LastContainedLogTimestamp`: versions 0+.
     pub last_contained_log_timestamp: i64,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SnapshotHeaderRecord {
@@ -27,7 +27,7 @@ impl Default for SnapshotHeaderRecord {
         Self {
             version: 0i16,
             last_contained_log_timestamp: 0i64,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -38,7 +38,7 @@ impl Codec for SnapshotHeaderRecord {
             version: r.i16("SnapshotHeaderRecord.Version")?,
             last_contained_log_timestamp: r
                 .i64("SnapshotHeaderRecord.LastContainedLogTimestamp")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -31,7 +31,7 @@ pub struct StopReplicaRequest {
     /// `TopicStates`: versions 3+.
     pub topic_states: Vec<StopReplicaTopicState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaRequest {
@@ -45,7 +45,7 @@ impl Default for StopReplicaRequest {
             ungrouped_partitions: Vec::new(),
             topics: Vec::new(),
             topic_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -92,7 +92,7 @@ impl Codec for StopReplicaRequest {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -213,7 +213,7 @@ impl Codec for StopReplicaRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -280,7 +280,7 @@ pub struct StopReplicaTopicV1 {
     /// `PartitionIndexes`: versions 1-2.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaTopicV1 {
@@ -288,7 +288,7 @@ impl Default for StopReplicaTopicV1 {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -301,7 +301,7 @@ impl Codec for StopReplicaTopicV1 {
             partition_indexes: r.array("StopReplicaTopicV1.PartitionIndexes", flex, v, |r| {
                 r.i32("StopReplicaTopicV1.PartitionIndexes")
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -347,7 +347,7 @@ impl Codec for StopReplicaTopicV1 {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -361,7 +361,7 @@ pub struct StopReplicaTopicState {
     /// `PartitionStates`: versions 3+.
     pub partition_states: Vec<StopReplicaPartitionState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaTopicState {
@@ -369,7 +369,7 @@ impl Default for StopReplicaTopicState {
         Self {
             topic_name: KStr::default(),
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -381,7 +381,7 @@ impl Codec for StopReplicaTopicState {
             partition_states: r.array("StopReplicaTopicState.PartitionStates", true, v, |r| {
                 StopReplicaPartitionState::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -427,7 +427,7 @@ pub struct StopReplicaPartitionState {
     /// `DeletePartition`: versions 3+.
     pub delete_partition: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaPartitionState {
@@ -436,7 +436,7 @@ impl Default for StopReplicaPartitionState {
             partition_index: 0i32,
             leader_epoch: -1i32,
             delete_partition: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -447,7 +447,7 @@ impl Codec for StopReplicaPartitionState {
             partition_index: r.i32("StopReplicaPartitionState.PartitionIndex")?,
             leader_epoch: r.i32("StopReplicaPartitionState.LeaderEpoch")?,
             delete_partition: r.bool("StopReplicaPartitionState.DeletePartition")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

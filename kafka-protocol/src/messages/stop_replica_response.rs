@@ -19,7 +19,7 @@ pub struct StopReplicaResponse {
     /// `PartitionErrors`: versions 0+.
     pub partition_errors: Vec<StopReplicaPartitionError>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaResponse {
@@ -27,7 +27,7 @@ impl Default for StopReplicaResponse {
         Self {
             error_code: 0i16,
             partition_errors: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for StopReplicaResponse {
             partition_errors: r.array("StopReplicaResponse.PartitionErrors", flex, v, |r| {
                 StopReplicaPartitionError::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for StopReplicaResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -110,7 +110,7 @@ pub struct StopReplicaPartitionError {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StopReplicaPartitionError {
@@ -119,7 +119,7 @@ impl Default for StopReplicaPartitionError {
             topic_name: KStr::default(),
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for StopReplicaPartitionError {
             topic_name: r.string("StopReplicaPartitionError.TopicName", flex, v)?,
             partition_index: r.i32("StopReplicaPartitionError.PartitionIndex")?,
             error_code: r.i16("StopReplicaPartitionError.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -175,7 +175,7 @@ impl Codec for StopReplicaPartitionError {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -29,7 +29,7 @@ pub struct SyncGroupRequest {
     /// `Assignments`: versions 0+.
     pub assignments: Vec<SyncGroupRequestAssignment>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SyncGroupRequest {
@@ -42,7 +42,7 @@ impl Default for SyncGroupRequest {
             protocol_type: None,
             protocol_name: None,
             assignments: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -72,7 +72,7 @@ impl Codec for SyncGroupRequest {
             assignments: r.array("SyncGroupRequest.Assignments", flex, v, |r| {
                 SyncGroupRequestAssignment::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -162,7 +162,7 @@ impl Codec for SyncGroupRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -187,7 +187,7 @@ pub struct SyncGroupRequestAssignment {
     /// `Assignment`: versions 0+.
     pub assignment: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SyncGroupRequestAssignment {
@@ -195,7 +195,7 @@ impl Default for SyncGroupRequestAssignment {
         Self {
             member_id: KStr::default(),
             assignment: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -206,7 +206,7 @@ impl Codec for SyncGroupRequestAssignment {
         let mut this = Self {
             member_id: r.string("SyncGroupRequestAssignment.MemberId", flex, v)?,
             assignment: r.bytes("SyncGroupRequestAssignment.Assignment", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -248,7 +248,7 @@ impl Codec for SyncGroupRequestAssignment {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

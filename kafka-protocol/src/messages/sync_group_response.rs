@@ -25,7 +25,7 @@ pub struct SyncGroupResponse {
     /// `Assignment`: versions 0+.
     pub assignment: Bytes,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for SyncGroupResponse {
@@ -36,7 +36,7 @@ impl Default for SyncGroupResponse {
             protocol_type: None,
             protocol_name: None,
             assignment: Bytes::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -62,7 +62,7 @@ impl Codec for SyncGroupResponse {
                 None
             },
             assignment: r.bytes("SyncGroupResponse.Assignment", flex, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -128,7 +128,7 @@ impl Codec for SyncGroupResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -31,7 +31,7 @@ pub struct TxnOffsetCommitRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<TxnOffsetCommitRequestTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitRequest {
@@ -45,7 +45,7 @@ impl Default for TxnOffsetCommitRequest {
             member_id: KStr::default(),
             group_instance_id: None,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -76,7 +76,7 @@ impl Codec for TxnOffsetCommitRequest {
             topics: r.array("TxnOffsetCommitRequest.Topics", flex, v, |r| {
                 TxnOffsetCommitRequestTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -174,7 +174,7 @@ impl Codec for TxnOffsetCommitRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -199,7 +199,7 @@ pub struct TxnOffsetCommitRequestTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<TxnOffsetCommitRequestPartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitRequestTopic {
@@ -207,7 +207,7 @@ impl Default for TxnOffsetCommitRequestTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -220,7 +220,7 @@ impl Codec for TxnOffsetCommitRequestTopic {
             partitions: r.array("TxnOffsetCommitRequestTopic.Partitions", flex, v, |r| {
                 TxnOffsetCommitRequestPartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -263,7 +263,7 @@ impl Codec for TxnOffsetCommitRequestTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -281,7 +281,7 @@ pub struct TxnOffsetCommitRequestPartition {
     /// `CommittedMetadata`: versions 0+, nullable 0+.
     pub committed_metadata: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitRequestPartition {
@@ -291,7 +291,7 @@ impl Default for TxnOffsetCommitRequestPartition {
             committed_offset: 0i64,
             committed_leader_epoch: -1i32,
             committed_metadata: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -309,7 +309,7 @@ impl Codec for TxnOffsetCommitRequestPartition {
             },
             committed_metadata: r
                 .nullable_string("TxnOffsetCommitRequestPartition.CommittedMetadata", flex)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -357,7 +357,7 @@ impl Codec for TxnOffsetCommitRequestPartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

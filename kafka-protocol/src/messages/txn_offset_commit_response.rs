@@ -19,7 +19,7 @@ pub struct TxnOffsetCommitResponse {
     /// `Topics`: versions 0+.
     pub topics: Vec<TxnOffsetCommitResponseTopic>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitResponse {
@@ -27,7 +27,7 @@ impl Default for TxnOffsetCommitResponse {
         Self {
             throttle_time_ms: 0i32,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -40,7 +40,7 @@ impl Codec for TxnOffsetCommitResponse {
             topics: r.array("TxnOffsetCommitResponse.Topics", flex, v, |r| {
                 TxnOffsetCommitResponseTopic::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -83,7 +83,7 @@ impl Codec for TxnOffsetCommitResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct TxnOffsetCommitResponseTopic {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<TxnOffsetCommitResponsePartition>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitResponseTopic {
@@ -116,7 +116,7 @@ impl Default for TxnOffsetCommitResponseTopic {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -129,7 +129,7 @@ impl Codec for TxnOffsetCommitResponseTopic {
             partitions: r.array("TxnOffsetCommitResponseTopic.Partitions", flex, v, |r| {
                 TxnOffsetCommitResponsePartition::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -172,7 +172,7 @@ impl Codec for TxnOffsetCommitResponseTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -186,7 +186,7 @@ pub struct TxnOffsetCommitResponsePartition {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TxnOffsetCommitResponsePartition {
@@ -194,7 +194,7 @@ impl Default for TxnOffsetCommitResponsePartition {
         Self {
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -205,7 +205,7 @@ impl Codec for TxnOffsetCommitResponsePartition {
         let mut this = Self {
             partition_index: r.i32("TxnOffsetCommitResponsePartition.PartitionIndex")?,
             error_code: r.i16("TxnOffsetCommitResponsePartition.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -243,7 +243,7 @@ impl Codec for TxnOffsetCommitResponsePartition {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -17,14 +17,14 @@ pub struct UnregisterBrokerRequest {
     /// `BrokerId`: versions 0+, entity brokerId.
     pub broker_id: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UnregisterBrokerRequest {
     fn default() -> Self {
         Self {
             broker_id: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -33,7 +33,7 @@ impl Codec for UnregisterBrokerRequest {
     fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             broker_id: r.i32("UnregisterBrokerRequest.BrokerId")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

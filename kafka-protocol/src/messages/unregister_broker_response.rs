@@ -21,7 +21,7 @@ pub struct UnregisterBrokerResponse {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UnregisterBrokerResponse {
@@ -30,7 +30,7 @@ impl Default for UnregisterBrokerResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for UnregisterBrokerResponse {
             throttle_time_ms: r.i32("UnregisterBrokerResponse.ThrottleTimeMs")?,
             error_code: r.i16("UnregisterBrokerResponse.ErrorCode")?,
             error_message: r.nullable_string("UnregisterBrokerResponse.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct UpdateFeaturesRequest {
     /// `ValidateOnly`: versions 1+, default `false`.
     pub validate_only: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateFeaturesRequest {
@@ -30,7 +30,7 @@ impl Default for UpdateFeaturesRequest {
             timeout_ms: 60000i32,
             feature_updates: Vec::new(),
             validate_only: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for UpdateFeaturesRequest {
             } else {
                 false
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -117,7 +117,7 @@ pub struct FeatureUpdateKey {
     /// `UpgradeType`: versions 1+, default `1`.
     pub upgrade_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for FeatureUpdateKey {
@@ -127,7 +127,7 @@ impl Default for FeatureUpdateKey {
             max_version_level: 0i16,
             allow_downgrade: false,
             upgrade_type: 1i8,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -147,7 +147,7 @@ impl Codec for FeatureUpdateKey {
             } else {
                 1i8
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

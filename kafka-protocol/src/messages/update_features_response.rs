@@ -23,7 +23,7 @@ pub struct UpdateFeaturesResponse {
     /// `Results`: versions 0+.
     pub results: Vec<UpdatableFeatureResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateFeaturesResponse {
@@ -33,7 +33,7 @@ impl Default for UpdateFeaturesResponse {
             error_code: 0i16,
             error_message: Some(KStr::default()),
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl Codec for UpdateFeaturesResponse {
             results: r.array("UpdateFeaturesResponse.Results", true, v, |r| {
                 UpdatableFeatureResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -112,7 +112,7 @@ pub struct UpdatableFeatureResult {
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdatableFeatureResult {
@@ -121,7 +121,7 @@ impl Default for UpdatableFeatureResult {
             feature: KStr::default(),
             error_code: 0i16,
             error_message: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -132,7 +132,7 @@ impl Codec for UpdatableFeatureResult {
             feature: r.string("UpdatableFeatureResult.Feature", true, v)?,
             error_code: r.i16("UpdatableFeatureResult.ErrorCode")?,
             error_message: r.nullable_string("UpdatableFeatureResult.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

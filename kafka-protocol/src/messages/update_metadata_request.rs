@@ -31,7 +31,7 @@ pub struct UpdateMetadataRequest {
     /// `LiveBrokers`: versions 0+.
     pub live_brokers: Vec<UpdateMetadataBroker>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataRequest {
@@ -45,7 +45,7 @@ impl Default for UpdateMetadataRequest {
             ungrouped_partition_states: Vec::new(),
             topic_states: Vec::new(),
             live_brokers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -87,7 +87,7 @@ impl Codec for UpdateMetadataRequest {
             live_brokers: r.array("UpdateMetadataRequest.LiveBrokers", flex, v, |r| {
                 UpdateMetadataBroker::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -207,7 +207,7 @@ impl Codec for UpdateMetadataRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -234,7 +234,7 @@ pub struct UpdateMetadataTopicState {
     /// `PartitionStates`: versions 5+.
     pub partition_states: Vec<UpdateMetadataPartitionState>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataTopicState {
@@ -243,7 +243,7 @@ impl Default for UpdateMetadataTopicState {
             topic_name: KStr::default(),
             topic_id: Uuid::ZERO,
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -264,7 +264,7 @@ impl Codec for UpdateMetadataTopicState {
                 v,
                 |r| UpdateMetadataPartitionState::decode(r, v),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -311,7 +311,7 @@ impl Codec for UpdateMetadataTopicState {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -331,7 +331,7 @@ pub struct UpdateMetadataBroker {
     /// `Rack`: versions 2+, nullable 0+, ignorable.
     pub rack: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataBroker {
@@ -342,7 +342,7 @@ impl Default for UpdateMetadataBroker {
             v0_port: 0i32,
             endpoints: Vec::new(),
             rack: Some(KStr::default()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -374,7 +374,7 @@ impl Codec for UpdateMetadataBroker {
             } else {
                 Some(KStr::default())
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -443,7 +443,7 @@ impl Codec for UpdateMetadataBroker {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -461,7 +461,7 @@ pub struct UpdateMetadataEndpoint {
     /// `SecurityProtocol`: versions 1+.
     pub security_protocol: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataEndpoint {
@@ -471,7 +471,7 @@ impl Default for UpdateMetadataEndpoint {
             host: KStr::default(),
             listener: KStr::default(),
             security_protocol: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -488,7 +488,7 @@ impl Codec for UpdateMetadataEndpoint {
                 KStr::default()
             },
             security_protocol: r.i16("UpdateMetadataEndpoint.SecurityProtocol")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -536,7 +536,7 @@ impl Codec for UpdateMetadataEndpoint {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -564,7 +564,7 @@ pub struct UpdateMetadataPartitionState {
     /// `OfflineReplicas`: versions 4+, ignorable, entity brokerId.
     pub offline_replicas: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataPartitionState {
@@ -579,7 +579,7 @@ impl Default for UpdateMetadataPartitionState {
             zk_version: 0i32,
             replicas: Vec::new(),
             offline_replicas: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -614,7 +614,7 @@ impl Codec for UpdateMetadataPartitionState {
             } else {
                 Vec::new()
             },
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -706,7 +706,7 @@ impl Codec for UpdateMetadataPartitionState {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

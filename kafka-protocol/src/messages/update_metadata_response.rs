@@ -17,14 +17,14 @@ pub struct UpdateMetadataResponse {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateMetadataResponse {
     fn default() -> Self {
         Self {
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -34,7 +34,7 @@ impl Codec for UpdateMetadataResponse {
         let flex = v >= 6;
         let mut this = Self {
             error_code: r.i16("UpdateMetadataResponse.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -70,7 +70,7 @@ impl Codec for UpdateMetadataResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -27,7 +27,7 @@ pub struct UpdateRaftVoterRequest {
     /// `KRaftVersionFeature`: versions 0+.
     pub k_raft_version_feature: KRaftVersionFeature,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateRaftVoterRequest {
@@ -39,7 +39,7 @@ impl Default for UpdateRaftVoterRequest {
             voter_directory_id: Uuid::ZERO,
             listeners: Vec::new(),
             k_raft_version_feature: KRaftVersionFeature::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -55,7 +55,7 @@ impl Codec for UpdateRaftVoterRequest {
                 Listener::decode(r, v)
             })?,
             k_raft_version_feature: KRaftVersionFeature::decode(r, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -124,7 +124,7 @@ pub struct Listener {
     /// `Port`: versions 0+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Listener {
@@ -133,7 +133,7 @@ impl Default for Listener {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -144,7 +144,7 @@ impl Codec for Listener {
             name: r.string("Listener.Name", true, v)?,
             host: r.string("Listener.Host", true, v)?,
             port: r.u16("Listener.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -185,7 +185,7 @@ pub struct KRaftVersionFeature {
     /// `MaxSupportedVersion`: versions 0+.
     pub max_supported_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for KRaftVersionFeature {
@@ -193,7 +193,7 @@ impl Default for KRaftVersionFeature {
         Self {
             min_supported_version: 0i16,
             max_supported_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -203,7 +203,7 @@ impl Codec for KRaftVersionFeature {
         let mut this = Self {
             min_supported_version: r.i16("KRaftVersionFeature.MinSupportedVersion")?,
             max_supported_version: r.i16("KRaftVersionFeature.MaxSupportedVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

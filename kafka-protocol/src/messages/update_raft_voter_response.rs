@@ -21,7 +21,7 @@ pub struct UpdateRaftVoterResponse {
     /// `CurrentLeader`: versions 0+, tagged (tag 0).
     pub current_leader: CurrentLeader,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for UpdateRaftVoterResponse {
@@ -30,7 +30,7 @@ impl Default for UpdateRaftVoterResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             current_leader: CurrentLeader::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for UpdateRaftVoterResponse {
             throttle_time_ms: r.i32("UpdateRaftVoterResponse.ThrottleTimeMs")?,
             error_code: r.i16("UpdateRaftVoterResponse.ErrorCode")?,
             current_leader: CurrentLeader::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -109,7 +109,7 @@ pub struct CurrentLeader {
     /// `Port`: versions 0+.
     pub port: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for CurrentLeader {
@@ -119,7 +119,7 @@ impl Default for CurrentLeader {
             leader_epoch: -1i32,
             host: KStr::default(),
             port: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -131,7 +131,7 @@ impl Codec for CurrentLeader {
             leader_epoch: r.i32("CurrentLeader.LeaderEpoch")?,
             host: r.string("CurrentLeader.Host", true, v)?,
             port: r.i32("CurrentLeader.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -21,7 +21,7 @@ pub struct VoteResponse {
     /// `NodeEndpoints`: versions 1+, tagged (tag 0).
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for VoteResponse {
@@ -30,7 +30,7 @@ impl Default for VoteResponse {
             error_code: 0i16,
             topics: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -41,7 +41,7 @@ impl Codec for VoteResponse {
             error_code: r.i16("VoteResponse.ErrorCode")?,
             topics: r.array("VoteResponse.Topics", true, v, |r| TopicData::decode(r, v))?,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -121,7 +121,7 @@ pub struct TopicData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for TopicData {
@@ -129,7 +129,7 @@ impl Default for TopicData {
         Self {
             topic_name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -141,7 +141,7 @@ impl Codec for TopicData {
             partitions: r.array("TopicData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -188,7 +188,7 @@ pub struct PartitionData {
     /// `VoteGranted`: versions 0+.
     pub vote_granted: bool,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -199,7 +199,7 @@ impl Default for PartitionData {
             leader_id: 0i32,
             leader_epoch: 0i32,
             vote_granted: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -212,7 +212,7 @@ impl Codec for PartitionData {
             leader_id: r.i32("PartitionData.LeaderId")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
             vote_granted: r.bool("PartitionData.VoteGranted")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -259,7 +259,7 @@ pub struct NodeEndpoint {
     /// `Port`: versions 1+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for NodeEndpoint {
@@ -268,7 +268,7 @@ impl Default for NodeEndpoint {
             node_id: 0i32,
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -279,7 +279,7 @@ impl Codec for NodeEndpoint {
             node_id: r.i32("NodeEndpoint.NodeId")?,
             host: r.string("NodeEndpoint.Host", true, v)?,
             port: r.u16("NodeEndpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct VotersRecord {
     /// `Voters`: versions 0+.
     pub voters: Vec<Voter>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for VotersRecord {
@@ -27,7 +27,7 @@ impl Default for VotersRecord {
         Self {
             version: 0i16,
             voters: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -37,7 +37,7 @@ impl Codec for VotersRecord {
         let mut this = Self {
             version: r.i16("VotersRecord.Version")?,
             voters: r.array("VotersRecord.Voters", true, v, |r| Voter::decode(r, v))?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct Voter {
     /// `KRaftVersionFeature`: versions 0+.
     pub k_raft_version_feature: KRaftVersionFeature,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Voter {
@@ -98,7 +98,7 @@ impl Default for Voter {
             voter_directory_id: Uuid::ZERO,
             endpoints: Vec::new(),
             k_raft_version_feature: KRaftVersionFeature::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -110,7 +110,7 @@ impl Codec for Voter {
             voter_directory_id: r.uuid("Voter.VoterDirectoryId")?,
             endpoints: r.array("Voter.Endpoints", true, v, |r| Endpoint::decode(r, v))?,
             k_raft_version_feature: KRaftVersionFeature::decode(r, v)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -157,7 +157,7 @@ pub struct Endpoint {
     /// `Port`: versions 0+.
     pub port: u16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for Endpoint {
@@ -166,7 +166,7 @@ impl Default for Endpoint {
             name: KStr::default(),
             host: KStr::default(),
             port: 0u16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -177,7 +177,7 @@ impl Codec for Endpoint {
             name: r.string("Endpoint.Name", true, v)?,
             host: r.string("Endpoint.Host", true, v)?,
             port: r.u16("Endpoint.Port")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -218,7 +218,7 @@ pub struct KRaftVersionFeature {
     /// `MaxSupportedVersion`: versions 0+.
     pub max_supported_version: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for KRaftVersionFeature {
@@ -226,7 +226,7 @@ impl Default for KRaftVersionFeature {
         Self {
             min_supported_version: 0i16,
             max_supported_version: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -236,7 +236,7 @@ impl Codec for KRaftVersionFeature {
         let mut this = Self {
             min_supported_version: r.i16("KRaftVersionFeature.MinSupportedVersion")?,
             max_supported_version: r.i16("KRaftVersionFeature.MaxSupportedVersion")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -19,7 +19,7 @@ pub struct WriteShareGroupStateRequest {
     /// `Topics`: versions 0+.
     pub topics: Vec<WriteStateData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteShareGroupStateRequest {
@@ -27,7 +27,7 @@ impl Default for WriteShareGroupStateRequest {
         Self {
             group_id: KStr::default(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -39,7 +39,7 @@ impl Codec for WriteShareGroupStateRequest {
             topics: r.array("WriteShareGroupStateRequest.Topics", true, v, |r| {
                 WriteStateData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -94,7 +94,7 @@ pub struct WriteStateData {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteStateData {
@@ -102,7 +102,7 @@ impl Default for WriteStateData {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Codec for WriteStateData {
             partitions: r.array("WriteStateData.Partitions", true, v, |r| {
                 PartitionData::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -164,7 +164,7 @@ pub struct PartitionData {
     /// `StateBatches`: versions 0+.
     pub state_batches: Vec<StateBatch>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionData {
@@ -175,7 +175,7 @@ impl Default for PartitionData {
             leader_epoch: 0i32,
             start_offset: 0i64,
             state_batches: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -190,7 +190,7 @@ impl Codec for PartitionData {
             state_batches: r.array("PartitionData.StateBatches", true, v, |r| {
                 StateBatch::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -244,7 +244,7 @@ pub struct StateBatch {
     /// `DeliveryCount`: versions 0+.
     pub delivery_count: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for StateBatch {
@@ -254,7 +254,7 @@ impl Default for StateBatch {
             last_offset: 0i64,
             delivery_state: 0i8,
             delivery_count: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -266,7 +266,7 @@ impl Codec for StateBatch {
             last_offset: r.i64("StateBatch.LastOffset")?,
             delivery_state: r.i8("StateBatch.DeliveryState")?,
             delivery_count: r.i16("StateBatch.DeliveryCount")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct WriteShareGroupStateResponse {
     /// `Results`: versions 0+.
     pub results: Vec<WriteStateResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteShareGroupStateResponse {
     fn default() -> Self {
         Self {
             results: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -35,7 +35,7 @@ impl Codec for WriteShareGroupStateResponse {
             results: r.array("WriteShareGroupStateResponse.Results", true, v, |r| {
                 WriteStateResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -88,7 +88,7 @@ pub struct WriteStateResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteStateResult {
@@ -96,7 +96,7 @@ impl Default for WriteStateResult {
         Self {
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl Codec for WriteStateResult {
             partitions: r.array("WriteStateResult.Partitions", true, v, |r| {
                 PartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(
@@ -154,7 +154,7 @@ pub struct PartitionResult {
     /// `ErrorMessage`: versions 0+, nullable 0+, default `null`.
     pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for PartitionResult {
@@ -163,7 +163,7 @@ impl Default for PartitionResult {
             partition: 0i32,
             error_code: 0i16,
             error_message: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -174,7 +174,7 @@ impl Codec for PartitionResult {
             partition: r.i32("PartitionResult.Partition")?,
             error_code: r.i16("PartitionResult.ErrorCode")?,
             error_message: r.nullable_string("PartitionResult.ErrorMessage", true)?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
             r.tagged_fields(

@@ -17,14 +17,14 @@ pub struct WriteTxnMarkersRequest {
     /// `Markers`: versions 0+.
     pub markers: Vec<WritableTxnMarker>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteTxnMarkersRequest {
     fn default() -> Self {
         Self {
             markers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for WriteTxnMarkersRequest {
             markers: r.array("WriteTxnMarkersRequest.Markers", flex, v, |r| {
                 WritableTxnMarker::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -77,7 +77,7 @@ impl Codec for WriteTxnMarkersRequest {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -108,7 +108,7 @@ pub struct WritableTxnMarker {
     /// `CoordinatorEpoch`: versions 0+.
     pub coordinator_epoch: i32,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WritableTxnMarker {
@@ -119,7 +119,7 @@ impl Default for WritableTxnMarker {
             transaction_result: false,
             topics: Vec::new(),
             coordinator_epoch: 0i32,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -135,7 +135,7 @@ impl Codec for WritableTxnMarker {
                 WritableTxnMarkerTopic::decode(r, v)
             })?,
             coordinator_epoch: r.i32("WritableTxnMarker.CoordinatorEpoch")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -181,7 +181,7 @@ impl Codec for WritableTxnMarker {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -195,7 +195,7 @@ pub struct WritableTxnMarkerTopic {
     /// `PartitionIndexes`: versions 0+.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WritableTxnMarkerTopic {
@@ -203,7 +203,7 @@ impl Default for WritableTxnMarkerTopic {
         Self {
             name: KStr::default(),
             partition_indexes: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -219,7 +219,7 @@ impl Codec for WritableTxnMarkerTopic {
                 v,
                 |r| r.i32("WritableTxnMarkerTopic.PartitionIndexes"),
             )?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -265,7 +265,7 @@ impl Codec for WritableTxnMarkerTopic {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

@@ -17,14 +17,14 @@ pub struct WriteTxnMarkersResponse {
     /// `Markers`: versions 0+.
     pub markers: Vec<WritableTxnMarkerResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WriteTxnMarkersResponse {
     fn default() -> Self {
         Self {
             markers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl Codec for WriteTxnMarkersResponse {
             markers: r.array("WriteTxnMarkersResponse.Markers", flex, v, |r| {
                 WritableTxnMarkerResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -77,7 +77,7 @@ impl Codec for WriteTxnMarkersResponse {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -102,7 +102,7 @@ pub struct WritableTxnMarkerResult {
     /// `Topics`: versions 0+.
     pub topics: Vec<WritableTxnMarkerTopicResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WritableTxnMarkerResult {
@@ -110,7 +110,7 @@ impl Default for WritableTxnMarkerResult {
         Self {
             producer_id: 0i64,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Codec for WritableTxnMarkerResult {
             topics: r.array("WritableTxnMarkerResult.Topics", flex, v, |r| {
                 WritableTxnMarkerTopicResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -166,7 +166,7 @@ impl Codec for WritableTxnMarkerResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -180,7 +180,7 @@ pub struct WritableTxnMarkerTopicResult {
     /// `Partitions`: versions 0+.
     pub partitions: Vec<WritableTxnMarkerPartitionResult>,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WritableTxnMarkerTopicResult {
@@ -188,7 +188,7 @@ impl Default for WritableTxnMarkerTopicResult {
         Self {
             name: KStr::default(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -201,7 +201,7 @@ impl Codec for WritableTxnMarkerTopicResult {
             partitions: r.array("WritableTxnMarkerTopicResult.Partitions", flex, v, |r| {
                 WritableTxnMarkerPartitionResult::decode(r, v)
             })?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -244,7 +244,7 @@ impl Codec for WritableTxnMarkerTopicResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }
@@ -258,7 +258,7 @@ pub struct WritableTxnMarkerPartitionResult {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTags,
 }
 
 impl Default for WritableTxnMarkerPartitionResult {
@@ -266,7 +266,7 @@ impl Default for WritableTxnMarkerPartitionResult {
         Self {
             partition_index: 0i32,
             error_code: 0i16,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
@@ -277,7 +277,7 @@ impl Codec for WritableTxnMarkerPartitionResult {
         let mut this = Self {
             partition_index: r.i32("WritableTxnMarkerPartitionResult.PartitionIndex")?,
             error_code: r.i16("WritableTxnMarkerPartitionResult.ErrorCode")?,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
             r.tagged_fields(
@@ -315,7 +315,7 @@ impl Codec for WritableTxnMarkerPartitionResult {
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
-                Vec::new()
+                UnknownTags::new()
             },
         })
     }

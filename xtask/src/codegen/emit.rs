@@ -404,7 +404,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
     if flexible {
         let _ = writeln!(
             out,
-            "    /// Tagged fields this code does not know, kept to be written back.\n    pub unknown_tagged_fields: Vec<RawTaggedField>,"
+            "    /// Tagged fields this code does not know, kept to be written back.\n    pub unknown_tagged_fields: UnknownTags,"
         );
     }
     out.push_str("}\n\n");
@@ -418,7 +418,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let _ = writeln!(out, "            {}: {},", x.id, x.default_expr()?);
     }
     if flexible {
-        out.push_str("            unknown_tagged_fields: Vec::new(),\n");
+        out.push_str("            unknown_tagged_fields: UnknownTags::new(),\n");
     }
     out.push_str("        }\n    }\n}\n\n");
 
@@ -450,7 +450,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let _ = writeln!(dec, "    {}: {value},", x.id);
     }
     if flexible {
-        dec.push_str("    unknown_tagged_fields: Vec::new(),\n");
+        dec.push_str("    unknown_tagged_fields: UnknownTags::new(),\n");
     }
     dec.push_str("};\n");
     if flexible {
@@ -594,7 +594,7 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
         let v = if flex == "true" {
             "arb::unknown_tags(u)?".to_string()
         } else {
-            format!("if {flex} {{ arb::unknown_tags(u)? }} else {{ Vec::new() }}")
+            format!("if {flex} {{ arb::unknown_tags(u)? }} else {{ UnknownTags::new() }}")
         };
         let _ = writeln!(arb, "    unknown_tagged_fields: {v},");
     }
@@ -831,6 +831,20 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
     out.push_str(")\n    }\n}\n\n");
 
     for (kind, suffix) in [("Request", "req"), ("Response", "resp")] {
+        let ty = |name: &str| {
+            if BOXED.contains(&name) {
+                format!("Box<{name}>")
+            } else {
+                name.to_string()
+            }
+        };
+        let wrap = |name: &str, e: String| {
+            if BOXED.contains(&name) {
+                format!("Box::new({e})")
+            } else {
+                e
+            }
+        };
         let _ = writeln!(
             out,
             "/// The body of any {k}.\n#[derive(Debug, Clone, PartialEq)]\n#[allow(clippy::large_enum_variant)]\npub enum {kind}Body {{",
@@ -838,7 +852,7 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
         );
         for a in &list {
             let s = if suffix == "req" { a.req } else { a.resp };
-            let _ = writeln!(out, "    {}({}),", a.name, s.name);
+            let _ = writeln!(out, "    {}({}),", a.name, ty(&s.name));
         }
         let _ = writeln!(
             out,
@@ -849,14 +863,16 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
         }
         let _ = writeln!(
             out,
-            "        }}\n    }}\n\n    /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).\n    pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {{\n        Ok(match key {{"
+            "        }}\n    }}\n\n    /// Decodes the body of `key` as laid out in `version` (the version is not range-checked here).\n    #[inline]\n    pub fn decode(key: ApiKey, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {{\n        Ok(match key {{"
         );
         for a in &list {
             let s = if suffix == "req" { a.req } else { a.resp };
             let _ = writeln!(
                 out,
-                "            ApiKey::{} => Self::{}({}::decode(r, version)?),",
-                a.name, a.name, s.name
+                "            ApiKey::{} => Self::{}({}),",
+                a.name,
+                a.name,
+                wrap(&s.name, format!("{}::decode(r, version)?", s.name))
             );
         }
         out.push_str("        })\n    }\n\n    /// Encodes the body as laid out in `version`.\n    pub fn encode(&self, w: &mut Writer, version: i16) -> Result<(), EncodeError> {\n        match self {\n");
@@ -880,14 +896,43 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
             let s = if suffix == "req" { a.req } else { a.resp };
             let _ = writeln!(
                 out,
-                "            ApiKey::{} => Self::{}({}::arbitrary(u, version)?),",
-                a.name, a.name, s.name
+                "            ApiKey::{} => Self::{}({}),",
+                a.name,
+                a.name,
+                wrap(&s.name, format!("{}::arbitrary(u, version)?", s.name))
             );
         }
         out.push_str("        })\n    }\n}\n\n");
+        for a in &list {
+            let s = if suffix == "req" { a.req } else { a.resp };
+            let _ = writeln!(
+                out,
+                "impl From<{n}> for {kind}Body {{\n    fn from(m: {n}) -> Self {{\n        Self::{v}({})\n    }}\n}}\n",
+                wrap(&s.name, "m".into()),
+                n = s.name,
+                v = a.name
+            );
+        }
     }
     Ok(out)
 }
+
+/// Bodies kept behind a `Box` in `RequestBody` / `ResponseBody`: the few messages far larger
+/// than the rest (over 128 bytes), so that the enums, and every `Request` and `Response` moved
+/// around while decoding, stay small. `size_of` tests in `kafka-protocol` keep this list honest.
+const BOXED: &[&str] = &[
+    "BrokerRegistrationRequest",
+    "ConsumerGroupHeartbeatRequest",
+    "CreateDelegationTokenResponse",
+    "FetchRequest",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "OffsetCommitRequest",
+    "ShareFetchRequest",
+    "ShareGroupHeartbeatRequest",
+    "SyncGroupRequest",
+    "TxnOffsetCommitRequest",
+];
 
 fn opt_min(v: Versions) -> String {
     match v.0 {
