@@ -351,7 +351,9 @@ impl CleanPlan {
             std::fs::remove_dir_all(&staging)
                 .map_err(|e| LogError::io("remove staging directory", &staging, e))?;
         }
-        std::fs::create_dir_all(&staging)
+        // Not `create_dir_all`: if the log's directory went away (the topic was deleted), the
+        // pass fails instead of leaving a directory behind.
+        std::fs::create_dir(&staging)
             .map_err(|e| LogError::io("create staging directory", &staging, e))?;
         let mut stats = CleanStats::default();
         let mut groups = Vec::new();
