@@ -20,7 +20,8 @@ use kafka_protocol::record::{BatchWriter, Compression, ProducerFields};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::batch::{AppendRecord, Completion, ProducerBatch, TopicPartition};
+use crate::batch::{AppendRecord, ProducerBatch, RecordEntry, TopicPartition};
+use crate::delivery::{Completion, Reports};
 use crate::error::ProducerError;
 use crate::pool::BufferPool;
 
@@ -97,7 +98,15 @@ pub(crate) struct Accumulator {
     pub(crate) completed: Notify,
     /// Woken when a batch becomes ready (the sender listens).
     pub(crate) wake: Notify,
+    /// Interceptors and delivery handler, told of every record's result.
+    reports: Reports,
+    /// Completion lists of completed batches, for new ones (no allocation per batch).
+    lists: Mutex<Vec<Vec<RecordEntry>>>,
 }
+
+/// Most spare completion lists kept, and the most entries a kept list may hold room for.
+const SPARE_LISTS: usize = 256;
+const SPARE_LIST_CAPACITY: usize = 4096;
 
 impl std::fmt::Debug for Accumulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -122,7 +131,16 @@ impl Accumulator {
             next_batch_id: AtomicU64::new(0),
             completed: Notify::new(),
             wake: Notify::new(),
+            reports: Reports::default(),
+            lists: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Where records' results go besides their own completions.
+    #[must_use]
+    pub(crate) fn with_reports(mut self, reports: Reports) -> Self {
+        self.reports = reports;
+        self
     }
 
     pub(crate) fn pool(&self) -> &BufferPool {
@@ -263,6 +281,7 @@ impl Accumulator {
             .deque
             .back()
             .map_or(q.records_hint, ProducerBatch::record_count);
+        let list = lock(&self.lists).pop().unwrap_or_default();
         let mut batch = ProducerBatch::new(
             tp,
             buffer.buf,
@@ -272,14 +291,14 @@ impl Accumulator {
             self.cfg.batch_size,
             now,
         )
-        .reserve_records(hint);
+        .with_records(list, hint);
         if batch.try_append(rec, completion).is_err() {
             // Cannot happen for a first record that passed the size check; fail cleanly.
             batch.complete(
                 Err(ProducerError::Serialization(
                     "record could not be encoded into a new batch".into(),
                 )),
-                &crate::interceptor::Interceptors::new(),
+                &self.reports,
                 &self.pool,
             );
             return Err(ProducerError::Serialization(
@@ -542,23 +561,21 @@ impl Accumulator {
         next
     }
 
-    /// Completes a batch and wakes flushers.
+    /// Completes a batch (every record's completion, the interceptors and the delivery
+    /// handler hear of it) and wakes flushers.
     pub(crate) fn complete(
         &self,
         batch: ProducerBatch,
         result: Result<(i64, Option<i64>), ProducerError>,
     ) {
-        self.complete_with(batch, result, &crate::interceptor::Interceptors::new());
-    }
-
-    pub(crate) fn complete_with(
-        &self,
-        batch: ProducerBatch,
-        result: Result<(i64, Option<i64>), ProducerError>,
-        interceptors: &crate::interceptor::Interceptors,
-    ) {
         let id = batch.id;
-        batch.complete(result, interceptors, &self.pool);
+        let list = batch.complete(result, &self.reports, &self.pool);
+        if list.capacity() <= SPARE_LIST_CAPACITY {
+            let mut lists = lock(&self.lists);
+            if lists.len() < SPARE_LISTS {
+                lists.push(list);
+            }
+        }
         lock(&self.incomplete).remove(&id);
         self.completed.notify_waiters();
     }
@@ -621,7 +638,7 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::DeliveryResult;
+    use crate::delivery::DeliveryResult;
     use tokio::sync::oneshot;
 
     fn cfg() -> AccumulatorConfig {

@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::record::{BatchWriter, Compression, HeaderRef, ProducerFields, RecordBatchMut};
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::delivery::{Completion, Reports};
 use crate::error::ProducerError;
-use crate::interceptor::Interceptors;
 use crate::pool::{Allocation, BufferPool};
 use crate::record::RecordMetadata;
 
@@ -35,19 +34,8 @@ impl fmt::Display for TopicPartition {
     }
 }
 
-/// The result a record's sender gets.
-pub type DeliveryResult = Result<RecordMetadata, ProducerError>;
-
-/// A user callback run when a record completes.
-pub type Callback = Box<dyn FnOnce(DeliveryResult) + Send + 'static>;
-
-/// How a record's completion is reported.
-pub(crate) enum Completion {
-    Future(oneshot::Sender<DeliveryResult>),
-    Callback(Callback),
-}
-
-struct RecordEntry {
+/// One record's completion and what its metadata needs.
+pub(crate) struct RecordEntry {
     completion: Completion,
     timestamp: i64,
     key_size: usize,
@@ -134,11 +122,17 @@ impl ProducerBatch {
         }
     }
 
-    /// Reserves room for `n` records' completions (what the partition's previous batch held),
-    /// so that appends do not grow the list step by step.
+    /// Takes `list` (empty, from an earlier batch) for the records' completions and makes
+    /// room in it for `n` (what the partition's previous batch held), so that appends do not
+    /// grow the list step by step.
     #[must_use]
-    pub(crate) fn reserve_records(mut self, n: usize) -> Self {
-        self.records.reserve_exact(n.min(MAX_RECORDS_HINT));
+    pub(crate) fn with_records(mut self, mut list: Vec<RecordEntry>, n: usize) -> Self {
+        list.clear();
+        let n = n.min(MAX_RECORDS_HINT);
+        if list.capacity() < n {
+            list.reserve_exact(n);
+        }
+        self.records = list;
         self
     }
 
@@ -248,45 +242,46 @@ impl ProducerBatch {
 
     /// Completes every record, in append order: offsets are `base_offset` + index (or -1 when
     /// unknown), timestamps the records' own or the broker's log-append time. Returns the
-    /// memory to `pool`.
+    /// memory to `pool`, and the emptied completion list for a later batch.
     pub(crate) fn complete(
         mut self,
         result: Result<(i64, Option<i64>), ProducerError>,
-        interceptors: &Interceptors,
+        reports: &Reports,
         pool: &BufferPool,
-    ) {
-        let records = std::mem::take(&mut self.records);
+    ) -> Vec<RecordEntry> {
+        let mut records = std::mem::take(&mut self.records);
         match result {
             Ok((base_offset, log_append_time)) => {
-                for (i, r) in records.into_iter().enumerate() {
-                    let md = RecordMetadata {
-                        topic: self.tp.topic.clone(),
-                        partition: self.tp.partition,
-                        offset: if base_offset < 0 {
-                            -1
-                        } else {
-                            base_offset + i as i64
-                        },
-                        timestamp: log_append_time.unwrap_or(r.timestamp),
-                        serialized_key_size: r.key_size,
-                        serialized_value_size: r.value_size,
+                // One metadata value for the batch, updated per record: a record reported by
+                // reference costs no topic reference count.
+                let mut md = RecordMetadata {
+                    topic: self.tp.topic.clone(),
+                    partition: self.tp.partition,
+                    offset: -1,
+                    timestamp: -1,
+                    serialized_key_size: 0,
+                    serialized_value_size: 0,
+                };
+                for (i, r) in records.drain(..).enumerate() {
+                    md.offset = if base_offset < 0 {
+                        -1
+                    } else {
+                        base_offset + i as i64
                     };
-                    if !interceptors.is_empty() {
-                        interceptors.on_acknowledgement(Ok(&md));
-                    }
-                    finish(r.completion, Ok(md));
+                    md.timestamp = log_append_time.unwrap_or(r.timestamp);
+                    md.serialized_key_size = r.key_size;
+                    md.serialized_value_size = r.value_size;
+                    reports.report(r.completion, Ok(&md));
                 }
             }
             Err(e) => {
-                for r in records {
-                    if !interceptors.is_empty() {
-                        interceptors.on_acknowledgement(Err(&e));
-                    }
-                    finish(r.completion, Err(e.clone()));
+                for r in records.drain(..) {
+                    reports.report(r.completion, Err(&e));
                 }
             }
         }
         self.release(pool);
+        records
     }
 
     /// Gives the memory back (the buffer is reused when nothing else holds it).
@@ -305,24 +300,13 @@ impl ProducerBatch {
     }
 }
 
-fn finish(completion: Completion, result: DeliveryResult) {
-    match completion {
-        Completion::Future(tx) => {
-            let _ = tx.send(result);
-        }
-        Completion::Callback(cb) => {
-            // A panicking callback must not take the sender task down.
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(result))).is_err() {
-                tracing::warn!("a producer callback panicked");
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::{Callback, DeliveryHandler};
     use kafka_protocol::record::RecordBatch;
+    use std::sync::Mutex;
+    use tokio::sync::oneshot;
 
     fn tp() -> TopicPartition {
         TopicPartition {
@@ -377,7 +361,7 @@ mod tests {
         view.verify_crc().unwrap();
         assert_eq!(view.producer_epoch(), 2);
         drop(view);
-        batch.complete(Ok((100, None)), &Interceptors::new(), &pool);
+        batch.complete(Ok((100, None)), &Reports::default(), &pool);
         for (i, rx) in rxs.into_iter().enumerate() {
             let md = rx.await.unwrap().unwrap();
             assert_eq!(md.offset, 100 + i as i64);
@@ -402,7 +386,7 @@ mod tests {
             1024,
             Instant::now(),
         );
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let seen = seen.clone();
             let rec = AppendRecord {
@@ -416,9 +400,100 @@ mod tests {
         }
         batch.close(ProducerFields::default()).unwrap();
         let err = ProducerError::Closed(None);
-        batch.complete(Err(err), &Interceptors::new(), &pool);
+        batch.complete(Err(err), &Reports::default(), &pool);
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen, (0..5).map(|i| (i, true)).collect::<Vec<_>>());
         assert_eq!(pool.available_memory(), 1 << 20);
+    }
+
+    /// Records the reports it gets: (opaque, offset or error).
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<(u64, Result<i64, String>)>>);
+
+    impl DeliveryHandler for Seen {
+        fn on_delivery(&self, opaque: u64, result: Result<&RecordMetadata, &ProducerError>) {
+            let r = result.map(|md| md.offset).map_err(ToString::to_string);
+            self.0.lock().unwrap().push((opaque, r));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn handler_reports_mix_with_futures_and_callbacks_in_append_order() {
+        let pool = BufferPool::new(1 << 20, 4096);
+        let seen = Arc::new(Seen::default());
+        let reports = Reports {
+            handler: Some(seen.clone()),
+            ..Reports::default()
+        };
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for outcome in [Ok((40, None)), Err(ProducerError::Closed(None))] {
+            let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
+            let mut batch = ProducerBatch::new(
+                tp(),
+                b.buf,
+                b.allocation,
+                Compression::None,
+                None,
+                4096,
+                Instant::now(),
+            )
+            .with_records(Vec::new(), 6);
+            let mut rxs = Vec::new();
+            for i in 0..6u64 {
+                let rec = AppendRecord {
+                    timestamp: i as i64,
+                    key: None,
+                    value: Some(b"value"),
+                    headers: &[],
+                };
+                let completion = match i % 3 {
+                    0 => Completion::Opaque(1000 + i),
+                    1 => {
+                        let order = order.clone();
+                        let cb: Callback = Box::new(move |r| {
+                            order
+                                .lock()
+                                .unwrap()
+                                .push((i, r.map(|md| md.offset).is_ok()))
+                        });
+                        Completion::Callback(cb)
+                    }
+                    _ => {
+                        let (tx, rx) = oneshot::channel();
+                        rxs.push(rx);
+                        Completion::Future(tx)
+                    }
+                };
+                assert!(batch.try_append(&rec, completion).is_ok());
+            }
+            batch.close(ProducerFields::default()).unwrap();
+            let ok = outcome.is_ok();
+            let list = batch.complete(outcome, &reports, &pool);
+            // The list comes back empty with its room, for the next batch.
+            assert!(list.is_empty() && list.capacity() >= 6);
+            let mut offsets = Vec::new();
+            for rx in rxs {
+                offsets.push(rx.await.unwrap().map(|md| md.offset).ok());
+            }
+            if ok {
+                assert_eq!(offsets, [Some(42), Some(45)]);
+            } else {
+                assert_eq!(offsets, [None, None]);
+            }
+        }
+        let seen = seen.0.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                (1000, Ok(40)),
+                (1003, Ok(43)),
+                (1000, Err("producer closed".to_string())),
+                (1003, Err("producer closed".to_string())),
+            ]
+        );
+        assert_eq!(
+            *order.lock().unwrap(),
+            [(1, true), (4, true), (1, false), (4, false)]
+        );
     }
 }

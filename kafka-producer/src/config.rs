@@ -13,6 +13,7 @@ use kafka_net::{ClusterConfig, ConnectionConfig};
 use kafka_protocol::KStr;
 use kafka_protocol::record::Compression;
 
+use crate::delivery::DeliveryHandler;
 use crate::error::ProducerError;
 use crate::interceptor::{Interceptors, ProducerInterceptor};
 use crate::partitioner::{self, Partitioner};
@@ -103,6 +104,9 @@ pub struct ProducerConfig {
     pub allow_auto_create_topics: bool,
     /// `interceptor.classes`, as objects.
     pub interceptors: Interceptors,
+    /// Receives the results of records sent with `send_with_opaque` (librdkafka's
+    /// `dr_msg_cb`); no Java key.
+    pub delivery_handler: Option<Arc<dyn DeliveryHandler>>,
 }
 
 impl fmt::Debug for ProducerConfig {
@@ -211,6 +215,7 @@ impl Default for ProducerConfigBuilder {
                 connection_setup_timeout: Duration::from_secs(10),
                 allow_auto_create_topics: true,
                 interceptors: Interceptors::new(),
+                delivery_handler: None,
             },
             idempotence: None,
             delivery_timeout_set: false,
@@ -479,6 +484,13 @@ impl ProducerConfigBuilder {
     /// Adds an interceptor (`interceptor.classes`).
     pub fn interceptor(mut self, i: Arc<dyn ProducerInterceptor>) -> Self {
         self.cfg.interceptors.push(i);
+        self
+    }
+
+    /// The handler of records sent with
+    /// [`Producer::send_with_opaque`](crate::Producer::send_with_opaque).
+    pub fn delivery_handler(mut self, h: Arc<dyn DeliveryHandler>) -> Self {
+        self.cfg.delivery_handler = Some(h);
         self
     }
 

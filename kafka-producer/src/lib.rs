@@ -9,6 +9,7 @@
 mod accumulator;
 mod batch;
 pub mod config;
+mod delivery;
 pub mod error;
 mod fast_hash;
 pub mod interceptor;
@@ -21,8 +22,9 @@ mod sender;
 pub mod serializer;
 mod typed;
 
-pub use batch::{Callback, DeliveryResult, TopicPartition};
+pub use batch::TopicPartition;
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
+pub use delivery::{Callback, DeliveryHandler, DeliveryResult};
 pub use error::ProducerError;
 pub use metrics::ProducerMetrics;
 pub use producer::{DeliveryFuture, Producer};

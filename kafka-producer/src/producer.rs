@@ -14,8 +14,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Queue};
-use crate::batch::{AppendRecord, Callback, Completion, DeliveryResult};
+use crate::batch::AppendRecord;
 use crate::config::ProducerConfig;
+use crate::delivery::{Callback, Completion, DeliveryResult, Reports};
 use crate::error::ProducerError;
 use crate::fast_hash::FastMap;
 use crate::metrics::{Counters, ProducerMetrics};
@@ -127,21 +128,27 @@ impl Producer {
     /// A producer over an existing cluster client.
     pub fn with_cluster(cfg: ProducerConfig, cluster: Cluster) -> Self {
         let pool = BufferPool::new(cfg.buffer_memory, cfg.batch_size);
-        let acc = Arc::new(Accumulator::new(
-            AccumulatorConfig {
-                batch_size: cfg.batch_size,
-                linger: cfg.linger,
-                retry_backoff: cfg.retry_backoff,
-                retry_backoff_max: cfg.retry_backoff_max,
-                delivery_timeout: cfg.delivery_timeout,
-                compression: cfg.compression,
-                compression_level: cfg.compression_level,
-                max_request_size: cfg.max_request_size,
-                idempotent: cfg.enable_idempotence,
-                guarantee_order: cfg.max_in_flight == 1,
-            },
-            pool,
-        ));
+        let acc = Arc::new(
+            Accumulator::new(
+                AccumulatorConfig {
+                    batch_size: cfg.batch_size,
+                    linger: cfg.linger,
+                    retry_backoff: cfg.retry_backoff,
+                    retry_backoff_max: cfg.retry_backoff_max,
+                    delivery_timeout: cfg.delivery_timeout,
+                    compression: cfg.compression,
+                    compression_level: cfg.compression_level,
+                    max_request_size: cfg.max_request_size,
+                    idempotent: cfg.enable_idempotence,
+                    guarantee_order: cfg.max_in_flight == 1,
+                },
+                pool,
+            )
+            .with_reports(Reports {
+                interceptors: cfg.interceptors.clone(),
+                handler: cfg.delivery_handler.clone(),
+            }),
+        );
         let counters = Arc::new(Counters::default());
         let (shutdown, shutdown_rx) = watch::channel(Shutdown::Running);
         let sender = Sender::new(
@@ -216,6 +223,26 @@ impl Producer {
     ) -> Result<(), ProducerError> {
         let cb: Callback = Box::new(callback);
         self.append(record, Completion::Callback(cb)).await
+    }
+
+    /// Appends a record; the producer's [`DeliveryHandler`](crate::DeliveryHandler) gets its
+    /// result with `opaque` when its batch completes (librdkafka's delivery report with a
+    /// per-message opaque). Nothing is allocated for the report. An error here means the
+    /// record was not appended and the handler will not hear of it; without a handler
+    /// configured ([`ProducerConfigBuilder::delivery_handler`](crate::ProducerConfigBuilder::delivery_handler))
+    /// every record is refused.
+    pub async fn send_with_opaque(
+        &self,
+        record: ProducerRecord,
+        opaque: u64,
+    ) -> Result<(), ProducerError> {
+        if self.inner.cfg.delivery_handler.is_none() {
+            return Err(ProducerError::Config(
+                "send_with_opaque needs a delivery handler (ProducerConfigBuilder::delivery_handler)"
+                    .into(),
+            ));
+        }
+        self.append(record, Completion::Opaque(opaque)).await
     }
 
     async fn append(

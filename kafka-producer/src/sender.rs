@@ -27,7 +27,6 @@ use crate::accumulator::Accumulator;
 use crate::batch::{ProducerBatch, TopicPartition};
 use crate::config::ProducerConfig;
 use crate::error::ProducerError;
-use crate::interceptor::Interceptors;
 use crate::metrics::Counters;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -67,7 +66,6 @@ pub(crate) struct Sender {
     cfg: ProducerConfig,
     cluster: Cluster,
     acc: Arc<Accumulator>,
-    interceptors: Interceptors,
     counters: Arc<Counters>,
     shutdown: watch::Receiver<Shutdown>,
     conns: HashMap<i32, Connection>,
@@ -95,12 +93,10 @@ impl Sender {
         counters: Arc<Counters>,
         shutdown: watch::Receiver<Shutdown>,
     ) -> Self {
-        let interceptors = cfg.interceptors.clone();
         Self {
             cfg,
             cluster,
             acc,
-            interceptors,
             counters,
             shutdown,
             conns: HashMap::new(),
@@ -610,7 +606,7 @@ impl Sender {
             return false;
         }
         for (batch, result) in std::mem::take(&mut self.done) {
-            self.acc.complete_with(batch, result, &self.interceptors);
+            self.acc.complete(batch, result);
         }
         true
     }

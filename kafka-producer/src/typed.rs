@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::batch::DeliveryResult;
+use crate::delivery::DeliveryResult;
 use crate::error::ProducerError;
 use crate::producer::{DeliveryFuture, Producer};
 use crate::record::{Header, ProducerRecord, RecordMetadata};

@@ -11,6 +11,10 @@
 //!   zstd (level 10) times acks 0, 1 and all, 3000 records each, read by kafka-python with
 //!   CRC checks and compared the same way; the broker's segment files must hold batches of
 //!   that codec only.
+//! - `delivery_handler_reports_every_record_once_as_kafka_python_reads_it`: 20,000 records sent
+//!   with `send_with_opaque` (the opaque is the record's index); the producer's delivery
+//!   handler hears of each exactly once, and kafka-python finds each where the handler was told
+//!   it went. Without a handler, `send_with_opaque` refuses records.
 //! - `back_pressure_bounds_memory_while_the_broker_is_stopped`: the `kafka-broker` binary as
 //!   a child process, stopped with SIGSTOP. With `buffer.memory` = 1 MiB and
 //!   `max.block.ms` = 2000, `enqueue` succeeds until the memory is taken, then waits (seen in
@@ -52,7 +56,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_producer::partitioner::partition_for_key;
 use kafka_producer::{
-    Acks, DeliveryFuture, Producer, ProducerConfig, ProducerError, ProducerRecord,
+    Acks, DeliveryFuture, DeliveryHandler, Producer, ProducerConfig, ProducerError, ProducerRecord,
+    RecordMetadata,
 };
 
 use brokers::{ChildBroker, InProcessBroker, cargo_build, codecs_on_disk, rss_bytes};
@@ -373,6 +378,106 @@ fn every_codec_and_acks_setting_reads_back_in_kafka_python() {
         produced.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// A record's report: its partition and offset, or the error's text.
+type Report = Result<(i32, i64), String>;
+
+/// Where each record went by its opaque (the record's index), as the delivery handler heard.
+struct Placements {
+    slots: Mutex<Vec<Option<Report>>>,
+    reports: AtomicU64,
+}
+
+impl DeliveryHandler for Placements {
+    fn on_delivery(&self, opaque: u64, result: Result<&RecordMetadata, &ProducerError>) {
+        self.reports.fetch_add(1, Ordering::Relaxed);
+        let r = result
+            .map(|md| (md.partition, md.offset))
+            .map_err(ToString::to_string);
+        let mut slots = self.slots.lock().unwrap();
+        let slot = &mut slots[usize::try_from(opaque).unwrap()];
+        assert!(slot.is_none(), "record {opaque} reported twice");
+        *slot = Some(r);
+    }
+}
+
+#[test]
+fn delivery_handler_reports_every_record_once_as_kafka_python_reads_it() {
+    const COUNT: u64 = 20_000;
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = InProcessBroker::start(&dir.path().join("data"), "127.0.0.1:0".parse().unwrap());
+    let addr = broker.addr.to_string();
+    let topic = "opaque-reports";
+    let scheme = Scheme::Mixed { keys: 100 };
+    let handler = Arc::new(Placements {
+        slots: Mutex::new(vec![None; usize::try_from(COUNT).unwrap()]),
+        reports: AtomicU64::new(0),
+    });
+    let placed: Vec<(i32, i64)> = run(async {
+        // Without a handler, records are refused up front.
+        let plain =
+            Producer::new(ProducerConfig::from_pairs([("bootstrap.servers", &*addr)]).unwrap())
+                .await
+                .unwrap();
+        let refused = plain
+            .send_with_opaque(scheme.record(topic, 0), 0)
+            .await
+            .unwrap_err();
+        assert!(matches!(refused, ProducerError::Config(_)), "{refused}");
+        plain.close(Duration::from_secs(10)).await;
+
+        let cfg = ProducerConfig::builder()
+            .bootstrap_servers(addr.as_str())
+            .acks(Acks::All)
+            .delivery_handler(handler.clone())
+            .build()
+            .unwrap();
+        let producer = Producer::new(cfg).await.unwrap();
+        for i in 0..COUNT {
+            producer
+                .send_with_opaque(scheme.record(topic, i), i)
+                .await
+                .unwrap_or_else(|e| panic!("record {i}: {e}"));
+        }
+        tokio::time::timeout(Duration::from_secs(120), producer.flush())
+            .await
+            .expect("flush within 120 s");
+        producer.close(Duration::from_secs(10)).await;
+        handler
+            .slots
+            .lock()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Some(Ok(p)) => *p,
+                Some(Err(e)) => panic!("record {i} failed: {e}"),
+                None => panic!("record {i} never reported"),
+            })
+            .collect()
+    });
+    assert_eq!(handler.reports.load(Ordering::Relaxed), COUNT);
+    check_placed(scheme, &placed, 0);
+    let out_dir = dir.path().join("kafka-python");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    match kafka_python_dump(&addr, &[(topic.to_string(), COUNT)], "", true, &out_dir) {
+        Ok(_) => {
+            let exp = Expected {
+                topic,
+                scheme,
+                count: COUNT,
+                placed: Some(&placed),
+            };
+            let path = out_dir.join(format!("{topic}.dump"));
+            assert_eq!(assert_dump("kafka-python", &path, &exp), COUNT);
+        }
+        Err(why) => skip(
+            "the kafka-python read-back of handler-reported records",
+            &why,
+        ),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
