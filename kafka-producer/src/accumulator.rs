@@ -505,16 +505,45 @@ impl Accumulator {
         batch.last_error = Some(error);
         let queue = self.queue(&batch.tp.topic, batch.tp.partition);
         let mut q = lock(&queue);
-        let seq = batch.producer.map(|f| f.base_sequence);
-        let pos = match seq {
+        let pos = Self::retry_position(&q, &batch);
+        q.deque.insert(pos, batch);
+    }
+
+    /// Where a batch goes back into its queue: before the first batch with a later sequence
+    /// (or none yet), else at the front.
+    fn retry_position(q: &PartitionQueue, batch: &ProducerBatch) -> usize {
+        match batch.producer.map(|f| f.base_sequence) {
             Some(s) => q
                 .deque
                 .iter()
                 .position(|b| b.producer.is_none_or(|f| f.base_sequence > s))
                 .unwrap_or(q.deque.len()),
             None => 0,
-        };
-        q.deque.insert(pos, batch);
+        }
+    }
+
+    /// Splits a batch the broker refused as too large into two halves queued where it was
+    /// (see [`ProducerBatch::split`]); gives it back when it cannot be split.
+    pub(crate) fn split_and_reenqueue(
+        &self,
+        batch: ProducerBatch,
+        now: Instant,
+    ) -> Result<(), Box<ProducerBatch>> {
+        let old_id = batch.id;
+        let halves = batch.split(self.cfg.compression_level, now, &self.pool)?;
+        lock(&self.incomplete).remove(&old_id);
+        // In order: the second half lands right behind the first (a later sequence, or
+        // behind it as a batch already sent once).
+        for mut half in halves {
+            let id = self.next_batch_id.fetch_add(1, Ordering::Relaxed);
+            half.id = id;
+            lock(&self.incomplete).insert(id);
+            let queue = self.queue(&half.tp.topic, half.tp.partition);
+            let mut q = lock(&queue);
+            let pos = Self::retry_position(&q, &half);
+            q.deque.insert(pos, half);
+        }
+        Ok(())
     }
 
     /// Forgets assigned sequence numbers after a producer id or epoch change: queued batches

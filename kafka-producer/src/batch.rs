@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::record::{BatchWriter, Compression, HeaderRef, ProducerFields, RecordBatchMut};
+use kafka_protocol::record::{
+    BatchWriter, Compression, HeaderRef, ProducerFields, RecordBatch, RecordBatchMut,
+};
 use tokio::time::Instant;
 
 use crate::delivery::{Completion, Reports};
@@ -235,6 +237,81 @@ impl ProducerBatch {
         Ok(bytes)
     }
 
+    /// Splits a closed batch that the broker refused as too large into two closed batches
+    /// holding the first and the second half of its records, with the same completions in
+    /// the same order (Java's client splits such a batch too; halving again on a further
+    /// refusal always ends, at single records). With idempotence the halves take the
+    /// original's sequence range: the first its base sequence, the second the one after the
+    /// first half. The halves live outside the pool, as Java's split batches do; the
+    /// original's memory returns to `pool`. Gives the batch back when it cannot be split
+    /// (fewer than two records, or bytes that do not decode).
+    pub(crate) fn split(
+        mut self,
+        level: Option<i32>,
+        now: Instant,
+        pool: &BufferPool,
+    ) -> Result<[ProducerBatch; 2], Box<ProducerBatch>> {
+        let Data::Closed(bytes) = &self.data else {
+            return Err(Box::new(self));
+        };
+        if self.records.len() < 2 {
+            return Err(Box::new(self));
+        }
+        let Some((compression, records)) = decode_records(bytes) else {
+            return Err(Box::new(self));
+        };
+        if records.len() != self.records.len() {
+            return Err(Box::new(self));
+        }
+        let first_len = records.len() / 2;
+        let fields = self.producer.unwrap_or_default();
+        let second_fields = if fields.producer_id >= 0 {
+            let n = i32::try_from(first_len).unwrap_or(i32::MAX);
+            ProducerFields {
+                base_sequence: fields.base_sequence.wrapping_add(n) & i32::MAX,
+                ..fields
+            }
+        } else {
+            fields
+        };
+        // Both halves encoded before anything of the original changes.
+        let (Some(first), Some(second)) = (
+            encode_half(&records[..first_len], compression, level, fields),
+            encode_half(&records[first_len..], compression, level, second_fields),
+        ) else {
+            return Err(Box::new(self));
+        };
+        let reason = format!(
+            "split after MESSAGE_TOO_LARGE ({} bytes, {} records)",
+            self.size(),
+            records.len()
+        );
+        let second_entries = self.records.split_off(first_len);
+        let first_entries = std::mem::take(&mut self.records);
+        let half = |bytes: Bytes, records: Vec<RecordEntry>, fields| ProducerBatch {
+            id: 0,
+            tp: self.tp.clone(),
+            write_limit: bytes.len(),
+            data: Data::Closed(bytes),
+            allocation: None,
+            spare: None,
+            records,
+            last_record_size: 0,
+            created: self.created,
+            last_attempt: now,
+            attempts: self.attempts,
+            producer: Some(fields),
+            retry: false,
+            last_error: Some(reason.clone()),
+        };
+        let halves = [
+            half(first, first_entries, fields),
+            half(second, second_entries, second_fields),
+        ];
+        self.release(pool);
+        Ok(halves)
+    }
+
     /// How long the batch has existed.
     pub(crate) fn age(&self, now: Instant) -> Duration {
         now.saturating_duration_since(self.created)
@@ -300,11 +377,67 @@ impl ProducerBatch {
     }
 }
 
+/// A decoded record of a batch being split: timestamp, key, value, encoded size estimate,
+/// headers.
+type SplitRecord = (
+    i64,
+    Option<Bytes>,
+    Option<Bytes>,
+    usize,
+    Vec<(String, Option<Bytes>)>,
+);
+
+/// One half of a split batch, closed with `fields`; `None` if it does not encode.
+fn encode_half(
+    records: &[SplitRecord],
+    compression: Compression,
+    level: Option<i32>,
+    fields: ProducerFields,
+) -> Option<Bytes> {
+    let size: usize = records.iter().map(|r| r.3).sum();
+    let mut w = BatchWriter::new(BytesMut::with_capacity(size + 128), compression).level(level);
+    for (timestamp, key, value, _, headers) in records {
+        let headers: Vec<HeaderRef<'_>> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        w.append(*timestamp, key.as_deref(), value.as_deref(), &headers)
+            .ok()?;
+    }
+    let (out, _) = w.finish(fields).ok()?;
+    Some(out.freeze())
+}
+
+/// The records of one of our own closed batches, and its codec; `None` if they do not decode.
+fn decode_records(bytes: &Bytes) -> Option<(Compression, Vec<SplitRecord>)> {
+    let batch = RecordBatch::from_bytes(bytes.clone()).ok()?;
+    let compression = batch.compression().ok()?;
+    // Our own batch: its records were at most a batch of them uncompressed; allow generously.
+    let limit = bytes.len().saturating_mul(64).max(1 << 20);
+    let mut out = Vec::with_capacity(usize::try_from(batch.records_count()).unwrap_or(0));
+    for r in batch.records(limit).ok()? {
+        let r = r.ok()?;
+        let size = r.key.as_ref().map_or(0, Bytes::len)
+            + r.value.as_ref().map_or(0, Bytes::len)
+            + r.headers
+                .iter()
+                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len))
+                .sum::<usize>()
+            + 32;
+        let headers = r
+            .headers
+            .iter()
+            .map(|h| (h.key.to_string(), h.value.clone()))
+            .collect();
+        out.push((r.timestamp(&batch), r.key, r.value, size, headers));
+    }
+    Some((compression, out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::delivery::{Callback, DeliveryHandler};
-    use kafka_protocol::record::RecordBatch;
     use std::sync::Mutex;
     use tokio::sync::oneshot;
 
@@ -495,5 +628,116 @@ mod tests {
             *order.lock().unwrap(),
             [(1, true), (4, true), (1, false), (4, false)]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_split_keeps_records_completions_and_the_sequence_range() {
+        let pool = BufferPool::new(1 << 20, 4096);
+        let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
+        let mut batch = ProducerBatch::new(
+            tp(),
+            b.buf,
+            b.allocation,
+            Compression::Lz4,
+            None,
+            4096,
+            Instant::now(),
+        );
+        let mut rxs = Vec::new();
+        for i in 0..5i64 {
+            let value = format!("value-{i}");
+            let key = format!("key-{i}");
+            let headers: [HeaderRef<'_>; 1] = [("h", Some(b"x"))];
+            let rec = AppendRecord {
+                timestamp: 500 + i,
+                key: Some(key.as_bytes()),
+                value: Some(value.as_bytes()),
+                headers: &headers,
+            };
+            let (tx, rx) = oneshot::channel();
+            assert!(batch.try_append(&rec, Completion::Future(tx)).is_ok());
+            rxs.push(rx);
+        }
+        let fields = ProducerFields {
+            producer_id: 7,
+            producer_epoch: 3,
+            base_sequence: 10,
+            transactional: false,
+        };
+        batch.close(fields).unwrap();
+        let halves = batch.split(None, Instant::now(), &pool).unwrap();
+        assert_eq!(
+            pool.available_memory(),
+            1 << 20,
+            "the original's memory came back"
+        );
+        let mut seen = Vec::new();
+        for (half, (count, seq)) in halves.iter().zip([(2, 10), (3, 12)]) {
+            assert_eq!(half.record_count(), count);
+            assert_eq!(half.producer.map(|f| f.base_sequence), Some(seq));
+            let Data::Closed(bytes) = &half.data else {
+                panic!("a half is not closed")
+            };
+            let view = RecordBatch::from_bytes(bytes.clone()).unwrap();
+            view.verify_crc().unwrap();
+            assert_eq!(view.compression().unwrap(), Compression::Lz4);
+            assert_eq!(
+                (
+                    view.producer_id(),
+                    view.producer_epoch(),
+                    view.base_sequence()
+                ),
+                (7, 3, seq)
+            );
+            for r in view.records(1 << 20).unwrap() {
+                let r = r.unwrap();
+                seen.push((
+                    r.timestamp(&view),
+                    r.key.unwrap(),
+                    r.value.unwrap(),
+                    r.headers.len(),
+                ));
+            }
+        }
+        let expected: Vec<_> = (0..5i64)
+            .map(|i| {
+                (
+                    500 + i,
+                    Bytes::from(format!("key-{i}")),
+                    Bytes::from(format!("value-{i}")),
+                    1,
+                )
+            })
+            .collect();
+        assert_eq!(seen, expected);
+        // Completions moved with their records: offsets count from each half's base.
+        let [first, second] = halves;
+        first.complete(Ok((100, None)), &Reports::default(), &pool);
+        second.complete(Ok((200, None)), &Reports::default(), &pool);
+        let mut offsets = Vec::new();
+        for rx in rxs {
+            offsets.push(rx.await.unwrap().unwrap().offset);
+        }
+        assert_eq!(offsets, [100, 101, 200, 201, 202]);
+        // A one-record batch cannot be split.
+        let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
+        let mut one = ProducerBatch::new(
+            tp(),
+            b.buf,
+            b.allocation,
+            Compression::None,
+            None,
+            4096,
+            Instant::now(),
+        );
+        let rec = AppendRecord {
+            timestamp: 1,
+            key: None,
+            value: Some(b"v"),
+            headers: &[],
+        };
+        assert!(one.try_append(&rec, Completion::Opaque(1)).is_ok());
+        one.close(ProducerFields::default()).unwrap();
+        assert!(one.split(None, Instant::now(), &pool).is_err());
     }
 }

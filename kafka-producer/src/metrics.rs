@@ -9,6 +9,7 @@ pub(crate) struct Counters {
     pub(crate) records_sent: AtomicU64,
     pub(crate) records_errored: AtomicU64,
     pub(crate) records_retried: AtomicU64,
+    pub(crate) batches_split: AtomicU64,
     pub(crate) batches_sent: AtomicU64,
     pub(crate) batch_bytes: AtomicU64,
     pub(crate) requests: AtomicU64,
@@ -38,6 +39,8 @@ pub struct ProducerMetrics {
     pub records_errored: u64,
     /// `record-retry-total`: records sent again after a retriable error.
     pub records_retried: u64,
+    /// `batch-split-total`: batches split in two after the broker refused them as too large.
+    pub batches_split: u64,
     /// Batches sent (every attempt).
     pub batches_sent: u64,
     /// `batch-size-avg`: average bytes per batch sent.
@@ -73,6 +76,7 @@ impl ProducerMetrics {
             records_sent: sent,
             records_errored: get(&c.records_errored),
             records_retried: get(&c.records_retried),
+            batches_split: get(&c.batches_split),
             batches_sent: batches,
             batch_size_avg: if batches == 0 {
                 0.0

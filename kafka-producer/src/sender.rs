@@ -555,6 +555,22 @@ impl Sender {
                 let msg = e.to_string();
                 self.retry_or_fail(batch, e, msg, true);
             }
+            // Larger than the topic's max.message.bytes: send it in halves (nothing of it
+            // was written); a single record that is too large fails.
+            ErrorCode::MESSAGE_TOO_LARGE if batch.record_count() > 1 => {
+                let records = batch.record_count() as u64;
+                match self.acc.split_and_reenqueue(batch, Instant::now()) {
+                    Ok(()) => {
+                        tracing::debug!(records, "split a batch refused as too large");
+                        Counters::add(&self.counters.batches_split, 1);
+                        self.acc.wake.notify_one();
+                    }
+                    Err(batch) => {
+                        let e = kafka(&batch, message);
+                        self.fail(*batch, e);
+                    }
+                }
+            }
             ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::PRODUCER_FENCED => {
                 let e = kafka(&batch, message);
                 self.idem.fatal = Some(e.to_string());

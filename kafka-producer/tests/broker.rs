@@ -15,6 +15,10 @@
 //!   with `send_with_opaque` (the opaque is the record's index); the producer's delivery
 //!   handler hears of each exactly once, and kafka-python finds each where the handler was told
 //!   it went. Without a handler, `send_with_opaque` refuses records.
+//! - `batches_larger_than_the_topic_allows_are_split_and_delivered_in_order`: topics with
+//!   `max.message.bytes=3000` and 16 KiB batches: the broker refuses them with
+//!   MESSAGE_TOO_LARGE, the producer halves them until they fit (idempotent with 5 in flight,
+//!   acks=1, and lz4), every record is delivered once and in order, as kafka-python reads it.
 //! - `back_pressure_bounds_memory_while_the_broker_is_stopped`: the `kafka-broker` binary as
 //!   a child process, stopped with SIGSTOP. With `buffer.memory` = 1 MiB and
 //!   `max.block.ms` = 2000, `enqueue` succeeds until the memory is taken, then waits (seen in
@@ -477,6 +481,88 @@ fn delivery_handler_reports_every_record_once_as_kafka_python_reads_it() {
             "the kafka-python read-back of handler-reported records",
             &why,
         ),
+    }
+}
+
+#[test]
+fn batches_larger_than_the_topic_allows_are_split_and_delivered_in_order() {
+    const COUNT: u64 = 6000;
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = InProcessBroker::start(&dir.path().join("data"), "127.0.0.1:0".parse().unwrap());
+    let addr = broker.addr.to_string();
+    let scheme = Scheme::Mixed { keys: 100 };
+    // Batches fill to 16 KiB (long linger), the topics take 3000 bytes at most: every batch
+    // is refused and halved, up to three times, before it fits. Idempotent (acks=all, 5 in
+    // flight) and not (acks=1 with one request in flight, which is what keeps order without
+    // idempotence), compressed and not.
+    let cases = [
+        ("split-idempotent", "all", "none", "5"),
+        ("split-acks1", "1", "none", "1"),
+        ("split-idempotent-lz4", "all", "lz4", "5"),
+    ];
+    let placed: Vec<Vec<(i32, i64)>> = run(async {
+        let admin = kafka_net::Admin::connect(kafka_net::ClusterConfig {
+            bootstrap: vec![addr.clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let topics: Vec<_> = cases
+            .iter()
+            .map(|(t, ..)| {
+                kafka_net::admin::NewTopic::new(*t, PARTITIONS, 1)
+                    .config("max.message.bytes", "3000")
+            })
+            .collect();
+        for r in admin.create_topics(&topics, false).await {
+            r.unwrap();
+        }
+        let mut all = Vec::new();
+        for (topic, acks, codec, in_flight) in cases {
+            let producer = Producer::new(
+                ProducerConfig::from_pairs([
+                    ("bootstrap.servers", addr.as_str()),
+                    ("acks", acks),
+                    ("compression.type", codec),
+                    ("linger.ms", "200"),
+                    ("max.in.flight.requests.per.connection", in_flight),
+                ])
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+            let placed = produce_all(&producer, topic, scheme, COUNT).await;
+            let m = producer.metrics();
+            producer.close(Duration::from_secs(30)).await;
+            check_placed(scheme, &placed, 0);
+            assert!(m.batches_split > 0, "{topic}: no batch was split: {m:?}");
+            assert_eq!(m.records_errored, 0, "{topic}: {m:?}");
+            eprintln!(
+                "{topic}: {} splits, {} batches sent",
+                m.batches_split, m.batches_sent
+            );
+            all.push(placed);
+        }
+        all
+    });
+    let out_dir = dir.path().join("kafka-python");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let topics: Vec<(String, u64)> = cases.iter().map(|c| (c.0.to_string(), COUNT)).collect();
+    match kafka_python_dump(&addr, &topics, "lz4", true, &out_dir) {
+        Ok(_) => {
+            for ((topic, ..), placed) in cases.iter().zip(&placed) {
+                let exp = Expected {
+                    topic,
+                    scheme,
+                    count: COUNT,
+                    placed: Some(placed),
+                };
+                let path = out_dir.join(format!("{topic}.dump"));
+                assert_eq!(assert_dump("kafka-python", &path, &exp), COUNT);
+            }
+        }
+        Err(why) => skip("the kafka-python read-back of split batches", &why),
     }
 }
 
