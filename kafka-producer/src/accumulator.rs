@@ -375,6 +375,23 @@ impl Accumulator {
         out
     }
 
+    /// Adaptive partitioning: the batches queued per partition whose leader is known, with
+    /// that leader: (topic, partition, leader, queued batches).
+    pub(crate) fn queue_lengths(
+        &self,
+        leader: impl Fn(&TopicPartition) -> Option<i32>,
+    ) -> Vec<(Arc<str>, i32, i32, usize)> {
+        let all = self.snapshot();
+        let mut out = Vec::with_capacity(all.len());
+        for (tp, queue) in all.iter() {
+            if let Some(node) = leader(tp) {
+                let len = lock(queue).deque.len();
+                out.push((tp.topic.clone(), tp.partition, node, len));
+            }
+        }
+        out
+    }
+
     /// How long the first batch has waited and how long it should wait.
     fn wait_times(&self, first: &ProducerBatch, now: Instant) -> (Duration, Duration) {
         if first.retry {

@@ -86,6 +86,12 @@ pub struct ProducerConfig {
     pub partitioner: Arc<dyn Partitioner>,
     /// `partitioner.ignore.keys` (default false).
     pub partitioner_ignore_keys: bool,
+    /// `partitioner.adaptive.partitioning.enable` (default true): records without a key go
+    /// more often to partitions with shorter queues (KIP-794).
+    pub partitioner_adaptive: bool,
+    /// `partitioner.availability.timeout.ms` (default 0 = off): a broker that has had
+    /// records waiting without taking any for this long gets no new records without a key.
+    pub partitioner_availability_timeout: Duration,
     /// `send.buffer.bytes` (default 131072; -1 = OS default).
     pub send_buffer: Option<u32>,
     /// `receive.buffer.bytes` (default 32768; -1 = OS default).
@@ -206,6 +212,8 @@ impl Default for ProducerConfigBuilder {
                 transaction_timeout: Duration::from_secs(60),
                 partitioner: Arc::new(partitioner::DefaultPartitioner::default()),
                 partitioner_ignore_keys: false,
+                partitioner_adaptive: true,
+                partitioner_availability_timeout: Duration::ZERO,
                 send_buffer: Some(131_072),
                 receive_buffer: Some(32_768),
                 metadata_max_age: Duration::from_secs(300),
@@ -273,8 +281,6 @@ const IGNORED_KEYS: &[&str] = &[
     "metadata.max.idle.ms",
     "security.protocol",
     "client.dns.lookup",
-    "partitioner.adaptive.partitioning.enable",
-    "partitioner.availability.timeout.ms",
     "auto.include.jmx.reporter",
     "enable.metrics.push",
 ];
@@ -359,6 +365,12 @@ impl ProducerConfigBuilder {
             "transaction.timeout.ms" => c.transaction_timeout = parse_ms(key, value)?,
             "partitioner.class" | "partitioner" => self.partitioner_name = Some(value.to_owned()),
             "partitioner.ignore.keys" => c.partitioner_ignore_keys = parse_bool(key, value)?,
+            "partitioner.adaptive.partitioning.enable" => {
+                c.partitioner_adaptive = parse_bool(key, value)?;
+            }
+            "partitioner.availability.timeout.ms" => {
+                c.partitioner_availability_timeout = parse_ms(key, value)?;
+            }
             "send.buffer.bytes" => c.send_buffer = parse_buffer(key, value)?,
             "receive.buffer.bytes" => c.receive_buffer = parse_buffer(key, value)?,
             "metadata.max.age.ms" => c.metadata_max_age = parse_ms(key, value)?,
@@ -403,6 +415,18 @@ impl ProducerConfigBuilder {
     /// `linger.ms`.
     pub fn linger(mut self, linger: Duration) -> Self {
         self.cfg.linger = linger;
+        self
+    }
+
+    /// `partitioner.adaptive.partitioning.enable`.
+    pub fn adaptive_partitioning(mut self, on: bool) -> Self {
+        self.cfg.partitioner_adaptive = on;
+        self
+    }
+
+    /// `partitioner.availability.timeout.ms` (zero: off).
+    pub fn partition_availability_timeout(mut self, timeout: Duration) -> Self {
+        self.cfg.partitioner_availability_timeout = timeout;
         self
     }
 

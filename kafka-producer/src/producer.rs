@@ -51,7 +51,7 @@ struct Inner {
     cfg: ProducerConfig,
     cluster: Cluster,
     acc: Arc<Accumulator>,
-    sticky: StickyPartitioner,
+    sticky: Arc<StickyPartitioner>,
     counters: Arc<Counters>,
     shutdown: watch::Sender<Shutdown>,
     sender: Mutex<Option<JoinHandle<()>>>,
@@ -151,13 +151,15 @@ impl Producer {
         );
         let counters = Arc::new(Counters::default());
         let (shutdown, shutdown_rx) = watch::channel(Shutdown::Running);
+        let sticky = Arc::new(StickyPartitioner::new(cfg.batch_size));
         let sender = Sender::new(
             cfg.clone(),
             cluster.clone(),
             acc.clone(),
             counters.clone(),
             shutdown_rx,
-        );
+        )
+        .with_partition_load(sticky.clone());
         let handle = tokio::spawn(sender.run());
         let meta_version = Arc::new(AtomicU64::new(cluster.metadata().version));
         let mut changes = cluster.subscribe_metadata();
@@ -170,7 +172,7 @@ impl Producer {
         });
         Self {
             inner: Arc::new(Inner {
-                sticky: StickyPartitioner::new(cfg.batch_size),
+                sticky,
                 cfg,
                 cluster,
                 acc,

@@ -28,6 +28,7 @@ use crate::batch::{ProducerBatch, TopicPartition};
 use crate::config::ProducerConfig;
 use crate::error::ProducerError;
 use crate::metrics::Counters;
+use crate::partitioner::StickyPartitioner;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -83,7 +84,23 @@ pub(crate) struct Sender {
     /// Batches answered and not yet completed: their records' callbacks run after the next
     /// requests are sent, so a response frees its in-flight slot for new data first.
     done: Vec<(ProducerBatch, BatchResult)>,
+    /// Adaptive partitioning: the sticky partitioner told of queue sizes, when next, and since
+    /// when each broker has had batches waiting without a request going to it.
+    load: Option<PartitionLoad>,
 }
+
+/// Feeds the sticky partitioner with queue sizes (`partitioner.adaptive.partitioning.enable`)
+/// and leaves out brokers that take nothing (`partitioner.availability.timeout.ms`), as the
+/// Java client's accumulator does on its readiness pass; here at most every
+/// [`LOAD_INTERVAL`], when the sender runs (it does whenever records come or answers arrive).
+struct PartitionLoad {
+    sticky: Arc<StickyPartitioner>,
+    next: Instant,
+    backlog_since: HashMap<i32, Instant>,
+}
+
+/// How often the partitioner hears of queue sizes.
+const LOAD_INTERVAL: Duration = Duration::from_millis(10);
 
 impl Sender {
     pub(crate) fn new(
@@ -112,6 +129,69 @@ impl Sender {
             refresh: None,
             next_refresh: Instant::now(),
             done: Vec::new(),
+            load: None,
+        }
+    }
+
+    /// Adaptive partitioning through `sticky` (if the configuration asks for it).
+    #[must_use]
+    pub(crate) fn with_partition_load(mut self, sticky: Arc<StickyPartitioner>) -> Self {
+        if self.cfg.partitioner_adaptive {
+            self.load = Some(PartitionLoad {
+                sticky,
+                next: Instant::now(),
+                backlog_since: HashMap::new(),
+            });
+        }
+        self
+    }
+
+    /// Tells the sticky partitioner the queue sizes of the partitions it may choose: those
+    /// with a known leader, less those whose broker has had batches waiting without a
+    /// request for longer than `partitioner.availability.timeout.ms` (when set).
+    fn update_partition_load(&mut self, now: Instant, meta: &MetadataSnapshot) {
+        let Some(load) = &mut self.load else { return };
+        if now < load.next {
+            return;
+        }
+        load.next = now + LOAD_INTERVAL;
+        let lengths = self.acc.queue_lengths(|tp| leader_of(meta, tp));
+        let mut waiting: HashMap<i32, usize> = HashMap::new();
+        for &(_, _, node, len) in &lengths {
+            *waiting.entry(node).or_default() += len;
+        }
+        for (node, queued) in waiting {
+            if queued == 0 {
+                load.backlog_since.remove(&node);
+            } else {
+                load.backlog_since.entry(node).or_insert(now);
+            }
+        }
+        let timeout = self.cfg.partitioner_availability_timeout;
+        let since = &load.backlog_since;
+        let available = |node: i32| {
+            timeout.is_zero()
+                || since
+                    .get(&node)
+                    .is_none_or(|t| now.saturating_duration_since(*t) <= timeout)
+        };
+        let mut topic: Option<Arc<str>> = None;
+        let mut sizes: Vec<(i32, usize)> = Vec::new();
+        // Queues are listed topic by topic (a topic's queues are made together).
+        for (t, partition, node, len) in lengths {
+            if topic.as_ref().is_some_and(|cur| *cur != t) {
+                if let Some(done) = topic.take() {
+                    load.sticky.set_queue_sizes(&done, &sizes);
+                }
+                sizes.clear();
+            }
+            topic.get_or_insert(t);
+            if available(node) {
+                sizes.push((partition, len));
+            }
+        }
+        if let Some(done) = topic {
+            load.sticky.set_queue_sizes(&done, &sizes);
         }
     }
 
@@ -156,6 +236,7 @@ impl Sender {
                     |node| !paused && in_flight.get(&node).copied().unwrap_or(0) < max_in_flight,
                 )
             };
+            self.update_partition_load(now, &meta);
             let mut wait = ready.next_check;
             if !ready.unknown_leaders.is_empty() {
                 self.cluster
@@ -429,6 +510,9 @@ impl Sender {
         );
         match conn.enqueue(RequestBody::Produce(req), version).await {
             Ok(fut) => {
+                if let Some(load) = &mut self.load {
+                    load.backlog_since.remove(&node);
+                }
                 *self.node_in_flight.entry(node).or_default() += 1;
                 self.requests.insert(
                     id,

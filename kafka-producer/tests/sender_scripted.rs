@@ -2,7 +2,8 @@
 //! connections closed before or after the append, answers later than the request timeout,
 //! lost producer state, fencing, a broker that never answers. Checks what the seeds require:
 //! every future resolves, per-partition order holds, and with idempotence nothing is written
-//! twice.
+//! twice. Also adaptive partitioning: with `partitioner.availability.timeout.ms`, records
+//! without a key stop going to a broker that takes nothing.
 //!
 //! The fake brokers (shared with kafka-net's tests) answer ApiVersions and Metadata; the
 //! handler here plays a partition log with Kafka's idempotence rules (sequence numbers per
@@ -572,4 +573,116 @@ async fn typed_records_go_through_the_serializers() {
     assert_eq!(r.key.as_deref(), Some(&b"user-7"[..]));
     assert_eq!(&r.headers[0].key[..], "h");
     typed.producer().close(Duration::from_secs(5)).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adaptive partitioning (KIP-794): records without a key and a slow or stalled broker
+// ---------------------------------------------------------------------------------------------
+
+/// Two brokers; "t" has 8 partitions led alternately by broker 1 and broker 2 (odd
+/// partitions); broker 2 answers each Produce after `delay` (one answer at a time, as a
+/// Kafka connection does), broker 1 at once.
+async fn slow_second_broker(delay: Duration) -> (FakeCluster, Arc<Mutex<FakeLog>>) {
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let handler_log = log.clone();
+    let fake = FakeCluster::builder(2)
+        .handler(move |ctx: &Ctx, req: &Request| match &req.body {
+            RequestBody::Produce(p) => {
+                let resp = ResponseBody::Produce(handler_log.lock().unwrap().produce(p, None));
+                Some(if ctx.node == 2 {
+                    Reply::After(delay, resp)
+                } else {
+                    Reply::Send(resp)
+                })
+            }
+            _ => handle(&handler_log, req),
+        })
+        .start()
+        .await;
+    fake.add_topic("t", Topic::led_by(&[1, 2, 1, 2, 1, 2, 1, 2]));
+    (fake, log)
+}
+
+/// Sends `count` records of 100 bytes without a key to "t", `per_tick` every 10 ms; when
+/// each was sent (after the first) and its future.
+async fn send_paced(
+    p: &Producer,
+    count: usize,
+    per_tick: usize,
+) -> Vec<(Duration, DeliveryFuture)> {
+    let start = tokio::time::Instant::now();
+    let mut out = Vec::with_capacity(count);
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    for i in 0..count {
+        if i % per_tick == 0 {
+            tick.tick().await;
+        }
+        let rec = ProducerRecord::new("t", Bytes::from(vec![b'v'; 100]));
+        out.push((start.elapsed(), p.enqueue(rec).await.unwrap()));
+    }
+    out
+}
+
+/// Broker 2 stalls (answers Produce after a minute); 1,200 records without a key go over
+/// one second. Returns how many records sent after the first 400 ms went to broker 2's
+/// partitions (they fail with a delivery timeout naming their partition; broker 1's
+/// succeed).
+async fn late_records_on_a_stalled_broker(settings: &[(&str, &str)]) -> usize {
+    let (fake, _log) = slow_second_broker(Duration::from_secs(60)).await;
+    let mut pairs = vec![
+        ("acks", "1"),
+        ("linger.ms", "5"),
+        ("request.timeout.ms", "2000"),
+        ("delivery.timeout.ms", "2500"),
+    ];
+    pairs.extend_from_slice(settings);
+    let p = Producer::new(config(&fake, &pairs)).await.unwrap();
+    let sent = send_paced(&p, 1200, 12).await;
+    let mut late_on_stalled = 0;
+    for (at, f) in sent {
+        let partition = match tokio::time::timeout(Duration::from_secs(30), f)
+            .await
+            .expect("a record never completed")
+        {
+            Ok(md) => {
+                assert_eq!(md.partition % 2, 0, "broker 2 acknowledged a record");
+                md.partition
+            }
+            Err(ProducerError::DeliveryTimeout { partition, .. }) => {
+                assert_eq!(partition % 2, 1, "a record to broker 1 timed out");
+                partition
+            }
+            Err(e) => panic!("unexpected failure: {e}"),
+        };
+        if at >= Duration::from_millis(400) && partition % 2 == 1 {
+            late_on_stalled += 1;
+        }
+    }
+    p.close(Duration::from_secs(5)).await;
+    late_on_stalled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_takes_nothing_gets_no_new_records_after_the_availability_timeout() {
+    // With `partitioner.availability.timeout.ms`, the sender stops offering broker 2's
+    // partitions once it has had batches waiting for 100 ms without a request going out
+    // (its five requests in flight never come back).
+    let excluded = late_records_on_a_stalled_broker(&[
+        ("partitioner.adaptive.partitioning.enable", "true"),
+        ("partitioner.availability.timeout.ms", "100"),
+    ])
+    .await;
+    // Without adaptive partitioning the sticky partitioner keeps choosing them (each choice
+    // moves on after one record, as the record opens a batch behind queued ones).
+    let uniform =
+        late_records_on_a_stalled_broker(&[("partitioner.adaptive.partitioning.enable", "false")])
+            .await;
+    eprintln!(
+        "records sent after 400 ms to the stalled broker: {excluded} with the availability timeout, {uniform} without adaptive partitioning"
+    );
+    assert!(
+        uniform > 0,
+        "the control sent nothing to the stalled broker"
+    );
+    assert_eq!(excluded, 0, "records still went to the stalled broker");
 }
