@@ -248,7 +248,7 @@ pub trait Message: Codec + Default {
 }
 
 /// Maps a nom failure on `input` to a typed error for `field`.
-pub(crate) fn nom_err(
+fn nom_err(
     field: &'static str,
     need: usize,
     have: usize,

@@ -29,14 +29,12 @@ use std::iter::FusedIterator;
 use bytes::Bytes;
 
 use crate::codec::{
-    KStr, Message, RawTaggedField, UnknownTags, invalid, nom_err, null_not_allowed, too_large,
-    truncated,
+    KStr, Message, RawTaggedField, UnknownTags, invalid, null_not_allowed, too_large, truncated,
 };
 use crate::error::DecodeError;
 use crate::frame::request_header_version;
 use crate::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use crate::messages::{ApiKey, ProduceRequest, RequestHeader};
-use crate::primitives;
 
 // The view follows ProduceRequest's schema as the generated code knows it (versions 0-11,
 // topics by name). A schema update that adds versions (v13 identifies topics by id) must update
@@ -47,6 +45,9 @@ const _: () = assert!(
         && matches!(<ProduceRequest as Message>::FLEXIBLE_MIN, Some(9)),
     "ProduceRequest's schema changed: update kafka-protocol/src/view.rs"
 );
+
+/// What `Reader` reports for a varint longer than 5 bytes or over `u32::MAX`.
+const VARINT_TOO_LONG: &str = "varint is longer than its type allows";
 
 /// The first version of ProduceRequest with a transactional id.
 const TRANSACTIONAL_ID_MIN: i16 = 3;
@@ -104,7 +105,8 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn fixed<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
         match self.input.split_first_chunk::<N>() {
             Some((b, rest)) => {
@@ -115,17 +117,20 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn i16(&mut self, field: &'static str) -> Result<i16, DecodeError> {
         self.fixed::<2>(field).map(i16::from_be_bytes)
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
         self.fixed::<4>(field).map(i32::from_be_bytes)
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn uvarint(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         match self.input.split_first() {
             Some((&b, rest)) if b < 0x80 => {
@@ -136,19 +141,32 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// A varint of two bytes or more: `primitives::uvarint` written out (its nom form costs
+    /// more on the record-set lengths of every partition), with the errors `Reader` makes of
+    /// its failures.
     #[inline(never)]
     fn uvarint_slow(&mut self, field: &'static str) -> Result<u32, DecodeError> {
-        match primitives::uvarint(self.input) {
-            Ok((rest, v)) => {
-                self.input = rest;
-                Ok(v)
+        let input = self.input;
+        let mut value: u64 = 0;
+        for (i, &b) in input.iter().enumerate() {
+            if i >= 5 {
+                return Err(invalid(field, VARINT_TOO_LONG));
             }
-            Err(e) => Err(nom_err(field, 1, self.input.len(), e)),
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                let Ok(v) = u32::try_from(value) else {
+                    return Err(invalid(field, VARINT_TOO_LONG));
+                };
+                self.input = input.get(i + 1..).unwrap_or_default();
+                return Ok(v);
+            }
         }
+        Err(truncated(field, 1, input.len()))
     }
 
     /// The next `n` bytes, consumed.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn take(&mut self, field: &'static str, n: usize) -> Result<&'a [u8], DecodeError> {
         match self.input.split_at_checked(n) {
             Some((b, rest)) => {
@@ -160,7 +178,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length prefix, as `Reader::length`: `None` for null, checked against the input left.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn length(
         &mut self,
         field: &'static str,
@@ -187,13 +206,15 @@ impl<'a> Cursor<'a> {
         Ok(Some(len as usize))
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn str_of(&mut self, field: &'static str, n: usize) -> Result<&'a str, DecodeError> {
         let b = self.take(field, n)?;
         std::str::from_utf8(b).map_err(|_| invalid(field, "string is not valid UTF-8"))
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn nullable_string(
         &mut self,
         field: &'static str,
@@ -205,7 +226,8 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn string(
         &mut self,
         field: &'static str,
@@ -218,7 +240,32 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    #[inline]
+    /// A string that must not be null, checked but not returned: the validating pass over
+    /// arrays, which keeps nothing, skips building the `&str` (ASCII, nearly every name, is
+    /// checked without a call).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn check_string(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        version: i16,
+    ) -> Result<(), DecodeError> {
+        match self.length(field, flexible, false)? {
+            None => Err(null_not_allowed(field, version)),
+            Some(n) => {
+                let b = self.take(field, n)?;
+                if b.is_ascii() || std::str::from_utf8(b).is_ok() {
+                    Ok(())
+                } else {
+                    Err(invalid(field, "string is not valid UTF-8"))
+                }
+            }
+        }
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn nullable_bytes(
         &mut self,
         field: &'static str,
@@ -232,7 +279,8 @@ impl<'a> Cursor<'a> {
 
     /// A non-null array: the count (checked against the input left, as `Reader` does), then
     /// `count` elements validated by `elem`. Returns the elements' bytes and the count.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn array(
         &mut self,
         field: &'static str,
@@ -263,7 +311,8 @@ impl<'a> Cursor<'a> {
 
     /// A tagged-field section, validated as `Reader::tagged_fields` does (no tag is known to
     /// these structs, so every field is kept raw).
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn tagged_fields(&mut self, field: &'static str) -> Result<TaggedFields<'a>, DecodeError> {
         // Nearly every section is empty: one zero byte.
         match self.input.split_first() {
@@ -344,16 +393,19 @@ impl<'a> TaggedFields<'a> {
     const EMPTY: Self = Self { raw: &[], count: 0 };
 
     /// How many fields.
+    #[inline]
     pub fn len(&self) -> usize {
         self.count as usize
     }
 
     /// Whether there are none (always so in non-flexible versions).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// The fields, in wire order (tags increasing).
+    #[inline]
     pub fn iter(&self) -> TaggedFieldIter<'a> {
         TaggedFieldIter {
             rest: Cursor { input: self.raw },
@@ -375,6 +427,7 @@ impl<'a> TaggedFields<'a> {
 impl<'a> IntoIterator for TaggedFields<'a> {
     type Item = (u32, &'a [u8]);
     type IntoIter = TaggedFieldIter<'a>;
+    #[inline]
     fn into_iter(self) -> TaggedFieldIter<'a> {
         self.iter()
     }
@@ -390,6 +443,7 @@ pub struct TaggedFieldIter<'a> {
 impl<'a> Iterator for TaggedFieldIter<'a> {
     type Item = (u32, &'a [u8]);
 
+    #[inline]
     fn next(&mut self) -> Option<(u32, &'a [u8])> {
         if self.left == 0 {
             return None;
@@ -452,32 +506,38 @@ impl<'a> RequestHeaderView<'a> {
     }
 
     /// `RequestApiKey`.
+    #[inline]
     pub fn api_key(&self) -> i16 {
         self.api_key
     }
 
     /// `RequestApiVersion`: the version of the request body.
+    #[inline]
     pub fn api_version(&self) -> i16 {
         self.api_version
     }
 
     /// `CorrelationId`.
+    #[inline]
     pub fn correlation_id(&self) -> i32 {
         self.correlation_id
     }
 
     /// `ClientId` (null is `None`).
+    #[inline]
     pub fn client_id(&self) -> Option<&'a str> {
         self.client_id
     }
 
     /// The header's own version (1, or 2 for flexible request versions; see
     /// [`request_header_version`]).
+    #[inline]
     pub fn header_version(&self) -> i16 {
         self.header_version
     }
 
     /// The header's tagged fields (header version 2), none of which this crate knows.
+    #[inline]
     pub fn tagged_fields(&self) -> TaggedFields<'a> {
         self.tagged
     }
@@ -579,6 +639,8 @@ impl<'a> ProduceRequestView<'a> {
     }
 
     /// The body, every byte of it validated.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn parse_fields(c: &mut Cursor<'a>, v: i16) -> Result<Self, DecodeError> {
         let flex = is_flexible(v);
         let transactional_id = if v >= TRANSACTIONAL_ID_MIN {
@@ -588,7 +650,7 @@ impl<'a> ProduceRequestView<'a> {
         };
         let acks = c.i16(ACKS)?;
         let timeout_ms = c.i32(TIMEOUT_MS)?;
-        let (raw, count) = c.array(TOPIC_DATA, flex, v, |c| TopicView::parse(c, v).map(drop))?;
+        let (raw, count) = c.array(TOPIC_DATA, flex, v, |c| TopicView::check(c, v))?;
         let tagged = if flex {
             c.tagged_fields(REQUEST_TAGS)?
         } else {
@@ -610,37 +672,44 @@ impl<'a> ProduceRequestView<'a> {
     }
 
     /// The request version.
+    #[inline]
     pub fn version(&self) -> i16 {
         self.version
     }
 
     /// `TransactionalId` (versions 3+; `None` before, and when null).
+    #[inline]
     pub fn transactional_id(&self) -> Option<&'a str> {
         self.transactional_id
     }
 
     /// `Acks`.
+    #[inline]
     pub fn acks(&self) -> i16 {
         self.acks
     }
 
     /// `TimeoutMs`.
+    #[inline]
     pub fn timeout_ms(&self) -> i32 {
         self.timeout_ms
     }
 
     /// `TopicData`: each topic to produce to.
+    #[inline]
     pub fn topics(&self) -> Topics<'a> {
         self.topics
     }
 
     /// The body's tagged fields (flexible versions), none of which this crate knows.
+    #[inline]
     pub fn tagged_fields(&self) -> TaggedFields<'a> {
         self.tagged
     }
 
     /// The bytes after the body's last field. Kafka ignores them, and so does the view (as
     /// `decode_request`, which returns them as `Request::trailing`); some clients send a few.
+    #[inline]
     pub fn trailing(&self) -> &'a [u8] {
         self.trailing
     }
@@ -674,16 +743,19 @@ pub struct Topics<'a> {
 
 impl<'a> Topics<'a> {
     /// How many topics.
+    #[inline]
     pub fn len(&self) -> usize {
         self.count
     }
 
     /// Whether there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// The topics, in wire order.
+    #[inline]
     pub fn iter(&self) -> TopicIter<'a> {
         TopicIter {
             rest: Cursor { input: self.raw },
@@ -696,6 +768,7 @@ impl<'a> Topics<'a> {
 impl<'a> IntoIterator for Topics<'a> {
     type Item = TopicView<'a>;
     type IntoIter = TopicIter<'a>;
+    #[inline]
     fn into_iter(self) -> TopicIter<'a> {
         self.iter()
     }
@@ -712,6 +785,7 @@ pub struct TopicIter<'a> {
 impl<'a> Iterator for TopicIter<'a> {
     type Item = TopicView<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<TopicView<'a>> {
         if self.left == 0 {
             return None;
@@ -738,8 +812,25 @@ pub struct TopicView<'a> {
 }
 
 impl<'a> TopicView<'a> {
+    /// Validates one topic, its partitions included, as [`Self::parse`] reads it: the same
+    /// reads and errors, without building the view.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn check(c: &mut Cursor<'a>, v: i16) -> Result<(), DecodeError> {
+        let flex = is_flexible(v);
+        c.check_string(TOPIC_NAME, flex, v)?;
+        c.array(PARTITION_DATA, flex, v, |c| {
+            PartitionView::parse(c, flex).map(drop)
+        })?;
+        if flex {
+            c.tagged_fields(TOPIC_TAGS)?;
+        }
+        Ok(())
+    }
+
     /// Reads and validates one topic, its partitions included.
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn parse(c: &mut Cursor<'a>, v: i16) -> Result<Self, DecodeError> {
         let flex = is_flexible(v);
         let name = c.string(TOPIC_NAME, flex, v)?;
@@ -759,16 +850,19 @@ impl<'a> TopicView<'a> {
     }
 
     /// `Name`: the topic name.
+    #[inline]
     pub fn name(&self) -> &'a str {
         self.name
     }
 
     /// `PartitionData`: each partition to produce to.
+    #[inline]
     pub fn partitions(&self) -> Partitions<'a> {
         self.partitions
     }
 
     /// The topic's tagged fields (flexible versions), none of which this crate knows.
+    #[inline]
     pub fn tagged_fields(&self) -> TaggedFields<'a> {
         self.tagged
     }
@@ -798,16 +892,19 @@ pub struct Partitions<'a> {
 
 impl<'a> Partitions<'a> {
     /// How many partitions.
+    #[inline]
     pub fn len(&self) -> usize {
         self.count
     }
 
     /// Whether there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// The partitions, in wire order.
+    #[inline]
     pub fn iter(&self) -> PartitionIter<'a> {
         PartitionIter {
             rest: Cursor { input: self.raw },
@@ -820,6 +917,7 @@ impl<'a> Partitions<'a> {
 impl<'a> IntoIterator for Partitions<'a> {
     type Item = PartitionView<'a>;
     type IntoIter = PartitionIter<'a>;
+    #[inline]
     fn into_iter(self) -> PartitionIter<'a> {
         self.iter()
     }
@@ -836,6 +934,7 @@ pub struct PartitionIter<'a> {
 impl<'a> Iterator for PartitionIter<'a> {
     type Item = PartitionView<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<PartitionView<'a>> {
         if self.left == 0 {
             return None;
@@ -862,7 +961,8 @@ pub struct PartitionView<'a> {
 }
 
 impl<'a> PartitionView<'a> {
-    #[inline]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn parse(c: &mut Cursor<'a>, flex: bool) -> Result<Self, DecodeError> {
         let index = c.i32(PARTITION_INDEX)?;
         let records = c.nullable_bytes(RECORDS, flex)?;
@@ -879,23 +979,27 @@ impl<'a> PartitionView<'a> {
     }
 
     /// `Index`: the partition index.
+    #[inline]
     pub fn index(&self) -> i32 {
         self.index
     }
 
     /// `Records`: the record set, a slice of the frame (`None` when null). Not parsed: read
     /// it with [`crate::record`].
+    #[inline]
     pub fn records(&self) -> Option<&'a [u8]> {
         self.records
     }
 
     /// The record set as `Bytes` sharing `frame`, the bytes this view was parsed from: one
     /// reference count, no copy (see [`share`]; a copy if `frame` does not hold them).
+    #[inline]
     pub fn records_bytes(&self, frame: &Bytes) -> Option<Bytes> {
         self.records.map(|r| share(frame, r))
     }
 
     /// The partition's tagged fields (flexible versions), none of which this crate knows.
+    #[inline]
     pub fn tagged_fields(&self) -> TaggedFields<'a> {
         self.tagged
     }
@@ -906,6 +1010,53 @@ impl<'a> PartitionView<'a> {
             index: self.index,
             records: self.records_bytes(frame),
             unknown_tagged_fields: self.tagged.to_unknown_tags(frame),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Reader;
+
+    /// `Cursor::uvarint` (its hand-written slow path included) reads what `Reader::uvarint`
+    /// reads, takes as many bytes, and fails with the same error.
+    #[test]
+    fn cursor_varints_are_reader_varints() {
+        let check = |input: &[u8]| {
+            let bytes = Bytes::copy_from_slice(input);
+            let mut r = Reader::new(&bytes);
+            let want = r.uvarint("v").map(|v| (v, r.remaining()));
+            let mut c = Cursor { input };
+            let got = c.uvarint("v").map(|v| (v, c.input.len()));
+            assert_eq!(got, want, "{input:02x?}");
+        };
+        // Every input of up to two bytes.
+        check(&[]);
+        for a in 0..=255u8 {
+            check(&[a]);
+            for b in 0..=255u8 {
+                check(&[a, b]);
+            }
+        }
+        // Longer ones around the 5-byte and 32-bit limits, and pseudo-random ones.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for len in 3..=8 {
+            for fill in [0x80, 0xff] {
+                for last in [0x00, 0x01, 0x0f, 0x10, 0x7f, 0x80] {
+                    let mut v = vec![fill; len - 1];
+                    v.push(last);
+                    check(&v);
+                    v.push(0x42);
+                    check(&v);
+                }
+            }
+            for _ in 0..2000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                check(&x.to_le_bytes()[..len]);
+            }
         }
     }
 }
