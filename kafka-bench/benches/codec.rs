@@ -8,10 +8,15 @@
 //!   (ours: `frame::decode_request` / `decode_response`; theirs: `RequestKind::decode` /
 //!   `ResponseKind::decode`), trailing bytes checked.
 //! - `decode_typed`: header and body with the message types named by the caller (no enum).
+//! - `decode_visit` (Produce): `decode`, then a read of every field a Produce handler looks
+//!   at (see [`Visit`]).
+//! - `ours/view` (Produce): the same read through the borrowing view
+//!   (`kafka_protocol::view::ProduceRequestView`): parse and validate the frame, then walk it.
 //!
-//! Every variant takes its own handle on the frame (as a reader that owns the frame it
+//! Every decode variant takes its own handle on the frame (as a reader that owns the frame it
 //! received; kafka-protocol-rs consumes a `Bytes`), returns the fully decoded message and
-//! drops it and the frame handle inside the timed loop.
+//! drops it and the frame handle inside the timed loop. The view borrows the frame, so it
+//! takes no handle: that saving is part of what it is for.
 
 use std::hint::black_box;
 
@@ -19,7 +24,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use kafka_bench::{fetch_frame, fetch_response, peak_rss_kib, produce_frame, records};
 use kafka_protocol::codec::{Codec, Reader};
 use kafka_protocol::messages::{FetchResponse, ProduceRequest, RequestHeader, ResponseHeader};
-use kafka_protocol::{ApiKey, Bytes, frame};
+use kafka_protocol::view::ProduceRequestView;
+use kafka_protocol::{ApiKey, Bytes, RequestBody, frame};
 
 const MIB: usize = 1 << 20;
 
@@ -42,6 +48,24 @@ fn produce(c: &mut Criterion) {
     g.bench_function("floor/decode", |b| {
         b.iter(|| floor(black_box(&frame_bytes), 3))
     });
+    // The three visits read the same values.
+    let visited = frame::decode_request(&frame_bytes)
+        .ok()
+        .and_then(|r| visit_produce(&r));
+    if visited.is_none() || visit_produce_view(&frame_bytes) != visited {
+        eprintln!("produce_request_1MiB: the view and the decode visit different values");
+    }
+    g.bench_function("ours/decode_visit", |b| {
+        b.iter(|| {
+            let f = black_box(&frame_bytes).clone();
+            frame::decode_request(&f)
+                .ok()
+                .and_then(|r| visit_produce(&r))
+        })
+    });
+    g.bench_function("ours/view", |b| {
+        b.iter(|| visit_produce_view(black_box(&frame_bytes)))
+    });
     let req = frame::decode_request(&frame_bytes).ok();
     g.bench_function("ours/encode", |b| {
         b.iter(|| {
@@ -50,7 +74,7 @@ fn produce(c: &mut Criterion) {
         })
     });
     #[cfg(feature = "compare")]
-    compare::produce(&mut g, &frame_bytes);
+    compare::produce(&mut g, &frame_bytes, visited);
     g.finish();
 }
 
@@ -80,6 +104,70 @@ fn fetch(c: &mut Criterion) {
     #[cfg(feature = "compare")]
     compare::fetch(&mut g, &frame_bytes);
     g.finish();
+}
+
+/// A sum of every field a Produce handler reads, each through `black_box` so that none can be
+/// skipped: correlation id, client id length, transactional id length, acks, timeout, then per
+/// topic the name's length and per partition the index and the record set's length.
+#[derive(Default)]
+struct Visit(usize);
+
+impl Visit {
+    fn add(&mut self, v: usize) {
+        self.0 = self.0.wrapping_add(black_box(v));
+    }
+
+    fn head(correlation_id: i32, client_id: usize, txn_id: usize, acks: i16, timeout: i32) -> Self {
+        let mut v = Self::default();
+        v.add(correlation_id as usize);
+        v.add(client_id);
+        v.add(txn_id);
+        v.add(acks as usize);
+        v.add(timeout as usize);
+        v
+    }
+}
+
+/// [`Visit`] on our owned decode.
+fn visit_produce(r: &frame::Request) -> Option<usize> {
+    let RequestBody::Produce(p) = &r.body else {
+        return None;
+    };
+    let mut v = Visit::head(
+        r.header.correlation_id,
+        r.header.client_id.as_ref().map_or(0, |c| c.len()),
+        p.transactional_id.as_ref().map_or(0, |t| t.len()),
+        p.acks,
+        p.timeout_ms,
+    );
+    for t in &p.topic_data {
+        v.add(t.name.len());
+        for part in &t.partition_data {
+            v.add(part.index as usize);
+            v.add(part.records.as_ref().map_or(0, |r| r.len()));
+        }
+    }
+    Some(v.0)
+}
+
+/// [`Visit`] through the borrowing view: parse (which validates the whole frame), then walk.
+fn visit_produce_view(f: &[u8]) -> Option<usize> {
+    let (h, p) = ProduceRequestView::parse(f).ok()?;
+    let mut v = Visit::head(
+        h.correlation_id(),
+        h.client_id().map_or(0, str::len),
+        p.transactional_id().map_or(0, str::len),
+        p.acks(),
+        p.timeout_ms(),
+    );
+    for t in p.topics() {
+        v.add(t.name().len());
+        for part in t.partitions() {
+            v.add(part.index() as usize);
+            v.add(part.records().map_or(0, <[u8]>::len));
+        }
+    }
+    Some(v.0)
 }
 
 /// Header and Produce v9 body, the types named by the caller.
@@ -165,9 +253,39 @@ mod compare {
         Some((h, body, b))
     }
 
-    pub(super) fn produce(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes) {
+    /// [`super::Visit`] on their decode.
+    fn visit_produce(h: &RequestHeader, body: &RequestKind) -> Option<usize> {
+        let RequestKind::Produce(p) = body else {
+            return None;
+        };
+        let mut v = super::Visit::head(
+            h.correlation_id,
+            h.client_id.as_ref().map_or(0, |c| c.len()),
+            p.transactional_id.as_ref().map_or(0, |t| t.len()),
+            p.acks,
+            p.timeout_ms,
+        );
+        for t in &p.topic_data {
+            v.add(t.name.len());
+            for part in &t.partition_data {
+                v.add(part.index as usize);
+                v.add(part.records.as_ref().map_or(0, |r| r.len()));
+            }
+        }
+        Some(v.0)
+    }
+
+    pub(super) fn produce(g: &mut BenchmarkGroup<'_, WallTime>, f: &Bytes, visited: Option<usize>) {
+        if decode_request(f).and_then(|(h, body, _)| visit_produce(&h, &body)) != visited {
+            eprintln!("produce_request_1MiB: kafka-protocol-rs visits different values");
+        }
         g.bench_function("kafka-protocol-rs/decode", |b| {
             b.iter(|| decode_request(black_box(f)).map(|(_, _, rest)| rest.len()))
+        });
+        g.bench_function("kafka-protocol-rs/decode_visit", |b| {
+            b.iter(|| {
+                decode_request(black_box(f)).and_then(|(h, body, _)| visit_produce(&h, &body))
+            })
         });
         g.bench_function("kafka-protocol-rs/decode_typed", |b| {
             b.iter(|| decode_produce_typed(black_box(f)).map(|(_, r)| r.acks))

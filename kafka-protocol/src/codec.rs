@@ -268,23 +268,23 @@ fn nom_err(
 }
 
 // The error constructors are out of line and cold, so that the readers' success paths stay
-// small enough to inline into the generated code.
+// small enough to inline into the generated code. `view` builds the same errors.
 
 #[cold]
 #[inline(never)]
-fn truncated(field: &'static str, need: usize, have: usize) -> DecodeError {
+pub(crate) fn truncated(field: &'static str, need: usize, have: usize) -> DecodeError {
     DecodeError::Truncated { field, need, have }
 }
 
 #[cold]
 #[inline(never)]
-fn invalid(field: &'static str, reason: &'static str) -> DecodeError {
+pub(crate) fn invalid(field: &'static str, reason: &'static str) -> DecodeError {
     DecodeError::Invalid { field, reason }
 }
 
 #[cold]
 #[inline(never)]
-fn too_large(field: &'static str, len: u64, max: usize) -> DecodeError {
+pub(crate) fn too_large(field: &'static str, len: u64, max: usize) -> DecodeError {
     DecodeError::TooLarge {
         field,
         len,
@@ -294,7 +294,7 @@ fn too_large(field: &'static str, len: u64, max: usize) -> DecodeError {
 
 #[cold]
 #[inline(never)]
-fn null_not_allowed(field: &'static str, version: i16) -> DecodeError {
+pub(crate) fn null_not_allowed(field: &'static str, version: i16) -> DecodeError {
     DecodeError::NullNotAllowed { field, version }
 }
 

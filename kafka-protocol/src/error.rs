@@ -35,6 +35,17 @@ pub enum DecodeError {
     /// The api key is not one Kafka defines (or this crate knows).
     #[error("unknown api key {api_key}")]
     UnknownApiKey { api_key: i16 },
+    /// A reader of one api (such as [`crate::view::ProduceRequestView`]) was given a request of
+    /// another, known api.
+    #[error(
+        "api key {api_key} (version {version}) where {expected} (api key {expected_api_key}) was expected"
+    )]
+    UnexpectedApiKey {
+        expected: &'static str,
+        expected_api_key: i16,
+        api_key: i16,
+        version: i16,
+    },
     /// The version is outside the message's valid versions.
     #[error("{message} (api key {api_key}) has no version {version}")]
     UnsupportedVersion {

@@ -10,7 +10,10 @@
 //! - decompression never returns more than the limit it was given;
 //! - a record batch whose records decode rebuilds (plain and with its own codec) to a valid
 //!   batch with the same records, and in-place header edits keep its CRC right;
-//! - the record set iterators account for every input byte.
+//! - the record set iterators account for every input byte;
+//! - the borrowing Produce view ([`crate::view`]) accepts exactly the frames `decode_request`
+//!   accepts as Produce requests, rejects the others with the same error (or, for another
+//!   api, says which), and yields the same values, slices of the input.
 //!
 //! Besides the entry points, this module generates seed inputs from valid encodings
 //! ([`seeds`]) and has the deterministic mutator the smoke runner uses ([`Mutator`]).
@@ -23,6 +26,7 @@ use arbitrary::Unstructured;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::codec::{KStr, Message};
+use crate::error::DecodeError;
 use crate::frame::{self, Request};
 use crate::messages::{
     ApiKey, ConsumerProtocolAssignment, ConsumerProtocolSubscription, RequestBody, RequestHeader,
@@ -34,6 +38,7 @@ use crate::record::{
     RecordBatch, RecordBatchBuilder, RecordBatchMut, RecordBatches, RecordSet, RecordSetEntry,
     TimestampType, decompress, end_txn_marker_batch, parse_end_txn_marker,
 };
+use crate::view::ProduceRequestView;
 
 /// The most a fuzz input may decompress to.
 pub const MAX_DECOMPRESSED: usize = 1 << 20;
@@ -49,15 +54,17 @@ pub enum Target {
     ResponseDecode,
     RecordBatch,
     Varint,
+    ProduceView,
 }
 
 impl Target {
     /// Every target, in the order `all` runs them.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::RequestDecode,
         Self::ResponseDecode,
         Self::RecordBatch,
         Self::Varint,
+        Self::ProduceView,
     ];
 
     /// The target's name (also its cargo-fuzz binary name).
@@ -67,6 +74,7 @@ impl Target {
             Self::ResponseDecode => "response_decode",
             Self::RecordBatch => "record_batch",
             Self::Varint => "varint",
+            Self::ProduceView => "produce_view",
         }
     }
 
@@ -82,6 +90,7 @@ impl Target {
             Self::ResponseDecode => response_decode(data),
             Self::RecordBatch => record_batch(data),
             Self::Varint => varint(data),
+            Self::ProduceView => produce_view(data),
         }
     }
 }
@@ -109,7 +118,9 @@ fn assert_same<T: PartialEq + Debug>(a: &T, b: &T, what: &str) {
 pub fn request_decode(data: &[u8]) {
     let input = Bytes::copy_from_slice(data);
     let prefix = frame::peek_request(&input);
-    let Ok(req) = frame::decode_request(&input) else {
+    let decoded = frame::decode_request(&input);
+    view_agrees(&input, &decoded);
+    let Ok(req) = decoded else {
         return;
     };
     let prefix = prefix.expect("a request that decodes has a readable prefix");
@@ -187,6 +198,100 @@ fn versioned<M: Message + Debug + PartialEq>(bytes: &Bytes) {
     assert_same(&back, &m, M::NAME);
     let second = frame::encode_versioned(&back, version).expect("second encoding");
     assert_eq!(first, second, "re-encoding {} changed its bytes", M::NAME);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The borrowing Produce view
+
+/// Reads a request frame (no size prefix) with the borrowing Produce view and with
+/// `decode_request`, and checks that they agree (see [`view_agrees`]).
+pub fn produce_view(data: &[u8]) {
+    let input = Bytes::copy_from_slice(data);
+    let decoded = frame::decode_request(&input);
+    view_agrees(&input, &decoded);
+}
+
+/// The view of `input` against `decoded`, what `decode_request` made of it: a request of
+/// another api is rejected with the key it has; otherwise both accept, with the same values
+/// (strings and record sets being the same slices of `input`), or both reject with the same
+/// error.
+fn view_agrees(input: &Bytes, decoded: &Result<Request, DecodeError>) {
+    let view = ProduceRequestView::parse(input);
+    if let Ok(prefix) = frame::peek_request(input) {
+        if prefix.api_key != ApiKey::Produce as i16 {
+            let e = view.expect_err("the Produce view accepted another api");
+            let want = match ApiKey::from_i16(prefix.api_key) {
+                None => DecodeError::UnknownApiKey {
+                    api_key: prefix.api_key,
+                },
+                Some(_) => DecodeError::UnexpectedApiKey {
+                    expected: ApiKey::Produce.name(),
+                    expected_api_key: ApiKey::Produce as i16,
+                    api_key: prefix.api_key,
+                    version: prefix.api_version,
+                },
+            };
+            assert_eq!(e, want, "the Produce view's error for another api key");
+            return;
+        }
+    }
+    let (req, (header, body)) = match (decoded, view) {
+        (Ok(req), Ok(view)) => (req, view),
+        (Err(a), Err(b)) => {
+            assert_eq!(
+                &b, a,
+                "the Produce view and decode_request reject differently"
+            );
+            return;
+        }
+        (Ok(_), Err(e)) => {
+            panic!("decode_request accepts a Produce request, the view rejects: {e}")
+        }
+        (Err(e), Ok(_)) => panic!("the Produce view accepts a frame decode_request rejects: {e}"),
+    };
+    let RequestBody::Produce(owned) = &req.body else {
+        panic!("the Produce view accepted a {:?} request", req.api_key());
+    };
+    assert_eq!(header.to_message(input), req.header, "Produce view: header");
+    assert_eq!(body.to_message(input), *owned, "Produce view: body");
+    assert_eq!(body.version(), req.version(), "Produce view: version");
+    assert_eq!(
+        body.trailing(),
+        &req.trailing[..],
+        "Produce view: trailing bytes"
+    );
+    // Every string and record set is the slice of the input the owned decode points at.
+    let within = |part: &[u8]| {
+        let (start, p) = (input.as_ptr() as usize, part.as_ptr() as usize);
+        part.is_empty() || (p >= start && p + part.len() <= start + input.len())
+    };
+    assert!(header.client_id().is_none_or(|c| within(c.as_bytes())));
+    assert!(body.transactional_id().is_none_or(|t| within(t.as_bytes())));
+    let mut topics = 0;
+    for (t, ot) in body.topics().iter().zip(&owned.topic_data) {
+        topics += 1;
+        assert!(
+            within(t.name().as_bytes()),
+            "Produce view: a topic name was copied"
+        );
+        let mut partitions = 0;
+        for (p, op) in t.partitions().iter().zip(&ot.partition_data) {
+            partitions += 1;
+            if let (Some(r), Some(or)) = (p.records(), &op.records) {
+                assert!(within(r), "Produce view: a record set was copied");
+                assert!(
+                    r.is_empty() || r.as_ptr() == or.as_ptr(),
+                    "record set pointers"
+                );
+            }
+        }
+        assert_eq!(
+            partitions,
+            t.partitions().len(),
+            "Produce view: partition count"
+        );
+    }
+    assert_eq!(topics, body.topics().len(), "Produce view: topic count");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -647,7 +752,33 @@ pub fn seeds(target: Target) -> Vec<Vec<u8>> {
         Target::ResponseDecode => message_seeds(false),
         Target::RecordBatch => record_seeds(),
         Target::Varint => varint_seeds(),
+        Target::ProduceView => produce_seeds(),
     }
+}
+
+/// Produce requests of every version, random values (the smallest and several random ones),
+/// some with bytes after the body.
+fn produce_seeds() -> Vec<Vec<u8>> {
+    let key = ApiKey::Produce;
+    let range = key.versions();
+    let mut out = Vec::new();
+    for version in range.min..=range.max {
+        for case in 0..6u64 {
+            let data = if case == 0 {
+                vec![0; 64]
+            } else {
+                SplitMix::new(0xf0ee << 20 | (version as u64) << 4 | case).bytes(1024)
+            };
+            let mut u = Unstructured::new(&data);
+            if let Some(mut s) = request_seed(key, version, case, &mut u) {
+                if case == 5 {
+                    s.extend_from_slice(&[0, 1, 2]);
+                }
+                out.push(s);
+            }
+        }
+    }
+    out
 }
 
 fn message_seeds(requests: bool) -> Vec<Vec<u8>> {
@@ -745,6 +876,9 @@ pub fn seeds_from_frame(name: &str, bytes: &[u8]) -> Vec<(Target, Vec<u8>)> {
         return out;
     }
     out.push((Target::RequestDecode, bytes.to_vec()));
+    if frame::peek_request(&frame).is_ok_and(|p| p.api_key == ApiKey::Produce as i16) {
+        out.push((Target::ProduceView, bytes.to_vec()));
+    }
     if let Ok(Request {
         body: RequestBody::Produce(p),
         ..

@@ -1,5 +1,6 @@
 //! Zero-copy codec for the Kafka wire protocol: every API key and version (generated from
-//! Kafka's message schemas), request and response headers, record batches and compression.
+//! Kafka's message schemas), request and response headers, record batches and compression;
+//! and a borrowing, allocation-free view of the Produce request ([`view`]).
 //!
 //! The crate is pure: no I/O, no async runtime, no clock.
 #![forbid(unsafe_code)]
@@ -12,6 +13,7 @@ pub mod frame;
 pub mod fuzzing;
 pub mod primitives;
 pub mod record;
+pub mod view;
 
 pub use bytes::Bytes;
 pub use codec::{

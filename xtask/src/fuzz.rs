@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 
-const TARGETS: [&str; 4] = [
+const TARGETS: [&str; 5] = [
     "request_decode",
     "response_decode",
     "record_batch",
     "varint",
+    "produce_view",
 ];
 const FUZZ_DIR: &str = "xtask/fuzz";
 const GOLDEN_DIR: &str = "kafka-protocol/tests/data/golden";
