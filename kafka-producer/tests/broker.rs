@@ -125,6 +125,41 @@ async fn produce_all(
     placed
 }
 
+/// Reads `topics` (name, where each record's future said it went) back with kafka-python
+/// (CRCs checked, `codecs` installed) and checks every record is there, once, where it was
+/// placed; skips (or fails, with required peers) when kafka-python is missing.
+fn kafka_python_confirms(
+    addr: &str,
+    dir: &Path,
+    scheme: Scheme,
+    count: u64,
+    codecs: &str,
+    topics: &[(&str, &[(i32, i64)])],
+    what: &str,
+) {
+    let out_dir = dir.join("kafka-python");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let names: Vec<(String, u64)> = topics
+        .iter()
+        .map(|(t, _)| ((*t).to_owned(), count))
+        .collect();
+    match kafka_python_dump(addr, &names, codecs, true, &out_dir) {
+        Ok(_) => {
+            for &(topic, placed) in topics {
+                let exp = Expected {
+                    topic,
+                    scheme,
+                    count,
+                    placed: Some(placed),
+                };
+                let path = out_dir.join(format!("{topic}.dump"));
+                assert_eq!(assert_dump("kafka-python", &path, &exp), count);
+            }
+        }
+        Err(why) => skip(what, &why),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. A million records, read back by kcat and kafka-python; placement against librdkafka
 // ---------------------------------------------------------------------------------------------
@@ -349,24 +384,20 @@ fn every_codec_and_acks_setting_reads_back_in_kafka_python() {
         all
     });
     let produced = started.elapsed();
-    let out_dir = dir.path().join("kafka-python");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let topics: Vec<(String, u64)> = runs.iter().map(|r| (r.0.clone(), COUNT)).collect();
-    match kafka_python_dump(&addr, &topics, "gzip,snappy,lz4,zstd", true, &out_dir) {
-        Ok(_) => {
-            for ((topic, ..), placed) in runs.iter().zip(&placed) {
-                let exp = Expected {
-                    topic,
-                    scheme,
-                    count: COUNT,
-                    placed: Some(placed),
-                };
-                let path = out_dir.join(format!("{topic}.dump"));
-                assert_eq!(assert_dump("kafka-python", &path, &exp), COUNT);
-            }
-        }
-        Err(why) => skip("the kafka-python read-back of every codec", &why),
-    }
+    let topics: Vec<(&str, &[(i32, i64)])> = runs
+        .iter()
+        .zip(&placed)
+        .map(|(r, p)| (r.0.as_str(), p.as_slice()))
+        .collect();
+    kafka_python_confirms(
+        &addr,
+        dir.path(),
+        scheme,
+        COUNT,
+        "gzip,snappy,lz4,zstd",
+        &topics,
+        "the kafka-python read-back of every codec",
+    );
     // The batches really are compressed with the codec asked for.
     for (topic, codec, id, ..) in &runs {
         let found = codecs_on_disk(&data, topic);
@@ -464,24 +495,15 @@ fn delivery_handler_reports_every_record_once_as_kafka_python_reads_it() {
     });
     assert_eq!(handler.reports.load(Ordering::Relaxed), COUNT);
     check_placed(scheme, &placed, 0);
-    let out_dir = dir.path().join("kafka-python");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    match kafka_python_dump(&addr, &[(topic.to_string(), COUNT)], "", true, &out_dir) {
-        Ok(_) => {
-            let exp = Expected {
-                topic,
-                scheme,
-                count: COUNT,
-                placed: Some(&placed),
-            };
-            let path = out_dir.join(format!("{topic}.dump"));
-            assert_eq!(assert_dump("kafka-python", &path, &exp), COUNT);
-        }
-        Err(why) => skip(
-            "the kafka-python read-back of handler-reported records",
-            &why,
-        ),
-    }
+    kafka_python_confirms(
+        &addr,
+        dir.path(),
+        scheme,
+        COUNT,
+        "",
+        &[(topic, &placed)],
+        "the kafka-python read-back of handler-reported records",
+    );
 }
 
 #[test]
@@ -546,24 +568,20 @@ fn batches_larger_than_the_topic_allows_are_split_and_delivered_in_order() {
         }
         all
     });
-    let out_dir = dir.path().join("kafka-python");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let topics: Vec<(String, u64)> = cases.iter().map(|c| (c.0.to_string(), COUNT)).collect();
-    match kafka_python_dump(&addr, &topics, "lz4", true, &out_dir) {
-        Ok(_) => {
-            for ((topic, ..), placed) in cases.iter().zip(&placed) {
-                let exp = Expected {
-                    topic,
-                    scheme,
-                    count: COUNT,
-                    placed: Some(placed),
-                };
-                let path = out_dir.join(format!("{topic}.dump"));
-                assert_eq!(assert_dump("kafka-python", &path, &exp), COUNT);
-            }
-        }
-        Err(why) => skip("the kafka-python read-back of split batches", &why),
-    }
+    let topics: Vec<(&str, &[(i32, i64)])> = cases
+        .iter()
+        .zip(&placed)
+        .map(|(c, p)| (c.0, p.as_slice()))
+        .collect();
+    kafka_python_confirms(
+        &addr,
+        dir.path(),
+        scheme,
+        COUNT,
+        "lz4",
+        &topics,
+        "the kafka-python read-back of split batches",
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
