@@ -448,6 +448,20 @@ mod tests {
         }
     }
 
+    /// An open batch of `size` bytes from `pool` (whose batch size it must be).
+    async fn open_batch(pool: &BufferPool, size: usize, compression: Compression) -> ProducerBatch {
+        let b = pool.allocate(size, Duration::ZERO).await.unwrap();
+        ProducerBatch::new(
+            tp(),
+            b.buf,
+            b.allocation,
+            compression,
+            None,
+            size,
+            Instant::now(),
+        )
+    }
+
     #[tokio::test(start_paused = true)]
     async fn fills_to_the_limit_and_completes_in_order() {
         let pool = BufferPool::new(1 << 20, 256);
@@ -509,16 +523,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn errors_reach_every_record_and_callbacks_run_in_order() {
         let pool = BufferPool::new(1 << 20, 1024);
-        let b = pool.allocate(1024, Duration::ZERO).await.unwrap();
-        let mut batch = ProducerBatch::new(
-            tp(),
-            b.buf,
-            b.allocation,
-            Compression::Lz4,
-            None,
-            1024,
-            Instant::now(),
-        );
+        let mut batch = open_batch(&pool, 1024, Compression::Lz4).await;
         let seen = Arc::new(Mutex::new(Vec::new()));
         for i in 0..5 {
             let seen = seen.clone();
@@ -560,17 +565,9 @@ mod tests {
         };
         let order = Arc::new(Mutex::new(Vec::new()));
         for outcome in [Ok((40, None)), Err(ProducerError::Closed(None))] {
-            let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
-            let mut batch = ProducerBatch::new(
-                tp(),
-                b.buf,
-                b.allocation,
-                Compression::None,
-                None,
-                4096,
-                Instant::now(),
-            )
-            .with_records(Vec::new(), 6);
+            let mut batch = open_batch(&pool, 4096, Compression::None)
+                .await
+                .with_records(Vec::new(), 6);
             let mut rxs = Vec::new();
             for i in 0..6u64 {
                 let rec = AppendRecord {
@@ -633,16 +630,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_split_keeps_records_completions_and_the_sequence_range() {
         let pool = BufferPool::new(1 << 20, 4096);
-        let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
-        let mut batch = ProducerBatch::new(
-            tp(),
-            b.buf,
-            b.allocation,
-            Compression::Lz4,
-            None,
-            4096,
-            Instant::now(),
-        );
+        let mut batch = open_batch(&pool, 4096, Compression::Lz4).await;
         let mut rxs = Vec::new();
         for i in 0..5i64 {
             let value = format!("value-{i}");
@@ -720,16 +708,7 @@ mod tests {
         }
         assert_eq!(offsets, [100, 101, 200, 201, 202]);
         // A one-record batch cannot be split.
-        let b = pool.allocate(4096, Duration::ZERO).await.unwrap();
-        let mut one = ProducerBatch::new(
-            tp(),
-            b.buf,
-            b.allocation,
-            Compression::None,
-            None,
-            4096,
-            Instant::now(),
-        );
+        let mut one = open_batch(&pool, 4096, Compression::None).await;
         let rec = AppendRecord {
             timestamp: 1,
             key: None,
