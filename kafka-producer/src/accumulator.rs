@@ -526,14 +526,15 @@ impl Accumulator {
         q.deque.insert(pos, batch);
     }
 
-    /// Where a batch goes back into its queue: before the first batch with a later sequence
-    /// (or none yet), else at the front.
+    /// Where a batch goes back into its queue: with a sequence number (idempotence), before
+    /// the first batch with a later sequence or none yet; without one, at the front (it was
+    /// sent before everything still queued).
     fn retry_position(q: &PartitionQueue, batch: &ProducerBatch) -> usize {
-        match batch.producer.map(|f| f.base_sequence) {
-            Some(s) => q
+        match batch.producer.filter(|f| f.producer_id >= 0) {
+            Some(f) => q
                 .deque
                 .iter()
-                .position(|b| b.producer.is_none_or(|f| f.base_sequence > s))
+                .position(|b| b.producer.is_none_or(|g| g.base_sequence > f.base_sequence))
                 .unwrap_or(q.deque.len()),
             None => 0,
         }
@@ -549,17 +550,17 @@ impl Accumulator {
         let old_id = batch.id;
         let halves = batch.split(self.cfg.compression_level, now, &self.pool)?;
         lock(&self.incomplete).remove(&old_id);
-        // In order: the second half lands right behind the first (a later sequence, or
-        // behind it as a batch already sent once).
-        for mut half in halves {
-            let id = self.next_batch_id.fetch_add(1, Ordering::Relaxed);
-            half.id = id;
-            lock(&self.incomplete).insert(id);
-            let queue = self.queue(&half.tp.topic, half.tp.partition);
-            let mut q = lock(&queue);
-            let pos = Self::retry_position(&q, &half);
-            q.deque.insert(pos, half);
+        let [mut first, mut second] = halves;
+        for half in [&mut first, &mut second] {
+            half.id = self.next_batch_id.fetch_add(1, Ordering::Relaxed);
+            lock(&self.incomplete).insert(half.id);
         }
+        let queue = self.queue(&first.tp.topic, first.tp.partition);
+        let mut q = lock(&queue);
+        // Where the original would go back, the second half right behind the first.
+        let pos = Self::retry_position(&q, &first);
+        q.deque.insert(pos, second);
+        q.deque.insert(pos, first);
         Ok(())
     }
 
@@ -982,5 +983,63 @@ mod tests {
         let (b, _) = d.remove(&1).unwrap().pop().unwrap();
         a.complete(b, Ok((0, None)));
         assert!(waiter.await.unwrap().is_ok());
+    }
+
+    /// Drains partition 0 batch by batch (one at a time, each answered by `answer`), and
+    /// returns the first byte of every record in the order the batches went out.
+    async fn drain_in_order(
+        a: &Accumulator,
+        mut answer: impl FnMut(&Accumulator, ProducerBatch) -> Option<ProducerBatch>,
+    ) -> Vec<u8> {
+        let mut sent = Vec::new();
+        for _ in 0..100 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            let mut out = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+            let Some(mut batches) = out.remove(&1) else {
+                break;
+            };
+            assert_eq!(batches.len(), 1, "one partition, one batch per drain");
+            let (batch, bytes) = batches.remove(0);
+            a.in_flight_done(&batch.tp);
+            if let Some(done) = answer(a, batch) {
+                let view = kafka_protocol::record::RecordBatch::from_bytes(bytes).unwrap();
+                for r in view.records(1 << 20).unwrap() {
+                    sent.push(r.unwrap().value.unwrap()[0]);
+                }
+                a.complete(done, Ok((0, None)));
+            }
+        }
+        sent
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn split_halves_go_out_before_later_batches_without_idempotence() {
+        // One in flight, no idempotence: order rests on queue order alone. The first batch is
+        // refused twice (split, then its first half split again), the rest go through.
+        let a = acc(AccumulatorConfig {
+            guarantee_order: true,
+            ..cfg()
+        });
+        let t: Arc<str> = "t".into();
+        let mut rxs = Vec::new();
+        for i in 0..40u8 {
+            rxs.push(put(&a, &t, 0, &[i; 100]).await.1);
+        }
+        let mut refusals = 2;
+        let sent = drain_in_order(&a, |a, batch| {
+            if refusals > 0 && batch.record_count() > 1 {
+                refusals -= 1;
+                assert!(a.split_and_reenqueue(batch, Instant::now()).is_ok());
+                None
+            } else {
+                Some(batch)
+            }
+        })
+        .await;
+        assert_eq!(refusals, 0);
+        assert_eq!(sent, (0..40).collect::<Vec<u8>>(), "records out of order");
+        for rx in rxs {
+            assert!(rx.await.unwrap().is_ok());
+        }
     }
 }
