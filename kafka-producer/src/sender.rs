@@ -99,6 +99,9 @@ struct PartitionLoad {
     backlog_since: HashMap<i32, Instant>,
 }
 
+/// Batches queued per partition: (partition, batches).
+type QueueSizes = Vec<(i32, usize)>;
+
 /// How often the partitioner hears of queue sizes.
 const LOAD_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -175,23 +178,23 @@ impl Sender {
                     .get(&node)
                     .is_none_or(|t| now.saturating_duration_since(*t) <= timeout)
         };
-        let mut topic: Option<Arc<str>> = None;
-        let mut sizes: Vec<(i32, usize)> = Vec::new();
-        // Queues are listed topic by topic (a topic's queues are made together).
+        // By topic (a topic that gained partitions has its new queues listed after other
+        // topics'), each with every partition it may choose.
+        let mut by_topic: Vec<(Arc<str>, QueueSizes)> = Vec::new();
         for (t, partition, node, len) in lengths {
-            if topic.as_ref().is_some_and(|cur| *cur != t) {
-                if let Some(done) = topic.take() {
-                    load.sticky.set_queue_sizes(&done, &sizes);
+            let i = match by_topic.iter().position(|(name, _)| *name == t) {
+                Some(i) => i,
+                None => {
+                    by_topic.push((t, Vec::new()));
+                    by_topic.len() - 1
                 }
-                sizes.clear();
-            }
-            topic.get_or_insert(t);
+            };
             if available(node) {
-                sizes.push((partition, len));
+                by_topic[i].1.push((partition, len));
             }
         }
-        if let Some(done) = topic {
-            load.sticky.set_queue_sizes(&done, &sizes);
+        for (topic, sizes) in by_topic {
+            load.sticky.set_queue_sizes(&topic, &sizes);
         }
     }
 
