@@ -43,17 +43,27 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
     /// The next request; `Ok(None)` at a clean end of stream. A framing error (negative or
     /// oversized size, a frame too short for a header, i/o) is an `Err`: close the connection.
     pub async fn next(&mut self) -> Result<Option<IncomingRequest>, NetError> {
-        let Some(frame) = self.inner.next().await.transpose()? else {
+        let Some((frame, prefix)) = self.next_frame().await? else {
             return Ok(None);
         };
-        let prefix = frame::peek_request(&frame)
-            .map_err(|e| NetError::Closed(Some(format!("request frame without a header: {e}"))))?;
         let request = frame::decode_request(&frame);
         Ok(Some(IncomingRequest {
             frame,
             prefix,
             request,
         }))
+    }
+
+    /// As [`next`](Self::next), without decoding: the frame and its prefix, for a caller
+    /// that reads some requests its own way (a broker's Produce path through
+    /// `kafka_protocol::view`).
+    pub async fn next_frame(&mut self) -> Result<Option<(Bytes, RequestPrefix)>, NetError> {
+        let Some(frame) = self.inner.next().await.transpose()? else {
+            return Ok(None);
+        };
+        let prefix = frame::peek_request(&frame)
+            .map_err(|e| NetError::Closed(Some(format!("request frame without a header: {e}"))))?;
+        Ok(Some((frame, prefix)))
     }
 }
 

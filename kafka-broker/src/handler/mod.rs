@@ -20,7 +20,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_net::server::{IncomingRequest, response_chunks};
 use kafka_protocol::DecodeError;
+use kafka_protocol::frame::{self, RequestPrefix};
 use kafka_protocol::messages::{ApiKey, RequestBody, ResponseBody};
+use kafka_protocol::view::ProduceRequestView;
 
 use crate::broker::Broker;
 
@@ -79,8 +81,82 @@ pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, lo, hi)| (*lo, *hi))
 }
 
-/// Handles one request.
+/// A request as a connection read it: Produce requests are left as frames for the borrowing
+/// view (nothing allocated, the record sets copied once into the log's buffer), the others
+/// decoded.
+#[derive(Debug)]
+pub enum Incoming {
+    Decoded(IncomingRequest),
+    Produce { frame: Bytes, prefix: RequestPrefix },
+}
+
+impl Incoming {
+    /// Decodes `frame` unless it is a Produce request.
+    pub fn read(frame: Bytes, prefix: RequestPrefix) -> Self {
+        if prefix.api_key == ApiKey::Produce as i16 {
+            Self::Produce { frame, prefix }
+        } else {
+            Self::Decoded(IncomingRequest {
+                request: frame::decode_request(&frame),
+                frame,
+                prefix,
+            })
+        }
+    }
+
+    pub fn prefix(&self) -> &RequestPrefix {
+        match self {
+            Self::Decoded(r) => &r.prefix,
+            Self::Produce { prefix, .. } => prefix,
+        }
+    }
+
+    /// The client id from the request header, if it reads.
+    pub fn client_id(&self) -> Option<String> {
+        match self {
+            Self::Decoded(r) => r
+                .request
+                .as_ref()
+                .ok()
+                .and_then(|r| r.header.client_id.as_ref().map(ToString::to_string)),
+            Self::Produce { frame, .. } => ProduceRequestView::parse(frame)
+                .ok()
+                .and_then(|(h, _)| h.client_id().map(str::to_owned)),
+        }
+    }
+}
+
+/// Handles one request as a connection read it.
+pub async fn dispatch(broker: &Arc<Broker>, incoming: Incoming) -> Reply {
+    match incoming {
+        Incoming::Decoded(r) => handle(broker, r).await,
+        Incoming::Produce { frame, .. } => produce_frame(broker, &frame).await,
+    }
+}
+
+/// A Produce request, read through the borrowing view.
+async fn produce_frame(broker: &Broker, frame: &Bytes) -> Reply {
+    let (header, request) = match ProduceRequestView::parse(frame) {
+        Ok(v) => v,
+        Err(e) => return Reply::Close(format!("undecodable request: {e}")),
+    };
+    let version = request.version();
+    match supported(ApiKey::Produce) {
+        Some((lo, hi)) if (lo..=hi).contains(&version) => {}
+        _ => return Reply::Close(format!("Produce v{version} is not supported")),
+    }
+    match produce::handle(broker, frame, &request).await {
+        Some(body) => encode(header.correlation_id(), &body, version),
+        None => Reply::Nothing,
+    }
+}
+
+/// Handles one decoded request (a Produce request is read again from its frame, through the
+/// view: see [`Incoming`]).
 pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
+    if incoming.prefix.api_key == ApiKey::Produce as i16 {
+        return produce_frame(broker, &incoming.frame).await;
+    }
     let prefix = incoming.prefix;
     let req = match incoming.request {
         Ok(r) => r,
@@ -105,10 +181,6 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
         _ => return Reply::Close(format!("{key:?} v{version} is not supported")),
     }
     let body = match req.body {
-        RequestBody::Produce(r) => match produce::handle(broker, r, version).await {
-            Some(b) => b,
-            None => return Reply::Nothing,
-        },
         RequestBody::Fetch(r) => {
             let (body, regions) = fetch::handle(broker, *r, version).await;
             return match encode(correlation_id, &body, version) {

@@ -1,13 +1,15 @@
 //! Produce: validate every batch (magic, size, CRC, records), append, answer per partition.
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseBody};
+use kafka_protocol::messages::{ProduceResponse, ResponseBody};
 use kafka_protocol::record::RecordBatches;
 use kafka_protocol::record::batch::MAGIC_V2;
+use kafka_protocol::view::{self, ProduceRequestView};
 
 use super::message;
 use crate::broker::Broker;
@@ -152,34 +154,38 @@ pub(crate) fn check_keys(records: &Bytes, topic: &str, partition: i32) -> Vec<Ba
     bad
 }
 
-/// Handles a produce request; `None` for acks=0 (no response is sent).
+/// Handles a produce request read through the borrowing view of `frame`; `None` for acks=0
+/// (no response is sent).
 pub(super) async fn handle(
     broker: &Broker,
-    req: ProduceRequest,
-    _version: i16,
+    frame: &Bytes,
+    req: &ProduceRequestView<'_>,
 ) -> Option<ResponseBody> {
-    let acks_ok = (-1..=1).contains(&req.acks);
+    let acks = req.acks();
+    let acks_ok = (-1..=1).contains(&acks);
     let now = crate::broker::now_ms();
     let mut durable_waits = Vec::new();
-    let mut responses = Vec::with_capacity(req.topic_data.len());
-    for topic in req.topic_data {
-        let mut partition_responses = Vec::with_capacity(topic.partition_data.len());
-        for p in topic.partition_data {
+    let mut responses = Vec::with_capacity(req.topics().len());
+    for topic in req.topics() {
+        let name = topic.name();
+        let mut partition_responses = Vec::with_capacity(topic.partitions().len());
+        for p in topic.partitions() {
+            let index = p.index();
             let result = (|| {
                 let plain = |e: BrokerError| (e, Vec::new());
                 if !acks_ok {
                     return Err(plain(BrokerError::kafka(
                         ErrorCode::INVALID_REQUIRED_ACKS,
-                        format!("acks must be -1, 0 or 1, got {}", req.acks),
+                        format!("acks must be -1, 0 or 1, got {acks}"),
                     )));
                 }
                 let part = broker
-                    .partition(&topic.name, p.index)
-                    .ok_or_else(|| plain(broker.partition_error(&topic.name, p.index)))?;
-                let records = p.records.unwrap_or_default();
-                let max = broker.max_message_bytes(&topic.name);
+                    .partition(name, index)
+                    .ok_or_else(|| plain(broker.partition_error(name, index)))?;
+                let records = p.records_bytes(frame).unwrap_or_default();
+                let max = broker.max_message_bytes(name);
                 let batches = validate(&records, max).map_err(plain)?;
-                if let Some(window) = broker.timestamp_window(&topic.name) {
+                if let Some(window) = broker.timestamp_window(name) {
                     let bad = check_timestamps(&records, now, window);
                     if let Some(first) = bad.first() {
                         return Err((
@@ -188,8 +194,8 @@ pub(super) async fn handle(
                         ));
                     }
                 }
-                if broker.is_compacted(&topic.name) {
-                    let bad = check_keys(&records, &topic.name, p.index);
+                if broker.is_compacted(name) {
+                    let bad = check_keys(&records, name, index);
                     if let Some(first) = bad.first() {
                         return Err((
                             BrokerError::kafka(ErrorCode::INVALID_RECORD, first.message.clone()),
@@ -207,7 +213,7 @@ pub(super) async fn handle(
                         durable_waits.push((part, sync));
                     }
                     PartitionProduceResponse {
-                        index: p.index,
+                        index,
                         base_offset: a.base_offset,
                         log_append_time_ms: a.log_append_time,
                         log_start_offset: a.log_start_offset,
@@ -215,9 +221,9 @@ pub(super) async fn handle(
                     }
                 }
                 Err((e, bad)) => {
-                    tracing::debug!(topic = %topic.name, partition = p.index, error = %e, "produce rejected");
+                    tracing::debug!(topic = name, partition = index, error = %e, "produce rejected");
                     PartitionProduceResponse {
-                        index: p.index,
+                        index,
                         error_code: e.error_code().code(),
                         base_offset: -1,
                         log_append_time_ms: -1,
@@ -238,7 +244,8 @@ pub(super) async fn handle(
             partition_responses.push(resp);
         }
         responses.push(TopicProduceResponse {
-            name: topic.name,
+            name: KStr::from_utf8(view::share(frame, name.as_bytes()))
+                .unwrap_or_else(|_| KStr::from(name.to_owned())),
             partition_responses,
             ..Default::default()
         });
@@ -275,7 +282,7 @@ pub(super) async fn handle(
             }
         }
     }
-    if req.acks == 0 {
+    if acks == 0 {
         return None;
     }
     Some(ResponseBody::Produce(ProduceResponse {

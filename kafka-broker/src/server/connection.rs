@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::broker::Broker;
-use crate::handler::{self, Reply};
+use crate::handler::{self, Incoming, Reply};
 
 pub(crate) async fn serve(
     broker: Arc<Broker>,
@@ -26,7 +26,10 @@ pub(crate) async fn serve(
     let reader = tokio::spawn(async move {
         let mut r = RequestReader::new(rd, max_frame);
         loop {
-            let item = r.next().await;
+            let item = r
+                .next_frame()
+                .await
+                .map(|f| f.map(|(frame, prefix)| Incoming::read(frame, prefix)));
             let end = !matches!(item, Ok(Some(_)));
             if tx.send(item).await.is_err() || end {
                 break;
@@ -65,17 +68,15 @@ pub(crate) async fn serve(
             }
         };
         let started = Instant::now();
-        let (api, version, corr) = (
-            incoming.prefix.api_key,
-            incoming.prefix.api_version,
-            incoming.prefix.correlation_id,
-        );
-        let client_id = incoming
-            .request
-            .as_ref()
-            .ok()
-            .and_then(|r| r.header.client_id.as_ref().map(ToString::to_string));
-        match handler::handle(&broker, incoming).await {
+        let prefix = incoming.prefix();
+        let (api, version, corr) = (prefix.api_key, prefix.api_version, prefix.correlation_id);
+        // Only read for the debug line below (a copy per request otherwise).
+        let client_id = if tracing::enabled!(tracing::Level::DEBUG) {
+            incoming.client_id()
+        } else {
+            None
+        };
+        match handler::dispatch(&broker, incoming).await {
             Reply::Chunks(chunks) => {
                 let mut ok = true;
                 for c in &chunks {
