@@ -15,6 +15,18 @@ use crate::partition::Partition;
 use crate::producer_state::ProducerStates;
 use crate::topics::{self, TopicMeta, TopicRegistry};
 
+/// A topic's settings that a Produce request is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceRules {
+    /// `max.message.bytes`: the largest record batch.
+    pub max_message_bytes: usize,
+    /// (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`), or `None`
+    /// when the topic stamps log-append time.
+    pub timestamp_window: Option<(i64, i64)>,
+    /// `cleanup.policy` includes `compact`: records must have keys.
+    pub compacted: bool,
+}
+
 /// Shared by every connection.
 #[derive(Debug)]
 pub struct Broker {
@@ -282,55 +294,56 @@ impl Broker {
 
     /// `max.message.bytes` of a topic.
     pub fn max_message_bytes(&self, topic: &str) -> usize {
-        self.topic(topic)
-            .and_then(|t| {
-                t.configs
-                    .get("max.message.bytes")
-                    .and_then(|v| v.parse().ok())
-            })
-            .unwrap_or(self.config.message_max_bytes)
+        self.produce_rules(topic).max_message_bytes
     }
 
     /// Whether a topic's cleanup policy includes `compact` (its records must have keys).
     pub fn is_compacted(&self, topic: &str) -> bool {
-        let topics = lock(&self.topics);
-        let policy = topics
-            .get(topic)
-            .and_then(|t| t.configs.get("cleanup.policy"))
-            .unwrap_or(&self.config.cleanup_policy);
-        policy.split(',').any(|p| p.trim() == "compact")
+        self.produce_rules(topic).compacted
     }
 
     /// The create-time window of a topic: (`message.timestamp.before.max.ms`,
     /// `message.timestamp.after.max.ms`), or `None` when the topic stamps log-append time
     /// (then record timestamps are not checked).
     pub fn timestamp_window(&self, topic: &str) -> Option<(i64, i64)> {
-        let t = self.topic(topic);
-        let get = |k: &str| {
-            t.as_ref()
-                .and_then(|t| t.configs.get(k))
-                .and_then(|v| v.parse::<i64>().ok())
-        };
-        let append_time = match t
-            .as_ref()
-            .and_then(|t| t.configs.get("message.timestamp.type"))
-        {
+        self.produce_rules(topic).timestamp_window
+    }
+
+    /// What a Produce request to `topic` is checked against, read under one lock without
+    /// copying the topic's configs.
+    pub fn produce_rules(&self, topic: &str) -> ProduceRules {
+        let topics = lock(&self.topics);
+        let configs = topics.get(topic).map(|t| &t.configs);
+        let get = |k: &str| configs.and_then(|c| c.get(k));
+        let number = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
+        let max_message_bytes = get("max.message.bytes")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.config.message_max_bytes);
+        let compacted = get("cleanup.policy")
+            .unwrap_or(&self.config.cleanup_policy)
+            .split(',')
+            .any(|p| p.trim() == "compact");
+        let append_time = match get("message.timestamp.type") {
             Some(v) => v == "LogAppendTime",
             None => {
                 self.config.message_timestamp_type == crate::config::TimestampType::LogAppendTime
             }
         };
-        if append_time {
-            return None;
+        let timestamp_window = (!append_time).then(|| {
+            let difference = number("message.timestamp.difference.max.ms");
+            let before = number("message.timestamp.before.max.ms")
+                .or(difference)
+                .unwrap_or(self.config.message_timestamp_before_max_ms);
+            let after = number("message.timestamp.after.max.ms")
+                .or(difference)
+                .unwrap_or(self.config.message_timestamp_after_max_ms);
+            (before, after)
+        });
+        ProduceRules {
+            max_message_bytes,
+            timestamp_window,
+            compacted,
         }
-        let difference = get("message.timestamp.difference.max.ms");
-        let before = get("message.timestamp.before.max.ms")
-            .or(difference)
-            .unwrap_or(self.config.message_timestamp_before_max_ms);
-        let after = get("message.timestamp.after.max.ms")
-            .or(difference)
-            .unwrap_or(self.config.message_timestamp_after_max_ms);
-        Some((before, after))
     }
 
     /// Wakes fetches waiting for data.

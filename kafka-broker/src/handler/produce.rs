@@ -168,6 +168,7 @@ pub(super) async fn handle(
     let mut responses = Vec::with_capacity(req.topics().len());
     for topic in req.topics() {
         let name = topic.name();
+        let rules = broker.produce_rules(name);
         let mut partition_responses = Vec::with_capacity(topic.partitions().len());
         for p in topic.partitions() {
             let index = p.index();
@@ -183,9 +184,9 @@ pub(super) async fn handle(
                     .partition(name, index)
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 let records = p.records_bytes(frame).unwrap_or_default();
-                let max = broker.max_message_bytes(name);
+                let max = rules.max_message_bytes;
                 let batches = validate(&records, max).map_err(plain)?;
-                if let Some(window) = broker.timestamp_window(name) {
+                if let Some(window) = rules.timestamp_window {
                     let bad = check_timestamps(&records, now, window);
                     if let Some(first) = bad.first() {
                         return Err((
@@ -194,7 +195,7 @@ pub(super) async fn handle(
                         ));
                     }
                 }
-                if broker.is_compacted(name) {
+                if rules.compacted {
                     let bad = check_keys(&records, name, index);
                     if let Some(first) = bad.first() {
                         return Err((
