@@ -33,7 +33,8 @@ pub struct Broker {
     pub config: BrokerConfig,
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
-    partitions: RwLock<HashMap<(String, i32), Arc<Partition>>>,
+    /// Hosted partitions by topic, then index (looked up by `&str`, without a copy).
+    partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
     logs: LogManager,
     /// Bumped on every append; fetches waiting for data watch it.
     appends: Arc<tokio::sync::watch::Sender<u64>>,
@@ -205,7 +206,9 @@ impl Broker {
             self.partitions
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert((topic.to_owned(), p), partition);
+                .entry(topic.to_owned())
+                .or_default()
+                .insert(p, partition);
         }
         Ok(())
     }
@@ -267,7 +270,7 @@ impl Broker {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .cloned()
+            .flat_map(|by_index| by_index.values().cloned())
             .collect()
     }
 
@@ -276,7 +279,8 @@ impl Broker {
         self.partitions
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&(topic.to_owned(), index))
+            .get(topic)?
+            .get(&index)
             .cloned()
     }
 
@@ -439,11 +443,11 @@ impl Broker {
             ));
         }
         let meta = lock(&self.topics).delete(name)?;
+        self.partitions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
         for p in 0..meta.partitions {
-            self.partitions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&(name.to_owned(), p));
             if let Err(e) = self.logs.delete(name, p) {
                 tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
             }
