@@ -165,11 +165,13 @@ pub(super) async fn handle(
     let acks_ok = (-1..=1).contains(&acks);
     let now = crate::broker::now_ms();
     let mut durable_waits = Vec::new();
-    let mut responses = Vec::with_capacity(req.topics().len());
+    // Capacities capped: the counts come from the client (bounded by the frame's size, but a
+    // response entry is larger than the bytes that ask for it).
+    let mut responses = Vec::with_capacity(req.topics().len().min(1024));
     for topic in req.topics() {
         let name = topic.name();
         let rules = broker.produce_rules(name);
-        let mut partition_responses = Vec::with_capacity(topic.partitions().len());
+        let mut partition_responses = Vec::with_capacity(topic.partitions().len().min(1024));
         for p in topic.partitions() {
             let index = p.index();
             let result = (|| {
