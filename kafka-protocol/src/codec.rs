@@ -304,6 +304,10 @@ fn is_utf8(b: &[u8]) -> bool {
     b.is_ascii() || std::str::from_utf8(b).is_ok()
 }
 
+/// The most an array decode reserves up front, in bytes; a longer array grows as its elements
+/// actually decode.
+pub const MAX_PREALLOC_BYTES: usize = 1 << 20;
+
 /// A cursor over a complete frame. Everything it hands out that is not a number is a slice of
 /// the frame (`Bytes::slice`), so decoding copies no payload.
 ///
@@ -615,7 +619,10 @@ impl<'a> Reader<'a> {
         Ok(Some(count as usize))
     }
 
-    /// `count` elements read by `elem`, into a vector sized once.
+    /// `count` elements read by `elem`, into a vector sized once (up to
+    /// [`MAX_PREALLOC_BYTES`]: a count is only checked against the bytes left, and an element
+    /// in memory can be far larger than its smallest encoding, so a lying count could
+    /// otherwise reserve many times the frame's size).
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn elements<T>(
@@ -623,7 +630,8 @@ impl<'a> Reader<'a> {
         count: usize,
         mut elem: impl FnMut(&mut Self) -> Result<T, DecodeError>,
     ) -> Result<Vec<T>, DecodeError> {
-        let mut out = Vec::with_capacity(count);
+        let cap = count.min(MAX_PREALLOC_BYTES / std::mem::size_of::<T>().max(1));
+        let mut out = Vec::with_capacity(cap);
         for _ in 0..count {
             out.push(elem(self)?);
         }

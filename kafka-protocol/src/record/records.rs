@@ -80,7 +80,9 @@ impl Record {
                 max: (b.remaining() / 2) as u64,
             });
         }
-        let mut headers = Vec::with_capacity(count);
+        let mut headers = Vec::with_capacity(
+            count.min(crate::codec::MAX_PREALLOC_BYTES / std::mem::size_of::<RecordHeader>()),
+        );
         for _ in 0..count {
             let key = var_bytes(&mut b, "RecordHeader.key")?.ok_or(DecodeError::Invalid {
                 field: "RecordHeader.key",
