@@ -20,10 +20,14 @@ use crate::partition::BatchSummary;
 const MAX_DECOMPRESSED: usize = 256 << 20;
 
 /// Checks a record set as a producer sent it. Every batch must be a whole magic-2 batch with a
-/// valid CRC and well-formed records, no larger than `max_batch` bytes.
+/// valid CRC and well-formed records, no larger than `max_batch` bytes. With `keys_required`
+/// (a compacted topic, named for the message), records without a key are collected into
+/// `keyless` in the same pass (the caller refuses the set if there are any).
 pub(crate) fn validate(
     records: &Bytes,
     max_batch: usize,
+    keys_required: Option<(&str, i32)>,
+    keyless: &mut Vec<BadRecord>,
 ) -> Result<Vec<BatchSummary>, BrokerError> {
     let corrupt = |m: String| BrokerError::kafka(ErrorCode::CORRUPT_MESSAGE, m);
     let mut out = Vec::new();
@@ -61,7 +65,16 @@ pub(crate) fn validate(
                 "transactions are not supported by this broker yet",
             ));
         }
-        b.validate(MAX_DECOMPRESSED).map_err(|e| {
+        // The CRC was checked above; one pass over the records validates them and, for a
+        // compacted topic, finds those without a key.
+        b.validate_records(MAX_DECOMPRESSED, |i, r| {
+            if let Some((topic, partition)) = keys_required {
+                if r.key.is_none() {
+                    keyless.push(keyless_record(i, topic, partition));
+                }
+            }
+        })
+        .map_err(|e| {
             BrokerError::kafka(ErrorCode::INVALID_RECORD, format!("invalid records: {e}"))
         })?;
         out.push(BatchSummary {
@@ -133,25 +146,14 @@ pub(crate) fn check_timestamps(
     bad
 }
 
-/// The records without a key (a compacted topic refuses them, as Kafka does).
-pub(crate) fn check_keys(records: &Bytes, topic: &str, partition: i32) -> Vec<BadRecord> {
-    let mut bad = Vec::new();
-    for b in RecordBatches::new(records.clone()).flatten() {
-        let Ok(recs) = b.records(MAX_DECOMPRESSED) else {
-            continue;
-        };
-        for (i, r) in recs.flatten().enumerate() {
-            if r.key.is_none() {
-                bad.push(BadRecord {
-                    index: i32::try_from(i).unwrap_or(i32::MAX),
-                    message: format!(
-                        "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
-                    ),
-                });
-            }
-        }
+/// A record without a key, which a compacted topic refuses (as Kafka does, with its words).
+fn keyless_record(index: usize, topic: &str, partition: i32) -> BadRecord {
+    BadRecord {
+        index: i32::try_from(index).unwrap_or(i32::MAX),
+        message: format!(
+            "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+        ),
     }
-    bad
 }
 
 /// Handles a produce request read through the borrowing view of `frame`; `None` for acks=0
@@ -187,7 +189,10 @@ pub(super) async fn handle(
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 let records = p.records_bytes(frame).unwrap_or_default();
                 let max = rules.max_message_bytes;
-                let batches = validate(&records, max).map_err(plain)?;
+                let keys_required = rules.compacted.then_some((name, index));
+                let mut keyless = Vec::new();
+                let batches =
+                    validate(&records, max, keys_required, &mut keyless).map_err(plain)?;
                 if let Some(window) = rules.timestamp_window {
                     let bad = check_timestamps(&records, now, window);
                     if let Some(first) = bad.first() {
@@ -197,14 +202,11 @@ pub(super) async fn handle(
                         ));
                     }
                 }
-                if rules.compacted {
-                    let bad = check_keys(&records, name, index);
-                    if let Some(first) = bad.first() {
-                        return Err((
-                            BrokerError::kafka(ErrorCode::INVALID_RECORD, first.message.clone()),
-                            bad,
-                        ));
-                    }
+                if let Some(first) = keyless.first() {
+                    return Err((
+                        BrokerError::kafka(ErrorCode::INVALID_RECORD, first.message.clone()),
+                        keyless,
+                    ));
                 }
                 let buf = BytesMut::from(records.as_ref());
                 let (appended, durable) = part.append(buf, &batches, now).map_err(plain)?;

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 
 use super::compression::{self, Compression};
-use super::records::Records;
+use super::records::{Record, Records};
 use crate::error::DecodeError;
 
 /// baseOffset and batchLength: the bytes before what `batchLength` counts.
@@ -325,10 +325,22 @@ impl RecordBatch {
     /// increasing and none above `lastOffsetDelta`.
     pub fn validate(&self, max_decompressed: usize) -> Result<(), DecodeError> {
         self.verify_crc()?;
+        self.validate_records(max_decompressed, |_, _| {})
+    }
+
+    /// [`validate`](Self::validate) without the CRC check (for a caller that checked it
+    /// already), handing every record to `each` with its index as it goes, so that one pass
+    /// also serves the caller's own per-record checks.
+    pub fn validate_records(
+        &self,
+        max_decompressed: usize,
+        mut each: impl FnMut(usize, &Record),
+    ) -> Result<(), DecodeError> {
         let last = self.last_offset_delta();
         let mut prev: Option<i32> = None;
-        for rec in self.records(max_decompressed)? {
-            let delta = rec?.offset_delta;
+        for (i, rec) in self.records(max_decompressed)?.enumerate() {
+            let rec = rec?;
+            let delta = rec.offset_delta;
             if prev.is_some_and(|p| delta <= p) || delta < 0 || delta > last {
                 return Err(DecodeError::Invalid {
                     field: "Record.offsetDelta",
@@ -336,6 +348,7 @@ impl RecordBatch {
                 });
             }
             prev = Some(delta);
+            each(i, &rec);
         }
         Ok(())
     }

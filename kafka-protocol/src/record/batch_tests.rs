@@ -213,6 +213,17 @@ fn every_codec_round_trips_through_builder_and_parser() {
         batch.verify_crc().unwrap();
         batch.validate(1 << 20).unwrap();
         check_records(&batch, &recs);
+        // The records-only pass hands over every record, in order, with its index.
+        let mut seen = Vec::new();
+        batch
+            .validate_records(1 << 20, |i, r| seen.push((i, r.key.clone())))
+            .unwrap();
+        let want: Vec<_> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.1.clone().map(Bytes::from)))
+            .collect();
+        assert_eq!(seen, want, "{codec}");
         if codec != Compression::None {
             assert!(
                 bytes.len() < plain_len / 2,
