@@ -661,11 +661,7 @@ impl<'a> ProduceRequestView<'a> {
             transactional_id,
             acks,
             timeout_ms,
-            topics: Topics {
-                raw,
-                count,
-                version: v,
-            },
+            topics: Topics::new(raw, count, v),
             tagged,
             trailing: c.input,
         })
@@ -732,17 +728,47 @@ fn is_flexible(version: i16) -> bool {
     <ProduceRequest as Message>::FLEXIBLE_MIN.is_some_and(|min| version >= min)
 }
 
-/// The `TopicData` array of a Produce request.
+/// An array of a view: its elements' raw bytes (validated when the view was parsed) and
+/// their count, read again element by element by its iterator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Topics<'a> {
+pub struct ArrayView<'a, E> {
     /// The elements' bytes, after the count.
     raw: &'a [u8],
     count: usize,
+    /// The request version the elements are read in.
     version: i16,
+    element: std::marker::PhantomData<E>,
 }
 
-impl<'a> Topics<'a> {
-    /// How many topics.
+/// The `TopicData` array of a Produce request.
+pub type Topics<'a> = ArrayView<'a, TopicView<'a>>;
+/// The `PartitionData` array of a topic.
+pub type Partitions<'a> = ArrayView<'a, PartitionView<'a>>;
+/// The topics of a [`Topics`] array.
+pub type TopicIter<'a> = ArrayIter<'a, TopicView<'a>>;
+/// The partitions of a [`Partitions`] array.
+pub type PartitionIter<'a> = ArrayIter<'a, PartitionView<'a>>;
+
+mod element {
+    /// An element of an [`ArrayView`](super::ArrayView): read from validated bytes.
+    pub trait Element<'a>: Sized {
+        #[doc(hidden)]
+        fn read(input: &mut &'a [u8], version: i16) -> Result<Self, crate::DecodeError>;
+    }
+}
+use element::Element;
+
+impl<'a, E> ArrayView<'a, E> {
+    fn new(raw: &'a [u8], count: usize, version: i16) -> Self {
+        Self {
+            raw,
+            count,
+            version,
+            element: std::marker::PhantomData,
+        }
+    }
+
+    /// How many elements.
     #[inline]
     pub fn len(&self) -> usize {
         self.count
@@ -754,46 +780,45 @@ impl<'a> Topics<'a> {
         self.count == 0
     }
 
-    /// The topics, in wire order.
+    /// The elements, in wire order.
     #[inline]
-    pub fn iter(&self) -> TopicIter<'a> {
-        TopicIter {
-            rest: Cursor { input: self.raw },
+    pub fn iter(&self) -> ArrayIter<'a, E> {
+        ArrayIter {
+            rest: self.raw,
             left: self.count,
             version: self.version,
+            element: std::marker::PhantomData,
         }
     }
 }
 
-impl<'a> IntoIterator for Topics<'a> {
-    type Item = TopicView<'a>;
-    type IntoIter = TopicIter<'a>;
+impl<'a, E: Element<'a>> IntoIterator for ArrayView<'a, E> {
+    type Item = E;
+    type IntoIter = ArrayIter<'a, E>;
     #[inline]
-    fn into_iter(self) -> TopicIter<'a> {
+    fn into_iter(self) -> ArrayIter<'a, E> {
         self.iter()
     }
 }
 
-/// The topics of a [`Topics`] array.
+/// The elements of an [`ArrayView`].
 #[derive(Debug, Clone)]
-pub struct TopicIter<'a> {
-    rest: Cursor<'a>,
+pub struct ArrayIter<'a, E> {
+    rest: &'a [u8],
     left: usize,
     version: i16,
+    element: std::marker::PhantomData<E>,
 }
 
-impl<'a> Iterator for TopicIter<'a> {
-    type Item = TopicView<'a>;
+impl<'a, E: Element<'a>> Iterator for ArrayIter<'a, E> {
+    type Item = E;
 
     #[inline]
-    fn next(&mut self) -> Option<TopicView<'a>> {
+    fn next(&mut self) -> Option<E> {
         if self.left == 0 {
             return None;
         }
-        rewalked(
-            TopicView::parse(&mut self.rest, self.version),
-            &mut self.left,
-        )
+        rewalked(E::read(&mut self.rest, self.version), &mut self.left)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -801,7 +826,27 @@ impl<'a> Iterator for TopicIter<'a> {
     }
 }
 
-impl FusedIterator for TopicIter<'_> {}
+impl<'a, E: Element<'a>> FusedIterator for ArrayIter<'a, E> {}
+
+impl<'a> Element<'a> for TopicView<'a> {
+    #[inline]
+    fn read(input: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let mut c = Cursor { input };
+        let topic = TopicView::parse(&mut c, version);
+        *input = c.input;
+        topic
+    }
+}
+
+impl<'a> Element<'a> for PartitionView<'a> {
+    #[inline]
+    fn read(input: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let mut c = Cursor { input };
+        let partition = PartitionView::parse(&mut c, is_flexible(version));
+        *input = c.input;
+        partition
+    }
+}
 
 /// One topic of a Produce request (`TopicProduceData`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -844,7 +889,7 @@ impl<'a> TopicView<'a> {
         };
         Ok(Self {
             name,
-            partitions: Partitions { raw, count, flex },
+            partitions: Partitions::new(raw, count, v),
             tagged,
         })
     }
@@ -880,77 +925,6 @@ impl<'a> TopicView<'a> {
         }
     }
 }
-
-/// The `PartitionData` array of a topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Partitions<'a> {
-    /// The elements' bytes, after the count.
-    raw: &'a [u8],
-    count: usize,
-    flex: bool,
-}
-
-impl<'a> Partitions<'a> {
-    /// How many partitions.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// Whether there are none.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The partitions, in wire order.
-    #[inline]
-    pub fn iter(&self) -> PartitionIter<'a> {
-        PartitionIter {
-            rest: Cursor { input: self.raw },
-            left: self.count,
-            flex: self.flex,
-        }
-    }
-}
-
-impl<'a> IntoIterator for Partitions<'a> {
-    type Item = PartitionView<'a>;
-    type IntoIter = PartitionIter<'a>;
-    #[inline]
-    fn into_iter(self) -> PartitionIter<'a> {
-        self.iter()
-    }
-}
-
-/// The partitions of a [`Partitions`] array.
-#[derive(Debug, Clone)]
-pub struct PartitionIter<'a> {
-    rest: Cursor<'a>,
-    left: usize,
-    flex: bool,
-}
-
-impl<'a> Iterator for PartitionIter<'a> {
-    type Item = PartitionView<'a>;
-
-    #[inline]
-    fn next(&mut self) -> Option<PartitionView<'a>> {
-        if self.left == 0 {
-            return None;
-        }
-        rewalked(
-            PartitionView::parse(&mut self.rest, self.flex),
-            &mut self.left,
-        )
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl FusedIterator for PartitionIter<'_> {}
 
 /// One partition of a topic (`PartitionProduceData`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
