@@ -13,7 +13,7 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
 use crate::group::{OffsetsRecord, RecordSink};
-use crate::partition::{BatchSummary, Partition};
+use crate::replica::{BatchSummary, Partition};
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -25,19 +25,13 @@ const MAX_BATCH_BYTES: usize = 64 << 20;
 #[derive(Debug, Default)]
 pub struct OffsetsPartitions {
     partitions: OnceLock<Vec<Option<Arc<Partition>>>>,
-    appends: OnceLock<Arc<tokio::sync::watch::Sender<u64>>>,
 }
 
 impl OffsetsPartitions {
-    /// Sets the partitions (index = partition; `None` for one that is offline) and the
-    /// append notifier fetches wait on. Only the first call counts.
-    pub fn set(
-        &self,
-        partitions: Vec<Option<Arc<Partition>>>,
-        appends: Arc<tokio::sync::watch::Sender<u64>>,
-    ) {
+    /// Sets the partitions (index = partition; `None` for one that is offline). Only the
+    /// first call counts.
+    pub fn set(&self, partitions: Vec<Option<Arc<Partition>>>) {
         let _ = self.partitions.set(partitions);
-        let _ = self.appends.set(appends);
     }
 
     fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
@@ -77,18 +71,10 @@ impl OffsetsTopicSink {
             records: count,
             max_timestamp: now,
         };
-        let (_, sync) = partition
-            .append(batch, &[summary], now)
+        // The partition layer's append; in durable mode it blocks the coordinator (and its
+        // thread) for one fsync, since the records must be on disk before the answer.
+        crate::replica::append_blocking(partition, batch, &[summary], now)
             .map_err(|e| e.to_string())?;
-        if let Some((flusher, offset)) = sync {
-            // Durable mode: the records must be on disk before the answer. This blocks the
-            // coordinator (and its thread) for one fsync; group commits are rare enough.
-            let durable = flusher.sync_to(offset).map_err(|e| e.to_string())?;
-            partition.advance_high_watermark(durable);
-        }
-        if let Some(appends) = self.partitions.appends.get() {
-            appends.send_modify(|n| *n = n.wrapping_add(1));
-        }
         Ok(())
     }
 }
