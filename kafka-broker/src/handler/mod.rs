@@ -223,7 +223,7 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
         RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_commit(&broker.groups, &topics, *r, version)
+            groups::offset_commit(&broker.groups, &topics, *r, version).await
         }
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
         RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),

@@ -67,6 +67,13 @@ pub struct PendingAck {
     pub(crate) sync: SyncNeeded,
 }
 
+impl PendingAck {
+    /// Whether nothing is left to wait for (no fsync due, the high watermark covers it).
+    pub fn is_acknowledged(&self) -> bool {
+        self.sync.is_none() && self.partition.high_watermark() >= self.required
+    }
+}
+
 /// A replica of this partition on another broker, as the leader tracks it (filled by the
 /// replication layer from followers' fetches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
