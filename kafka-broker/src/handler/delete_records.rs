@@ -28,23 +28,7 @@ pub(super) fn handle(broker: &Broker, req: DeleteRecordsRequest) -> ResponseBody
                                         format!("{}-{}", t.name, p.partition_index),
                                     )
                                 })?;
-                        let o = part.offsets();
-                        // -1 means "up to the high watermark".
-                        let target = if p.offset == -1 {
-                            o.high_watermark
-                        } else {
-                            p.offset
-                        };
-                        if target < 0 || target > o.high_watermark {
-                            return Err(BrokerError::kafka(
-                                ErrorCode::OFFSET_OUT_OF_RANGE,
-                                format!(
-                                    "offset {target} is beyond the high watermark {}",
-                                    o.high_watermark
-                                ),
-                            ));
-                        }
-                        part.delete_records_before(target)
+                        part.delete_records(p.offset)
                     })();
                     match r {
                         Ok(low) => DeleteRecordsPartitionResult {

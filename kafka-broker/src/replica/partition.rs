@@ -535,11 +535,22 @@ impl Partition {
 
     // ----- upkeep -----
 
-    /// Moves the log start offset (DeleteRecords); returns the new low watermark.
-    pub fn delete_records_before(&self, offset: i64) -> Result<i64, BrokerError> {
+    /// DeleteRecords on the leader: moves the log start offset to `offset` (-1: to the high
+    /// watermark); beyond the high watermark is OFFSET_OUT_OF_RANGE. Returns the new low
+    /// watermark.
+    pub fn delete_records(&self, offset: i64) -> Result<i64, BrokerError> {
+        self.require_leader()?;
         let start = {
             let mut log = self.log();
-            log.delete_records_before(offset)?;
+            let hw = log.high_watermark();
+            let target = if offset == -1 { hw } else { offset };
+            if target < 0 || target > hw {
+                return Err(BrokerError::kafka(
+                    ErrorCode::OFFSET_OUT_OF_RANGE,
+                    format!("offset {target} is beyond the high watermark {hw}"),
+                ));
+            }
+            log.delete_records_before(target)?;
             log.log_start_offset()
         };
         self.wake();
