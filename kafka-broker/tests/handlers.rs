@@ -10,6 +10,7 @@ use bytes::Bytes;
 use kafka_broker::handler::{self, Reply, SUPPORTED};
 use kafka_broker::{Broker, BrokerConfig};
 use kafka_net::server::IncomingRequest;
+use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::*;
 use kafka_protocol::{KStr, frame};
 
@@ -114,4 +115,122 @@ async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
         (18, 4)
     );
     assert_eq!(resp.header.correlation_id, 5);
+}
+
+/// The leader epoch is the partition's, the same in every api that carries one, and a client
+/// that names another epoch is fenced (older) or told it is unknown here (newer).
+#[tokio::test]
+async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    broker
+        .create_topic("epochs", 1, Default::default(), false)
+        .unwrap();
+    let epoch = broker.leader_epoch("epochs", 0);
+    assert_eq!(epoch, 0, "a new partition leads at epoch 0");
+    let ask = |body: RequestBody, key: ApiKey, version: i16| {
+        let broker = Arc::clone(&broker);
+        async move {
+            let reply = handler::handle(&broker, incoming(key, version, &body, 1)).await;
+            response(reply, key, version).unwrap().body
+        }
+    };
+    let fetch = |current_leader_epoch: i32| {
+        RequestBody::from(FetchRequest {
+            max_wait_ms: 0,
+            topics: vec![fetch_request::FetchTopic {
+                topic: KStr::from_static("epochs"),
+                partitions: vec![fetch_request::FetchPartition {
+                    partition: 0,
+                    current_leader_epoch,
+                    partition_max_bytes: 1 << 20,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    };
+    let fenced = ErrorCode::FENCED_LEADER_EPOCH.code();
+    let unknown = ErrorCode::UNKNOWN_LEADER_EPOCH.code();
+    // Epoch 0 has no older epoch to send but -2, which a client never sends; -1 is "none".
+    for (current, want) in [(-1, 0), (epoch, 0), (epoch + 1, unknown)] {
+        let ResponseBody::Fetch(r) = ask(fetch(current), ApiKey::Fetch, 12).await else {
+            panic!()
+        };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, want, "fetch with current epoch {current}");
+        if want != 0 {
+            assert_eq!(p.current_leader.leader_epoch, epoch);
+            assert_eq!(p.current_leader.leader_id, broker.config.node_id);
+        }
+    }
+    // A new leader epoch (as the cluster layer will set): the old one is fenced everywhere.
+    broker
+        .partition("epochs", 0)
+        .unwrap()
+        .become_leader(epoch + 3, &[], &[])
+        .unwrap();
+    let ResponseBody::Fetch(r) = ask(fetch(epoch), ApiKey::Fetch, 12).await else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].partitions[0].error_code, fenced);
+    assert_eq!(
+        r.responses[0].partitions[0].current_leader.leader_epoch,
+        epoch + 3
+    );
+    let epoch = epoch + 3;
+    let list = RequestBody::from(ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![list_offsets_request::ListOffsetsTopic {
+            name: KStr::from_static("epochs"),
+            partitions: vec![list_offsets_request::ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: epoch + 1,
+                timestamp: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let ResponseBody::ListOffsets(r) = ask(list, ApiKey::ListOffsets, 7).await else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].error_code, unknown);
+    let metadata = RequestBody::from(MetadataRequest {
+        topics: None,
+        ..Default::default()
+    });
+    let ResponseBody::Metadata(r) = ask(metadata, ApiKey::Metadata, 9).await else {
+        panic!()
+    };
+    let t = r
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some("epochs"))
+        .unwrap();
+    assert_eq!(t.partitions[0].leader_epoch, epoch);
+    let ofle = RequestBody::from(OffsetForLeaderEpochRequest {
+        topics: vec![offset_for_leader_epoch_request::OffsetForLeaderTopic {
+            topic: KStr::from_static("epochs"),
+            partitions: vec![offset_for_leader_epoch_request::OffsetForLeaderPartition {
+                partition: 0,
+                current_leader_epoch: epoch + 1,
+                leader_epoch: epoch,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let ResponseBody::OffsetForLeaderEpoch(r) = ask(ofle, ApiKey::OffsetForLeaderEpoch, 4).await
+    else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].error_code, unknown);
 }

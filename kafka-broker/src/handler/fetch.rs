@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
@@ -150,6 +152,12 @@ fn read_all<'w>(
         pd.log_start_offset = offsets.log_start;
         if let Err(code) = part.check_leader_epoch(w.current_leader_epoch) {
             pd.error_code = code.code();
+            // The leader as this broker knows it (a tagged field from v12; KIP-951).
+            pd.current_leader = LeaderIdAndEpoch {
+                leader_id: broker.config.node_id,
+                leader_epoch: part.leader_epoch(),
+                ..Default::default()
+            };
             any_error = true;
             out.push((w, pd));
             continue;
