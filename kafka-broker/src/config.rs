@@ -66,6 +66,14 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`.
     pub max_connections: usize,
+    /// `max.connections.per.ip`: connections one peer address may hold.
+    pub max_connections_per_ip: usize,
+    /// `max.connections.per.ip.overrides` (`host:count,...`; host names are resolved when the
+    /// configuration is read).
+    pub max_connections_per_ip_overrides: Vec<(std::net::IpAddr, usize)>,
+    /// `connections.max.idle.ms`: a connection that sends no whole request and is sent no
+    /// answer for this long is closed (a partial frame does not count as activity).
+    pub connections_max_idle_ms: u64,
     /// `queued.max.requests` per connection read-ahead (clients pipeline up to 5).
     pub max_pipelined_requests: usize,
     /// `offsets.topic.num.partitions`.
@@ -122,6 +130,9 @@ impl Default for BrokerConfig {
             sendfile: true,
             socket_request_max_bytes: 104_857_600,
             max_connections: 10_000,
+            max_connections_per_ip: i32::MAX as usize,
+            max_connections_per_ip_overrides: Vec::new(),
+            connections_max_idle_ms: 600_000,
             max_pipelined_requests: 16,
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
@@ -288,6 +299,15 @@ impl BrokerConfig {
                 self.socket_request_max_bytes = positive(key, parse(key, v)?)?
             }
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
+            "max.connections.per.ip" => {
+                self.max_connections_per_ip = positive(key, parse(key, v)?)?
+            }
+            "max.connections.per.ip.overrides" => {
+                self.max_connections_per_ip_overrides = per_ip_overrides(key, v)?
+            }
+            "connections.max.idle.ms" => {
+                self.connections_max_idle_ms = positive(key, parse(key, v)?)?
+            }
             "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
@@ -389,6 +409,34 @@ fn strip_listener(v: &str) -> &str {
     }
 }
 
+/// `max.connections.per.ip.overrides`: `host:count` pairs separated by commas; a host name
+/// stands for every address it resolves to.
+fn per_ip_overrides(key: &str, v: &str) -> Result<Vec<(std::net::IpAddr, usize)>, BrokerError> {
+    use std::net::ToSocketAddrs;
+    let mut out = Vec::new();
+    for entry in v.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: &str| BrokerError::Config(format!("{key}: entry {entry:?}: {why}"));
+        let (host, count) = entry
+            .rsplit_once(':')
+            .ok_or_else(|| bad("expected host:count"))?;
+        let count: usize = count
+            .trim()
+            .parse()
+            .map_err(|_| bad("the count is not a non-negative integer"))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => out.push((ip, count)),
+            Err(_) => {
+                let addrs = (host, 0)
+                    .to_socket_addrs()
+                    .map_err(|e| bad(&format!("cannot resolve the host: {e}")))?;
+                out.extend(addrs.map(|a| (a.ip(), count)));
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,6 +459,31 @@ mod tests {
         assert_eq!(c.retention_ms, 3_600_000);
         assert_eq!(c.flush_interval_messages, Some(1));
         assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+    }
+
+    #[test]
+    fn connection_limits_per_ip() {
+        let mut c = BrokerConfig::default();
+        c.apply("max.connections.per.ip", "5").unwrap();
+        c.apply(
+            "max.connections.per.ip.overrides",
+            "127.0.0.2:12, [::1]:0,localhost:3",
+        )
+        .unwrap();
+        assert_eq!(c.max_connections_per_ip, 5);
+        let o = &c.max_connections_per_ip_overrides;
+        assert!(o.contains(&("127.0.0.2".parse().unwrap(), 12)));
+        assert!(o.contains(&("::1".parse().unwrap(), 0)));
+        assert!(o.iter().any(|&(ip, n)| ip.is_loopback() && n == 3), "{o:?}");
+        for bad in ["127.0.0.1", "127.0.0.1:-1", "127.0.0.1:x"] {
+            let e = c
+                .apply("max.connections.per.ip.overrides", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("max.connections.per.ip.overrides"), "{e}");
+        }
+        c.apply("connections.max.idle.ms", "1000").unwrap();
+        assert_eq!(c.connections_max_idle_ms, 1000);
     }
 
     #[test]

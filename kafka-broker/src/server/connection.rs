@@ -39,6 +39,8 @@ pub(crate) async fn serve(
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
     tracing::debug!(%peer, "connection opened");
     let mut stopping = *stop.borrow();
+    let max_idle = std::time::Duration::from_millis(broker.config.connections_max_idle_ms);
+    let mut idle_since = tokio::time::Instant::now();
     loop {
         let item = if stopping {
             // Shutting down: answer what was already read, then close.
@@ -56,6 +58,13 @@ pub(crate) async fn serve(
                     stopping = true;
                     reader.abort();
                     continue;
+                }
+                () = tokio::time::sleep_until(idle_since + max_idle) => {
+                    // No whole request for connections.max.idle.ms (a partial frame does not
+                    // count): the socket, its buffers and its slot are given back.
+                    tracing::debug!(%peer, idle_ms = max_idle.as_millis() as u64,
+                        "closing connection: idle for connections.max.idle.ms");
+                    break;
                 }
             }
         };
@@ -115,6 +124,7 @@ pub(crate) async fn serve(
             micros = started.elapsed().as_micros() as u64,
             "request"
         );
+        idle_since = tokio::time::Instant::now();
     }
     reader.abort();
     let _ = wr.shutdown().await;

@@ -2,6 +2,7 @@
 //! an orderly shutdown that finishes what is in flight.
 
 mod connection;
+mod limits;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +24,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let per_ip = Arc::new(limits::PerIp::new(
+        broker.config.max_connections_per_ip,
+        &broker.config.max_connections_per_ip_overrides,
+    ));
+    let mut refused = limits::RefusalLog::new(Duration::from_secs(10));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
@@ -31,8 +37,13 @@ pub async fn serve(
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((sock, peer)) => {
+                    let Some(ip_slot) = per_ip.acquire(peer.ip()) else {
+                        refused.refused(peer, "max.connections.per.ip", per_ip.limit(peer.ip()));
+                        drop(sock);
+                        continue;
+                    };
                     let Ok(permit) = limit.clone().try_acquire_owned() else {
-                        tracing::warn!(%peer, max = broker.config.max_connections, "connection limit reached; refusing");
+                        refused.refused(peer, "max.connections", broker.config.max_connections);
                         drop(sock);
                         continue;
                     };
@@ -41,6 +52,7 @@ pub async fn serve(
                     conns.spawn(async move {
                         connection::serve(b, sock, peer, stop).await;
                         drop(permit);
+                        drop(ip_slot);
                     });
                 }
                 Err(e) => {

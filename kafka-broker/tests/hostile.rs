@@ -1,0 +1,224 @@
+//! Hostile or careless clients against the real broker binary: what they hold must be bounded
+//! by configuration, not by their good will. Each test reads the broker process's descriptors
+//! or memory from `/proc`.
+//!
+//! - Idle connections and connections stuck in the middle of a frame are closed after
+//!   `connections.max.idle.ms`; a connection that keeps sending requests stays.
+//! - `max.connections.per.ip` (and its overrides) keep one peer from taking every slot;
+//!   refusals are logged once per interval with a count, not one line each.
+#![allow(clippy::unwrap_used)]
+
+#[path = "crash/broker.rs"]
+#[allow(dead_code)]
+mod broker;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use broker::Node;
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// ApiVersions v0 with correlation id `corr`, size prefix included.
+fn api_versions(corr: i32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&18i16.to_be_bytes());
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&corr.to_be_bytes());
+    body.extend_from_slice(&(-1i16).to_be_bytes());
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Sends ApiVersions and reads the answer's correlation id; `None` if the broker closed.
+fn ask(sock: &mut TcpStream, corr: i32) -> Option<i32> {
+    sock.write_all(&api_versions(corr)).ok()?;
+    let mut size = [0u8; 4];
+    sock.read_exact(&mut size).ok()?;
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    sock.read_exact(&mut body).ok()?;
+    Some(i32::from_be_bytes(body[..4].try_into().ok()?))
+}
+
+/// Whether the broker has closed `sock` (reads end of stream or a reset within `wait`).
+fn closed_by_broker(sock: &mut TcpStream, wait: Duration) -> bool {
+    sock.set_read_timeout(Some(wait)).unwrap();
+    let mut b = [0u8; 1];
+    match sock.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe
+        ),
+    }
+}
+
+fn connect_from(local: &str, broker: SocketAddr) -> TcpStream {
+    let sock = bound_connect(local, broker);
+    sock.set_nodelay(true).unwrap();
+    sock
+}
+
+/// A TCP connection from the loopback address `local` (port chosen by the kernel).
+#[allow(unsafe_code)]
+fn bound_connect(local: &str, to: SocketAddr) -> TcpStream {
+    // std has no bind-before-connect; libc does it in a few lines.
+    use std::os::fd::FromRawFd;
+    let local: std::net::Ipv4Addr = local.parse().unwrap();
+    let SocketAddr::V4(to) = to else {
+        panic!("the broker listens on IPv4 here")
+    };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: a fresh socket descriptor, bound and connected with valid sockaddr_in values
+    // whose size is passed; ownership goes to the TcpStream.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let from = sockaddr(local, 0);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let r = libc::bind(fd, (&raw const from).cast(), len);
+        assert_eq!(r, 0, "bind {local}: {}", std::io::Error::last_os_error());
+        let dest = sockaddr(*to.ip(), to.port());
+        let r = libc::connect(fd, (&raw const dest).cast(), len);
+        assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_half_sent_connections_are_closed_after_connections_max_idle_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(
+        dir.path().join("data"),
+        dir.path().join("logs"),
+        &["connections.max.idle.ms=1500"],
+    );
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut busy = TcpStream::connect(addr).unwrap();
+    assert_eq!(ask(&mut busy, 1), Some(1));
+    let baseline = open_descriptors(pid);
+
+    let mut idle: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    // Half-sent frames: a size prefix of 20 MB and the first 256 KiB of it.
+    let mut half: Vec<TcpStream> = (0..10)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(&(20_000_000i32).to_be_bytes()).unwrap();
+            s.write_all(&vec![7u8; 256 << 10]).unwrap();
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    let mut held = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        held = open_descriptors(pid);
+        if held >= baseline + 50 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        held >= baseline + 50,
+        "the broker holds {held} descriptors with 50 more connections (baseline {baseline})"
+    );
+    // The busy connection keeps asking, more often than the idle time.
+    let mut corr = 2;
+    while started.elapsed() < Duration::from_secs(4) {
+        assert_eq!(
+            ask(&mut busy, corr),
+            Some(corr),
+            "an active connection was closed"
+        );
+        corr += 1;
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    for s in idle.iter_mut().chain(half.iter_mut()) {
+        assert!(
+            closed_by_broker(s, Duration::from_secs(5)),
+            "an idle connection is still open after connections.max.idle.ms"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while open_descriptors(pid) > baseline && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        open_descriptors(pid) <= baseline,
+        "{} descriptors after the idle connections closed (baseline {baseline})",
+        open_descriptors(pid)
+    );
+    assert_eq!(ask(&mut busy, corr), Some(corr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_peer_cannot_take_every_connection_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(
+        dir.path().join("data"),
+        dir.path().join("logs"),
+        &[
+            "max.connections.per.ip=5",
+            "max.connections.per.ip.overrides=127.0.0.2:12",
+        ],
+    );
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let mut ones: Vec<TcpStream> = (0..5).map(|_| connect_from("127.0.0.1", addr)).collect();
+    for (i, s) in ones.iter_mut().enumerate() {
+        assert_eq!(ask(s, i as i32), Some(i as i32));
+    }
+    // 30 more from 127.0.0.1 are refused: closed at once, no answer.
+    for i in 0..30 {
+        let mut s = connect_from("127.0.0.1", addr);
+        assert_eq!(
+            ask(&mut s, 100 + i),
+            None,
+            "connection {} over the limit",
+            i + 6
+        );
+    }
+    // Another address has its own slots, as many as its override says.
+    let mut twos: Vec<TcpStream> = (0..12).map(|_| connect_from("127.0.0.2", addr)).collect();
+    for (i, s) in twos.iter_mut().enumerate() {
+        assert_eq!(ask(s, i as i32), Some(i as i32), "127.0.0.2 connection {i}");
+    }
+    let mut extra = connect_from("127.0.0.2", addr);
+    assert_eq!(ask(&mut extra, 99), None);
+    // A closed connection gives its slot back.
+    drop(ones.pop());
+    let started = Instant::now();
+    loop {
+        let mut s = connect_from("127.0.0.1", addr);
+        if ask(&mut s, 7) == Some(7) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the slot of a closed connection was not given back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // 31 refusals in a few seconds: one report line, not 31.
+    let log = broker.log();
+    let reports = log.matches("refusing connections over").count();
+    assert!(
+        (1..=2).contains(&reports),
+        "{reports} refusal lines for 31 refused connections:\n{log}"
+    );
+}
