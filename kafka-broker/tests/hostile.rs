@@ -4,6 +4,8 @@
 //!
 //! - Idle connections and connections stuck in the middle of a frame are closed after
 //!   `connections.max.idle.ms`; a connection that keeps sending requests stays.
+//! - A size prefix reserves memory only as the frame's bytes arrive: 200 connections that
+//!   announce 100 MB each do not take 20 GB of address space.
 //! - `max.connections.per.ip` (and its overrides) keep one peer from taking every slot;
 //!   refusals are logged once per interval with a count, not one line each.
 #![allow(clippy::unwrap_used)]
@@ -17,6 +19,15 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use broker::Node;
+
+/// A `kB` line of `/proc/PID/status` (VmSize, VmRSS, VmHWM), in bytes.
+fn status_bytes(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
 
 fn open_descriptors(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -221,4 +232,41 @@ async fn one_peer_cannot_take_every_connection_slot() {
         (1..=2).contains(&reports),
         "{reports} refusal lines for 31 refused connections:\n{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn announced_frame_sizes_reserve_nothing_until_the_bytes_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(dir.path().join("data"), dir.path().join("logs"), &[]);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut probe = TcpStream::connect(addr).unwrap();
+    assert_eq!(ask(&mut probe, 1), Some(1));
+    let before = status_bytes(pid, "VmSize");
+    let conns: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(&(100_000_000i32).to_be_bytes()).unwrap();
+            s.write_all(&[0u8; 100]).unwrap();
+            s
+        })
+        .collect();
+    // Every connection has been read (the probe is answered after them, on its own task, so
+    // wait until the descriptors show all 200).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open_descriptors(pid) < 200 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ask(&mut probe, 2), Some(2));
+    let after = status_bytes(pid, "VmSize");
+    let grown = after.saturating_sub(before);
+    // 200 x 100 MB would be 20 GB; a MiB or two each (plus allocator arenas) is what is allowed.
+    assert!(
+        grown < 1 << 30,
+        "200 announced 100 MB frames grew the broker's address space by {} MiB",
+        grown >> 20
+    );
+    drop(conns);
 }
