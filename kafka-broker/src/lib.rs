@@ -22,6 +22,7 @@ pub mod partition;
 pub mod producer_state;
 pub mod sendfile;
 pub mod server;
+pub mod topic_config;
 pub mod topics;
 
 use std::future::Future;
