@@ -21,7 +21,9 @@ use crate::log::LogConfig;
 
 /// DescribeConfigs `config_source`: a topic override.
 pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-/// DescribeConfigs `config_source`: the broker's default for the key.
+/// DescribeConfigs `config_source`: set in the broker's configuration (file or `--set`).
+pub const SOURCE_STATIC_BROKER: i8 = 4;
+/// DescribeConfigs `config_source`: the built-in default.
 pub const SOURCE_DEFAULT: i8 = 5;
 
 /// Kafka's config types as DescribeConfigs v3+ reports them.
@@ -496,29 +498,42 @@ impl TopicConfig {
         }
     }
 
-    /// Every key with its value, source, type and synonyms (in Kafka's order: the topic
-    /// override, then the broker default), for DescribeConfigs and CreateTopics v5+.
+    /// Every key with its value, source, type and synonyms, in Kafka's order of precedence:
+    /// the topic override (DYNAMIC_TOPIC_CONFIG), the broker's setting when its configuration
+    /// changed it (STATIC_BROKER_CONFIG), the built-in default (DEFAULT_CONFIG). For
+    /// DescribeConfigs and CreateTopics v5+.
     pub fn describe(&self, cfg: &BrokerConfig) -> Vec<DescribedConfig> {
+        let built_in = BrokerConfig::default();
         KEYS.iter()
             .map(|k| {
-                let default = broker_default(cfg, k.name);
+                let broker_key = k.broker_key.unwrap_or(k.name);
+                let configured = broker_default(cfg, k.name);
+                let default = broker_default(&built_in, k.name);
                 let mut synonyms = Vec::new();
-                let (value, source) = match self.overrides.get(k.name) {
-                    Some(v) => {
-                        synonyms.push(Synonym {
-                            name: k.name,
-                            value: v.clone(),
-                            source: SOURCE_DYNAMIC_TOPIC,
-                        });
-                        (v.clone(), SOURCE_DYNAMIC_TOPIC)
-                    }
-                    None => (default.clone(), SOURCE_DEFAULT),
-                };
+                if let Some(v) = self.overrides.get(k.name) {
+                    synonyms.push(Synonym {
+                        name: k.name,
+                        value: v.clone(),
+                        source: SOURCE_DYNAMIC_TOPIC,
+                    });
+                }
+                if configured != default {
+                    synonyms.push(Synonym {
+                        name: broker_key,
+                        value: configured,
+                        source: SOURCE_STATIC_BROKER,
+                    });
+                }
                 synonyms.push(Synonym {
-                    name: k.broker_key.unwrap_or(k.name),
+                    name: broker_key,
                     value: default,
                     source: SOURCE_DEFAULT,
                 });
+                // The first synonym is the one in force.
+                let (value, source) = synonyms
+                    .first()
+                    .map(|s| (s.value.clone(), s.source))
+                    .unwrap_or_default();
                 DescribedConfig {
                     name: k.name,
                     value,
@@ -950,10 +965,31 @@ mod tests {
                 ("log.segment.bytes", "1073741824", SOURCE_DEFAULT)
             ]
         );
+        // Set in the broker's configuration: STATIC_BROKER_CONFIG, then the built-in default.
         let ret = get("retention.ms");
-        assert_eq!((ret.value.as_str(), ret.source), ("1000", SOURCE_DEFAULT));
-        assert_eq!(ret.synonyms.len(), 1);
-        assert_eq!(ret.synonyms[0].name, "log.retention.ms");
+        assert_eq!(
+            (ret.value.as_str(), ret.source),
+            ("1000", SOURCE_STATIC_BROKER)
+        );
+        let names: Vec<(&str, &str, i8)> = ret
+            .synonyms
+            .iter()
+            .map(|s| (s.name, s.value.as_str(), s.source))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("log.retention.ms", "1000", SOURCE_STATIC_BROKER),
+                ("log.retention.ms", "604800000", SOURCE_DEFAULT)
+            ]
+        );
+        let seg_ms = get("segment.ms");
+        assert_eq!(
+            (seg_ms.value.as_str(), seg_ms.source),
+            ("604800000", SOURCE_DEFAULT)
+        );
+        assert_eq!(seg_ms.synonyms.len(), 1);
+        assert_eq!(seg_ms.synonyms[0].name, "log.roll.ms");
         assert_eq!(get("cleanup.policy").config_type, ConfigType::List);
         assert_eq!(
             get("min.cleanable.dirty.ratio").config_type,

@@ -12,7 +12,8 @@
 //!   INVALID_CONFIG naming the key, changing nothing).
 //!
 //! After each alter kafka-python's DescribeConfigs shows the new value with source
-//! DYNAMIC_TOPIC_CONFIG, and again after a restart. The scripts are in
+//! DYNAMIC_TOPIC_CONFIG, and again after a restart (a default set in the broker's
+//! configuration shows as STATIC_BROKER_CONFIG, a built-in one as DEFAULT_CONFIG). The scripts are in
 //! `tests/topic_configs/`; a missing peer skips with a notice, unless
 //! `KAFKA_RS_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used)]
@@ -351,7 +352,7 @@ async fn raising_max_message_bytes_at_runtime_accepts_a_larger_batch() {
     let mut node = Node::new(
         tmp.path().join("data"),
         tmp.path().join("logs"),
-        &["offsets.topic.num.partitions=1"],
+        &["offsets.topic.num.partitions=1", "log.roll.ms=3600000"],
     );
     let broker = node.start(&[]).await;
     let addr = broker.addr.clone();
@@ -364,6 +365,18 @@ async fn raising_max_message_bytes_at_runtime_accepts_a_larger_batch() {
     .is_none()
     {
         return;
+    }
+    // Defaults: set in the broker's configuration, or built in.
+    if let Some(configs) = describe(&addr, TOPIC) {
+        let source = |k: &str| configs.get(k).cloned().unwrap_or_default();
+        assert_eq!(
+            source("segment.ms"),
+            ("3600000".to_owned(), "STATIC_BROKER_CONFIG".to_owned())
+        );
+        assert_eq!(
+            source("segment.bytes"),
+            ("1073741824".to_owned(), "DEFAULT_CONFIG".to_owned())
+        );
     }
     let big = ["--size", "4000"];
     let refused = python("produce", &addr, TOPIC, &big);

@@ -18,13 +18,13 @@ use super::message;
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::topic_config::{
-    AlterOp, ConfigType, DescribedConfig, SOURCE_DEFAULT, Synonym, TopicConfig,
+    AlterOp, ConfigType, DescribedConfig, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, Synonym,
+    TopicConfig,
 };
 use crate::topics::TopicMeta;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-const SOURCE_STATIC_BROKER: i8 = 4;
 
 /// Kafka's config types (DescribeConfigs v3+) of the broker configs listed here: BOOLEAN 1,
 /// STRING 2, INT 3, LONG 5, LIST 7. Topic configs carry their own (`topic_config::KEYS`).
