@@ -446,24 +446,44 @@ impl Broker {
         Ok(())
     }
 
-    /// Replaces a topic's config overrides: parsed and checked first (INVALID_CONFIG naming
-    /// the key, nothing changed), then stored in `topics.meta`, swapped in for the Produce
-    /// path and pushed to every open log of the topic, so retention, segment rolling and the
-    /// cleaner use the new values from their next round on.
+    /// Replaces a topic's config overrides (see [`Self::alter_topic_configs`]).
     pub fn set_topic_configs(
         &self,
         name: &str,
         configs: BTreeMap<String, String>,
     ) -> Result<(), BrokerError> {
-        let typed = Arc::new(TopicConfig::new(&self.config, &configs)?);
+        self.alter_topic_configs(name, false, |_| Ok(configs))
+    }
+
+    /// Changes a topic's config overrides: `change` turns the current config into the new
+    /// overrides, under the registry lock so that concurrent alters cannot lose each other's
+    /// changes. The result is parsed and checked whole (INVALID_CONFIG naming the key, nothing
+    /// changed); then, unless `validate_only`, stored in `topics.meta`, swapped in for the
+    /// Produce path and pushed to every open log of the topic, so retention, segment rolling
+    /// and the cleaner use the new values from their next round on. `change` must not call
+    /// back into the broker's topic methods (the registry lock is held).
+    pub fn alter_topic_configs(
+        &self,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&TopicConfig) -> Result<BTreeMap<String, String>, BrokerError>,
+    ) -> Result<(), BrokerError> {
         let mut reg = lock(&self.topics);
-        if reg.get(name).is_none() {
-            return Err(BrokerError::kafka(
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("no topic {name}"),
-            ));
+        let current = reg
+            .get(name)
+            .and_then(|_| self.topic_configs.get(name))
+            .ok_or_else(|| {
+                BrokerError::kafka(
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("no topic {name}"),
+                )
+            })?;
+        let overrides = change(&current)?;
+        let typed = Arc::new(TopicConfig::new(&self.config, &overrides)?);
+        if validate_only {
+            return Ok(());
         }
-        reg.set_configs(name, configs)?;
+        reg.set_configs(name, overrides)?;
         self.topic_configs.insert(name, Arc::clone(&typed));
         self.apply_log_config(name, &typed);
         drop(reg);

@@ -255,18 +255,7 @@ fn apply_topic(
             "only topic configs can be altered on this broker",
         ));
     }
-    let current = broker.topic_config(name).ok_or_else(|| {
-        BrokerError::kafka(
-            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("no topic {name}"),
-        )
-    })?;
-    let overrides = change(&current)?;
-    if validate_only {
-        TopicConfig::new(&broker.config, &overrides)?;
-        return Ok(());
-    }
-    broker.set_topic_configs(name, overrides)
+    broker.alter_topic_configs(name, validate_only, change)
 }
 
 /// Kafka refuses a resource that names a key twice (INVALID_REQUEST).
