@@ -8,8 +8,8 @@
 //!   (kcat reads the latest value of every key and far fewer records) and keyless records
 //!   are refused from then on.
 //! - `max.message.bytes` raised with IncrementalAlterConfigs SET: a record refused with
-//!   MESSAGE_TOO_LARGE is accepted afterwards (and an invalid value is refused with
-//!   INVALID_CONFIG naming the key, changing nothing).
+//!   MESSAGE_TOO_LARGE is accepted afterwards (an invalid value is refused with
+//!   INVALID_CONFIG naming the key, and validate_only changes nothing).
 //!
 //! After each alter kafka-python's DescribeConfigs shows the new value with source
 //! DYNAMIC_TOPIC_CONFIG, and again after a restart (a default set in the broker's
@@ -402,6 +402,25 @@ async fn raising_max_message_bytes_at_runtime_accepts_a_larger_batch() {
         "1000",
         "after a refused alter",
     );
+    // validate_only checks and changes nothing.
+    let Some(out) = python(
+        "incremental",
+        &addr,
+        TOPIC,
+        &["--op", "SET:max.message.bytes=100000", "--validate-only"],
+    ) else {
+        return;
+    };
+    assert_eq!(out, "altered");
+    assert_override(
+        &addr,
+        TOPIC,
+        "max.message.bytes",
+        "1000",
+        "after validate_only",
+    );
+    let refused = python("produce", &addr, TOPIC, &big);
+    assert_eq!(refused.as_deref(), Some("error MSG_SIZE_TOO_LARGE"));
 
     let Some(out) = python(
         "incremental",

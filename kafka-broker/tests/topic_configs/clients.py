@@ -6,8 +6,8 @@ Each command prints what the Rust test checks and exits 3 when its library is mi
                (incremental=False: the client adds the other overrides it describes, since
                AlterConfigs replaces the whole set). Prints "altered" or "error <name>".
   incremental  confluent-kafka AdminClient.incremental_alter_configs with --op OP:k=v
-               (OP is SET, DELETE, APPEND or SUBTRACT). Prints "altered" or "error <name>
-               <message>".
+               (OP is SET, DELETE, APPEND or SUBTRACT), --validate-only to check only.
+               Prints "altered" or "error <name> <message>".
   describe     kafka-python describe_configs (all keys): "<key>\t<value>\t<source>" lines.
   produce      confluent-kafka writes --count records to partition 0: key "key-<i % keys>"
                (none with --keyless), value "v<i>", or --size bytes of "x" when --size is
@@ -70,7 +70,8 @@ def incremental(args):
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     res = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=entries)
     try:
-        for f in admin.incremental_alter_configs([res]).values():
+        futures = admin.incremental_alter_configs([res], validate_only=args.validate_only)
+        for f in futures.values():
             f.result(timeout=args.timeout)
     except KafkaException as e:
         err = e.args[0]
@@ -155,6 +156,7 @@ def main():
     ap.add_argument("--size", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=1024)
     ap.add_argument("--idempotent", action="store_true")
+    ap.add_argument("--validate-only", action="store_true")
     ap.add_argument("--timeout", type=float, default=20.0)
     args = ap.parse_args()
     {"create": create, "alter": alter, "incremental": incremental, "describe": describe,
