@@ -26,12 +26,12 @@ use crate::topics::TopicMeta;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 
-/// Kafka's config types (DescribeConfigs v3+) of the broker configs listed here: BOOLEAN 1,
-/// STRING 2, INT 3, LONG 5, LIST 7. Topic configs carry their own (`topic_config::KEYS`).
-fn broker_config_type(name: &str) -> i8 {
+/// The config types of the broker configs listed here (topic configs carry theirs in
+/// `topic_config::KEYS`).
+fn broker_config_type(name: &str) -> ConfigType {
     match name {
-        "auto.create.topics.enable" | "delete.topic.enable" => 1,
-        "log.dirs" => 7,
+        "auto.create.topics.enable" | "delete.topic.enable" => ConfigType::Boolean,
+        "log.dirs" => ConfigType::List,
         "log.retention.ms"
         | "log.roll.ms"
         | "log.retention.bytes"
@@ -39,8 +39,8 @@ fn broker_config_type(name: &str) -> i8 {
         | "log.flush.interval.messages"
         | "log.flush.interval.ms"
         | "log.message.timestamp.before.max.ms"
-        | "log.message.timestamp.after.max.ms" => 5,
-        _ => 3,
+        | "log.message.timestamp.after.max.ms" => ConfigType::Long,
+        _ => ConfigType::Int,
     }
 }
 
@@ -186,7 +186,7 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                                 name: e.name,
                                 value: e.value,
                                 source: SOURCE_STATIC_BROKER,
-                                config_type: ConfigType::Int,
+                                config_type: broker_config_type(e.name),
                                 synonyms: vec![synonym],
                             };
                             (d, true)
@@ -214,12 +214,7 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                                 .is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name))
                         })
                         .map(|(e, read_only)| {
-                            let broker_type = read_only.then(|| broker_config_type(e.name));
-                            let mut out = described(e, read_only, req.include_synonyms, version);
-                            if let (Some(t), true) = (broker_type, version >= 3) {
-                                out.config_type = t;
-                            }
-                            out
+                            described(e, read_only, req.include_synonyms, version)
                         })
                         .collect(),
                     ..Default::default()
