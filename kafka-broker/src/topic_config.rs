@@ -157,21 +157,6 @@ pub fn spec(name: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.name == name)
 }
 
-/// A refused value: which key, what value, why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}={value}: {reason}")]
-pub struct InvalidValue {
-    pub key: String,
-    pub value: String,
-    pub reason: &'static str,
-}
-
-impl From<InvalidValue> for BrokerError {
-    fn from(e: InvalidValue) -> Self {
-        BrokerError::kafka(ErrorCode::INVALID_CONFIG, e.to_string())
-    }
-}
-
 /// `compression.type` of a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
@@ -234,51 +219,54 @@ pub struct TopicConfig {
     overrides: BTreeMap<String, String>,
 }
 
-fn invalid(key: &str, value: &str, reason: &'static str) -> InvalidValue {
-    InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        reason,
-    }
+/// Why a value is refused; the callers name the key and value.
+type Reason = &'static str;
+
+/// A refused topic config value: INVALID_CONFIG naming the key and value.
+fn refused(key: &str, value: &str, reason: Reason) -> BrokerError {
+    BrokerError::kafka(
+        ErrorCode::INVALID_CONFIG,
+        format!("{key}={value}: {reason}"),
+    )
 }
 
-fn long(key: &str, value: &str, min: i64, reason: &'static str) -> Result<i64, InvalidValue> {
+fn long(value: &str, min: i64, reason: Reason) -> Result<i64, Reason> {
     match value.trim().parse::<i64>() {
         Ok(v) if v >= min => Ok(v),
-        Ok(_) => Err(invalid(key, value, reason)),
-        Err(_) => Err(invalid(key, value, "not a 64-bit integer")),
+        Ok(_) => Err(reason),
+        Err(_) => Err("not a 64-bit integer"),
     }
 }
 
-fn int(key: &str, value: &str, min: i32, reason: &'static str) -> Result<i32, InvalidValue> {
+fn int(value: &str, min: i32, reason: Reason) -> Result<i32, Reason> {
     match value.trim().parse::<i32>() {
         Ok(v) if v >= min => Ok(v),
-        Ok(_) => Err(invalid(key, value, reason)),
-        Err(_) => Err(invalid(key, value, "not a 32-bit integer")),
+        Ok(_) => Err(reason),
+        Err(_) => Err("not a 32-bit integer"),
     }
 }
 
 /// `cleanup.policy`: (compact, delete).
-fn cleanup_policy(key: &str, value: &str) -> Result<(bool, bool), InvalidValue> {
+fn cleanup_policy(value: &str) -> Result<(bool, bool), Reason> {
     let (mut compact, mut delete) = (false, false);
     for p in value.split(',').map(str::trim) {
         match p {
             "compact" => compact = true,
             "delete" => delete = true,
-            _ => return Err(invalid(key, value, "expected delete, compact or both")),
+            _ => return Err("expected delete, compact or both"),
         }
     }
     Ok((compact, delete))
 }
 
-/// The list items of a value (`cleanup.policy`), trimmed, without empty ones.
-pub fn list_items(value: &str) -> impl Iterator<Item = &str> {
+/// The items of a list value (`cleanup.policy`), trimmed, without empty ones.
+fn list_items(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// A flush interval: Kafka writes "never" as `Long.MAX_VALUE`.
-fn interval(key: &str, value: &str) -> Result<Option<i64>, InvalidValue> {
-    match long(key, value, 1, "must be at least 1")? {
+fn interval(value: &str) -> Result<Option<i64>, Reason> {
+    match long(value, 1, "must be at least 1")? {
         i64::MAX => Ok(None),
         v => Ok(Some(v)),
     }
@@ -287,11 +275,14 @@ fn interval(key: &str, value: &str) -> Result<Option<i64>, InvalidValue> {
 impl TopicConfig {
     /// The broker's defaults: a topic without overrides.
     pub fn defaults(cfg: &BrokerConfig) -> Self {
-        let (compact, delete) = cleanup_policy("log.cleanup.policy", &cfg.cleanup_policy)
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "invalid log.cleanup.policy; using delete");
-                (false, true)
-            });
+        let (compact, delete) = cleanup_policy(&cfg.cleanup_policy).unwrap_or_else(|reason| {
+            tracing::warn!(
+                value = %cfg.cleanup_policy,
+                reason,
+                "invalid log.cleanup.policy; using delete"
+            );
+            (false, true)
+        });
         Self {
             compact,
             delete,
@@ -331,7 +322,7 @@ impl TopicConfig {
     ) -> Result<Self, BrokerError> {
         let mut c = Self::defaults(cfg);
         for (k, v) in ordered(overrides) {
-            c.apply(k, v)?;
+            c.apply(k, v).map_err(|reason| refused(k, v, reason))?;
         }
         c.overrides = overrides.clone();
         Ok(c)
@@ -347,9 +338,13 @@ impl TopicConfig {
                 Ok(()) => {
                     kept.insert(k.to_owned(), v.to_owned());
                 }
-                Err(e) => {
-                    tracing::warn!(topic, error = %e, "ignoring an invalid stored topic config")
-                }
+                Err(reason) => tracing::warn!(
+                    topic,
+                    key = k,
+                    value = v,
+                    reason,
+                    "ignoring an invalid stored topic config"
+                ),
             }
         }
         c.overrides = kept;
@@ -357,10 +352,10 @@ impl TopicConfig {
     }
 
     /// Parses one override into its field.
-    fn apply(&mut self, key: &str, value: &str) -> Result<(), InvalidValue> {
+    fn apply(&mut self, key: &str, value: &str) -> Result<(), Reason> {
         let v = value.trim();
         match key {
-            "cleanup.policy" => (self.compact, self.delete) = cleanup_policy(key, value)?,
+            "cleanup.policy" => (self.compact, self.delete) = cleanup_policy(value)?,
             "compression.type" => {
                 self.compression = match v {
                     "producer" => Compression::Producer,
@@ -370,34 +365,30 @@ impl TopicConfig {
                     "lz4" => Compression::Lz4,
                     "zstd" => Compression::Zstd,
                     _ => {
-                        return Err(invalid(
-                            key,
-                            value,
-                            "expected producer, uncompressed, gzip, snappy, lz4 or zstd",
-                        ));
+                        return Err("expected producer, uncompressed, gzip, snappy, lz4 or zstd");
                     }
                 }
             }
             "delete.retention.ms" => {
-                self.delete_retention_ms = long(key, value, 0, "must not be negative")?
+                self.delete_retention_ms = long(value, 0, "must not be negative")?
             }
-            "flush.messages" => self.flush_messages = interval(key, value)?.map(|n| n as u64),
-            "flush.ms" => self.flush_ms = interval(key, value)?,
+            "flush.messages" => self.flush_messages = interval(value)?.map(|n| n as u64),
+            "flush.ms" => self.flush_ms = interval(value)?,
             "index.interval.bytes" => {
-                self.index_interval_bytes = int(key, value, 0, "must not be negative")? as u32
+                self.index_interval_bytes = int(value, 0, "must not be negative")? as u32
             }
             "max.message.bytes" => {
-                self.max_message_bytes = int(key, value, 0, "must not be negative")? as usize
+                self.max_message_bytes = int(value, 0, "must not be negative")? as usize
             }
             "message.timestamp.after.max.ms" => {
-                self.message_timestamp_after_max_ms = long(key, value, 0, "must not be negative")?
+                self.message_timestamp_after_max_ms = long(value, 0, "must not be negative")?
             }
             "message.timestamp.before.max.ms" => {
-                self.message_timestamp_before_max_ms = long(key, value, 0, "must not be negative")?
+                self.message_timestamp_before_max_ms = long(value, 0, "must not be negative")?
             }
             // Deprecated since Kafka 3.6 for the two above; it sets both (they win when given).
             "message.timestamp.difference.max.ms" => {
-                let n = long(key, value, 0, "must not be negative")?;
+                let n = long(value, 0, "must not be negative")?;
                 self.message_timestamp_before_max_ms = n;
                 self.message_timestamp_after_max_ms = n;
             }
@@ -405,46 +396,44 @@ impl TopicConfig {
                 self.message_timestamp_type = match v {
                     "CreateTime" => TimestampType::CreateTime,
                     "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => return Err(invalid(key, value, "expected CreateTime or LogAppendTime")),
+                    _ => return Err("expected CreateTime or LogAppendTime"),
                 }
             }
             "max.compaction.lag.ms" => {
-                self.max_compaction_lag_ms = long(key, value, 1, "must be at least 1")?
+                self.max_compaction_lag_ms = long(value, 1, "must be at least 1")?
             }
             "min.cleanable.dirty.ratio" => {
                 self.min_cleanable_dirty_ratio = v
                     .parse::<f64>()
                     .ok()
                     .filter(|r| (0.0..=1.0).contains(r))
-                    .ok_or_else(|| invalid(key, value, "expected a number between 0 and 1"))?
+                    .ok_or("expected a number between 0 and 1")?
             }
             "min.compaction.lag.ms" => {
-                self.min_compaction_lag_ms = long(key, value, 0, "must not be negative")?
+                self.min_compaction_lag_ms = long(value, 0, "must not be negative")?
             }
             "min.insync.replicas" => {
-                self.min_insync_replicas = int(key, value, 1, "must be at least 1")?
+                self.min_insync_replicas = int(value, 1, "must be at least 1")?
             }
             "retention.bytes" => {
-                self.retention_bytes = long(key, value, -1, "must be -1 (no limit) or more")?
+                self.retention_bytes = long(value, -1, "must be -1 (no limit) or more")?
             }
-            "retention.ms" => {
-                self.retention_ms = long(key, value, -1, "must be -1 (forever) or more")?
-            }
+            "retention.ms" => self.retention_ms = long(value, -1, "must be -1 (forever) or more")?,
             "segment.bytes" => {
-                self.segment_bytes = int(key, value, 14, "must be at least 14")? as u64;
+                self.segment_bytes = int(value, 14, "must be at least 14")? as u64;
             }
             "segment.index.bytes" => {
-                self.segment_index_bytes = int(key, value, 4, "must be at least 4")?
+                self.segment_index_bytes = int(value, 4, "must be at least 4")?
             }
-            "segment.ms" => self.segment_ms = long(key, value, 1, "must be at least 1")?,
+            "segment.ms" => self.segment_ms = long(value, 1, "must be at least 1")?,
             "unclean.leader.election.enable" => {
                 self.unclean_leader_election_enable = match v {
                     "true" => true,
                     "false" => false,
-                    _ => return Err(invalid(key, value, "expected true or false")),
+                    _ => return Err("expected true or false"),
                 }
             }
-            _ => return Err(invalid(key, value, "unknown topic config")),
+            _ => return Err("unknown topic config"),
         }
         Ok(())
     }
@@ -620,7 +609,7 @@ pub fn parse_broker_default(
 ) -> Result<TopicConfig, BrokerError> {
     let mut c = TopicConfig::defaults(&BrokerConfig::default());
     c.apply(topic_key, value)
-        .map_err(|e| BrokerError::Config(format!("{broker_key}={value}: {}", e.reason)))?;
+        .map_err(|reason| BrokerError::Config(format!("{broker_key}={value}: {reason}")))?;
     Ok(c)
 }
 
