@@ -504,14 +504,7 @@ impl Broker {
     /// Sets the log config of every hosted partition of a topic.
     fn apply_log_config(&self, name: &str, typed: &TopicConfig) {
         let log_config = typed.log_config();
-        let hosted: Vec<Arc<Partition>> = self
-            .partitions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(name)
-            .map(|by_index| by_index.values().cloned().collect())
-            .unwrap_or_default();
-        for part in hosted {
+        for part in self.partitions().into_iter().filter(|p| p.topic == name) {
             if let Err(e) = part.set_config(log_config.clone()) {
                 // Cannot happen for a parsed config; the log keeps its old settings.
                 tracing::error!(topic = name, partition = part.index, error = %e,
