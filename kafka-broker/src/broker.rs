@@ -1,8 +1,8 @@
 //! The broker's shared state: configuration, cluster id, topics, partition logs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
@@ -11,8 +11,8 @@ use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
-use crate::partition::Partition;
 use crate::producer_state::ProducerStates;
+use crate::replica::{Partition, ReplicaManager};
 use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
 
@@ -26,13 +26,12 @@ pub struct Broker {
     topics: Mutex<TopicRegistry>,
     /// Every topic's typed config; changed only under the `topics` lock.
     topic_configs: TopicConfigs,
-    /// Hosted partitions by topic, then index (looked up by `&str`, without a copy).
-    partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
+    /// The partition layer: every hosted partition, every append.
+    pub replicas: ReplicaManager,
     logs: LogManager,
-    /// Bumped on every append; fetches waiting for data watch it.
-    appends: Arc<tokio::sync::watch::Sender<u64>>,
     next_producer_id: AtomicI64,
     last_full_flush: AtomicI64,
+    last_hw_checkpoint: AtomicI64,
     /// The group coordinator, persisted in `__consumer_offsets`.
     pub groups: crate::group::GroupCoordinator,
 }
@@ -59,7 +58,6 @@ impl Broker {
         })?;
         let cluster_id = load_cluster_id(&config)?;
         let topics = TopicRegistry::load(&config.data_dir)?;
-        let (appends, _) = tokio::sync::watch::channel(0);
         let next_producer_id = load_producer_id_block(&config)?;
         let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
         for t in topics.all() {
@@ -68,8 +66,7 @@ impl Broker {
         }
         let logs = LogManager::open(vec![config.data_dir.clone()], |tp: &TopicPartition| {
             topic_configs.get_or_default(&tp.topic).log_config()
-        })
-        .map_err(|e| BrokerError::Storage(e.to_string()))?;
+        })?;
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
@@ -97,18 +94,17 @@ impl Broker {
                 offsets_partitions,
             )),
         );
-        let appends = Arc::new(appends);
         let broker = Self {
             groups,
+            replicas: ReplicaManager::open(config.data_dir.clone()),
             config,
             cluster_id,
             topics: Mutex::new(topics),
             topic_configs,
-            partitions: RwLock::new(HashMap::new()),
             logs,
-            appends,
             next_producer_id: AtomicI64::new(next_producer_id),
             last_full_flush: AtomicI64::new(now_ms()),
+            last_hw_checkpoint: AtomicI64::new(now_ms()),
         };
         for t in broker.all_topics() {
             broker.host_partitions(&t.name, 0, t.partitions, &t.configs)?;
@@ -147,7 +143,7 @@ impl Broker {
         let partitions: Vec<Option<Arc<Partition>>> = (0..num_partitions)
             .map(|p| self.partition(OFFSETS_TOPIC, p))
             .collect();
-        offsets_log.set(partitions.clone(), Arc::clone(&self.appends));
+        offsets_log.set(partitions.clone());
         let started = std::time::Instant::now();
         let mut records = Vec::new();
         for (p, part) in partitions.iter().enumerate() {
@@ -191,16 +187,10 @@ impl Broker {
                         tracing::error!(topic, partition = p, error = %e, "partition offline");
                         continue;
                     }
-                    Err(e) => return Err(BrokerError::Storage(e.to_string())),
+                    Err(e) => return Err(e.into()),
                 };
             let producers = load_producer_state(&log);
-            let partition = Arc::new(Partition::new(topic, p, log, producers));
-            self.partitions
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(topic.to_owned())
-                .or_default()
-                .insert(p, partition);
+            self.replicas.host(topic, p, log, producers)?;
         }
         Ok(())
     }
@@ -219,6 +209,13 @@ impl Broker {
             self.last_full_flush.store(now, Ordering::Relaxed);
             if let Err(e) = self.logs.flush_all() {
                 tracing::warn!(error = %e, "periodic flush failed");
+            }
+        }
+        let last = self.last_hw_checkpoint.load(Ordering::Relaxed);
+        if now - last >= HW_CHECKPOINT_INTERVAL_MS {
+            self.last_hw_checkpoint.store(now, Ordering::Relaxed);
+            if let Err(e) = self.replicas.checkpoint_high_watermarks() {
+                tracing::warn!(error = %e, "high-watermark checkpoint not written");
             }
         }
     }
@@ -258,22 +255,12 @@ impl Broker {
 
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .flat_map(|by_index| by_index.values().cloned())
-            .collect()
+        self.replicas.all()
     }
 
     /// A partition hosted here.
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(topic)?
-            .get(&index)
-            .cloned()
+        self.replicas.get(topic, index)
     }
 
     /// The error for a partition that is not served: KAFKA_STORAGE_ERROR when its log is
@@ -297,16 +284,6 @@ impl Broker {
     /// A topic's typed config, `None` for an unknown topic.
     pub fn topic_config(&self, topic: &str) -> Option<Arc<TopicConfig>> {
         self.topic_configs.get(topic)
-    }
-
-    /// Wakes fetches waiting for data.
-    pub fn data_appended(&self) {
-        self.appends.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// A receiver that changes after every append.
-    pub fn subscribe_appends(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.appends.subscribe()
     }
 
     /// A new producer id. Ids are handed out from blocks reserved in `producer.ids` so that a
@@ -398,10 +375,7 @@ impl Broker {
             self.topic_configs.remove(name);
             meta
         };
-        self.partitions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(name);
+        self.replicas.remove_topic(name);
         for p in 0..meta.partitions {
             if let Err(e) = self.logs.delete(name, p) {
                 tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
@@ -513,9 +487,10 @@ impl Broker {
         }
     }
 
-    /// The leader epoch of a partition (a single node leads every partition from epoch 0).
-    pub fn leader_epoch(&self, _topic: &str, _partition: i32) -> i32 {
-        0
+    /// The leader epoch of a partition hosted here (-1 when it is not).
+    pub fn leader_epoch(&self, topic: &str, partition: i32) -> i32 {
+        self.partition(topic, partition)
+            .map_or(-1, |p| p.leader_epoch())
     }
 
     /// Host and port clients should connect to.
@@ -532,6 +507,9 @@ impl Broker {
 
     /// Flushes and closes everything; marks the shutdown as clean.
     pub fn close(&self) -> Result<(), BrokerError> {
+        if let Err(e) = self.replicas.checkpoint_high_watermarks() {
+            tracing::warn!(error = %e, "high-watermark checkpoint not written at shutdown");
+        }
         for part in self.partitions() {
             if let Ok(Some(log)) = self.logs.get(&part.topic, part.index) {
                 let dir = lock_log(&log).dir().to_path_buf();
@@ -542,15 +520,16 @@ impl Broker {
                 }
             }
         }
-        self.logs
-            .close()
-            .map_err(|e| BrokerError::Storage(e.to_string()))?;
+        self.logs.close()?;
         tracing::info!("broker closed cleanly");
         Ok(())
     }
 }
 
 const PRODUCER_ID_BLOCK: i64 = 1000;
+/// How often the high watermarks are checkpointed (Kafka's
+/// `replica.high.watermark.checkpoint.interval.ms` default).
+const HW_CHECKPOINT_INTERVAL_MS: i64 = 5_000;
 /// Idempotent-producer state written at clean shutdown, read (and removed) at start.
 const PRODUCER_SNAPSHOT: &str = "producer-state.snapshot";
 
@@ -574,35 +553,7 @@ fn load_producer_state(log: &crate::log::SharedLog) -> ProducerStates {
             return s;
         }
     }
-    let mut states = ProducerStates::default();
-    let mut offset = l.log_start_offset();
-    let end = l.log_end_offset();
-    while offset < end {
-        let Ok(info) = l.read(offset, 1 << 20, end) else {
-            break;
-        };
-        let Ok(bytes) = info.read_bytes() else { break };
-        if info.next_offset <= offset {
-            break;
-        }
-        for batch in kafka_protocol::record::RecordBatches::new(bytes).flatten() {
-            if batch.producer_id() >= 0 && !batch.is_control() {
-                states.record(
-                    batch.producer_id(),
-                    batch.producer_epoch(),
-                    crate::producer_state::BatchMeta {
-                        first_seq: batch.base_sequence(),
-                        last_seq: batch.last_sequence(),
-                        first_offset: batch.base_offset(),
-                        last_offset: batch.last_offset(),
-                        timestamp: batch.max_timestamp(),
-                    },
-                );
-            }
-        }
-        offset = info.next_offset;
-    }
-    states
+    crate::replica::partition::rebuild_producer_state(&l)
 }
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat

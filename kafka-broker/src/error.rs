@@ -16,7 +16,14 @@ pub enum BrokerError {
     /// The transport failed.
     #[error(transparent)]
     Net(#[from] kafka_net::NetError),
-    /// Storage failed.
+    /// The log layer failed; its own mapping says which code a client sees (an offset out of
+    /// range is not a storage failure).
+    #[error(transparent)]
+    Log(#[from] crate::log::LogError),
+    /// A record the broker writes itself could not be encoded.
+    #[error("encoding: {0}")]
+    Encode(#[from] kafka_protocol::EncodeError),
+    /// Broker metadata on disk (the topic registry, ...) is unreadable.
     #[error("storage: {0}")]
     Storage(String),
     /// A request was understood but cannot be served; the code says why.
@@ -37,8 +44,10 @@ impl BrokerError {
     pub fn error_code(&self) -> ErrorCode {
         match self {
             Self::Kafka { code, .. } => *code,
+            Self::Log(e) => e.error_code(),
             Self::Io(_) | Self::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
             Self::Config(_) => ErrorCode::INVALID_CONFIG,
+            Self::Encode(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
             Self::Net(_) => ErrorCode::NETWORK_EXCEPTION,
         }
     }

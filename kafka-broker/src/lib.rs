@@ -18,12 +18,15 @@ pub mod group;
 pub mod handler;
 pub mod log;
 pub mod offsets_topic;
-pub mod partition;
 pub mod producer_state;
+pub mod replica;
 pub mod sendfile;
 pub mod server;
 pub mod topic_config;
 pub mod topics;
+
+/// The partition type's old home; it lives in [`replica`] now.
+pub use replica::partition;
 
 use std::future::Future;
 use std::sync::Arc;

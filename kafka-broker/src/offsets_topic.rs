@@ -12,8 +12,9 @@ use bytes::BytesMut;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
-use crate::group::{OffsetsRecord, RecordSink};
-use crate::partition::{BatchSummary, Partition};
+use crate::error::BrokerError;
+use crate::group::{DurableWait, OffsetsRecord, RecordSink};
+use crate::replica::{Acks, BatchSummary, Partition, PendingAck, delayed};
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -25,19 +26,13 @@ const MAX_BATCH_BYTES: usize = 64 << 20;
 #[derive(Debug, Default)]
 pub struct OffsetsPartitions {
     partitions: OnceLock<Vec<Option<Arc<Partition>>>>,
-    appends: OnceLock<Arc<tokio::sync::watch::Sender<u64>>>,
 }
 
 impl OffsetsPartitions {
-    /// Sets the partitions (index = partition; `None` for one that is offline) and the
-    /// append notifier fetches wait on. Only the first call counts.
-    pub fn set(
-        &self,
-        partitions: Vec<Option<Arc<Partition>>>,
-        appends: Arc<tokio::sync::watch::Sender<u64>>,
-    ) {
+    /// Sets the partitions (index = partition; `None` for one that is offline). Only the
+    /// first call counts.
+    pub fn set(&self, partitions: Vec<Option<Arc<Partition>>>) {
         let _ = self.partitions.set(partitions);
-        let _ = self.appends.set(appends);
     }
 
     fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
@@ -46,10 +41,10 @@ impl OffsetsPartitions {
     }
 }
 
-/// A [`RecordSink`] writing to `__consumer_offsets`: each call appends one v2 batch per
-/// partition touched, synchronously (a page-cache write; under `flush.messages=1` also an
-/// fsync), so that the operation that produced the records is answered only after they are
-/// in the log.
+/// A [`RecordSink`] writing to `__consumer_offsets` through the partition layer: each call
+/// appends one v2 batch per partition touched (a page-cache write, under the coordinator's
+/// lock) and hands back what the acknowledgement waits for (the group-commit fsync under
+/// `flush.messages=1`), which the coordinator awaits with its lock released.
 #[derive(Debug)]
 pub struct OffsetsTopicSink {
     partitions: Arc<OffsetsPartitions>,
@@ -64,9 +59,18 @@ impl OffsetsTopicSink {
         }
     }
 
-    fn append_to(&self, index: i32, records: &[OffsetsRecord]) -> Result<(), String> {
+    /// Appends one batch to partition `index` through the partition layer; what the answer
+    /// must still wait for, if anything.
+    fn append_to(
+        &self,
+        index: i32,
+        records: &[OffsetsRecord],
+    ) -> Result<Option<PendingAck>, BrokerError> {
         let Some(partition) = self.partitions.partition(index) else {
-            return Err("the partition is not hosted (offline or not yet open)".into());
+            return Err(BrokerError::kafka(
+                ErrorCode::NOT_COORDINATOR,
+                format!("{OFFSETS_TOPIC}-{index} is not hosted (offline or not yet open)"),
+            ));
         };
         let now = crate::broker::now_ms();
         let (batch, count) = encode_batch(records, now)?;
@@ -77,24 +81,17 @@ impl OffsetsTopicSink {
             records: count,
             max_timestamp: now,
         };
-        let (_, sync) = partition
-            .append(batch, &[summary], now)
-            .map_err(|e| e.to_string())?;
-        if let Some((flusher, offset)) = sync {
-            // Durable mode: the records must be on disk before the answer. This blocks the
-            // coordinator (and its thread) for one fsync; group commits are rare enough.
-            let durable = flusher.sync_to(offset).map_err(|e| e.to_string())?;
-            partition.advance_high_watermark(durable);
-        }
-        if let Some(appends) = self.partitions.appends.get() {
-            appends.send_modify(|n| *n = n.wrapping_add(1));
-        }
-        Ok(())
+        let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
+        Ok((!pending.is_acknowledged()).then_some(pending))
     }
 }
 
+/// How long a commit waits for its records' acknowledgement (Kafka's
+/// `offsets.commit.timeout.ms` default).
+const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5_000);
+
 impl RecordSink for OffsetsTopicSink {
-    fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
+    fn append(&self, records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
         // One batch per partition, records in their original order within it.
         let mut by_partition: Vec<(i32, Vec<OffsetsRecord>)> = Vec::new();
         for record in records {
@@ -105,37 +102,56 @@ impl RecordSink for OffsetsTopicSink {
             }
         }
         let mut result = Ok(());
+        let mut waits = Vec::new();
         for (p, list) in by_partition {
-            if let Err(e) = self.append_to(p, &list) {
-                tracing::error!(
-                    topic = OFFSETS_TOPIC,
-                    partition = p,
-                    records = list.len(),
-                    error = %e,
-                    "cannot write group coordinator records"
-                );
-                // Kafka answers a commit whose records could not be written with
-                // NOT_COORDINATOR (storage errors): the client finds the coordinator again
-                // and retries.
-                result = Err(ErrorCode::NOT_COORDINATOR);
+            match self.append_to(p, &list) {
+                Ok(Some(pending)) => waits.push(pending),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(
+                        topic = OFFSETS_TOPIC,
+                        partition = p,
+                        records = list.len(),
+                        error = %e,
+                        "cannot write group coordinator records"
+                    );
+                    // Kafka answers a commit whose records could not be written with
+                    // NOT_COORDINATOR (storage errors): the client finds the coordinator
+                    // again and retries.
+                    result = Err(ErrorCode::NOT_COORDINATOR);
+                }
             }
         }
-        result
+        result?;
+        if waits.is_empty() {
+            return Ok(None);
+        }
+        // Acknowledged as Kafka acknowledges offset commits: by every in-sync replica (on a
+        // single node: once durable, in durable mode), waited for outside every lock.
+        Ok(Some(Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
+            for r in delayed::complete_appends(waits, Acks::All, deadline).await {
+                if let Err(e) = r {
+                    tracing::error!(topic = OFFSETS_TOPIC, error = %e,
+                        "group coordinator records not acknowledged");
+                    return Err(ErrorCode::NOT_COORDINATOR);
+                }
+            }
+            Ok(())
+        })))
     }
 }
 
 /// One uncompressed v2 batch of `records` (a tombstone has a null value).
-fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), String> {
+fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), BrokerError> {
     let mut b = RecordBatchBuilder::new();
     let mut count = 0i32;
     for r in records {
-        let (key, value) = r.encode().map_err(|e| e.to_string())?;
-        b.append(now, Some(&key), value.as_deref(), &[])
-            .map_err(|e| e.to_string())?;
+        let (key, value) = r.encode()?;
+        b.append(now, Some(&key), value.as_deref(), &[])?;
         count = count.saturating_add(1);
     }
-    let bytes = b.build_mut().map_err(|e| e.to_string())?;
-    Ok((bytes, count))
+    Ok((b.build_mut()?, count))
 }
 
 /// Every record of one `__consumer_offsets` partition, from the log start to the log end,
@@ -235,7 +251,7 @@ mod tests {
     }
 
     fn commit(broker: &crate::Broker, group: &str, partition: i32, offset: i64) {
-        let errors = broker.groups.commit_offsets(&CommitRequest {
+        let errors = futures::executor::block_on(broker.groups.commit_offsets(&CommitRequest {
             group_id: group.into(),
             generation_id: -1,
             member_id: String::new(),
@@ -249,7 +265,7 @@ mod tests {
                 metadata: Some(format!("{group}-{offset}")),
                 commit_timestamp: None,
             }],
-        });
+        }));
         assert_eq!(errors, vec![ErrorCode::NONE]);
     }
 

@@ -49,8 +49,8 @@ fn response(reply: Reply, key: ApiKey, version: i16) -> Option<Response> {
             assert_eq!(size, all.len() - 4);
             Some(frame::decode_response(&Bytes::copy_from_slice(&all[4..]), key, version).unwrap())
         }
-        Reply::Files(chunks, regions) => {
-            let chunks = regions.materialize(&chunks).unwrap();
+        Reply::Files(chunks) => {
+            let chunks = kafka_broker::sendfile::materialize(&chunks).unwrap();
             response(Reply::Chunks(chunks), key, version)
         }
         Reply::Nothing => None,

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use kafka_protocol::error_code::ErrorCode;
@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::manager::GroupManager;
-use super::offsets::{MemoryOffsetStore, OffsetStore};
+use super::offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
 use super::records::OffsetsRecord;
 use super::types::{
     CommitRequest, FetchedOffset, GroupDescription, GroupListing, HeartbeatRequest, JoinRequest,
@@ -26,22 +26,31 @@ use super::types::{
 /// Where the records the coordinator produces go (the broker's is
 /// `crate::offsets_topic::OffsetsTopicSink`, appending to `__consumer_offsets`). Called under
 /// the coordinator's lock, once per operation that produced records, in the order the changes
-/// happened, before that operation is answered; it should only append (an fsync only where
-/// the log's durable mode asks for one). It must never call back into the coordinator.
-/// An error is the code to answer the operation with (a failed offset commit is rolled back).
+/// happened, before that operation is answered; it only appends (a page-cache write) and must
+/// never wait for I/O or call back into the coordinator. An error is the code to answer the
+/// operation with (a failed offset commit is rolled back). `Ok(Some(wait))`: the records are
+/// written but not yet acknowledged (an fsync in durable mode, later the in-sync replicas);
+/// `wait` resolves when they are, and is awaited with the coordinator's lock released.
 pub trait RecordSink: Send + Sync + std::fmt::Debug {
-    fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode>;
+    fn append(&self, records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode>;
 }
+
+/// Resolves once appended records are acknowledged; an error is the code to answer with.
+pub type DurableWait =
+    std::pin::Pin<Box<dyn Future<Output = Result<(), ErrorCode>> + Send + 'static>>;
 
 /// A [`RecordSink`] that drops everything (offsets live in memory only).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DiscardRecords;
 
 impl RecordSink for DiscardRecords {
-    fn append(&self, _records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
-        Ok(())
+    fn append(&self, _records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
+        Ok(None)
     }
 }
+
+/// The key of one committed offset.
+type OffsetKey = (String, String, i32);
 
 #[derive(Debug)]
 enum Waiter {
@@ -55,6 +64,11 @@ struct Inner {
     waiters: HashMap<RequestId, Waiter>,
     next_request: u64,
     closed: bool,
+    /// Kafka's pending offset commits: written to the log, not yet acknowledged, so not yet
+    /// visible. Each commit has a number; a commit's values are applied when it is
+    /// acknowledged, unless a later commit of the same partition was applied first.
+    next_commit: u64,
+    applied_commit: HashMap<OffsetKey, u64>,
 }
 
 impl Inner {
@@ -101,7 +115,8 @@ impl Clock {
 /// The group coordinator shared by every connection.
 #[derive(Debug)]
 pub struct GroupCoordinator {
-    inner: Mutex<Inner>,
+    /// Shared with the commits waiting for their records' acknowledgement.
+    inner: Arc<Mutex<Inner>>,
     clock: Clock,
     sink: Box<dyn RecordSink>,
     config: GroupConfig,
@@ -151,12 +166,14 @@ impl GroupCoordinator {
         ids: MemberIdGen,
     ) -> Self {
         Self {
-            inner: Mutex::new(Inner {
+            inner: Arc::new(Mutex::new(Inner {
                 manager: GroupManager::with_store(config.clone(), ids, offsets),
                 waiters: HashMap::new(),
                 next_request: 0,
                 closed: false,
-            }),
+                next_commit: 0,
+                applied_commit: HashMap::new(),
+            })),
             clock,
             sink,
             config,
@@ -192,8 +209,13 @@ impl GroupCoordinator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Delivers released answers and hands over records; the sink's error if it refused them.
-    fn flush(&self, inner: &mut Inner) -> Result<(), ErrorCode> {
+    fn pending_handle(&self) -> Weak<Mutex<Inner>> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// Delivers released answers and hands over records; the sink's error if it refused them,
+    /// and what to wait for before the records count as written.
+    fn flush(&self, inner: &mut Inner) -> Result<Option<DurableWait>, ErrorCode> {
         while let Some(out) = inner.manager.poll_output() {
             match out {
                 Output::Join { request, response } => {
@@ -211,9 +233,21 @@ impl GroupCoordinator {
         }
         let records = inner.manager.take_records();
         if records.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         self.sink.append(records)
+    }
+
+    /// [`Self::flush`] for operations whose answer does not wait for the records (group
+    /// metadata: the answers went out already): the acknowledgement still runs, in the
+    /// background, so that durable mode fsyncs promptly.
+    fn flush_detached(&self, inner: &mut Inner) {
+        // Group metadata that could not be written stays in memory (the sink logged it).
+        if let Ok(Some(wait)) = self.flush(inner) {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(wait);
+            }
+        }
     }
 
     /// Runs `f` on the manager at the current time, then delivers what it released.
@@ -221,8 +255,7 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         let now = self.clock.now_ms();
         let out = f(&mut inner.manager, now);
-        // Group metadata that could not be written stays in memory (the sink logged it).
-        let _ = self.flush(&mut inner);
+        self.flush_detached(&mut inner);
         out
     }
 
@@ -242,7 +275,7 @@ impl GroupCoordinator {
                 inner.waiters.insert(id, Waiter::Join(tx));
                 let now = self.clock.now_ms();
                 inner.manager.join(id, req, now);
-                let _ = self.flush(&mut inner);
+                self.flush_detached(&mut inner);
             }
         }
         async move {
@@ -263,7 +296,7 @@ impl GroupCoordinator {
                 inner.waiters.insert(id, Waiter::Sync(tx));
                 let now = self.clock.now_ms();
                 inner.manager.sync(id, req, now);
-                let _ = self.flush(&mut inner);
+                self.flush_detached(&mut inner);
             }
         }
         async move {
@@ -280,45 +313,96 @@ impl GroupCoordinator {
         self.with(|m, now| m.leave(group_id, members, now))
     }
 
-    /// OffsetCommit. The offsets count as committed only once their records are written: if
-    /// the sink refuses them, the commit is answered with its error and the offsets go back
-    /// to what they were.
-    pub fn commit_offsets(&self, req: &CommitRequest) -> Vec<ErrorCode> {
+    /// OffsetCommit. The offsets count as committed only once their records are written and
+    /// acknowledged: until then they are pending (OffsetFetch shows the values before them),
+    /// and the wait for the acknowledgement runs with the coordinator's lock released. If the
+    /// sink refuses the records, or their acknowledgement fails, the commit is answered with
+    /// that error and the offsets stay what they were.
+    pub fn commit_offsets(
+        &self,
+        req: &CommitRequest,
+    ) -> impl Future<Output = Vec<ErrorCode>> + Send + use<> {
         let mut inner = self.lock();
         let now = self.clock.now_ms();
-        let before: Vec<_> = req
+        let keys: Vec<OffsetKey> = req
             .partitions
             .iter()
-            .map(|p| {
-                inner
-                    .manager
-                    .offsets
-                    .get(&req.group_id, &p.topic, p.partition)
-            })
+            .map(|p| (req.group_id.clone(), p.topic.clone(), p.partition))
+            .collect();
+        let before: Vec<Option<OffsetAndMetadata>> = keys
+            .iter()
+            .map(|k| inner.manager.offsets.get(&k.0, &k.1, k.2))
             .collect();
         let mut codes = inner.manager.commit_offsets(req, now);
-        if let Err(code) = self.flush(&mut inner) {
-            for ((p, old), c) in req.partitions.iter().zip(before).zip(codes.iter_mut()) {
-                if c.is_ok() {
-                    match old {
-                        Some(v) => {
-                            inner
-                                .manager
-                                .offsets
-                                .put(&req.group_id, &p.topic, p.partition, v)
-                        }
-                        None => {
-                            inner
-                                .manager
-                                .offsets
-                                .remove(&req.group_id, &p.topic, p.partition);
+        let flushed = self.flush(&mut inner);
+        let accepted: Vec<bool> = codes.iter().map(|c| c.is_ok()).collect();
+        let wait = match flushed {
+            Ok(None) => {
+                inner.next_commit += 1;
+                let n = inner.next_commit;
+                for (k, ok) in keys.iter().zip(&accepted) {
+                    if *ok {
+                        inner.applied_commit.insert(k.clone(), n);
+                    }
+                }
+                None
+            }
+            Ok(Some(wait)) => {
+                // Pending: keep the new values aside and show the old ones until the wait ends.
+                inner.next_commit += 1;
+                let n = inner.next_commit;
+                let mut pending = Vec::new();
+                for ((k, old), ok) in keys.iter().zip(&before).zip(&accepted) {
+                    if *ok {
+                        pending.push((k.clone(), inner.manager.offsets.get(&k.0, &k.1, k.2)));
+                        restore(&mut inner.manager, k, old.clone());
+                    }
+                }
+                Some((wait, n, pending))
+            }
+            Err(code) => {
+                for ((k, old), c) in keys.iter().zip(before).zip(codes.iter_mut()) {
+                    if c.is_ok() {
+                        restore(&mut inner.manager, k, old);
+                        *c = code;
+                    }
+                }
+                None
+            }
+        };
+        drop(inner);
+        let coordinator = self.pending_handle();
+        async move {
+            let Some((wait, n, pending)) = wait else {
+                return codes;
+            };
+            let result = wait.await;
+            let Some(inner) = coordinator.upgrade() else {
+                return codes;
+            };
+            let mut inner = inner
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match result {
+                Ok(()) => {
+                    for (k, value) in pending {
+                        let newer = inner.applied_commit.get(&k).is_some_and(|&m| m > n);
+                        if !newer {
+                            inner.applied_commit.insert(k.clone(), n);
+                            restore(&mut inner.manager, &k, value);
                         }
                     }
-                    *c = code;
+                }
+                Err(code) => {
+                    for (c, ok) in codes.iter_mut().zip(&accepted) {
+                        if *ok {
+                            *c = code;
+                        }
+                    }
                 }
             }
+            codes
         }
-        codes
     }
 
     pub fn fetch_offsets(
@@ -392,6 +476,20 @@ impl GroupCoordinator {
     }
 }
 
+/// Puts back (or removes) one committed offset.
+fn restore(
+    manager: &mut GroupManager,
+    (group, topic, partition): &OffsetKey,
+    value: Option<OffsetAndMetadata>,
+) {
+    match value {
+        Some(v) => manager.offsets.put(group, topic, *partition, v),
+        None => {
+            manager.offsets.remove(group, topic, *partition);
+        }
+    }
+}
+
 /// How often [`run_timers`] looks for due timers.
 pub const TIMER_TICK: Duration = Duration::from_millis(100);
 
@@ -424,7 +522,6 @@ pub async fn run_timers(coordinator: &GroupCoordinator, shutdown: impl Future<Ou
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
@@ -438,7 +535,7 @@ mod tests {
     }
 
     impl RecordSink for FlakySink {
-        fn append(&self, records: Vec<OffsetsRecord>) -> Result<(), ErrorCode> {
+        fn append(&self, records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
             if self.fail.load(Ordering::SeqCst) {
                 return Err(ErrorCode::NOT_COORDINATOR);
             }
@@ -446,7 +543,7 @@ mod tests {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .extend(records);
-            Ok(())
+            Ok(None)
         }
     }
 
@@ -492,16 +589,19 @@ mod tests {
             Box::new(MemoryOffsetStore::default()),
             Box::new(sink),
         );
-        assert_eq!(c.commit_offsets(&commit(&[(0, 10)])), vec![ErrorCode::NONE]);
+        assert_eq!(
+            futures::executor::block_on(c.commit_offsets(&commit(&[(0, 10)]))),
+            vec![ErrorCode::NONE]
+        );
         assert_eq!(fetched(&c), vec![10, -1]);
         fail.store(true, Ordering::SeqCst);
-        let codes = c.commit_offsets(&commit(&[(0, 20), (1, 5)]));
+        let codes = futures::executor::block_on(c.commit_offsets(&commit(&[(0, 20), (1, 5)])));
         assert_eq!(codes, vec![ErrorCode::NOT_COORDINATOR; 2]);
         // The earlier offset stays, the new partition has none: memory matches the log.
         assert_eq!(fetched(&c), vec![10, -1]);
         fail.store(false, Ordering::SeqCst);
         assert_eq!(
-            c.commit_offsets(&commit(&[(0, 20), (1, 5)])),
+            futures::executor::block_on(c.commit_offsets(&commit(&[(0, 20), (1, 5)]))),
             vec![ErrorCode::NONE; 2]
         );
         assert_eq!(fetched(&c), vec![20, 5]);
@@ -513,5 +613,68 @@ mod tests {
             written, 3,
             "only the successful commits' records were written"
         );
+    }
+
+    type Ack = oneshot::Sender<Result<(), ErrorCode>>;
+
+    /// A sink whose acknowledgements the test gives, one oneshot per append.
+    #[derive(Debug, Default)]
+    struct HeldSink {
+        acks: Arc<Mutex<Vec<Ack>>>,
+    }
+
+    impl RecordSink for HeldSink {
+        fn append(&self, _records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
+            let (tx, rx) = oneshot::channel();
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+            Ok(Some(Box::pin(async move {
+                rx.await.unwrap_or(Err(ErrorCode::NOT_COORDINATOR))
+            })))
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_commits_are_invisible_until_acknowledged_and_never_go_back() {
+        let acks = Arc::new(Mutex::new(Vec::new()));
+        let c = GroupCoordinator::with_parts(
+            GroupConfig::default(),
+            Box::new(MemoryOffsetStore::default()),
+            Box::new(HeldSink { acks: acks.clone() }),
+        );
+        let take = |i: usize| {
+            acks.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(i)
+        };
+        // Pending: the commit waits, and the coordinator (not locked meanwhile) shows the
+        // value from before.
+        let first = tokio::spawn(c.commit_offsets(&commit(&[(0, 5)])));
+        tokio::task::yield_now().await;
+        assert!(!first.is_finished());
+        assert_eq!(fetched(&c), vec![-1, -1]);
+        take(0).send(Ok(())).unwrap();
+        assert_eq!(first.await.unwrap(), vec![ErrorCode::NONE]);
+        assert_eq!(fetched(&c), vec![5, -1]);
+        // A failed acknowledgement: answered with its error, the old value stays.
+        let failed = tokio::spawn(c.commit_offsets(&commit(&[(0, 9)])));
+        tokio::task::yield_now().await;
+        take(0).send(Err(ErrorCode::NOT_COORDINATOR)).unwrap();
+        assert_eq!(failed.await.unwrap(), vec![ErrorCode::NOT_COORDINATOR]);
+        assert_eq!(fetched(&c), vec![5, -1]);
+        // Two commits acknowledged in the other order: the later one wins, as in the log.
+        let a = tokio::spawn(c.commit_offsets(&commit(&[(0, 6), (1, 1)])));
+        tokio::task::yield_now().await;
+        let b = tokio::spawn(c.commit_offsets(&commit(&[(0, 7)])));
+        tokio::task::yield_now().await;
+        let ack_a = take(0);
+        take(0).send(Ok(())).unwrap();
+        assert_eq!(b.await.unwrap(), vec![ErrorCode::NONE]);
+        assert_eq!(fetched(&c), vec![7, -1]);
+        ack_a.send(Ok(())).unwrap();
+        assert_eq!(a.await.unwrap(), vec![ErrorCode::NONE; 2]);
+        assert_eq!(fetched(&c), vec![7, 1]);
     }
 }

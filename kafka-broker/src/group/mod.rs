@@ -42,7 +42,7 @@ mod types;
 mod tests;
 
 pub use config::GroupConfig;
-pub use coordinator::{DiscardRecords, GroupCoordinator, RecordSink, run_timers};
+pub use coordinator::{DiscardRecords, DurableWait, GroupCoordinator, RecordSink, run_timers};
 pub use manager::GroupManager;
 pub use member::Member;
 pub use offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};

@@ -1,8 +1,10 @@
 //! Fetch: whole batches from the fetch offset, bounded by partition and response byte limits,
-//! waiting up to `max_wait_ms` for `min_bytes` (woken by appends). Sessions are not kept: every
+//! waiting up to `max_wait_ms` for `min_bytes` (a delayed fetch of the partition layer, woken
+//! only when one of the partitions it names changes). Sessions are not kept: every
 //! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that). Record data
 //! is planned as file regions and sent with `sendfile` (see [`crate::sendfile`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +15,7 @@ use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
 use crate::broker::Broker;
+use crate::replica::{Partition, delayed};
 use crate::sendfile::Regions;
 
 const READ_COMMITTED: i8 = 1;
@@ -76,35 +79,39 @@ pub(super) async fn handle(
         usize::MAX
     };
     let deadline = Instant::now() + max_wait;
-    let mut appended = broker.subscribe_appends();
-    loop {
-        // Mark the current append generation seen before reading, so an append that lands
-        // while we read wakes the wait below.
-        appended.borrow_and_update();
+    let hosted: Vec<Option<Arc<Partition>>> = wanted
+        .iter()
+        .map(|w| {
+            if w.topic.is_empty() {
+                None
+            } else {
+                broker.partition(&w.topic, w.partition)
+            }
+        })
+        .collect();
+    let watched: Vec<Arc<Partition>> = hosted.iter().flatten().cloned().collect();
+    let (parts, regions) = delayed::fetch_until(&watched, deadline, || {
         let mut regions = Regions::default();
         let (parts, total, any_error) = read_all(
             broker,
             &wanted,
+            &hosted,
             by_id,
             read_committed,
             response_max,
             &mut regions,
         );
-        let done = total >= min_bytes || any_error || Instant::now() >= deadline || min_bytes == 0;
-        if done {
-            return (respond(parts, by_id, version), regions);
-        }
-        let wait = tokio::time::timeout_at(deadline, appended.changed()).await;
-        if matches!(wait, Ok(Err(_))) {
-            // The broker is shutting down.
-            return (respond(parts, by_id, version), regions);
-        }
-    }
+        let done = total >= min_bytes || any_error || min_bytes == 0;
+        ((parts, regions), done)
+    })
+    .await;
+    (respond(parts, by_id, version), regions)
 }
 
 fn read_all<'w>(
     broker: &Broker,
     wanted: &'w [Wanted],
+    hosted: &[Option<Arc<Partition>>],
     by_id: bool,
     read_committed: bool,
     response_max: usize,
@@ -113,7 +120,7 @@ fn read_all<'w>(
     let mut total = 0usize;
     let mut any_error = false;
     let mut out = Vec::with_capacity(wanted.len());
-    for w in wanted {
+    for (w, part) in wanted.iter().zip(hosted) {
         let mut pd = PartitionData {
             partition_index: w.partition,
             high_watermark: -1,
@@ -123,11 +130,6 @@ fn read_all<'w>(
             aborted_transactions: read_committed.then(Vec::new),
             records: Some(Bytes::new()),
             ..Default::default()
-        };
-        let part = if w.topic.is_empty() {
-            None
-        } else {
-            broker.partition(&w.topic, w.partition)
         };
         let Some(part) = part else {
             pd.error_code = if by_id && w.topic.is_empty() {
@@ -146,13 +148,8 @@ fn read_all<'w>(
         pd.high_watermark = offsets.high_watermark;
         pd.last_stable_offset = offsets.last_stable;
         pd.log_start_offset = offsets.log_start;
-        let epoch = part.leader_epoch();
-        if w.current_leader_epoch >= 0 && w.current_leader_epoch != epoch {
-            pd.error_code = if w.current_leader_epoch > epoch {
-                ErrorCode::UNKNOWN_LEADER_EPOCH.code()
-            } else {
-                ErrorCode::FENCED_LEADER_EPOCH.code()
-            };
+        if let Err(code) = part.check_leader_epoch(w.current_leader_epoch) {
+            pd.error_code = code.code();
             any_error = true;
             out.push((w, pd));
             continue;

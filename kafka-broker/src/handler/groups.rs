@@ -354,12 +354,14 @@ impl<'a> TopicCache<'a> {
     }
 }
 
+/// OffsetCommit. The answer is a future (with nothing borrowed) that resolves once the
+/// coordinator acknowledged the commit's records.
 pub(crate) fn offset_commit(
     coordinator: &GroupCoordinator,
     topics: TopicPartitions<'_>,
     req: OffsetCommitRequest,
     version: i16,
-) -> ResponseBody {
+) -> impl std::future::Future<Output = ResponseBody> + Send + use<> {
     let mut cache = TopicCache::new(topics);
     // (topic index, partition index) of each partition handed to the coordinator.
     let mut slots = Vec::new();
@@ -399,7 +401,7 @@ pub(crate) fn offset_commit(
             ..Default::default()
         });
     }
-    if !partitions.is_empty() {
+    let committed = (!partitions.is_empty()).then(|| {
         let request = group::CommitRequest {
             group_id: text(&req.group_id),
             // v0 commits carry no generation: they are simple commits.
@@ -418,17 +420,22 @@ pub(crate) fn offset_commit(
                 .then_some(req.retention_time_ms),
             partitions,
         };
-        let errors = coordinator.commit_offsets(&request);
-        for ((ti, pi), e) in slots.into_iter().zip(errors) {
-            if let Some(p) = out.get_mut(ti).and_then(|t| t.partitions.get_mut(pi)) {
-                p.error_code = e.0;
+        coordinator.commit_offsets(&request)
+    });
+    async move {
+        if let Some(committed) = committed {
+            let errors = committed.await;
+            for ((ti, pi), e) in slots.into_iter().zip(errors) {
+                if let Some(p) = out.get_mut(ti).and_then(|t| t.partitions.get_mut(pi)) {
+                    p.error_code = e.0;
+                }
             }
         }
+        ResponseBody::OffsetCommit(OffsetCommitResponse {
+            topics: out,
+            ..Default::default()
+        })
     }
-    ResponseBody::OffsetCommit(OffsetCommitResponse {
-        topics: out,
-        ..Default::default()
-    })
 }
 
 /// Committed offsets grouped by topic, topics in first-seen order.

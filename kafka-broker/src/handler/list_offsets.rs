@@ -85,17 +85,13 @@ fn lookup(
         .partition(topic, partition)
         .ok_or_else(|| broker.partition_error(topic, partition))?;
     let epoch = part.leader_epoch();
-    if current_leader_epoch >= 0 && current_leader_epoch != epoch {
-        let code = if current_leader_epoch > epoch {
-            ErrorCode::UNKNOWN_LEADER_EPOCH
-        } else {
-            ErrorCode::FENCED_LEADER_EPOCH
-        };
-        return Err(BrokerError::kafka(
-            code,
-            format!("leader epoch {current_leader_epoch}, ours {epoch}"),
-        ));
-    }
+    part.check_leader_epoch(current_leader_epoch)
+        .map_err(|code| {
+            BrokerError::kafka(
+                code,
+                format!("leader epoch {current_leader_epoch}, ours {epoch}"),
+            )
+        })?;
     let o = part.offsets();
     Ok(match timestamp {
         LATEST => (

@@ -29,13 +29,8 @@ pub(super) fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> Respo
                     let Some(part) = broker.partition(&t.topic, p.partition) else {
                         return fail(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
                     };
-                    let ours = part.leader_epoch();
-                    if p.current_leader_epoch >= 0 && p.current_leader_epoch != ours {
-                        return fail(if p.current_leader_epoch > ours {
-                            ErrorCode::UNKNOWN_LEADER_EPOCH
-                        } else {
-                            ErrorCode::FENCED_LEADER_EPOCH
-                        });
+                    if let Err(code) = part.check_leader_epoch(p.current_leader_epoch) {
+                        return fail(code);
                     }
                     let (epoch, end) = part.end_offset_for_epoch(p.leader_epoch);
                     EpochEndOffset {

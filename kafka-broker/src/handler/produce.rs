@@ -14,7 +14,7 @@ use kafka_protocol::view::{self, ProduceRequestView};
 use super::message;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::partition::BatchSummary;
+use crate::replica::{Acks, BatchSummary, delayed};
 
 /// Largest decompressed size accepted while validating one batch.
 const MAX_DECOMPRESSED: usize = 256 << 20;
@@ -166,7 +166,12 @@ pub(super) async fn handle(
     let acks = req.acks();
     let acks_ok = (-1..=1).contains(&acks);
     let now = crate::broker::now_ms();
-    let mut durable_waits = Vec::new();
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_millis(u64::try_from(req.timeout_ms()).unwrap_or(0));
+    // Appends still waiting for their acknowledgement condition, with where their answer is
+    // (topic, partition position in the response).
+    let mut pending = Vec::new();
+    let mut pending_at = Vec::new();
     // Capacities capped: the counts come from the client (bounded by the frame's size, but a
     // response entry is larger than the bytes that ask for it).
     let mut responses = Vec::with_capacity(req.topics().len().min(1024));
@@ -209,14 +214,12 @@ pub(super) async fn handle(
                     ));
                 }
                 let buf = BytesMut::from(records.as_ref());
-                let (appended, durable) = part.append(buf, &batches, now).map_err(plain)?;
-                Ok((part, appended, durable))
+                part.append_as_leader(buf, &batches, now).map_err(plain)
             })();
             let resp = match result {
-                Ok((part, a, durable)) => {
-                    if let Some(sync) = durable {
-                        durable_waits.push((part, sync));
-                    }
+                Ok((a, wait)) => {
+                    pending.push(wait);
+                    pending_at.push((responses.len(), partition_responses.len()));
                     PartitionProduceResponse {
                         index,
                         base_offset: a.base_offset,
@@ -255,36 +258,20 @@ pub(super) async fn handle(
             ..Default::default()
         });
     }
-    if responses
-        .iter()
-        .any(|t| t.partition_responses.iter().any(|p| p.error_code == 0))
-    {
-        broker.data_appended();
-    }
-    // Durable mode (or a due flush): acknowledge only once an fsync covers the append. Many
-    // requests waiting here share one fsync (group commit).
-    for (part, (flusher, offset)) in durable_waits {
-        match flusher.sync_to_async(offset).await {
-            Ok(durable) => {
-                part.advance_high_watermark(durable);
-                broker.data_appended();
-            }
-            Err(e) => {
-                let e = crate::error::BrokerError::from(e);
-                for t in responses
-                    .iter_mut()
-                    .filter(|t| t.name.as_str() == part.topic)
-                {
-                    for p in t
-                        .partition_responses
-                        .iter_mut()
-                        .filter(|p| p.index == part.index)
-                    {
-                        p.error_code = e.error_code().code();
-                        p.error_message = message(&e);
-                    }
-                }
-            }
+    // The partition layer decides when each append may be acknowledged (a group-commit
+    // fsync in durable mode, the in-sync replicas for acks=all).
+    let results = delayed::complete_appends(pending, Acks::from_wire(acks), deadline).await;
+    for (result, (t, p)) in results.into_iter().zip(pending_at) {
+        if let Err(e) = result
+            && let Some(p) = responses
+                .get_mut(t)
+                .and_then(|t: &mut TopicProduceResponse| t.partition_responses.get_mut(p))
+        {
+            p.error_code = e.error_code().code();
+            p.error_message = message(&e);
+            p.base_offset = -1;
+            p.log_append_time_ms = -1;
+            p.log_start_offset = -1;
         }
     }
     if acks == 0 {

@@ -38,6 +38,10 @@ pub enum LogError {
     /// The records handed to `append` are not a sequence of whole v2 batches.
     #[error("invalid records to append: {0}")]
     InvalidRecords(String),
+    /// A follower's append starts below the log end (or a batch overlaps the one before it):
+    /// the follower must truncate first.
+    #[error("batch at offset {offset} is below the expected next offset {expected}")]
+    UnexpectedOffset { offset: i64, expected: i64 },
     /// The records handed to `append` do not fit in one segment.
     #[error("record set of {size} bytes is larger than the segment size {max}")]
     RecordsTooLarge { size: usize, max: u64 },
@@ -89,6 +93,7 @@ impl LogError {
             | Self::SyncPoisoned { .. } => ErrorCode::KAFKA_STORAGE_ERROR,
             Self::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
             Self::InvalidRecords(_) => ErrorCode::CORRUPT_MESSAGE,
+            Self::UnexpectedOffset { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
             Self::RecordsTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,
             Self::InvalidConfig { .. } => ErrorCode::INVALID_CONFIG,
             Self::InvalidTopic(_) => ErrorCode::INVALID_TOPIC_EXCEPTION,

@@ -14,7 +14,9 @@ use super::config::LogConfig;
 use super::error::LogError;
 use super::flusher::Flusher;
 use super::io::{LogIo, StdIo};
-use super::scan::{LAST_OFFSET_DELTA_AT, MAX_TIMESTAMP_AT, be};
+use super::scan::{
+    BASE_OFFSET_AT, LAST_OFFSET_DELTA_AT, MAX_TIMESTAMP_AT, PARTITION_LEADER_EPOCH_AT, be,
+};
 use super::segment::{
     AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, OnInvalid, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
@@ -96,6 +98,16 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         }
     }
     Ok(bases)
+}
+
+/// How [`Log::append_batches`] treats the batches' offsets and epochs.
+#[derive(Debug, Clone, Copy)]
+enum Stamp {
+    /// A leader's append: offsets from the log end, this leader epoch, log-append time if
+    /// the topic uses it.
+    Leader(i32),
+    /// A follower's append: everything as the leader wrote it.
+    Keep,
 }
 
 /// An `i32` field of a batch header.
@@ -203,7 +215,9 @@ impl Log {
             .unwrap_or(first_base)
             .max(first_base)
             .min(leo);
-        epochs.truncate_from_end(leo);
+        // An epoch that starts at the log end is kept: a leader starts its epoch there before
+        // it has appended anything, and the epoch must survive a restart.
+        epochs.truncate_from_end(leo.saturating_add(1));
         epochs.truncate_from_start(log_start_offset);
         let flusher = Arc::new(Flusher::new(dir.clone(), Arc::clone(&io), leo));
         let dir_for_cleaner = dir.clone();
@@ -270,8 +284,30 @@ impl Log {
     /// When [`AppendInfo::sync_to`] is set, the caller must sync before acknowledging.
     pub fn append(
         &mut self,
-        mut records: BytesMut,
+        records: BytesMut,
         leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.append_batches(records, Stamp::Leader(leader_epoch), now_ms)
+    }
+
+    /// Appends batches exactly as a leader wrote them (a follower's append): offsets, leader
+    /// epochs and timestamps are kept, not stamped. The first batch must start at or after the
+    /// log end ([`LogError::UnexpectedOffset`] otherwise), and each batch after the one before
+    /// it (a compacted leader's log may have gaps). Each batch whose partition leader epoch is
+    /// newer than the latest one known starts that epoch in the leader epoch cache.
+    pub fn append_as_follower(
+        &mut self,
+        records: BytesMut,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.append_batches(records, Stamp::Keep, now_ms)
+    }
+
+    fn append_batches(
+        &mut self,
+        mut records: BytesMut,
+        stamp: Stamp,
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
         if self.deleted {
@@ -294,10 +330,13 @@ impl Log {
                 max: self.config.segment_bytes,
             });
         }
-        let base_offset = self.log_end_offset();
-        let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let log_end = self.log_end_offset();
+        let log_append_time = matches!(stamp, Stamp::Leader(_))
+            && self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let mut batches = Vec::new();
-        let (mut next, mut pos) = (base_offset, 0usize);
+        let mut new_epochs = Vec::new();
+        let (mut next, mut pos) = (log_end, 0usize);
+        let mut base_offset = None;
         let (mut max_timestamp, mut count) = (-1i64, 0u64);
         while pos < records.len() {
             let rest = records.get_mut(pos..).unwrap_or_default();
@@ -309,11 +348,34 @@ impl Log {
                     "negative last offset delta".into(),
                 ));
             }
-            batch.set_base_offset(next);
-            batch.set_partition_leader_epoch(leader_epoch);
-            if log_append_time {
-                batch.set_log_append_time(now_ms);
+            match stamp {
+                Stamp::Leader(leader_epoch) => {
+                    batch.set_base_offset(next);
+                    batch.set_partition_leader_epoch(leader_epoch);
+                    if log_append_time {
+                        batch.set_log_append_time(now_ms);
+                    }
+                }
+                Stamp::Keep => {
+                    let at = i64::from_be_bytes(be(batch.as_slice(), BASE_OFFSET_AT));
+                    if at < next {
+                        return Err(LogError::UnexpectedOffset {
+                            offset: at,
+                            expected: next,
+                        });
+                    }
+                    next = at;
+                    let epoch = field_i32(batch.as_slice(), PARTITION_LEADER_EPOCH_AT);
+                    let newest = new_epochs
+                        .last()
+                        .map(|&(e, _)| e)
+                        .or_else(|| self.latest_epoch());
+                    if epoch >= 0 && newest.is_none_or(|n| epoch > n) {
+                        new_epochs.push((epoch, at));
+                    }
+                }
             }
+            base_offset.get_or_insert(next);
             let batch_max = i64::from_be_bytes(be(batch.as_slice(), MAX_TIMESTAMP_AT));
             let last_offset = next + i64::from(delta);
             batches.push(AppendedBatch {
@@ -327,6 +389,7 @@ impl Log {
             pos += batch.size();
             next = last_offset + 1;
         }
+        let base_offset = base_offset.unwrap_or(log_end);
         let last_offset = next - 1;
         if last_offset - base_offset > i64::from(i32::MAX) {
             return Err(LogError::InvalidRecords(
@@ -339,10 +402,17 @@ impl Log {
         active.append(io.as_ref(), &records, &batches, now_ms)?;
         let file = Arc::clone(active.file());
         self.flusher.note_append(next, &file);
-        if leader_epoch >= 0 && self.epochs.assign(leader_epoch, base_offset) {
-            if let Err(e) = self.epochs.persist(self.io.as_ref(), &self.dir) {
-                tracing::warn!(error = %e, "leader epoch checkpoint not written; will retry");
+        let mut assigned = false;
+        match stamp {
+            Stamp::Leader(epoch) => assigned |= self.epochs.assign(epoch, base_offset),
+            Stamp::Keep => {
+                for (epoch, start) in new_epochs {
+                    assigned |= self.epochs.assign(epoch, start);
+                }
             }
+        }
+        if assigned && let Err(e) = self.epochs.persist(self.io.as_ref(), &self.dir) {
+            tracing::warn!(error = %e, "leader epoch checkpoint not written; will retry");
         }
         Ok(AppendInfo {
             base_offset,
@@ -531,6 +601,17 @@ impl Log {
     /// The latest leader epoch appended, if any.
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs.latest_epoch()
+    }
+
+    /// Starts leader epoch `epoch` at the log end (a replica becoming leader, as Kafka's
+    /// `maybeAssignEpochStartOffset`), persisted before it returns. Nothing happens when the
+    /// epoch is not newer than the latest one.
+    pub fn assign_epoch_at_end(&mut self, epoch: i32) -> Result<(), LogError> {
+        let end = self.log_end_offset();
+        if self.epochs.assign(epoch, end) {
+            self.epochs.persist(self.io.as_ref(), &self.dir)?;
+        }
+        Ok(())
     }
 
     /// The leader epoch cache: each epoch and the offset where it began.

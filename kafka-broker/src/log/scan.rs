@@ -11,7 +11,8 @@ const CRC_AT: usize = 17;
 const ATTRIBUTES_AT: usize = 21;
 pub(crate) const LAST_OFFSET_DELTA_AT: usize = 23;
 pub(crate) const MAX_TIMESTAMP_AT: usize = 35;
-const EPOCH_AT: usize = 12;
+pub(crate) const PARTITION_LEADER_EPOCH_AT: usize = 12;
+pub(crate) const BASE_OFFSET_AT: usize = 0;
 /// Bytes read at a time when walking headers only (reads, lookups, clean opens).
 const HEADER_CHUNK: usize = 4 * 1024;
 /// Bytes read at a time when checking whole batches (recovery, index rebuilds).
@@ -74,7 +75,7 @@ impl BatchHeader {
             base_offset,
             last_offset: base_offset.saturating_add(i64::from(delta)),
             max_timestamp: i64::from_be_bytes(be(b, MAX_TIMESTAMP_AT)),
-            leader_epoch: i32::from_be_bytes(be(b, EPOCH_AT)),
+            leader_epoch: i32::from_be_bytes(be(b, PARTITION_LEADER_EPOCH_AT)),
         })
     }
 }

@@ -90,8 +90,8 @@ pub(crate) async fn serve(
                     break;
                 }
             }
-            Reply::Files(chunks, regions) => {
-                if let Err(e) = crate::sendfile::write_response(&mut wr, &chunks, &regions).await {
+            Reply::Files(chunks) => {
+                if let Err(e) = crate::sendfile::write_response(&mut wr, &chunks).await {
                     tracing::debug!(%peer, error = %e, "closing connection: fetch write failed");
                     break;
                 }

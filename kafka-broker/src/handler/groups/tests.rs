@@ -418,12 +418,12 @@ fn offset_commit_and_fetch_every_version() {
     let c = coordinator();
     for v in 0..=9i16 {
         let group = format!("simple-{v}");
-        let body = offset_commit(
+        let body = futures::executor::block_on(offset_commit(
             &c,
             &topics,
             commit_request(v, &group, 100 + i64::from(v)),
             v,
-        );
+        ));
         let ResponseBody::OffsetCommit(r) = roundtrip(&body, v) else {
             panic!()
         };
@@ -567,7 +567,7 @@ async fn group_admin_every_version() {
         ..Default::default()
     };
     drive(&c, sync_group(&c, sync, 3)).await;
-    offset_commit(&c, &topics, commit_request(2, "idle", 5), 2);
+    futures::executor::block_on(offset_commit(&c, &topics, commit_request(2, "idle", 5), 2));
 
     for v in 0..=5i16 {
         let req = DescribeGroupsRequest {

@@ -1,0 +1,138 @@
+//! Delayed operations, Kafka's purgatory: a produce that waits for its acknowledgement
+//! condition and a fetch that waits for enough data, each watching only the partitions it
+//! names, each completed or expired exactly once (it is one future that returns once).
+//!
+//! Every [`Partition`] has one [`Notify`](tokio::sync::Notify) that is woken when its high
+//! watermark moves (and when its log start, log end by truncation or leadership changes). A
+//! waiter registers on the partitions it names *before* it checks its condition, so a change
+//! that lands between the check and the wait still wakes it; an append elsewhere in the broker
+//! wakes nobody here.
+//!
+//! Time comes from tokio's clock, so tests run these on virtual time
+//! (`#[tokio::test(start_paused = true)]`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use kafka_protocol::error_code::ErrorCode;
+use tokio::time::Instant;
+
+use super::partition::{Partition, PendingAck};
+use crate::error::BrokerError;
+
+/// What a produce request's acks ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// acks=0 or acks=1: the leader's own log (and the fsync when one is due).
+    Leader,
+    /// acks=all: every in-sync replica has the batch (the high watermark reached it).
+    All,
+}
+
+impl Acks {
+    /// From the request's `acks` field (-1, 0 or 1; the caller refused anything else).
+    pub fn from_wire(acks: i16) -> Self {
+        if acks == -1 { Self::All } else { Self::Leader }
+    }
+}
+
+/// Completes an append: runs (or joins) the group-commit fsync it needs, moves the high
+/// watermark with it, and for acks=all waits until the high watermark covers the append, at
+/// most until `deadline` (then REQUEST_TIMED_OUT, as Kafka's delayed produce expires). The
+/// fsync itself is not bounded by the deadline: like Kafka's flush on append it is local I/O
+/// that the acknowledgement must not skip.
+pub async fn complete_append(
+    pending: PendingAck,
+    acks: Acks,
+    deadline: Instant,
+) -> Result<(), BrokerError> {
+    let PendingAck {
+        partition,
+        required,
+        sync,
+    } = pending;
+    if let Some((flusher, offset)) = sync {
+        let durable = flusher.sync_to_async(offset).await?;
+        partition.on_durable(durable);
+    }
+    if acks == Acks::Leader {
+        return Ok(());
+    }
+    loop {
+        let changed = partition.changed().notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if !partition.is_leader() {
+            return Err(BrokerError::kafka(
+                ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                format!(
+                    "{}-{} lost its leadership while the produce waited",
+                    partition.topic, partition.index
+                ),
+            ));
+        }
+        if partition.high_watermark() >= required {
+            return Ok(());
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            return Err(BrokerError::kafka(
+                ErrorCode::REQUEST_TIMED_OUT,
+                format!(
+                    "{}-{}: the in-sync replicas did not acknowledge offset {} in time",
+                    partition.topic,
+                    partition.index,
+                    required - 1
+                ),
+            ));
+        }
+    }
+}
+
+/// Completes every append of one request concurrently; the results are in `pending`'s order.
+pub async fn complete_appends(
+    pending: Vec<PendingAck>,
+    acks: Acks,
+    deadline: Instant,
+) -> Vec<Result<(), BrokerError>> {
+    futures::future::join_all(
+        pending
+            .into_iter()
+            .map(|p| complete_append(p, acks, deadline)),
+    )
+    .await
+}
+
+/// A delayed fetch: calls `attempt` (which reads the partitions and says whether the fetch is
+/// satisfied) until it is satisfied or `deadline` passes, waking only when one of `watched`
+/// changed. Returns the last attempt's answer. With nothing to watch (every partition named
+/// is unknown here) the first answer is returned.
+pub async fn fetch_until<R>(
+    watched: &[Arc<Partition>],
+    deadline: Instant,
+    mut attempt: impl FnMut() -> (R, bool),
+) -> R {
+    loop {
+        // Register before reading (see the module docs).
+        let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = watched
+            .iter()
+            .map(|p| Box::pin(p.changed().notified()))
+            .collect();
+        for w in &mut waits {
+            w.as_mut().enable();
+        }
+        let (answer, done) = attempt();
+        if done || watched.is_empty() || Instant::now() >= deadline {
+            return answer;
+        }
+        let any = futures::future::select_all(
+            waits
+                .into_iter()
+                .map(|w| w as Pin<Box<dyn Future<Output = ()> + Send + '_>>),
+        );
+        if tokio::time::timeout_at(deadline, any).await.is_err() {
+            // Expired: one last read, so what arrived at the very end is not left out.
+            return attempt().0;
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The partition layer, Kafka's `ReplicaManager` and `Partition`: every append to a partition
+//! goes through here, whoever makes it (a client's Produce, the group coordinator's records in
+//! `__consumer_offsets`, later transaction markers and a follower's fetched batches), and this
+//! layer alone decides durability, the high watermark and whom to wake.
+//!
+//! - [`ReplicaManager`] holds the partitions hosted here and the high-watermark checkpoint.
+//! - [`Partition`] is one of them: leader append (producer-state check, offsets and epoch
+//!   stamped), follower append (kept as the leader wrote it), truncation, the high watermark
+//!   over the in-sync replicas, the leader epoch and its fence check.
+//! - [`delayed`] holds the delayed operations: a produce waiting for its acks condition, a
+//!   fetch waiting for data, each woken only by the partitions it names.
+//!
+//! A Produce, read as data flowing through here: the handler validates the records
+//! ([`crate::handler`] turns the request into calls), [`Partition::append_as_leader`] appends
+//! under the partition lock and hands back a [`PendingAck`], and [`delayed::complete_appends`]
+//! waits with every lock released for the group-commit fsync the log asks for (durable mode,
+//! `flush.messages=1`, or a due flush) and, for acks=all, for the high watermark to cover the
+//! batch. The high watermark moves when the fsync ends (durable mode) or at once (otherwise),
+//! and each move wakes the waiters of that partition only.
+
+pub mod checkpoint;
+pub mod delayed;
+pub mod partition;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use bytes::BytesMut;
+
+pub use delayed::Acks;
+pub use partition::{
+    Appended, BatchSummary, Follower, Offsets, Partition, PendingAck, Role, SyncNeeded,
+};
+
+use crate::error::BrokerError;
+use crate::log::{LogIo, SharedLog, StdIo, TopicPartition};
+use crate::producer_state::ProducerStates;
+
+/// The partitions hosted here.
+#[derive(Debug)]
+pub struct ReplicaManager {
+    data_dir: PathBuf,
+    io: Arc<dyn LogIo>,
+    /// By topic, then index (looked up by `&str`, without a copy).
+    partitions: RwLock<HashMap<String, HashMap<i32, Arc<Partition>>>>,
+    /// The high watermarks read from the checkpoint at start, taken by the partitions as they
+    /// are hosted.
+    checkpointed: Mutex<HashMap<TopicPartition, i64>>,
+}
+
+impl ReplicaManager {
+    /// A manager for the partitions of `data_dir`, with the high watermarks checkpointed there.
+    pub fn open(data_dir: PathBuf) -> Self {
+        let checkpointed = checkpoint::read(&data_dir).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "unreadable high-watermark checkpoint; high watermarks \
+                start from the logs");
+            HashMap::new()
+        });
+        Self {
+            data_dir,
+            io: Arc::new(StdIo),
+            partitions: RwLock::new(HashMap::new()),
+            checkpointed: Mutex::new(checkpointed),
+        }
+    }
+
+    /// Hosts a partition over its open log, led by this broker with no followers (a single
+    /// node leads every partition; the cluster layer will say otherwise). A new log starts
+    /// leader epoch 0 in its leader epoch cache.
+    pub fn host(
+        &self,
+        topic: &str,
+        index: i32,
+        log: SharedLog,
+        producers: ProducerStates,
+    ) -> Result<Arc<Partition>, BrokerError> {
+        let hw = self
+            .checkpointed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&TopicPartition::new(topic, index));
+        let partition = Arc::new(Partition::new(topic, index, log, producers, hw));
+        partition.become_leader(partition.leader_epoch(), &[], &[])?;
+        self.partitions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(topic.to_owned())
+            .or_default()
+            .insert(index, Arc::clone(&partition));
+        Ok(partition)
+    }
+
+    /// A partition hosted here.
+    pub fn get(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(topic)?
+            .get(&index)
+            .cloned()
+    }
+
+    /// Every hosted partition.
+    pub fn all(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .flat_map(|by_index| by_index.values().cloned())
+            .collect()
+    }
+
+    /// Stops hosting a topic's partitions (it was deleted); their waiters are woken and find
+    /// them gone.
+    pub fn remove_topic(&self, topic: &str) -> Vec<Arc<Partition>> {
+        let removed: Vec<Arc<Partition>> = self
+            .partitions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(topic)
+            .map(|m| m.into_values().collect())
+            .unwrap_or_default();
+        for p in &removed {
+            p.changed().notify_waiters();
+        }
+        removed
+    }
+
+    /// Writes every hosted partition's high watermark to the checkpoint file.
+    pub fn checkpoint_high_watermarks(&self) -> Result<(), BrokerError> {
+        let mut entries: Vec<(TopicPartition, i64)> = self
+            .all()
+            .iter()
+            .map(|p| (TopicPartition::new(&p.topic, p.index), p.high_watermark()))
+            .collect();
+        entries.sort();
+        checkpoint::write(self.io.as_ref(), &self.data_dir, &entries)?;
+        Ok(())
+    }
+}
+
+/// An append whose caller cannot await (the group coordinator writes under its own lock on a
+/// plain call): the leader append, then the fsync it needs, blocking this thread for it, then
+/// the high watermark. Returns once the records may be acknowledged (acks=1 semantics).
+pub fn append_blocking(
+    partition: &Arc<Partition>,
+    records: BytesMut,
+    batches: &[BatchSummary],
+    now_ms: i64,
+) -> Result<Appended, BrokerError> {
+    let (appended, pending) = partition.append_as_leader(records, batches, now_ms)?;
+    if let Some((flusher, offset)) = pending.sync {
+        let durable = flusher.sync_to(offset)?;
+        partition.on_durable(durable);
+    }
+    Ok(appended)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,612 @@
+//! One partition hosted here, as the partition layer sees it: its log, its idempotent-producer
+//! state, its leader epoch, the replicas that follow it and its high watermark, and the
+//! waiters to wake when the high watermark moves.
+//!
+//! Locks, always taken in this order: producer state, then the log, then the followers. The
+//! sequence check and the append happen under the first two, so they are atomic. Nothing here
+//! waits for I/O other than the log's own page-cache writes: fsyncs and acknowledgements are
+//! waited for by [`super::delayed`] with every lock released.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error_code::ErrorCode;
+use tokio::sync::Notify;
+
+use crate::error::BrokerError;
+use crate::log::{
+    AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, ReadInfo, SharedLog, lock_log,
+};
+use crate::producer_state::{BatchMeta, Check, ProducerStates, last_seq};
+
+/// The facts of one validated batch that the partition needs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchSummary {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records: i32,
+    pub max_timestamp: i64,
+}
+
+/// Result of a produce to this partition.
+#[derive(Debug, Clone, Copy)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    /// -1 unless the topic uses LogAppendTime.
+    pub log_append_time: i64,
+    pub log_start_offset: i64,
+    /// The batch was a retry of one already written; nothing was appended.
+    pub duplicate: bool,
+}
+
+/// Offsets of a partition at one moment.
+#[derive(Debug, Clone, Copy)]
+pub struct Offsets {
+    pub log_start: i64,
+    pub log_end: i64,
+    pub high_watermark: i64,
+    /// Last stable offset (equals the high watermark while there are no transactions).
+    pub last_stable: i64,
+}
+
+/// After an append that must be durable before it is acknowledged: sync this flusher up to
+/// this offset, outside every lock.
+pub type SyncNeeded = Option<(Arc<Flusher>, i64)>;
+
+/// What a leader's append still needs before it may be acknowledged: an fsync (group commit)
+/// and, for acks=all, a high watermark at or past `required`. Waited for by
+/// [`super::delayed::complete_append`].
+#[derive(Debug)]
+pub struct PendingAck {
+    pub(crate) partition: Arc<Partition>,
+    /// The offset after the appended batches.
+    pub(crate) required: i64,
+    pub(crate) sync: SyncNeeded,
+}
+
+impl PendingAck {
+    /// Whether nothing is left to wait for (no fsync due, the high watermark covers it).
+    pub fn is_acknowledged(&self) -> bool {
+        self.sync.is_none() && self.partition.high_watermark() >= self.required
+    }
+}
+
+/// A replica of this partition on another broker, as the leader tracks it (filled by the
+/// replication layer from followers' fetches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Follower {
+    pub replica_id: i32,
+    /// The follower's log end offset, as its last fetch said; -1 until it fetched.
+    pub log_end_offset: i64,
+    pub in_sync: bool,
+}
+
+/// Whether this broker leads the partition or follows another broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+}
+
+#[derive(Debug)]
+struct Replicas {
+    role: Role,
+    followers: Vec<Follower>,
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    log: SharedLog,
+    /// Locked before the log when both are needed.
+    producers: Mutex<ProducerStates>,
+    leader_epoch: AtomicI32,
+    /// Locked after the log.
+    replicas: Mutex<Replicas>,
+    /// Woken when the high watermark moves, the log start moves, the log is truncated or the
+    /// leadership changes: what fetches and acks=all produces waiting on this partition watch.
+    changed: Notify,
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Partition({}-{})", self.topic, self.index)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Partition {
+    /// A partition over an open log, neither leader nor serving until
+    /// [`Self::become_leader`] or [`Self::become_follower`]. Its leader epoch is the latest one
+    /// in the log's leader epoch cache (0 for a new log). Its high watermark starts at
+    /// `high_watermark`, the checkpointed one (see [`super::checkpoint`]), or at the log start
+    /// without one: never at the log end, which may hold what the leader never committed. A
+    /// leader recomputes it from its replicas at once.
+    pub fn new(
+        topic: &str,
+        index: i32,
+        log: SharedLog,
+        producers: ProducerStates,
+        high_watermark: Option<i64>,
+    ) -> Self {
+        let epoch = {
+            let mut l = lock_log(&log);
+            let start = l.log_start_offset();
+            l.set_high_watermark(high_watermark.unwrap_or(start));
+            l.latest_epoch().unwrap_or(0).max(0)
+        };
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log,
+            producers: Mutex::new(producers),
+            leader_epoch: AtomicI32::new(epoch),
+            replicas: Mutex::new(Replicas {
+                role: Role::Follower,
+                followers: Vec::new(),
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn producers(&self) -> MutexGuard<'_, ProducerStates> {
+        lock(&self.producers)
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        lock_log(&self.log)
+    }
+
+    /// What waiters on this partition watch (see the field's docs).
+    pub(crate) fn changed(&self) -> &Notify {
+        &self.changed
+    }
+
+    fn wake(&self) {
+        self.changed.notify_waiters();
+    }
+
+    // ----- leadership -----
+
+    /// The current leader epoch.
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether this broker leads the partition.
+    pub fn is_leader(&self) -> bool {
+        lock(&self.replicas).role == Role::Leader
+    }
+
+    /// Becomes leader at `epoch` with these followers (by replica id; all in sync when they are
+    /// in `isr`). The epoch starts at the log end in the leader epoch cache, persisted before
+    /// this returns. An epoch older than the current one is refused (FENCED_LEADER_EPOCH).
+    pub fn become_leader(
+        &self,
+        epoch: i32,
+        followers: &[i32],
+        isr: &[i32],
+    ) -> Result<(), BrokerError> {
+        self.check_new_epoch(epoch)?;
+        self.log().assign_epoch_at_end(epoch)?;
+        {
+            let mut r = lock(&self.replicas);
+            r.role = Role::Leader;
+            r.followers = followers
+                .iter()
+                .map(|&replica_id| Follower {
+                    replica_id,
+                    log_end_offset: -1,
+                    in_sync: isr.contains(&replica_id),
+                })
+                .collect();
+        }
+        self.leader_epoch.store(epoch, Ordering::Release);
+        self.update_high_watermark();
+        self.wake();
+        Ok(())
+    }
+
+    /// Becomes a follower at `epoch`. The log is not touched: the replication layer truncates
+    /// it (by OffsetForLeaderEpoch) before it fetches.
+    pub fn become_follower(&self, epoch: i32) -> Result<(), BrokerError> {
+        self.check_new_epoch(epoch)?;
+        {
+            let mut r = lock(&self.replicas);
+            r.role = Role::Follower;
+            r.followers.clear();
+        }
+        self.leader_epoch.store(epoch, Ordering::Release);
+        self.wake();
+        Ok(())
+    }
+
+    fn check_new_epoch(&self, epoch: i32) -> Result<(), BrokerError> {
+        let current = self.leader_epoch();
+        if epoch < current {
+            return Err(BrokerError::kafka(
+                ErrorCode::FENCED_LEADER_EPOCH,
+                format!(
+                    "{}-{}: leader epoch {epoch} is older than the current epoch {current}",
+                    self.topic, self.index
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The fence check of every request that names the leader epoch it knows (Fetch,
+    /// ListOffsets, OffsetForLeaderEpoch, ...): -1 (unknown) passes; an older epoch is
+    /// FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (this broker has not heard of it
+    /// yet).
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), ErrorCode> {
+        if current_leader_epoch < 0 {
+            return Ok(());
+        }
+        let epoch = self.leader_epoch();
+        match current_leader_epoch.cmp(&epoch) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Less => Err(ErrorCode::FENCED_LEADER_EPOCH),
+            std::cmp::Ordering::Greater => Err(ErrorCode::UNKNOWN_LEADER_EPOCH),
+        }
+    }
+
+    fn require_leader(&self) -> Result<(), BrokerError> {
+        if self.is_leader() {
+            Ok(())
+        } else {
+            Err(BrokerError::kafka(
+                ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                format!("{}-{} is not led by this broker", self.topic, self.index),
+            ))
+        }
+    }
+
+    // ----- high watermark -----
+
+    /// The high watermark.
+    pub fn high_watermark(&self) -> i64 {
+        self.log().high_watermark()
+    }
+
+    /// Recomputes the high watermark of a leader: the smallest of what the local log vouches
+    /// for (its log end; in durable mode the fsynced offset) and the log end offsets of the
+    /// in-sync followers. It only moves forward. Wakes the waiters when it moved.
+    fn update_high_watermark(&self) -> bool {
+        let moved = {
+            let mut log = self.log();
+            let r = lock(&self.replicas);
+            if r.role != Role::Leader {
+                return false;
+            }
+            let local = if log.config().is_durable() {
+                log.flusher().durable_offset().min(log.log_end_offset())
+            } else {
+                log.log_end_offset()
+            };
+            let hw = r
+                .followers
+                .iter()
+                .filter(|f| f.in_sync)
+                .map(|f| f.log_end_offset)
+                .fold(local, i64::min);
+            let moved = hw > log.high_watermark();
+            if moved {
+                log.set_high_watermark(hw);
+            }
+            moved
+        };
+        if moved {
+            self.wake();
+        }
+        moved
+    }
+
+    /// The durable offset of the log moved to `durable` (an fsync finished).
+    pub(crate) fn on_durable(&self, _durable: i64) {
+        self.update_high_watermark();
+    }
+
+    /// A follower fetched from `log_end_offset` (the replication layer calls this for each
+    /// fetch from a follower). Returns whether the high watermark moved.
+    pub fn update_follower(&self, replica_id: i32, log_end_offset: i64) -> bool {
+        {
+            let mut r = lock(&self.replicas);
+            match r.followers.iter_mut().find(|f| f.replica_id == replica_id) {
+                Some(f) => f.log_end_offset = f.log_end_offset.max(log_end_offset),
+                None => return false,
+            }
+        }
+        self.update_high_watermark()
+    }
+
+    /// Puts a follower in or out of the in-sync set (after the controller agreed).
+    pub fn set_in_sync(&self, replica_id: i32, in_sync: bool) {
+        {
+            let mut r = lock(&self.replicas);
+            if let Some(f) = r.followers.iter_mut().find(|f| f.replica_id == replica_id) {
+                f.in_sync = in_sync;
+            }
+        }
+        self.update_high_watermark();
+        // A shrink can complete produces waiting for the follower that left.
+        self.wake();
+    }
+
+    /// The followers the leader tracks.
+    pub fn followers(&self) -> Vec<Follower> {
+        lock(&self.replicas).followers.clone()
+    }
+
+    /// A follower takes the high watermark its leader sent, capped at its own log end.
+    pub fn set_high_watermark_from_leader(&self, high_watermark: i64) {
+        let moved = {
+            let mut log = self.log();
+            let hw = high_watermark.min(log.log_end_offset());
+            let moved = hw != log.high_watermark();
+            log.set_high_watermark(hw);
+            moved
+        };
+        if moved {
+            self.wake();
+        }
+    }
+
+    // ----- appends -----
+
+    /// A leader's append of validated batches: idempotent batches are checked against the
+    /// producer state first (a retried batch is answered with its original offsets and not
+    /// written again); offsets are assigned from the log end and the batches stamped with the
+    /// leader epoch. The answer waits for what [`PendingAck`] names.
+    pub fn append_as_leader(
+        self: &Arc<Self>,
+        records: BytesMut,
+        batches: &[BatchSummary],
+        now_ms: i64,
+    ) -> Result<(Appended, PendingAck), BrokerError> {
+        self.require_leader()?;
+        let mut producers = self.producers();
+        let idempotent = batches.iter().find(|b| b.producer_id >= 0);
+        if let Some(b) = idempotent {
+            if batches.len() != 1 {
+                return Err(BrokerError::kafka(
+                    ErrorCode::INVALID_RECORD,
+                    "an idempotent producer must send one batch per partition",
+                ));
+            }
+            let last = last_seq(b.base_sequence, b.records);
+            let check = producers
+                .check(b.producer_id, b.producer_epoch, b.base_sequence, last)
+                .map_err(|code| {
+                    BrokerError::kafka(
+                        code,
+                        format!(
+                            "producer {} epoch {} sequence {}",
+                            b.producer_id, b.producer_epoch, b.base_sequence
+                        ),
+                    )
+                })?;
+            if let Check::Duplicate(meta) = check {
+                let appended = Appended {
+                    base_offset: meta.first_offset,
+                    last_offset: meta.last_offset,
+                    log_append_time: -1,
+                    log_start_offset: self.log().log_start_offset(),
+                    duplicate: true,
+                };
+                // The original append's acknowledgement condition applies to the retry.
+                let pending = PendingAck {
+                    partition: Arc::clone(self),
+                    required: meta.last_offset + 1,
+                    sync: None,
+                };
+                return Ok((appended, pending));
+            }
+        }
+        let mut log = self.log();
+        let info = log.append(records, self.leader_epoch(), now_ms)?;
+        let sync = info.sync_to.map(|o| (log.flusher(), o));
+        drop(log);
+        if let Some(b) = idempotent {
+            producers.record(
+                b.producer_id,
+                b.producer_epoch,
+                BatchMeta {
+                    first_seq: b.base_sequence,
+                    last_seq: last_seq(b.base_sequence, b.records),
+                    first_offset: info.base_offset,
+                    last_offset: info.last_offset,
+                    timestamp: b.max_timestamp,
+                },
+            );
+        }
+        drop(producers);
+        self.update_high_watermark();
+        Ok((
+            Appended {
+                base_offset: info.base_offset,
+                last_offset: info.last_offset,
+                log_append_time: info.log_append_time,
+                log_start_offset: info.log_start_offset,
+                duplicate: false,
+            },
+            PendingAck {
+                partition: Arc::clone(self),
+                required: info.last_offset + 1,
+                sync,
+            },
+        ))
+    }
+
+    /// A follower's append of batches fetched from its leader, kept as the leader wrote them
+    /// (offsets, epochs, timestamps, producer fields). The producer state follows the batch
+    /// headers. The high watermark is not moved: the leader's comes with the fetch answer
+    /// ([`Self::set_high_watermark_from_leader`]).
+    pub fn append_as_follower(
+        &self,
+        records: BytesMut,
+        now_ms: i64,
+    ) -> Result<AppendInfo, BrokerError> {
+        let frozen = records.clone().freeze();
+        let mut producers = self.producers();
+        let info = self.log().append_as_follower(records, now_ms)?;
+        for batch in kafka_protocol::record::RecordBatches::new(frozen).flatten() {
+            if batch.producer_id() >= 0 && !batch.is_control() {
+                producers.record(
+                    batch.producer_id(),
+                    batch.producer_epoch(),
+                    BatchMeta {
+                        first_seq: batch.base_sequence(),
+                        last_seq: batch.last_sequence(),
+                        first_offset: batch.base_offset(),
+                        last_offset: batch.last_offset(),
+                        timestamp: batch.max_timestamp(),
+                    },
+                );
+            }
+        }
+        Ok(info)
+    }
+
+    /// Removes every batch at or past `offset` (a follower truncating to its leader's log),
+    /// rebuilds the producer state from what is left and keeps the high watermark within the
+    /// log.
+    pub fn truncate_to(&self, offset: i64) -> Result<(), BrokerError> {
+        let mut producers = self.producers();
+        let mut log = self.log();
+        log.truncate_to(offset)?;
+        *producers = rebuild_producer_state(&log);
+        drop(log);
+        drop(producers);
+        self.wake();
+        Ok(())
+    }
+
+    // ----- reads -----
+
+    pub fn offsets(&self) -> Offsets {
+        let log = self.log();
+        let hw = log.high_watermark();
+        Offsets {
+            log_start: log.log_start_offset(),
+            log_end: log.log_end_offset(),
+            high_watermark: hw,
+            last_stable: hw,
+        }
+    }
+
+    /// Reads whole batches from `offset`, up to `max_bytes` (at least one batch), not past
+    /// `upper` (the high watermark or last stable offset). File reads run outside the lock.
+    pub fn read(&self, offset: i64, max_bytes: usize, upper: i64) -> Result<Bytes, BrokerError> {
+        let info = self.log().read(offset, max_bytes, upper)?;
+        Ok(info.read_bytes()?)
+    }
+
+    /// The file regions [`Self::read`] would read (for sending with `sendfile`).
+    pub fn read_slices(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        upper: i64,
+    ) -> Result<ReadInfo, BrokerError> {
+        Ok(self.log().read(offset, max_bytes, upper)?)
+    }
+
+    /// The first offset whose timestamp is at or after `ts`, with that timestamp.
+    pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, BrokerError> {
+        Ok(self.log().offset_for_timestamp(ts)?)
+    }
+
+    /// The offset and timestamp of the record with the largest timestamp.
+    pub fn max_timestamp(&self) -> Result<Option<(i64, i64)>, BrokerError> {
+        Ok(self.log().max_timestamp_offset()?)
+    }
+
+    /// The largest epoch <= `epoch` and the end offset of that epoch.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.log().end_offset_for_epoch(epoch)
+    }
+
+    // ----- upkeep -----
+
+    /// Moves the log start offset (DeleteRecords); returns the new low watermark.
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, BrokerError> {
+        let start = {
+            let mut log = self.log();
+            log.delete_records_before(offset)?;
+            log.log_start_offset()
+        };
+        self.wake();
+        Ok(start)
+    }
+
+    /// One compaction pass if the log is compacted and due (see `log::cleaner`): planned and
+    /// swapped in under the log lock, run without it. `None` when there was nothing to do.
+    pub fn clean(
+        &self,
+        limits: &CleanerLimits,
+        now_ms: i64,
+    ) -> Result<Option<CleanStats>, BrokerError> {
+        let Some(plan) = lock_log(&self.log).clean_plan(now_ms) else {
+            return Ok(None);
+        };
+        let last = self.producers().last_offsets();
+        let cleaned = plan.with_producer_last_offsets(last).run(limits, now_ms)?;
+        let stats = lock_log(&self.log).finish_clean(cleaned)?;
+        Ok(Some(stats))
+    }
+
+    /// The producer-state snapshot text.
+    pub fn producer_snapshot(&self) -> String {
+        self.producers().to_snapshot()
+    }
+
+    /// Applies a new configuration to the log.
+    pub fn set_config(&self, config: LogConfig) -> Result<(), BrokerError> {
+        Ok(self.log().set_config(config)?)
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> std::path::PathBuf {
+        self.log().dir().to_path_buf()
+    }
+}
+
+/// The producer state of a log rebuilt from its batch headers, from the log start to the end.
+pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
+    let mut states = ProducerStates::default();
+    let mut offset = log.log_start_offset();
+    let end = log.log_end_offset();
+    while offset < end {
+        let Ok(info) = log.read(offset, 1 << 20, end) else {
+            break;
+        };
+        let Ok(bytes) = info.read_bytes() else { break };
+        if info.next_offset <= offset {
+            break;
+        }
+        for batch in kafka_protocol::record::RecordBatches::new(bytes).flatten() {
+            if batch.producer_id() >= 0 && !batch.is_control() {
+                states.record(
+                    batch.producer_id(),
+                    batch.producer_epoch(),
+                    BatchMeta {
+                        first_seq: batch.base_sequence(),
+                        last_seq: batch.last_sequence(),
+                        first_offset: batch.base_offset(),
+                        last_offset: batch.last_offset(),
+                        timestamp: batch.max_timestamp(),
+                    },
+                );
+            }
+        }
+        offset = info.next_offset;
+    }
+    states
+}
