@@ -1,6 +1,6 @@
 //! The broker's shared state: configuration, cluster id, topics, partition logs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,19 +13,10 @@ use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
+use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
 
-/// A topic's settings that a Produce request is checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProduceRules {
-    /// `max.message.bytes`: the largest record batch.
-    pub max_message_bytes: usize,
-    /// (`message.timestamp.before.max.ms`, `message.timestamp.after.max.ms`), or `None`
-    /// when the topic stamps log-append time.
-    pub timestamp_window: Option<(i64, i64)>,
-    /// `cleanup.policy` includes `compact`: records must have keys.
-    pub compacted: bool,
-}
+pub use crate::topic_config::ProduceRules;
 
 /// Shared by every connection.
 #[derive(Debug)]
@@ -33,6 +24,8 @@ pub struct Broker {
     pub config: BrokerConfig,
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
+    /// Every topic's typed config; changed only under the `topics` lock.
+    topic_configs: TopicConfigs,
     /// The partition layer: every hosted partition, every append.
     pub replicas: ReplicaManager,
     logs: LogManager,
@@ -66,16 +59,14 @@ impl Broker {
         let cluster_id = load_cluster_id(&config)?;
         let topics = TopicRegistry::load(&config.data_dir)?;
         let next_producer_id = load_producer_id_block(&config)?;
-        let logs = {
-            let topic_configs: HashMap<String, BTreeMap<String, String>> = topics
-                .all()
-                .map(|t| (t.name.clone(), t.configs.clone()))
-                .collect();
-            let cfg = config.clone();
-            LogManager::open(vec![config.data_dir.clone()], move |tp: &TopicPartition| {
-                log_config(&cfg, topic_configs.get(&tp.topic))
-            })?
-        };
+        let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
+        for t in topics.all() {
+            let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
+            topic_configs.insert(&t.name, Arc::new(typed));
+        }
+        let logs = LogManager::open(vec![config.data_dir.clone()], |tp: &TopicPartition| {
+            topic_configs.get_or_default(&tp.topic).log_config()
+        })?;
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
@@ -109,6 +100,7 @@ impl Broker {
             config,
             cluster_id,
             topics: Mutex::new(topics),
+            topic_configs,
             logs,
             next_producer_id: AtomicI64::new(next_producer_id),
             last_full_flush: AtomicI64::new(now_ms()),
@@ -283,58 +275,15 @@ impl Broker {
         }
     }
 
-    /// `max.message.bytes` of a topic.
-    pub fn max_message_bytes(&self, topic: &str) -> usize {
-        self.produce_rules(topic).max_message_bytes
-    }
-
-    /// Whether a topic's cleanup policy includes `compact` (its records must have keys).
-    pub fn is_compacted(&self, topic: &str) -> bool {
-        self.produce_rules(topic).compacted
-    }
-
-    /// The create-time window of a topic: (`message.timestamp.before.max.ms`,
-    /// `message.timestamp.after.max.ms`), or `None` when the topic stamps log-append time
-    /// (then record timestamps are not checked).
-    pub fn timestamp_window(&self, topic: &str) -> Option<(i64, i64)> {
-        self.produce_rules(topic).timestamp_window
-    }
-
-    /// What a Produce request to `topic` is checked against, read under one lock without
-    /// copying the topic's configs.
+    /// What a Produce request to `topic` is checked against: a lookup of the topic's
+    /// precomputed rules (see `topic_config`), nothing parsed per request.
     pub fn produce_rules(&self, topic: &str) -> ProduceRules {
-        let topics = lock(&self.topics);
-        let configs = topics.get(topic).map(|t| &t.configs);
-        let get = |k: &str| configs.and_then(|c| c.get(k));
-        let number = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
-        let max_message_bytes = get("max.message.bytes")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(self.config.message_max_bytes);
-        let compacted = get("cleanup.policy")
-            .unwrap_or(&self.config.cleanup_policy)
-            .split(',')
-            .any(|p| p.trim() == "compact");
-        let append_time = match get("message.timestamp.type") {
-            Some(v) => v == "LogAppendTime",
-            None => {
-                self.config.message_timestamp_type == crate::config::TimestampType::LogAppendTime
-            }
-        };
-        let timestamp_window = (!append_time).then(|| {
-            let difference = number("message.timestamp.difference.max.ms");
-            let before = number("message.timestamp.before.max.ms")
-                .or(difference)
-                .unwrap_or(self.config.message_timestamp_before_max_ms);
-            let after = number("message.timestamp.after.max.ms")
-                .or(difference)
-                .unwrap_or(self.config.message_timestamp_after_max_ms);
-            (before, after)
-        });
-        ProduceRules {
-            max_message_bytes,
-            timestamp_window,
-            compacted,
-        }
+        self.topic_configs.produce_rules(topic)
+    }
+
+    /// A topic's typed config, `None` for an unknown topic.
+    pub fn topic_config(&self, topic: &str) -> Option<Arc<TopicConfig>> {
+        self.topic_configs.get(topic)
     }
 
     /// A new producer id. Ids are handed out from blocks reserved in `producer.ids` so that a
@@ -380,9 +329,7 @@ impl Broker {
                 format!("number of partitions must be positive, got {partitions}"),
             ));
         }
-        for (k, v) in &configs {
-            topics::validate_topic_config(k, v)?;
-        }
+        let typed = TopicConfig::new(&self.config, &configs)?;
         let mut reg = lock(&self.topics);
         if reg.get(name).is_some() {
             return Err(BrokerError::kafka(
@@ -399,8 +346,11 @@ impl Broker {
             });
         }
         let meta = reg.create(name, partitions, configs, topics::random_uuid())?;
+        self.topic_configs.insert(name, Arc::new(typed));
         drop(reg);
         self.host_partitions(name, 0, partitions, &meta.configs)?;
+        // An alter may have come in between the registration and the hosting.
+        self.push_log_configs(name);
         tracing::info!(topic = name, partitions, "created topic");
         Ok(meta)
     }
@@ -419,7 +369,12 @@ impl Broker {
                 "delete.topic.enable is false",
             ));
         }
-        let meta = lock(&self.topics).delete(name)?;
+        let meta = {
+            let mut reg = lock(&self.topics);
+            let meta = reg.delete(name)?;
+            self.topic_configs.remove(name);
+            meta
+        };
         self.replicas.remove_topic(name);
         for p in 0..meta.partitions {
             if let Err(e) = self.logs.delete(name, p) {
@@ -460,27 +415,76 @@ impl Broker {
             let configs = reg.get(name).map(|t| t.configs.clone()).unwrap_or_default();
             drop(reg);
             self.host_partitions(name, current, total, &configs)?;
+            self.push_log_configs(name);
         }
         Ok(())
     }
 
-    /// Replaces a topic's config overrides.
+    /// Replaces a topic's config overrides (see [`Self::alter_topic_configs`]).
     pub fn set_topic_configs(
         &self,
         name: &str,
         configs: BTreeMap<String, String>,
     ) -> Result<(), BrokerError> {
-        for (k, v) in &configs {
-            topics::validate_topic_config(k, v)?;
-        }
+        self.alter_topic_configs(name, false, |_| Ok(configs))
+    }
+
+    /// Changes a topic's config overrides: `change` turns the current config into the new
+    /// overrides, under the registry lock so that concurrent alters cannot lose each other's
+    /// changes. The result is parsed and checked whole (INVALID_CONFIG naming the key, nothing
+    /// changed); then, unless `validate_only`, stored in `topics.meta`, swapped in for the
+    /// Produce path and pushed to every open log of the topic, so retention, segment rolling
+    /// and the cleaner use the new values from their next round on. `change` must not call
+    /// back into the broker's topic methods (the registry lock is held).
+    pub fn alter_topic_configs(
+        &self,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&TopicConfig) -> Result<BTreeMap<String, String>, BrokerError>,
+    ) -> Result<(), BrokerError> {
         let mut reg = lock(&self.topics);
-        if reg.get(name).is_none() {
-            return Err(BrokerError::kafka(
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("no topic {name}"),
-            ));
+        let current = reg
+            .get(name)
+            .and_then(|_| self.topic_configs.get(name))
+            .ok_or_else(|| {
+                BrokerError::kafka(
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("no topic {name}"),
+                )
+            })?;
+        let overrides = change(&current)?;
+        let typed = Arc::new(TopicConfig::new(&self.config, &overrides)?);
+        if validate_only {
+            return Ok(());
         }
-        reg.set_configs(name, configs)
+        reg.set_configs(name, overrides)?;
+        self.topic_configs.insert(name, Arc::clone(&typed));
+        self.apply_log_config(name, &typed);
+        drop(reg);
+        tracing::info!(topic = name, overrides = ?typed.overrides(), "topic config changed");
+        Ok(())
+    }
+
+    /// Pushes a topic's current config to its hosted partitions (under the registry lock,
+    /// so it cannot overtake a concurrent change).
+    fn push_log_configs(&self, name: &str) {
+        let reg = lock(&self.topics);
+        if let Some(typed) = self.topic_configs.get(name) {
+            self.apply_log_config(name, &typed);
+        }
+        drop(reg);
+    }
+
+    /// Sets the log config of every hosted partition of a topic.
+    fn apply_log_config(&self, name: &str, typed: &TopicConfig) {
+        let log_config = typed.log_config();
+        for part in self.partitions().into_iter().filter(|p| p.topic == name) {
+            if let Err(e) = part.set_config(log_config.clone()) {
+                // Cannot happen for a parsed config; the log keeps its old settings.
+                tracing::error!(topic = name, partition = part.index, error = %e,
+                    "the new topic config was not applied to the log");
+            }
+        }
     }
 
     /// The leader epoch of a partition hosted here (-1 when it is not).
@@ -529,42 +533,13 @@ const HW_CHECKPOINT_INTERVAL_MS: i64 = 5_000;
 /// Idempotent-producer state written at clean shutdown, read (and removed) at start.
 const PRODUCER_SNAPSHOT: &str = "producer-state.snapshot";
 
-/// A partition's log configuration: the broker's defaults, then the topic's overrides.
+/// A partition's log configuration: the broker's defaults, then the topic's overrides (an
+/// invalid stored override is logged and skipped).
 pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) -> LogConfig {
-    let mut c = LogConfig {
-        segment_bytes: cfg
-            .segment_bytes
-            .clamp(crate::log::MIN_SEGMENT_BYTES, crate::log::MAX_SEGMENT_BYTES),
-        segment_ms: cfg.roll_ms,
-        index_interval_bytes: u64::from(cfg.index_interval_bytes),
-        retention_ms: cfg.retention_ms,
-        retention_bytes: cfg.retention_bytes,
-        flush_interval_messages: cfg.flush_interval_messages,
-        flush_interval_ms: cfg.flush_interval_ms.map(|v| v as i64),
-        message_timestamp_type: match cfg.message_timestamp_type {
-            crate::config::TimestampType::CreateTime => crate::log::TimestampType::CreateTime,
-            crate::config::TimestampType::LogAppendTime => crate::log::TimestampType::LogAppendTime,
-        },
-        delete_retention_ms: cfg.cleaner_delete_retention_ms,
-        min_cleanable_dirty_ratio: cfg.cleaner_min_cleanable_ratio,
-        min_compaction_lag_ms: cfg.cleaner_min_compaction_lag_ms,
-        max_compaction_lag_ms: cfg.cleaner_max_compaction_lag_ms,
-        ..LogConfig::default()
-    };
-    let policy_key = "cleanup.policy".to_owned();
-    let broker_policy = [(&policy_key, &cfg.cleanup_policy)];
-    for (k, v) in broker_policy.into_iter().chain(topic.into_iter().flatten()) {
-        if let Err(e) = c.set(k, v) {
-            tracing::warn!(key = %k, value = %v, error = %e, "ignoring an invalid topic config");
-        }
+    match topic {
+        Some(overrides) => TopicConfig::lenient(cfg, "", overrides).log_config(),
+        None => TopicConfig::defaults(cfg).log_config(),
     }
-    // A compacted topic without `delete` in its cleanup policy is not trimmed by time or
-    // size: compaction bounds it.
-    if !c.delete {
-        c.retention_ms = -1;
-        c.retention_bytes = -1;
-    }
-    c
 }
 
 /// The producer state of a log: the clean-shutdown snapshot if there is one (then removed, so

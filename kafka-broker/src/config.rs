@@ -312,28 +312,30 @@ impl BrokerConfig {
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
             }
-            "log.cleanup.policy"
-            | "log.cleaner.delete.retention.ms"
-            | "log.cleaner.min.cleanable.ratio"
-            | "log.cleaner.min.compaction.lag.ms"
-            | "log.cleaner.max.compaction.lag.ms" => {
-                let mut check = crate::log::LogConfig::default();
-                check
-                    .set(key, v)
-                    .map_err(|e| BrokerError::Config(e.to_string()))?;
-                match key {
-                    "log.cleanup.policy" => self.cleanup_policy = v.to_owned(),
-                    "log.cleaner.delete.retention.ms" => {
-                        self.cleaner_delete_retention_ms = check.delete_retention_ms
-                    }
-                    "log.cleaner.min.cleanable.ratio" => {
-                        self.cleaner_min_cleanable_ratio = check.min_cleanable_dirty_ratio
-                    }
-                    "log.cleaner.min.compaction.lag.ms" => {
-                        self.cleaner_min_compaction_lag_ms = check.min_compaction_lag_ms
-                    }
-                    _ => self.cleaner_max_compaction_lag_ms = check.max_compaction_lag_ms,
-                }
+            // Topic defaults: checked by the topic key's own parser.
+            "log.cleanup.policy" => {
+                crate::topic_config::parse_broker_default(key, "cleanup.policy", v)?;
+                self.cleanup_policy = v.to_owned();
+            }
+            "log.cleaner.delete.retention.ms" => {
+                self.cleaner_delete_retention_ms =
+                    crate::topic_config::parse_broker_default(key, "delete.retention.ms", v)?
+                        .delete_retention_ms
+            }
+            "log.cleaner.min.cleanable.ratio" => {
+                self.cleaner_min_cleanable_ratio =
+                    crate::topic_config::parse_broker_default(key, "min.cleanable.dirty.ratio", v)?
+                        .min_cleanable_dirty_ratio
+            }
+            "log.cleaner.min.compaction.lag.ms" => {
+                self.cleaner_min_compaction_lag_ms =
+                    crate::topic_config::parse_broker_default(key, "min.compaction.lag.ms", v)?
+                        .min_compaction_lag_ms
+            }
+            "log.cleaner.max.compaction.lag.ms" => {
+                self.cleaner_max_compaction_lag_ms =
+                    crate::topic_config::parse_broker_default(key, "max.compaction.lag.ms", v)?
+                        .max_compaction_lag_ms
             }
             "log.cleaner.enable" => self.cleaner_enable = parse(key, v)?,
             "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = positive(key, parse(key, v)?)?,

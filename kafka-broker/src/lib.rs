@@ -22,6 +22,7 @@ pub mod producer_state;
 pub mod replica;
 pub mod sendfile;
 pub mod server;
+pub mod topic_config;
 pub mod topics;
 
 /// The partition type's old home; it lives in [`replica`] now.

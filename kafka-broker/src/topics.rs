@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
 
-use crate::config::{BrokerConfig, TimestampType};
 use crate::error::BrokerError;
 
 /// One topic.
@@ -27,127 +26,6 @@ impl TopicMeta {
     /// Whether the topic is internal (`__consumer_offsets`, `__transaction_state`).
     pub fn is_internal(&self) -> bool {
         self.name == "__consumer_offsets" || self.name == "__transaction_state"
-    }
-}
-
-/// Topic config keys this broker knows, with the broker setting each defaults to.
-pub fn topic_default(cfg: &BrokerConfig, key: &str) -> Option<String> {
-    Some(match key {
-        "cleanup.policy" => cfg.cleanup_policy.clone(),
-        "retention.ms" => cfg.retention_ms.to_string(),
-        "retention.bytes" => cfg.retention_bytes.to_string(),
-        "segment.bytes" => cfg.segment_bytes.to_string(),
-        "segment.ms" => cfg.roll_ms.to_string(),
-        "segment.index.bytes" => "10485760".into(),
-        "index.interval.bytes" => cfg.index_interval_bytes.to_string(),
-        "max.message.bytes" => cfg.message_max_bytes.to_string(),
-        "message.timestamp.type" => match cfg.message_timestamp_type {
-            TimestampType::CreateTime => "CreateTime".into(),
-            TimestampType::LogAppendTime => "LogAppendTime".into(),
-        },
-        "message.timestamp.before.max.ms" => cfg.message_timestamp_before_max_ms.to_string(),
-        "message.timestamp.after.max.ms" => cfg.message_timestamp_after_max_ms.to_string(),
-        "message.timestamp.difference.max.ms" => cfg
-            .message_timestamp_before_max_ms
-            .max(cfg.message_timestamp_after_max_ms)
-            .to_string(),
-        "flush.messages" => cfg
-            .flush_interval_messages
-            .map_or_else(|| i64::MAX.to_string(), |n| n.to_string()),
-        "flush.ms" => cfg
-            .flush_interval_ms
-            .map_or_else(|| i64::MAX.to_string(), |n| n.to_string()),
-        "min.insync.replicas" => "1".into(),
-        "compression.type" => "producer".into(),
-        "delete.retention.ms" => cfg.cleaner_delete_retention_ms.to_string(),
-        "min.compaction.lag.ms" => cfg.cleaner_min_compaction_lag_ms.to_string(),
-        "max.compaction.lag.ms" => cfg.cleaner_max_compaction_lag_ms.to_string(),
-        "min.cleanable.dirty.ratio" => cfg.cleaner_min_cleanable_ratio.to_string(),
-        "unclean.leader.election.enable" => "false".into(),
-        _ => return None,
-    })
-}
-
-/// Every topic config key, in a stable order.
-pub const TOPIC_CONFIG_KEYS: &[&str] = &[
-    "cleanup.policy",
-    "compression.type",
-    "delete.retention.ms",
-    "flush.messages",
-    "flush.ms",
-    "index.interval.bytes",
-    "max.message.bytes",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.difference.max.ms",
-    "message.timestamp.type",
-    "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.ms",
-    "unclean.leader.election.enable",
-];
-
-/// Checks a topic config value; the error says what is wrong.
-pub fn validate_topic_config(key: &str, value: &str) -> Result<(), BrokerError> {
-    let bad =
-        |why: &str| BrokerError::kafka(ErrorCode::INVALID_CONFIG, format!("{key}={value}: {why}"));
-    match key {
-        "cleanup.policy" => {
-            if value
-                .split(',')
-                .all(|p| matches!(p.trim(), "delete" | "compact"))
-            {
-                Ok(())
-            } else {
-                Err(bad("expected delete, compact or both"))
-            }
-        }
-        "min.cleanable.dirty.ratio" => value
-            .parse::<f64>()
-            .ok()
-            .filter(|r| (0.0..=1.0).contains(r))
-            .map(|_| ())
-            .ok_or_else(|| bad("expected a number between 0 and 1")),
-        "max.compaction.lag.ms" => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= 1)
-            .map(|_| ())
-            .ok_or_else(|| bad("expected a number >= 1")),
-        "message.timestamp.type" => match value {
-            "CreateTime" | "LogAppendTime" => Ok(()),
-            _ => Err(bad("expected CreateTime or LogAppendTime")),
-        },
-        "compression.type" => match value {
-            "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
-            _ => Err(bad("unknown compression type")),
-        },
-        "unclean.leader.election.enable" => value
-            .parse::<bool>()
-            .map(|_| ())
-            .map_err(|_| bad("expected true or false")),
-        "retention.ms" | "retention.bytes" => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= -1)
-            .map(|_| ())
-            .ok_or_else(|| bad("expected a number >= -1")),
-        k if topic_default(&BrokerConfig::default(), k).is_some() => value
-            .parse::<i64>()
-            .ok()
-            .filter(|v| *v >= 0)
-            .map(|_| ())
-            .ok_or_else(|| bad("expected a non-negative number")),
-        _ => Err(BrokerError::kafka(
-            ErrorCode::INVALID_CONFIG,
-            format!("unknown topic config {key}"),
-        )),
     }
 }
 
@@ -365,17 +243,12 @@ mod tests {
     }
 
     #[test]
-    fn names_and_configs_are_validated() {
+    fn names_are_validated() {
         assert!(validate_topic_name("a.b_c-1").is_ok());
         assert!(validate_topic_name("").is_err());
         assert!(validate_topic_name("..").is_err());
         assert!(validate_topic_name("has space").is_err());
         assert!(validate_topic_name(&"x".repeat(250)).is_err());
-        assert!(validate_topic_config("cleanup.policy", "compact,delete").is_ok());
-        assert!(validate_topic_config("cleanup.policy", "keep").is_err());
-        assert!(validate_topic_config("retention.ms", "-1").is_ok());
-        assert!(validate_topic_config("segment.bytes", "-1").is_err());
-        assert!(validate_topic_config("no.such.key", "1").is_err());
     }
 
     #[test]

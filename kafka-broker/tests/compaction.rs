@@ -15,13 +15,15 @@
 #[path = "crash/broker.rs"]
 #[allow(dead_code)]
 mod broker;
+#[path = "common/peers.rs"]
+mod peers;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use broker::Node;
+use peers::run;
 
 const TOPIC: &str = "compacted";
 const COUNT: i64 = 3_000;
@@ -29,45 +31,12 @@ const KEYS: i64 = 50;
 const TOMBSTONES: i64 = 5;
 /// How long the cleaner may take to run after the last write.
 const CLEAN_TIMEOUT: Duration = Duration::from_secs(30);
-const EXIT_MISSING_PEER: i32 = 3;
-
-fn peers_required() -> bool {
-    std::env::var("KAFKA_RS_REQUIRE_PEERS").is_ok_and(|v| v == "1")
-}
 
 fn script() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/compaction/clients.py")
         .display()
         .to_string()
-}
-
-/// Runs a client; `None` when its library is missing (and that is allowed).
-fn run(program: &str, args: &[&str]) -> Option<String> {
-    let out: Output = match Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if !peers_required() => {
-            eprintln!("SKIPPED: cannot run {program}: {e}");
-            return None;
-        }
-        Err(e) => panic!("cannot run {program}: {e}"),
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.code() == Some(EXIT_MISSING_PEER) && !peers_required() {
-        eprintln!("SKIPPED: {}", stdout.trim());
-        return None;
-    }
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(stdout)
 }
 
 fn python(command: &str, addr: &str, extra: &[&str]) -> Option<String> {

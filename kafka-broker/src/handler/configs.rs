@@ -17,129 +17,50 @@ use kafka_protocol::messages::{
 use super::message;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::topics::{TOPIC_CONFIG_KEYS, TopicMeta, topic_default};
+use crate::topic_config::{
+    AlterOp, ConfigType, DescribedConfig, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, Synonym,
+    TopicConfig,
+};
+use crate::topics::TopicMeta;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
 
-/// One config value and where it comes from.
-pub(crate) struct Entry {
-    pub(crate) name: String,
-    pub(crate) value: String,
-    pub(crate) source: i8,
-}
-
-/// Kafka's config types (DescribeConfigs v3+): BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6,
-/// LIST 7.
-fn config_type(name: &str) -> i8 {
+/// The config types of the broker configs listed here (topic configs carry theirs in
+/// `topic_config::KEYS`).
+fn broker_config_type(name: &str) -> ConfigType {
     match name {
-        "unclean.leader.election.enable" | "auto.create.topics.enable" | "delete.topic.enable" => 1,
-        "cleanup.policy" | "log.dirs" => 7,
-        "compression.type" | "message.timestamp.type" => 2,
-        "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => 6,
-        "retention.ms"
-        | "retention.bytes"
-        | "segment.ms"
-        | "flush.messages"
-        | "flush.ms"
-        | "delete.retention.ms"
-        | "min.compaction.lag.ms"
-        | "max.compaction.lag.ms"
-        | "log.cleaner.delete.retention.ms"
-        | "log.cleaner.min.compaction.lag.ms"
-        | "log.cleaner.max.compaction.lag.ms"
-        | "log.retention.ms"
+        "auto.create.topics.enable" | "delete.topic.enable" => ConfigType::Boolean,
+        "log.dirs" => ConfigType::List,
+        "log.retention.ms"
         | "log.roll.ms"
         | "log.retention.bytes"
         | "log.retention.check.interval.ms"
         | "log.flush.interval.messages"
         | "log.flush.interval.ms"
-        | "message.timestamp.before.max.ms"
-        | "message.timestamp.after.max.ms"
-        | "message.timestamp.difference.max.ms"
         | "log.message.timestamp.before.max.ms"
-        | "log.message.timestamp.after.max.ms" => 5,
-        _ => 3,
+        | "log.message.timestamp.after.max.ms" => ConfigType::Long,
+        _ => ConfigType::Int,
     }
 }
 
-/// The broker setting a topic config defaults to.
-fn broker_synonym(topic_key: &str) -> Option<&'static str> {
-    Some(match topic_key {
-        "retention.ms" => "log.retention.ms",
-        "retention.bytes" => "log.retention.bytes",
-        "segment.bytes" => "log.segment.bytes",
-        "segment.ms" => "log.roll.ms",
-        "index.interval.bytes" => "log.index.interval.bytes",
-        "max.message.bytes" => "message.max.bytes",
-        "message.timestamp.type" => "log.message.timestamp.type",
-        "message.timestamp.before.max.ms" => "log.message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms" => "log.message.timestamp.after.max.ms",
-        "message.timestamp.difference.max.ms" => "log.message.timestamp.difference.max.ms",
-        "flush.messages" => "log.flush.interval.messages",
-        "flush.ms" => "log.flush.interval.ms",
-        "cleanup.policy" => "log.cleanup.policy",
-        "delete.retention.ms" => "log.cleaner.delete.retention.ms",
-        "min.compaction.lag.ms" => "log.cleaner.min.compaction.lag.ms",
-        "max.compaction.lag.ms" => "log.cleaner.max.compaction.lag.ms",
-        "min.cleanable.dirty.ratio" => "log.cleaner.min.cleanable.ratio",
-        "min.insync.replicas" => "min.insync.replicas",
-        "compression.type" => "compression.type",
-        _ => return None,
-    })
+/// Every config of a topic (CreateTopics v5+ lists them): its overrides, else the broker's
+/// defaults.
+pub(crate) fn topic_entries(broker: &Broker, meta: &TopicMeta) -> Vec<DescribedConfig> {
+    let typed = broker
+        .topic_config(&meta.name)
+        .filter(|t| t.overrides() == &meta.configs)
+        .map_or_else(
+            || TopicConfig::lenient(&broker.config, &meta.name, &meta.configs),
+            |t| (*t).clone(),
+        );
+    typed.describe(&broker.config)
 }
 
-/// Synonyms in Kafka's order of precedence: the topic override, then the broker default.
-fn synonyms(broker: &Broker, e: &Entry) -> Vec<DescribeConfigsSynonym> {
-    let mut out = Vec::new();
-    if e.source == SOURCE_DYNAMIC_TOPIC {
-        out.push(DescribeConfigsSynonym {
-            name: KStr::from(e.name.clone()),
-            value: Some(KStr::from(e.value.clone())),
-            source: SOURCE_DYNAMIC_TOPIC,
-            ..Default::default()
-        });
-    }
-    if let (Some(syn), Some(default)) = (
-        broker_synonym(&e.name),
-        topic_default(&broker.config, &e.name),
-    ) {
-        out.push(DescribeConfigsSynonym {
-            name: KStr::from_static(syn),
-            value: Some(KStr::from(default)),
-            source: SOURCE_DEFAULT,
-            ..Default::default()
-        });
-    } else if e.source != SOURCE_DYNAMIC_TOPIC {
-        out.push(DescribeConfigsSynonym {
-            name: KStr::from(e.name.clone()),
-            value: Some(KStr::from(e.value.clone())),
-            source: e.source,
-            ..Default::default()
-        });
-    }
-    out
-}
-
-/// Every config of a topic: its overrides, else the broker's defaults.
-pub(crate) fn topic_entries(broker: &Broker, meta: &TopicMeta) -> Vec<Entry> {
-    TOPIC_CONFIG_KEYS
-        .iter()
-        .filter_map(|k| {
-            let (value, source) = match meta.configs.get(*k) {
-                Some(v) => (v.clone(), SOURCE_DYNAMIC_TOPIC),
-                None => (topic_default(&broker.config, k)?, SOURCE_DEFAULT),
-            };
-            Some(Entry {
-                name: (*k).to_owned(),
-                value,
-                source,
-            })
-        })
-        .collect()
+/// One broker config value.
+struct Entry {
+    name: &'static str,
+    value: String,
 }
 
 fn broker_entries(broker: &Broker) -> Vec<Entry> {
@@ -196,12 +117,40 @@ fn broker_entries(broker: &Broker) -> Vec<Entry> {
         ),
     ]
     .into_iter()
-    .map(|(k, v)| Entry {
-        name: k.to_owned(),
-        value: v,
-        source: SOURCE_STATIC_BROKER,
-    })
+    .map(|(name, value)| Entry { name, value })
     .collect()
+}
+
+/// One entry of a DescribeConfigs answer.
+fn described(
+    e: DescribedConfig,
+    read_only: bool,
+    with_synonyms: bool,
+    version: i16,
+) -> DescribeConfigsResourceResult {
+    DescribeConfigsResourceResult {
+        synonyms: if version >= 1 && with_synonyms {
+            e.synonyms
+                .into_iter()
+                .map(|s| DescribeConfigsSynonym {
+                    name: KStr::from_static(s.name),
+                    value: Some(KStr::from(s.value)),
+                    source: s.source,
+                    ..Default::default()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        config_type: if version >= 3 { e.config_type as i8 } else { 0 },
+        name: KStr::from_static(e.name),
+        value: Some(KStr::from(e.value)),
+        read_only,
+        is_default: version == 0 && e.source == SOURCE_DEFAULT,
+        config_source: if version >= 1 { e.source } else { -1 },
+        is_sensitive: false,
+        ..Default::default()
+    }
 }
 
 pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i16) -> ResponseBody {
@@ -209,37 +158,49 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
         .resources
         .into_iter()
         .map(|r| {
-            let (entries, read_only) = match r.resource_type {
-                RESOURCE_TOPIC => match broker.topic(&r.resource_name) {
-                    Some(meta) => (Ok(topic_entries(broker, &meta)), false),
-                    None => (
-                        Err(BrokerError::kafka(
-                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                            format!("no topic {}", r.resource_name),
-                        )),
-                        false,
-                    ),
+            let entries: Result<Vec<(DescribedConfig, bool)>, BrokerError> = match r.resource_type {
+                RESOURCE_TOPIC => match broker.topic_config(&r.resource_name) {
+                    Some(typed) => Ok(typed
+                        .describe(&broker.config)
+                        .into_iter()
+                        .map(|e| (e, false))
+                        .collect()),
+                    None => Err(BrokerError::kafka(
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        format!("no topic {}", r.resource_name),
+                    )),
                 },
                 RESOURCE_BROKER
                     if r.resource_name.is_empty()
                         || r.resource_name.as_str() == broker.config.node_id.to_string() =>
                 {
-                    (Ok(broker_entries(broker)), true)
+                    Ok(broker_entries(broker)
+                        .into_iter()
+                        .map(|e| {
+                            let synonym = Synonym {
+                                name: e.name,
+                                value: e.value.clone(),
+                                source: SOURCE_STATIC_BROKER,
+                            };
+                            let d = DescribedConfig {
+                                name: e.name,
+                                value: e.value,
+                                source: SOURCE_STATIC_BROKER,
+                                config_type: broker_config_type(e.name),
+                                synonyms: vec![synonym],
+                            };
+                            (d, true)
+                        })
+                        .collect())
                 }
-                RESOURCE_BROKER => (
-                    Err(BrokerError::kafka(
-                        ErrorCode::INVALID_REQUEST,
-                        format!("unknown broker {}", r.resource_name),
-                    )),
-                    true,
-                ),
-                other => (
-                    Err(BrokerError::kafka(
-                        ErrorCode::INVALID_REQUEST,
-                        format!("unsupported resource type {other}"),
-                    )),
-                    true,
-                ),
+                RESOURCE_BROKER => Err(BrokerError::kafka(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("unknown broker {}", r.resource_name),
+                )),
+                other => Err(BrokerError::kafka(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("unsupported resource type {other}"),
+                )),
             };
             match entries {
                 Ok(entries) => DescribeConfigsResult {
@@ -247,29 +208,13 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                     resource_name: r.resource_name,
                     configs: entries
                         .into_iter()
-                        .filter(|e| {
+                        .filter(|(e, _)| {
                             r.configuration_keys
                                 .as_ref()
                                 .is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name))
                         })
-                        .map(|e| DescribeConfigsResourceResult {
-                            synonyms: if version >= 1 && req.include_synonyms {
-                                synonyms(broker, &e)
-                            } else {
-                                Vec::new()
-                            },
-                            config_type: if version >= 3 {
-                                config_type(&e.name)
-                            } else {
-                                0
-                            },
-                            name: KStr::from(e.name),
-                            value: Some(KStr::from(e.value)),
-                            read_only,
-                            is_default: version == 0 && e.source == SOURCE_DEFAULT,
-                            config_source: if version >= 1 { e.source } else { -1 },
-                            is_sensitive: false,
-                            ..Default::default()
+                        .map(|(e, read_only)| {
+                            described(e, read_only, req.include_synonyms, version)
                         })
                         .collect(),
                     ..Default::default()
@@ -290,13 +235,14 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
     })
 }
 
-/// Applies new overrides to a topic resource (`validate_only` checks only).
+/// Applies new overrides to a topic resource: `change` turns the topic's current config into
+/// the new overrides, which are parsed and checked whole (`validate_only` stops there).
 fn apply_topic(
     broker: &Broker,
     resource_type: i8,
     name: &str,
     validate_only: bool,
-    change: impl FnOnce(&mut BTreeMap<String, String>) -> Result<(), BrokerError>,
+    change: impl FnOnce(&TopicConfig) -> Result<BTreeMap<String, String>, BrokerError>,
 ) -> Result<(), BrokerError> {
     if resource_type != RESOURCE_TOPIC {
         return Err(BrokerError::kafka(
@@ -304,21 +250,21 @@ fn apply_topic(
             "only topic configs can be altered on this broker",
         ));
     }
-    let meta = broker.topic(name).ok_or_else(|| {
-        BrokerError::kafka(
-            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-            format!("no topic {name}"),
-        )
-    })?;
-    let mut configs = meta.configs.clone();
-    change(&mut configs)?;
-    for (k, v) in &configs {
-        crate::topics::validate_topic_config(k, v)?;
+    broker.alter_topic_configs(name, validate_only, change)
+}
+
+/// Kafka refuses a resource that names a key twice (INVALID_REQUEST).
+fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), BrokerError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_REQUEST,
+                format!("config {n} is given more than once"),
+            ));
+        }
     }
-    if validate_only {
-        return Ok(());
-    }
-    broker.set_topic_configs(name, configs)
+    Ok(())
 }
 
 pub(super) fn alter(broker: &Broker, req: AlterConfigsRequest) -> ResponseBody {
@@ -326,20 +272,19 @@ pub(super) fn alter(broker: &Broker, req: AlterConfigsRequest) -> ResponseBody {
         .resources
         .into_iter()
         .map(|r| {
-            // AlterConfigs replaces the whole set of overrides.
+            // AlterConfigs replaces the whole set of overrides; a null value leaves the key
+            // at its default.
             let result = apply_topic(
                 broker,
                 r.resource_type,
                 &r.resource_name,
                 req.validate_only,
-                |c| {
-                    c.clear();
-                    for e in &r.configs {
-                        if let Some(v) = &e.value {
-                            c.insert(e.name.to_string(), v.to_string());
-                        }
-                    }
-                    Ok(())
+                |_| {
+                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    Ok(r.configs
+                        .iter()
+                        .filter_map(|e| Some((e.name.to_string(), e.value.as_ref()?.to_string())))
+                        .collect())
                 },
             );
             let (error_code, error_message) = match &result {
@@ -374,54 +319,29 @@ pub(super) fn incremental_alter(
                 r.resource_type,
                 &r.resource_name,
                 req.validate_only,
-                |c| {
-                    for e in &r.configs {
-                        let name = e.name.to_string();
-                        let value = e
-                            .value
-                            .as_ref()
-                            .map(ToString::to_string)
-                            .unwrap_or_default();
-                        match e.config_operation {
-                            0 => {
-                                c.insert(name, value);
-                            }
-                            1 => {
-                                c.remove(&name);
-                            }
-                            2 | 3 => {
-                                // APPEND / SUBTRACT on list-valued configs (cleanup.policy).
-                                let mut items: Vec<String> = c
-                                    .get(&name)
-                                    .cloned()
-                                    .or_else(|| topic_default(&broker.config, &name))
-                                    .map(|v| {
-                                        v.split(',')
-                                            .map(|s| s.trim().to_owned())
-                                            .filter(|s| !s.is_empty())
-                                            .collect()
-                                    })
-                                    .unwrap_or_default();
-                                for v in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                                    if e.config_operation == 2 {
-                                        if !items.iter().any(|i| i == v) {
-                                            items.push(v.to_owned());
-                                        }
-                                    } else {
-                                        items.retain(|i| i != v);
-                                    }
+                |current| {
+                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    let ops = r
+                        .configs
+                        .iter()
+                        .map(|e| {
+                            let name = e.name.as_str();
+                            let value = e.value.as_ref().map_or("", |v| v.as_str());
+                            Ok(match e.config_operation {
+                                0 => AlterOp::Set(name, value),
+                                1 => AlterOp::Delete(name),
+                                2 => AlterOp::Append(name, value),
+                                3 => AlterOp::Subtract(name, value),
+                                other => {
+                                    return Err(BrokerError::kafka(
+                                        ErrorCode::INVALID_REQUEST,
+                                        format!("unknown config operation {other}"),
+                                    ));
                                 }
-                                c.insert(name, items.join(","));
-                            }
-                            other => {
-                                return Err(BrokerError::kafka(
-                                    ErrorCode::INVALID_REQUEST,
-                                    format!("unknown config operation {other}"),
-                                ));
-                            }
-                        }
-                    }
-                    Ok(())
+                            })
+                        })
+                        .collect::<Result<Vec<_>, BrokerError>>()?;
+                    current.altered(&broker.config, &ops)
                 },
             );
             let (error_code, error_message) = match &result {

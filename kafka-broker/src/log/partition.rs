@@ -637,7 +637,12 @@ impl Log {
         &self.config
     }
 
-    /// Replaces the configuration (topic config change); applies from the next append.
+    /// Replaces the configuration (a topic config change). Each setting is read where it is
+    /// used, so it applies at once: `segment.bytes`, `segment.ms`, the timestamp type and the
+    /// flush thresholds from the next append, retention and the cleaner (policy, ratios,
+    /// lags) from their next round, `index.interval.bytes` to segments created from now on
+    /// (an existing segment keeps the interval it was opened with). An invalid config is
+    /// refused and the old one kept.
     pub fn set_config(&mut self, config: LogConfig) -> Result<(), LogError> {
         config.validate()?;
         self.config = config;

@@ -287,3 +287,57 @@ fn recovery_rebuilds_leader_epochs_from_batches() {
         "0\n2\n1 0\n3 2\n"
     );
 }
+
+/// A topic config change reaches an open log: segment size and index interval from the next
+/// roll, retention and the cleaner from their next round; an invalid config changes nothing.
+#[test]
+fn a_new_config_applies_to_the_open_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small(1 << 20, 4096));
+    fill(&mut log, 10, 2, 100);
+    assert_eq!(log.segment_base_offsets().len(), 1);
+    assert_eq!(log.apply_retention(1_000_000).unwrap(), 0);
+    assert!(log.clean_plan(1_000_000).is_none(), "not compacted");
+
+    let mut config = log.config().clone();
+    config.segment_bytes = 600;
+    config.index_interval_bytes = 1;
+    log.set_config(config.clone()).unwrap();
+    fill(&mut log, 10, 2, 100);
+    let bases = log.segment_base_offsets();
+    assert!(
+        bases.len() >= 4,
+        "smaller segments from the next append: {bases:?}"
+    );
+    // The first segment (4 KiB interval) has no index entry, the new ones (1 byte) have.
+    let index_len = |base: i64| {
+        let path = dir.path().join(format!("{base:020}.index"));
+        std::fs::metadata(path).unwrap().len()
+    };
+    assert_eq!(index_len(bases[0]), 0);
+    assert!(index_len(bases[bases.len() - 2]) >= 8);
+
+    let leo = log.log_end_offset();
+    log.set_high_watermark(leo);
+    config.compact = true;
+    config.min_cleanable_dirty_ratio = 0.0;
+    log.set_config(config.clone()).unwrap();
+    assert!(log.clean_plan(1_000_000).is_some(), "compacted now");
+
+    config.retention_ms = 10;
+    log.set_config(config.clone()).unwrap();
+    let deleted = log.apply_retention(1_000_000).unwrap();
+    assert_eq!(
+        deleted,
+        bases.len() - 1,
+        "every sealed segment is past retention"
+    );
+    assert_eq!(log.log_start_offset(), bases[bases.len() - 1]);
+
+    let bad = LogConfig {
+        segment_bytes: 3,
+        ..config.clone()
+    };
+    assert!(log.set_config(bad).is_err());
+    assert_eq!(log.config(), &config);
+}
