@@ -76,6 +76,13 @@ pub struct BrokerConfig {
     pub connections_max_idle_ms: u64,
     /// `queued.max.requests` per connection read-ahead (clients pipeline up to 5).
     pub max_pipelined_requests: usize,
+    /// `connection.read.ahead.max.bytes` (ours): a connection reads no further request while
+    /// the requests it has read and not answered hold this many bytes (a larger request is
+    /// read when nothing else is queued).
+    pub connection_read_ahead_max_bytes: usize,
+    /// `queued.max.request.bytes`: the same bound over every connection of the broker
+    /// (Kafka's default is unbounded; ours 512 MiB).
+    pub queued_max_request_bytes: usize,
     /// `offsets.topic.num.partitions`.
     pub offsets_topic_num_partitions: i32,
     /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
@@ -134,6 +141,8 @@ impl Default for BrokerConfig {
             max_connections_per_ip_overrides: Vec::new(),
             connections_max_idle_ms: 600_000,
             max_pipelined_requests: 16,
+            connection_read_ahead_max_bytes: 4 << 20,
+            queued_max_request_bytes: 512 << 20,
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
             cleanup_policy: "delete".into(),
@@ -309,6 +318,14 @@ impl BrokerConfig {
                 self.connections_max_idle_ms = positive(key, parse(key, v)?)?
             }
             "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
+            "connection.read.ahead.max.bytes" => {
+                self.connection_read_ahead_max_bytes = positive(key, parse(key, v)?)?
+            }
+            // Kafka's -1 (no bound) keeps ours: every bound here is finite.
+            "queued.max.request.bytes" if v.trim() == "-1" => {}
+            "queued.max.request.bytes" => {
+                self.queued_max_request_bytes = positive(key, parse(key, v)?)?
+            }
             "offsets.topic.num.partitions" => {
                 self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
             }

@@ -270,3 +270,153 @@ async fn announced_frame_sizes_reserve_nothing_until_the_bytes_come() {
     );
     drop(conns);
 }
+
+/// A request frame (size prefix included) for `body` at `version`.
+fn request(body: kafka_protocol::messages::RequestBody, version: i16, corr: i32) -> Vec<u8> {
+    use kafka_protocol::messages::RequestHeader;
+    let header = RequestHeader {
+        request_api_key: body.api_key() as i16,
+        request_api_version: version,
+        correlation_id: corr,
+        client_id: Some(kafka_protocol::KStr::from_static("hostile")),
+        ..Default::default()
+    };
+    let w = kafka_protocol::frame::encode_request(&header, &body).unwrap();
+    let bytes = w.into_bytes();
+    let mut out = (bytes.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&bytes);
+    out
+}
+
+/// Reads one answer frame and returns its bytes after the size prefix.
+fn read_frame(sock: &mut TcpStream) -> Vec<u8> {
+    let mut size = [0u8; 4];
+    sock.read_exact(&mut size).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+    sock.read_exact(&mut body).unwrap();
+    body
+}
+
+/// Closes with a reset (SO_LINGER 0), as a client killed with unread data does.
+#[allow(unsafe_code)]
+fn reset(sock: TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid descriptor and a correctly sized linger value.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+    // Wakes a writer blocked on a clone of this socket, so that its descriptor closes too.
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    drop(sock);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_read_ahead_behind_a_long_poll_are_bounded_and_dropped_when_the_peer_goes() {
+    use kafka_protocol::messages::*;
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(dir.path().join("data"), dir.path().join("logs"), &[]);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    let create = CreateTopicsRequest {
+        topics: vec![create_topics_request::CreatableTopic {
+            name: kafka_protocol::KStr::from_static("quiet"),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    admin
+        .write_all(&request(RequestBody::from(create), 4, 1))
+        .unwrap();
+    read_frame(&mut admin);
+    let baseline = status_bytes(pid, "VmRSS");
+
+    // A Fetch that waits 30 s on an empty partition, then 17 ApiVersions requests padded to
+    // 50 MB each behind it.
+    let fetch = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 30_000,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        topics: vec![fetch_request::FetchTopic {
+            topic: kafka_protocol::KStr::from_static("quiet"),
+            partitions: vec![fetch_request::FetchPartition {
+                partition: 0,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let sock = TcpStream::connect(addr).unwrap();
+    let mut writer = sock.try_clone().unwrap();
+    writer
+        .write_all(&request(RequestBody::from(fetch), 4, 1))
+        .unwrap();
+    let padded = {
+        let mut f = api_versions(2);
+        let len = 50_000_000 + f.len() - 4;
+        f[..4].copy_from_slice(&(len as i32).to_be_bytes());
+        f.resize(len + 4, 0);
+        f
+    };
+    let sender = std::thread::spawn(move || {
+        for _ in 0..17 {
+            if writer.write_all(&padded).is_err() {
+                return;
+            }
+        }
+    });
+    // Give the broker time to read what it will read ahead.
+    let mut peak = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        peak = peak.max(status_bytes(pid, "VmRSS"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let grown = peak.saturating_sub(baseline);
+    assert!(
+        grown < 200 << 20,
+        "RSS grew by {} MiB with 850 MB of requests behind a long poll",
+        grown >> 20
+    );
+    // The client goes (reset): the queued request is dropped now, not when the poll ends.
+    let gone_at = Instant::now();
+    reset(sock);
+    let _ = sender.join();
+    assert!(
+        gone_at.elapsed() < Duration::from_secs(2),
+        "the sender did not stop"
+    );
+    loop {
+        let rss = status_bytes(pid, "VmRSS");
+        if rss < baseline + (20 << 20) {
+            break;
+        }
+        assert!(
+            gone_at.elapsed() < Duration::from_secs(5),
+            "RSS still {} MiB above the baseline 5 s after the client reset (the poll runs 30 s)",
+            (rss - baseline) >> 20
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The broker serves on.
+    assert_eq!(ask(&mut admin, 9), Some(9));
+}

@@ -40,6 +40,11 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         }
     }
 
+    /// The reader underneath (to ask a socket whether its peer has shut down, say).
+    pub fn get_ref(&self) -> &R {
+        self.inner.get_ref()
+    }
+
     /// The next request; `Ok(None)` at a clean end of stream. A framing error (negative or
     /// oversized size, a frame too short for a header, i/o) is an `Err`: close the connection.
     pub async fn next(&mut self) -> Result<Option<IncomingRequest>, NetError> {

@@ -372,7 +372,9 @@ impl GroupCoordinator {
         };
         drop(inner);
         let coordinator = self.pending_handle();
-        async move {
+        let count = codes.len();
+        let waits = wait.is_some();
+        let complete = async move {
             let Some((wait, n, pending)) = wait else {
                 return codes;
             };
@@ -402,6 +404,18 @@ impl GroupCoordinator {
                 }
             }
             codes
+        };
+        // The completion runs to its end even if the caller stops waiting (its client went
+        // away): the records are in the log, so the offsets must become visible.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if waits => {
+                let task = rt.spawn(complete);
+                futures::future::Either::Left(async move {
+                    task.await
+                        .unwrap_or_else(|_| vec![ErrorCode::NOT_COORDINATOR; count])
+                })
+            }
+            _ => futures::future::Either::Right(complete),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use kafka_net::server::RequestReader;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::broker::Broker;
 use crate::handler::{self, Incoming, Reply};
@@ -18,18 +18,38 @@ pub(crate) async fn serve(
     sock: TcpStream,
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
+    queued: Arc<Semaphore>,
 ) {
     let _ = sock.set_nodelay(true);
     let (rd, wr) = sock.into_split();
     let (tx, mut rx) = mpsc::channel(broker.config.max_pipelined_requests);
     let max_frame = broker.config.socket_request_max_bytes;
+    let budget = ReadAhead {
+        connection: Arc::new(Semaphore::new(
+            broker.config.connection_read_ahead_max_bytes,
+        )),
+        connection_max: broker.config.connection_read_ahead_max_bytes,
+        broker: queued,
+        broker_max: broker.config.queued_max_request_bytes,
+    };
+    // Set when the peer has shut its side down while requests wait: what is queued is dropped.
+    let (gone_tx, mut gone) = watch::channel(false);
     let reader = tokio::spawn(async move {
         let mut r = RequestReader::new(rd, max_frame);
         loop {
-            let item = r
-                .next_frame()
-                .await
-                .map(|f| f.map(|(frame, prefix)| Incoming::read(frame, prefix)));
+            let item = match r.next_frame().await {
+                Ok(Some((frame, prefix))) => {
+                    // Room for this request before the next is read: the socket is not read
+                    // while the requests read ahead hold the budget.
+                    let Some(held) = budget.reserve(frame.len(), r.get_ref()).await else {
+                        let _ = gone_tx.send(true);
+                        break;
+                    };
+                    Ok(Some((Incoming::read(frame, prefix), held)))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
             let end = !matches!(item, Ok(Some(_)));
             if tx.send(item).await.is_err() || end {
                 break;
@@ -54,6 +74,10 @@ pub(crate) async fn serve(
                     Some(item) => item,
                     None => break,
                 },
+                _ = gone.changed() => {
+                    tracing::debug!(%peer, "closing connection: the peer has gone");
+                    break;
+                }
                 _ = stop.changed() => {
                     stopping = true;
                     reader.abort();
@@ -68,7 +92,7 @@ pub(crate) async fn serve(
                 }
             }
         };
-        let incoming = match item {
+        let (incoming, _held) = match item {
             Ok(Some(req)) => req,
             Ok(None) => break,
             Err(e) => {
@@ -85,7 +109,16 @@ pub(crate) async fn serve(
         } else {
             None
         };
-        match handler::dispatch(&broker, incoming).await {
+        let reply = tokio::select! {
+            reply = handler::dispatch(&broker, incoming) => reply,
+            // A long poll (or any wait) for a client that has gone is not finished: its
+            // queued requests and their memory go now, not when the wait would have ended.
+            _ = gone.changed() => {
+                tracing::debug!(%peer, "closing connection: the peer has gone");
+                break;
+            }
+        };
+        match reply {
             Reply::Chunks(chunks) => {
                 let mut ok = true;
                 for c in &chunks {
@@ -129,4 +162,56 @@ pub(crate) async fn serve(
     reader.abort();
     let _ = wr.shutdown().await;
     tracing::debug!(%peer, "connection closed");
+}
+
+/// The read-ahead bounds of one connection: its own and the broker's, in bytes.
+struct ReadAhead {
+    connection: Arc<Semaphore>,
+    connection_max: usize,
+    broker: Arc<Semaphore>,
+    broker_max: usize,
+}
+
+/// Budget held by a request read ahead, given back when it has been answered.
+#[derive(Debug)]
+struct Held {
+    _connection: OwnedSemaphorePermit,
+    _broker: OwnedSemaphorePermit,
+}
+
+impl ReadAhead {
+    /// Waits until a request of `len` bytes fits in both budgets (one larger than a budget
+    /// waits for all of it: it is read when nothing else is queued). `None` when the peer
+    /// shut its side down meanwhile (looked at every 100 ms while waiting).
+    async fn reserve(&self, len: usize, sock: &tokio::net::tcp::OwnedReadHalf) -> Option<Held> {
+        let take = |max: usize| u32::try_from(len.clamp(1, max)).unwrap_or(u32::MAX);
+        let acquire = async {
+            let c = Arc::clone(&self.connection)
+                .acquire_many_owned(take(self.connection_max))
+                .await
+                .ok()?;
+            let b = Arc::clone(&self.broker)
+                .acquire_many_owned(take(self.broker_max))
+                .await
+                .ok()?;
+            Some(Held {
+                _connection: c,
+                _broker: b,
+            })
+        };
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                held = &mut acquire => return held,
+                () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                    let ready = futures::FutureExt::now_or_never(
+                        sock.ready(tokio::io::Interest::READABLE),
+                    );
+                    if matches!(ready, Some(Ok(r)) if r.is_read_closed()) {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
 }

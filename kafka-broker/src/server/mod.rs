@@ -29,6 +29,7 @@ pub async fn serve(
         &broker.config.max_connections_per_ip_overrides,
     ));
     let mut refused = limits::RefusalLog::new(Duration::from_secs(10));
+    let queued = Arc::new(Semaphore::new(broker.config.queued_max_request_bytes));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
@@ -49,8 +50,9 @@ pub async fn serve(
                     };
                     let b = broker.clone();
                     let stop = stop_rx.clone();
+                    let queued = Arc::clone(&queued);
                     conns.spawn(async move {
-                        connection::serve(b, sock, peer, stop).await;
+                        connection::serve(b, sock, peer, stop, queued).await;
                         drop(permit);
                         drop(ip_slot);
                     });
