@@ -185,6 +185,17 @@ impl ReadAhead {
     /// shut its side down meanwhile (looked at every 100 ms while waiting).
     async fn reserve(&self, len: usize, sock: &tokio::net::tcp::OwnedReadHalf) -> Option<Held> {
         let take = |max: usize| u32::try_from(len.clamp(1, max)).unwrap_or(u32::MAX);
+        // The common case, without a timer: both budgets have room now.
+        if let Ok(c) =
+            Arc::clone(&self.connection).try_acquire_many_owned(take(self.connection_max))
+        {
+            if let Ok(b) = Arc::clone(&self.broker).try_acquire_many_owned(take(self.broker_max)) {
+                return Some(Held {
+                    _connection: c,
+                    _broker: b,
+                });
+            }
+        }
         let acquire = async {
             let c = Arc::clone(&self.connection)
                 .acquire_many_owned(take(self.connection_max))
