@@ -188,6 +188,8 @@ pub(super) async fn handle(
                     .partition(name, index)
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 let records = p.records_bytes(frame).unwrap_or_default();
+                // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
+                let records = crate::convert::produced(records, req.version()).map_err(plain)?;
                 let max = rules.max_message_bytes;
                 let keys_required = rules.compacted.then_some((name, index));
                 let mut keyless = Vec::new();

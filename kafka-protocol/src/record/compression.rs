@@ -308,39 +308,6 @@ fn raw_snappy_into(block: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), De
     Ok(())
 }
 
-/// Compresses a legacy (magic 0 or 1) wrapper's inner message set as Kafka writes it: like
-/// [`compress`], except that an LZ4 frame in magic 0 carries Kafka's old header checksum
-/// (computed over the frame's magic number too, KAFKA-3160), which old readers expect.
-pub(crate) fn compress_legacy(
-    codec: Compression,
-    input: &[u8],
-    magic: i8,
-) -> Result<Bytes, EncodeError> {
-    let out = compress(codec, input)?;
-    if codec != Compression::Lz4 || magic != 0 {
-        return Ok(out);
-    }
-    let mut out = out.to_vec();
-    if let Some(&flg) = out.get(4) {
-        let mut end = 6;
-        if flg & 0x08 != 0 {
-            end += 8;
-        }
-        if flg & 0x01 != 0 {
-            end += 4;
-        }
-        // The hash input (magic number and descriptor) stays below 16 bytes without a
-        // content size, which lz4_flex does not write.
-        if end < 16 {
-            let hc = out.get(..end).map(|d| (xxh32_short(d) >> 8) as u8);
-            if let (Some(hc), Some(slot)) = (hc, out.get_mut(end)) {
-                *slot = hc;
-            }
-        }
-    }
-    Ok(Bytes::from(out))
-}
-
 /// A copy of an LZ4 frame with its header checksum byte recomputed, for frames written with
 /// Kafka's old, wrong checksum (computed over the magic number too).
 fn fix_lz4_header_checksum(input: &[u8]) -> Vec<u8> {

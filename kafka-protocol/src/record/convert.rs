@@ -14,6 +14,12 @@
 //!   absolute offset; magic 0: absolute inner offsets). Headers are dropped, control batches
 //!   skipped, magic 0 drops timestamps, log-append time stays log-append time in magic 1.
 //!   zstd cannot be expressed before magic 2 and is refused ([`ConvertError::Zstd`]).
+//!   One difference: Kafka writes magic 0 LZ4 frames with its old, wrong header checksum
+//!   (KAFKA-3160), which sarama (configured for 0.8/0.9, its long-time default) refuses
+//!   ("lz4: invalid header checksum"); the frames here are standard, which sarama,
+//!   kafka-python, librdkafka and Java clients from 0.10 on read (they ignore or recompute
+//!   that byte in magic 0). Only the 0.8/0.9 Java consumers, which check the wrong value,
+//!   cannot.
 //! - Bounds: down-conversion stops at a byte limit (a partial answer), but always converts
 //!   the first entry so a consumer makes progress; one entry's converted messages are capped
 //!   too. Records before the fetch offset are left out (Kafka leaves them in compressed
@@ -481,7 +487,7 @@ fn write_wrapper(
         last = m.offset;
         n += 1;
     }
-    let value = compression::compress_legacy(codec, &inner, magic)?;
+    let value = compression::compress(codec, &inner)?;
     drop(inner);
     let overhead = if magic == MAGIC_V0 {
         MESSAGE_OVERHEAD_V0
