@@ -38,7 +38,7 @@ use bytes::Bytes;
 use kafka_net::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
@@ -549,12 +549,20 @@ async fn request(conn: &Connection, body: RequestBody, version: i16) -> Response
         .unwrap_or_else(|e| panic!("{api:?} failed: {e}"))
 }
 
-async fn create_topic(conn: &Connection, name: &str) {
+async fn create_topic(conn: &Connection, name: &str, configs: &[(&str, &str)]) {
     let body = RequestBody::CreateTopics(CreateTopicsRequest {
         topics: vec![CreatableTopic {
             name: KStr::from(name.to_owned()),
             num_partitions: 1,
             replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: KStr::from((*k).to_owned()),
+                    value: Some(KStr::from((*v).to_owned())),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }],
         timeout_ms: 10_000,
@@ -636,7 +644,7 @@ async fn message_formats_by_request_version() {
     };
     let code = ErrorCode;
     for t in ["fmt", "fmt-zstd"] {
-        create_topic(&conn, t).await;
+        create_topic(&conn, t, &[]).await;
     }
     assert_eq!(
         code(produce(&conn, "fmt", legacy.clone(), 2).await),
@@ -682,4 +690,18 @@ async fn message_formats_by_request_version() {
     }
     let (err, records) = fetch(&conn, "fmt-zstd", 10).await;
     assert_eq!((err, records.get(16).copied()), (0, Some(2)));
+    // Magic 0 messages have no timestamp: a topic's timestamp window does not refuse them
+    // (Kafka skips records without one), while a magic 1 message outside it is refused.
+    let window = [("message.timestamp.before.max.ms", "60000")];
+    create_topic(&conn, "fmt-window", &window).await;
+    let mut v0 = LegacyMessageSetBuilder::new(0, Compression::None, 0).unwrap();
+    v0.append(0, Some(b"k"), Some(b"v0")).unwrap();
+    assert_eq!(
+        code(produce(&conn, "fmt-window", v0.build().unwrap(), 0).await),
+        ErrorCode::NONE
+    );
+    assert_eq!(
+        code(produce(&conn, "fmt-window", legacy, 2).await),
+        ErrorCode::INVALID_TIMESTAMP
+    );
 }
