@@ -44,7 +44,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     CreateTopicsRequest, FetchRequest, ProduceRequest, RequestBody, ResponseBody,
 };
-use kafka_protocol::record::{Compression, LegacyMessageSetBuilder, RecordBatchBuilder};
+use kafka_protocol::record::{
+    Compression, LegacyMessageSetBuilder, LegacyRecords, RecordBatchBuilder,
+};
 
 use broker::{Broker, Node};
 
@@ -598,16 +600,27 @@ async fn produce(conn: &Connection, topic: &str, records: Bytes, version: i16) -
 
 /// The error code and records of fetching partition 0 of `topic` from offset 0 at `version`.
 async fn fetch(conn: &Connection, topic: &str, version: i16) -> (i16, Bytes) {
+    fetch_at(conn, topic, version, 0, 1 << 20).await
+}
+
+/// [`fetch`] from `offset`, with `max_bytes` for the partition (and the response).
+async fn fetch_at(
+    conn: &Connection,
+    topic: &str,
+    version: i16,
+    offset: i64,
+    max_bytes: i32,
+) -> (i16, Bytes) {
     let body = RequestBody::Fetch(Box::new(FetchRequest {
         replica_id: -1,
         max_wait_ms: 0,
-        max_bytes: 1 << 20,
+        max_bytes,
         topics: vec![FetchTopic {
             topic: KStr::from(topic.to_owned()),
             partitions: vec![FetchPartition {
                 partition: 0,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
+                fetch_offset: offset,
+                partition_max_bytes: max_bytes,
                 current_leader_epoch: -1,
                 log_start_offset: -1,
                 last_fetched_epoch: -1,
@@ -690,6 +703,52 @@ async fn message_formats_by_request_version() {
     }
     let (err, records) = fetch(&conn, "fmt-zstd", 10).await;
     assert_eq!((err, records.get(16).copied()), (0, Some(2)));
+    // Down-conversion is bounded by the partition's max_bytes (whole messages), but always
+    // answers the first batch, and fetching on from its end reads everything once.
+    create_topic(&conn, "fmt-bound", &[]).await;
+    for i in 0..30 {
+        let mut set = LegacyMessageSetBuilder::new(1, Compression::None, 0).unwrap();
+        for j in 0..3 {
+            let value = format!("value-{}", i * 3 + j);
+            set.append(BASE_TIMESTAMP, None, Some(value.as_bytes()))
+                .unwrap();
+        }
+        let records = set.build().unwrap();
+        assert_eq!(
+            code(produce(&conn, "fmt-bound", records, 2).await),
+            ErrorCode::NONE
+        );
+    }
+    for (version, max) in [(0, 250), (2, 250), (3, 600), (2, 1)] {
+        let mut offset = 0;
+        let mut fetches = 0;
+        while offset < 90 {
+            let (err, records) = fetch_at(&conn, "fmt-bound", version, offset, max).await;
+            assert_eq!(err, 0);
+            let msgs: Vec<_> = LegacyRecords::new(records.clone(), 1 << 20)
+                .map(Result::unwrap)
+                .collect();
+            assert!(!msgs.is_empty(), "Fetch v{version} max {max} at {offset}");
+            assert!(
+                records.len() <= max as usize || msgs.len() == 3,
+                "Fetch v{version}: {} bytes for max_bytes {max}",
+                records.len()
+            );
+            for m in &msgs {
+                assert_eq!(m.offset, offset);
+                assert_eq!(
+                    m.value.as_deref(),
+                    Some(format!("value-{offset}").as_bytes())
+                );
+                offset += 1;
+            }
+            fetches += 1;
+        }
+        assert!(
+            fetches > 1,
+            "Fetch v{version} max {max}: one answer held everything"
+        );
+    }
     // Magic 0 messages have no timestamp: a topic's timestamp window does not refuse them
     // (Kafka skips records without one), while a magic 1 message outside it is refused.
     let window = [("message.timestamp.before.max.ms", "60000")];
