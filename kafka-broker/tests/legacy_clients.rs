@@ -9,6 +9,8 @@
 //!   Fetch v2 only), every legacy codec.
 //! - Shopify/sarama 1.22.1 (Debian's `golang-github-shopify-sarama-dev`) configured for Kafka
 //!   0.8.2, 0.9, 0.10.0 and 0.10.2 (Produce v0-2, Fetch v0-3).
+//! - librdkafka (confluent-kafka) told the broker is Kafka 0.9.0 (`api.version.request=false`,
+//!   `broker.version.fallback=0.9.0`: Produce v1 / Fetch v1, magic 0).
 //! - Each of them also reads topics kcat wrote (v2 batches, every codec), which exercises the
 //!   down-conversion of compressed batches; a zstd topic is refused to them with
 //!   UNSUPPORTED_COMPRESSION_TYPE. The broker's debug log shows which request versions each
@@ -410,6 +412,46 @@ async fn kafka_python_with_old_api_versions() {
     // The current client reads magic 2 as stored.
     let v = versions_used(&broker, "kafka-python-auto");
     assert!(api_versions(&v, FETCH).iter().all(|&f| f >= 4), "{v:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_told_the_broker_is_kafka_0_9() {
+    const TEST: &str = "the librdkafka 0.9 fallback test";
+    let probe = Command::new("python3")
+        .args(["-c", "import confluent_kafka"])
+        .output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        return unavailable(TEST, "python3 with confluent-kafka not found");
+    }
+    if !have_kcat() {
+        return unavailable(TEST, "kcat not found");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(&dir).await;
+    let addr = broker.addr.clone();
+    let n = N.to_string();
+    let script = tests_dir().join("confluent_legacy.py");
+    let rd = |args: &[&str]| run(Command::new("python3").arg(&script).args(args), None);
+    for codec in LEGACY_CODECS {
+        let topic = format!("rk-{codec}");
+        let p = rd(&["produce", &addr, &topic, &n, codec, "rk"]);
+        assert!(p.ok, "librdkafka producing {codec}:\n{}", p.transcript());
+        let c = rd(&["consume", &addr, &topic, &n]);
+        assert!(c.ok, "librdkafka reading {topic}:\n{}", c.transcript());
+        assert_eq!(c.records(), produced("rk", false), "{}", c.transcript());
+    }
+    // v2 batches down-converted to magic 0, lz4 as a standard frame included.
+    kcat_topics(&addr);
+    for codec in LEGACY_CODECS {
+        let topic = format!("kc-{codec}");
+        let c = rd(&["consume", &addr, &topic, &n]);
+        check_kcat_records("librdkafka 0.9", &topic, &c, false);
+    }
+    let c = rd(&["consume", &addr, "kc-zstd", &n]);
+    check_zstd_refused("librdkafka 0.9", &c, Some("UNSUPPORTED_COMPRESSION_TYPE"));
+    let v = versions_used(&broker, "librdkafka-0.9.0");
+    assert_eq!(api_versions(&v, PRODUCE), [1], "{v:?}");
+    assert_eq!(api_versions(&v, FETCH), [1], "{v:?}");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@
 //!   zstd cannot be expressed before magic 2 and is refused ([`ConvertError::Zstd`]).
 //!   One difference: Kafka writes magic 0 LZ4 frames with its old, wrong header checksum
 //!   (KAFKA-3160), which sarama (configured for 0.8/0.9, its long-time default) refuses
-//!   ("lz4: invalid header checksum"); the frames here are standard, which sarama and
-//!   kafka-python read (tested). librdkafka and the Java clients from 0.10 on are said to
-//!   ignore or recompute that byte in magic 0 (not tested here); the 0.8/0.9 Java consumers,
-//!   which check the wrong value, cannot read them.
+//!   ("lz4: invalid header checksum"); the frames here are standard, which sarama,
+//!   kafka-python and librdkafka read in magic 0 (tested in kafka-broker's legacy_clients).
+//!   The Java clients from 0.10 on are said to ignore that byte in magic 0 (not tested here);
+//!   the 0.8/0.9 Java consumers, which check the wrong value, cannot read them.
 //! - Bounds: down-conversion stops at a byte limit (a partial answer), but always converts
 //!   the first entry so a consumer makes progress; one entry's converted messages are capped
 //!   too. Records before the fetch offset are left out (Kafka leaves them in compressed
