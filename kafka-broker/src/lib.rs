@@ -13,6 +13,7 @@
 
 pub mod broker;
 pub mod config;
+mod convert;
 pub mod error;
 pub mod group;
 pub mod handler;

@@ -33,6 +33,7 @@ use crate::messages::{
     ResponseBody, ResponseHeader,
 };
 use crate::primitives;
+use crate::record::convert::{DownConvertLimits, down_convert, up_convert};
 use crate::record::{
     Compression, ControlRecordType, LegacyEntries, LegacyMessageSetBuilder, LegacyRecords,
     RecordBatch, RecordBatchBuilder, RecordBatchMut, RecordBatches, RecordSet, RecordSetEntry,
@@ -418,6 +419,8 @@ pub fn record_batch(data: &[u8]) {
         }
     }
 
+    check_conversions(&input);
+
     // The decompressors on the raw input, where no header has to be right first.
     if data.len() <= 64 * 1024 {
         for codec in [
@@ -436,6 +439,50 @@ pub fn record_batch(data: &[u8]) {
             for max in DIRECT_LIMITS {
                 bounded_decompress(codec, data, max);
             }
+        }
+    }
+}
+
+/// Up- and down-conversion (old clients' formats) on any input: never a panic; what they
+/// write reads back, within the limits, and converts back with the same message count.
+fn check_conversions(input: &Bytes) {
+    if let Ok(up) = up_convert(input, MAX_DECOMPRESSED) {
+        let batch =
+            RecordBatch::from_bytes(up.batch.clone()).expect("an up-converted batch parses");
+        batch
+            .validate(4 * MAX_DECOMPRESSED)
+            .expect("an up-converted batch validates");
+        assert_eq!(
+            batch.records_count() as usize,
+            up.records,
+            "up-converted count"
+        );
+    }
+    for magic in [0, 1] {
+        for max_bytes in [1, 4096] {
+            let limits = DownConvertLimits {
+                max_bytes,
+                max_entry: 64 * 1024,
+                max_decompressed: MAX_DECOMPRESSED,
+            };
+            let Ok(down) = down_convert(input, magic, 0, limits) else {
+                continue;
+            };
+            let mut count = 0;
+            for m in LegacyRecords::new(down.records.clone(), 4 * MAX_DECOMPRESSED) {
+                let m = m.expect("down-converted messages read back");
+                assert!(m.magic <= magic, "down-converted magic");
+                count += 1;
+            }
+            if down.records.len() > max_bytes.max(limits.max_entry) {
+                // Past both limits only with a single oversized message or wrapper.
+                assert!(
+                    LegacyEntries::new(down.records.clone()).count() == 1,
+                    "down-conversion past its limit after the first entry"
+                );
+            }
+            // Messages copied verbatim (already old) count once per wrapper.
+            assert!(count >= down.messages, "down-converted count");
         }
     }
 }

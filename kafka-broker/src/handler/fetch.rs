@@ -101,6 +101,7 @@ pub(super) async fn handle(
             by_id,
             read_committed,
             response_max,
+            crate::convert::FetchFormat::for_version(version),
             &mut regions,
         );
         let done = total >= min_bytes || any_error || min_bytes == 0;
@@ -117,6 +118,7 @@ fn read_all<'w>(
     by_id: bool,
     read_committed: bool,
     response_max: usize,
+    format: crate::convert::FetchFormat,
     regions: &mut Regions,
 ) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
     let mut total = 0usize;
@@ -180,6 +182,10 @@ fn read_all<'w>(
                 .read_slices(w.offset, budget.max(1), upper)
                 .and_then(|info| {
                     let len = info.bytes;
+                    if format.converts() {
+                        // Old versions: down-converted or zstd-free, read into memory.
+                        return format.convert(info.read_bytes()?, w.offset, budget);
+                    }
                     match broker.config.sendfile {
                         true => match regions.placeholder(info.slices.clone(), len) {
                             Some(b) => Ok(b),

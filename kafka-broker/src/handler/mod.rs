@@ -43,8 +43,8 @@ pub enum Reply {
 /// The apis and versions this broker implements, advertised in ApiVersions. Only what is
 /// implemented for real is listed: clients derive features from this table.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    // Produce min 0: librdkafka only enables compression when the minimum is 0 (only magic-2
-    // batches are accepted whatever the version).
+    // Produce min 0: librdkafka only enables compression when the minimum is 0. Produce v0-2
+    // may carry magic 0/1 (up-converted), Fetch v0-3 answer magic 0/1 (see crate::convert).
     (ApiKey::Produce, 0, 11),
     (ApiKey::Fetch, 0, 17),
     (ApiKey::ListOffsets, 0, 9),

@@ -126,7 +126,10 @@ pub(crate) fn check_timestamps(
         };
         for (i, r) in recs.flatten().enumerate() {
             let ts = r.timestamp(&b);
-            let message = if ts > now.saturating_add(after) {
+            // No timestamp (magic 0 up-converted): nothing to check, as in Kafka.
+            let message = if ts == kafka_protocol::record::batch::NO_TIMESTAMP {
+                continue;
+            } else if ts > now.saturating_add(after) {
                 format!(
                     "timestamp {ts} of record {i} is more than {after} ms ahead of the broker's time {now} (message.timestamp.after.max.ms)"
                 )
@@ -193,6 +196,8 @@ pub(super) async fn handle(
                     .partition(name, index)
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 let records = p.records_bytes(frame).unwrap_or_default();
+                // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
+                let records = crate::convert::produced(records, req.version()).map_err(plain)?;
                 let max = rules.max_message_bytes;
                 let keys_required = rules.compacted.then_some((name, index));
                 let mut keyless = Vec::new();

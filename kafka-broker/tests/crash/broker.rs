@@ -20,6 +20,8 @@ pub(crate) struct Node {
     logs: PathBuf,
     settings: Vec<String>,
     starts: u32,
+    /// `RUST_LOG` of the broker process.
+    log_filter: String,
 }
 
 impl Node {
@@ -31,7 +33,14 @@ impl Node {
             logs,
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
             starts: 0,
+            log_filter: "info".to_owned(),
         }
+    }
+
+    /// Runs the broker with this `RUST_LOG` instead of `info`.
+    pub(crate) fn log_filter(mut self, filter: &str) -> Self {
+        self.log_filter = filter.to_owned();
+        self
     }
 
     /// Starts the broker with the node's settings plus `extra`, and waits until it listens.
@@ -61,7 +70,7 @@ impl Node {
         for kv in self.settings.iter().chain(extra) {
             cmd.arg("--set").arg(kv);
         }
-        cmd.env("RUST_LOG", "info")
+        cmd.env("RUST_LOG", &self.log_filter)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(out)

@@ -319,7 +319,7 @@ impl Iterator for LegacyRecords {
 impl std::iter::FusedIterator for LegacyRecords {}
 
 /// Appends one entry (offset, size, message) to `out`.
-fn put_message(
+pub(crate) fn put_message(
     out: &mut BytesMut,
     offset: i64,
     magic: i8,

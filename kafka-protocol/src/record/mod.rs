@@ -10,6 +10,7 @@ pub mod batch;
 pub mod builder;
 pub mod compression;
 pub mod control;
+pub mod convert;
 pub mod filter;
 pub mod legacy;
 pub mod records;
@@ -17,6 +18,8 @@ pub mod writer;
 
 #[cfg(test)]
 mod batch_tests;
+#[cfg(test)]
+mod convert_tests;
 #[cfg(test)]
 mod legacy_tests;
 

@@ -1,0 +1,204 @@
+//! Old message formats for old clients: the broker stores only v2 batches, and converts at the
+//! edge, as Kafka 3.x does (Kafka 4 dropped these clients).
+//!
+//! - Produce v0-2 may carry magic 0/1 message sets: they are up-converted to one v2 batch
+//!   ([`kafka_protocol::record::convert::up_convert`]) that then takes the normal path
+//!   (validation, append). Produce v3+ must carry magic 2: anything else is `INVALID_RECORD`,
+//!   as Kafka's `ProduceRequest.validateRecords` answers. zstd is refused below Produce v7
+//!   (and in magic 0/1, which cannot express it): `UNSUPPORTED_COMPRESSION_TYPE`.
+//! - Fetch v0-1 get magic 0 and Fetch v2-3 magic 1, down-converted from what the log read
+//!   (no `sendfile` for those versions); the output is bounded by the partition's byte budget
+//!   and [`MAX_DOWN_CONVERTED`], but always holds the first batch so the consumer makes
+//!   progress. Fetch v0-9 answer `UNSUPPORTED_COMPRESSION_TYPE` for a partition whose data to
+//!   return starts with a zstd batch, and stop before a later one.
+
+use bytes::Bytes;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::record::convert::{
+    ConvertError, DownConvertLimits, cut_before_zstd, down_convert, starts_with_legacy, up_convert,
+};
+
+use crate::error::BrokerError;
+
+/// Largest decompressed payload read while converting one batch or message set (as much as a
+/// produced batch may decompress to when it is validated).
+const MAX_DECOMPRESSED: usize = 256 << 20;
+/// Most bytes one down-converted partition answer holds, whatever the request allows, and
+/// most bytes of messages one converted batch yields before compression (the rest is served
+/// by the next fetch).
+pub(crate) const MAX_DOWN_CONVERTED: usize = 32 << 20;
+
+fn refused(e: ConvertError) -> BrokerError {
+    let code = match e {
+        ConvertError::Zstd { .. } | ConvertError::ZstdTooOld => {
+            ErrorCode::UNSUPPORTED_COMPRESSION_TYPE
+        }
+        _ => ErrorCode::CORRUPT_MESSAGE,
+    };
+    BrokerError::kafka(code, e.to_string())
+}
+
+/// A Produce partition's records as they are to be validated and appended: magic 0/1 sets
+/// (Produce v0-2 only) up-converted to one v2 batch, magic-2 sets as they are.
+pub(crate) fn produced(records: Bytes, version: i16) -> Result<Bytes, BrokerError> {
+    if starts_with_legacy(&records) {
+        if version >= 3 {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_RECORD,
+                format!(
+                    "Produce requests with version {version} are only allowed to contain record batches with magic version 2"
+                ),
+            ));
+        }
+        return up_convert(&records, MAX_DECOMPRESSED)
+            .map(|up| up.batch)
+            .map_err(refused);
+    }
+    if version < 7 {
+        let zstd = match cut_before_zstd(&records) {
+            Ok(before) => before.len() != records.len(),
+            Err(_) => true,
+        };
+        if zstd {
+            return Err(BrokerError::kafka(
+                ErrorCode::UNSUPPORTED_COMPRESSION_TYPE,
+                format!(
+                    "Produce requests with version {version} are not allowed to use ZStandard compression"
+                ),
+            ));
+        }
+    }
+    Ok(records)
+}
+
+/// How a Fetch version's records are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FetchFormat {
+    /// As stored (Fetch v10+), with `sendfile`.
+    Stored,
+    /// As stored but nothing from the first zstd batch on (Fetch v4-9).
+    NoZstd,
+    /// Down-converted to this magic (Fetch v0-1: 0, v2-3: 1).
+    Legacy(i8),
+}
+
+impl FetchFormat {
+    pub(crate) fn for_version(version: i16) -> Self {
+        match version {
+            ..=1 => Self::Legacy(0),
+            2..=3 => Self::Legacy(1),
+            4..=9 => Self::NoZstd,
+            _ => Self::Stored,
+        }
+    }
+
+    /// Whether the records must be read into memory and passed to [`Self::convert`].
+    pub(crate) fn converts(self) -> bool {
+        self != Self::Stored
+    }
+
+    /// The answer for records `read` from `fetch_offset` (whole batches), within `budget`
+    /// bytes (the first batch is answered whatever its size).
+    pub(crate) fn convert(
+        self,
+        read: Bytes,
+        fetch_offset: i64,
+        budget: usize,
+    ) -> Result<Bytes, BrokerError> {
+        match self {
+            Self::Stored => Ok(read),
+            Self::NoZstd => cut_before_zstd(&read).map_err(refused),
+            Self::Legacy(magic) => {
+                let limits = DownConvertLimits {
+                    max_bytes: budget.min(MAX_DOWN_CONVERTED),
+                    max_entry: MAX_DOWN_CONVERTED,
+                    max_decompressed: MAX_DECOMPRESSED,
+                };
+                down_convert(&read, magic, fetch_offset, limits)
+                    .map(|d| d.records)
+                    .map_err(refused)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use kafka_protocol::record::legacy::{LegacyRecords, MAGIC_V1};
+    use kafka_protocol::record::{Compression, LegacyMessageSetBuilder, RecordBatchBuilder};
+
+    use super::*;
+
+    fn legacy(codec: Compression) -> Bytes {
+        let mut b = LegacyMessageSetBuilder::new(MAGIC_V1, codec, 0).unwrap();
+        b.append(5, Some(b"k"), Some(b"v")).unwrap();
+        b.build().unwrap()
+    }
+
+    fn v2(codec: Compression) -> Bytes {
+        let mut b = RecordBatchBuilder::new().compression(codec);
+        b.append(5, Some(b"k"), Some(b"v"), &[]).unwrap();
+        b.build().unwrap()
+    }
+
+    fn code(r: Result<Bytes, BrokerError>) -> ErrorCode {
+        r.err().map_or(ErrorCode::NONE, |e| e.error_code())
+    }
+
+    #[test]
+    fn produce_versions_and_formats() {
+        for v in 0..=2 {
+            let up = produced(legacy(Compression::Gzip), v).unwrap();
+            assert!(!starts_with_legacy(&up));
+        }
+        for v in 3..=11 {
+            assert_eq!(
+                code(produced(legacy(Compression::None), v)),
+                ErrorCode::INVALID_RECORD
+            );
+        }
+        for v in 0..=6 {
+            assert_eq!(
+                code(produced(v2(Compression::Zstd), v)),
+                ErrorCode::UNSUPPORTED_COMPRESSION_TYPE
+            );
+        }
+        assert_eq!(code(produced(v2(Compression::Zstd), 7)), ErrorCode::NONE);
+        let mut bad = legacy(Compression::None).to_vec();
+        bad[20] ^= 0xff;
+        assert_eq!(
+            code(produced(Bytes::from(bad), 2)),
+            ErrorCode::CORRUPT_MESSAGE
+        );
+        let plain = v2(Compression::Snappy);
+        assert_eq!(produced(plain.clone(), 11).unwrap(), plain);
+    }
+
+    #[test]
+    fn fetch_versions_and_formats() {
+        assert_eq!(FetchFormat::for_version(0), FetchFormat::Legacy(0));
+        assert_eq!(FetchFormat::for_version(3), FetchFormat::Legacy(1));
+        assert_eq!(FetchFormat::for_version(9), FetchFormat::NoZstd);
+        assert!(!FetchFormat::for_version(10).converts());
+        let down = FetchFormat::Legacy(1)
+            .convert(v2(Compression::Lz4), 0, 1 << 20)
+            .unwrap();
+        let msgs: Vec<_> = LegacyRecords::new(down, 1 << 20)
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(msgs.len(), 1);
+        for f in [FetchFormat::Legacy(0), FetchFormat::NoZstd] {
+            assert_eq!(
+                code(f.convert(v2(Compression::Zstd), 0, 1 << 20)),
+                ErrorCode::UNSUPPORTED_COMPRESSION_TYPE
+            );
+        }
+        let zstd = v2(Compression::Zstd);
+        assert_eq!(
+            FetchFormat::Stored.convert(zstd.clone(), 0, 1).unwrap(),
+            zstd
+        );
+    }
+}
