@@ -18,7 +18,10 @@ use kafka_protocol::record::convert::{
     ConvertError, DownConvertLimits, cut_before_zstd, down_convert, starts_with_legacy, up_convert,
 };
 
+use std::os::unix::fs::FileExt;
+
 use crate::error::BrokerError;
+use crate::log::FileSlice;
 
 /// Largest decompressed payload read while converting one batch or message set (as much as a
 /// produced batch may decompress to when it is validated).
@@ -92,9 +95,10 @@ impl FetchFormat {
         }
     }
 
-    /// Whether the records must be read into memory and passed to [`Self::convert`].
+    /// Whether the records must be read into memory and passed to [`Self::convert`] (only
+    /// down-conversion: Fetch v4-9 keep `sendfile`, cut by [`zstd_free`] instead).
     pub(crate) fn converts(self) -> bool {
-        self != Self::Stored
+        matches!(self, Self::Legacy(_))
     }
 
     /// The answer for records `read` from `fetch_offset` (whole batches), within `budget`
@@ -120,6 +124,51 @@ impl FetchFormat {
             }
         }
     }
+}
+
+/// Byte offset of the attributes in a v2 batch header, and the compression bits' zstd value.
+const ATTRIBUTES_AT: u64 = 21;
+const ZSTD: u16 = 4;
+
+/// The file regions of whole batches up to the first zstd batch (Fetch v4-9), found from the
+/// batch headers alone (a small `pread` per batch; the records stay in the files for
+/// `sendfile`). UNSUPPORTED_COMPRESSION_TYPE when the first batch is zstd.
+pub(crate) fn zstd_free(slices: Vec<FileSlice>) -> Result<Vec<FileSlice>, BrokerError> {
+    let mut out = Vec::with_capacity(slices.len());
+    for s in slices {
+        let mut pos = 0usize;
+        while pos + 23 <= s.len {
+            let mut head = [0u8; 23];
+            s.file
+                .read_exact_at(&mut head, s.position + pos as u64)
+                .map_err(|e| BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
+            let len = i32::from_be_bytes([head[8], head[9], head[10], head[11]]);
+            let size = 12 + usize::try_from(len).unwrap_or(0);
+            let attributes = u16::from_be_bytes([
+                head[ATTRIBUTES_AT as usize],
+                head[ATTRIBUTES_AT as usize + 1],
+            ]);
+            if attributes & 7 == ZSTD {
+                if out.is_empty() && pos == 0 {
+                    return Err(BrokerError::kafka(
+                        ErrorCode::UNSUPPORTED_COMPRESSION_TYPE,
+                        "zstd-compressed records need Fetch v10 or later",
+                    ));
+                }
+                if pos > 0 {
+                    out.push(FileSlice {
+                        file: s.file.clone(),
+                        position: s.position,
+                        len: pos,
+                    });
+                }
+                return Ok(out);
+            }
+            pos += size.max(12);
+        }
+        out.push(s);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -200,5 +249,40 @@ mod tests {
             FetchFormat::Stored.convert(zstd.clone(), 0, 1).unwrap(),
             zstd
         );
+    }
+
+    #[test]
+    fn zstd_free_cuts_file_regions_at_the_first_zstd_batch() {
+        use std::io::Write;
+        let plain = v2(Compression::None);
+        let lz4 = v2(Compression::Lz4);
+        let zstd = v2(Compression::Zstd);
+        let mut f = tempfile::tempfile().unwrap();
+        for b in [&plain, &lz4, &zstd, &plain] {
+            f.write_all(b).unwrap();
+        }
+        let file = std::sync::Arc::new(f);
+        let region = |position: usize, len: usize| FileSlice {
+            file: file.clone(),
+            position: position as u64,
+            len,
+        };
+        let total = plain.len() * 2 + lz4.len() + zstd.len();
+        let kept = zstd_free(vec![region(0, total)]).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            (kept[0].position, kept[0].len),
+            (0, plain.len() + lz4.len())
+        );
+        // Regions before the zstd one are kept whole; a region starting with it ends the list.
+        let at = plain.len() + lz4.len();
+        let kept = zstd_free(vec![region(0, at), region(at, total - at)]).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].len, at);
+        let err = zstd_free(vec![region(at, total - at)]).unwrap_err();
+        assert_eq!(err.error_code(), ErrorCode::UNSUPPORTED_COMPRESSION_TYPE);
+        // No zstd: everything stays.
+        let kept = zstd_free(vec![region(0, at)]).unwrap();
+        assert_eq!(kept[0].len, at);
     }
 }

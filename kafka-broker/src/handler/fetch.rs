@@ -17,6 +17,7 @@ use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
 use crate::broker::Broker;
+use crate::convert::FetchFormat;
 use crate::replica::{Partition, delayed};
 use crate::sendfile::Regions;
 
@@ -92,18 +93,15 @@ pub(super) async fn handle(
         })
         .collect();
     let watched: Vec<Arc<Partition>> = hosted.iter().flatten().cloned().collect();
+    let plan = Plan {
+        by_id,
+        read_committed,
+        response_max,
+        format: FetchFormat::for_version(version),
+    };
     let (parts, regions) = delayed::fetch_until(&watched, deadline, || {
         let mut regions = Regions::default();
-        let (parts, total, any_error) = read_all(
-            broker,
-            &wanted,
-            &hosted,
-            by_id,
-            read_committed,
-            response_max,
-            crate::convert::FetchFormat::for_version(version),
-            &mut regions,
-        );
+        let (parts, total, any_error) = read_all(broker, &wanted, &hosted, &plan, &mut regions);
         let done = total >= min_bytes || any_error || min_bytes == 0;
         ((parts, regions), done)
     })
@@ -111,16 +109,28 @@ pub(super) async fn handle(
     (respond(parts, by_id, version), regions)
 }
 
+/// What a fetch reads, the same for each of its attempts.
+struct Plan {
+    by_id: bool,
+    read_committed: bool,
+    /// The response's byte limit.
+    response_max: usize,
+    format: FetchFormat,
+}
+
 fn read_all<'w>(
     broker: &Broker,
     wanted: &'w [Wanted],
     hosted: &[Option<Arc<Partition>>],
-    by_id: bool,
-    read_committed: bool,
-    response_max: usize,
-    format: crate::convert::FetchFormat,
+    plan: &Plan,
     regions: &mut Regions,
 ) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
+    let Plan {
+        by_id,
+        read_committed,
+        response_max,
+        ..
+    } = *plan;
     let mut total = 0usize;
     let mut any_error = false;
     let mut out = Vec::with_capacity(wanted.len());
@@ -180,12 +190,16 @@ fn read_all<'w>(
         if w.offset < upper && (budget > 0 || total == 0) {
             let read = part
                 .read_slices(w.offset, budget.max(1), upper)
-                .and_then(|info| {
-                    let len = info.bytes;
-                    if format.converts() {
-                        // Old versions: down-converted or zstd-free, read into memory.
-                        return format.convert(info.read_bytes()?, w.offset, budget);
+                .and_then(|mut info| {
+                    if plan.format.converts() {
+                        // Fetch v0-3: down-converted, read into memory.
+                        return plan.format.convert(info.read_bytes()?, w.offset, budget);
                     }
+                    if plan.format == FetchFormat::NoZstd {
+                        info.slices = crate::convert::zstd_free(info.slices)?;
+                        info.bytes = info.slices.iter().map(|s| s.len).sum();
+                    }
+                    let len = info.bytes;
                     match broker.config.sendfile {
                         true => match regions.placeholder(info.slices.clone(), len) {
                             Some(b) => Ok(b),
