@@ -420,3 +420,101 @@ async fn requests_read_ahead_behind_a_long_poll_are_bounded_and_dropped_when_the
     // The broker serves on.
     assert_eq!(ask(&mut admin, 9), Some(9));
 }
+
+/// A client that writes acks=0 produce requests and closes at once (kafka-python does) loses
+/// nothing: requests already read are handled, as Kafka handles them; only a peer that resets
+/// while its requests wait for the read-ahead budget has them dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_zero_requests_sent_just_before_a_close_are_all_appended() {
+    use kafka_protocol::messages::*;
+    use kafka_protocol::record::RecordBatchBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(dir.path().join("data"), dir.path().join("logs"), &[]);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    let create = CreateTopicsRequest {
+        topics: vec![create_topics_request::CreatableTopic {
+            name: kafka_protocol::KStr::from_static("fire-and-forget"),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    admin
+        .write_all(&request(RequestBody::from(create), 4, 1))
+        .unwrap();
+    read_frame(&mut admin);
+    const REQUESTS: i64 = 1000;
+    let mut wire = Vec::new();
+    for i in 0..REQUESTS {
+        let mut b = RecordBatchBuilder::new();
+        b.append(i, None, Some(format!("v{i}").as_bytes()), &[])
+            .unwrap();
+        let produce = ProduceRequest {
+            acks: 0,
+            timeout_ms: 10_000,
+            topic_data: vec![produce_request::TopicProduceData {
+                name: kafka_protocol::KStr::from_static("fire-and-forget"),
+                partition_data: vec![produce_request::PartitionProduceData {
+                    index: 0,
+                    records: Some(b.build().unwrap()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        wire.extend_from_slice(&request(RequestBody::from(produce), 7, i as i32));
+    }
+    {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.write_all(&wire).unwrap();
+        // Closed at once, without waiting for anything.
+    }
+    let latest = |admin: &mut TcpStream, corr: i32| {
+        let list = ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![list_offsets_request::ListOffsetsTopic {
+                name: kafka_protocol::KStr::from_static("fire-and-forget"),
+                partitions: vec![list_offsets_request::ListOffsetsPartition {
+                    partition_index: 0,
+                    timestamp: -1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        admin
+            .write_all(&request(RequestBody::from(list), 5, corr))
+            .unwrap();
+        let body = read_frame(admin);
+        let resp = kafka_protocol::frame::decode_response(
+            &bytes::Bytes::from(body),
+            ApiKey::ListOffsets,
+            5,
+        )
+        .unwrap();
+        let ResponseBody::ListOffsets(r) = resp.body else {
+            panic!()
+        };
+        r.topics[0].partitions[0].offset
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut corr = 10;
+    loop {
+        corr += 1;
+        let end = latest(&mut admin, corr);
+        if end == REQUESTS {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{end} of {REQUESTS} acks=0 records were appended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -10,9 +10,9 @@
 //! - [`delayed`] holds the delayed operations: a produce waiting for its acks condition, a
 //!   fetch waiting for data, each woken only by the partitions it names.
 //!
-//! A Produce, read as data flowing through here: the handler validates the records
-//! ([`crate::handler`] turns the request into calls), [`Partition::append_as_leader`] appends
-//! under the partition lock and hands back a [`PendingAck`], and [`delayed::complete_appends`]
+//! A Produce, read as data flowing through here: the handler turns the request into one call
+//! per partition, [`Partition::append_records`] validates the records ([`validate`], Kafka's
+//! `LogValidator`) and appends them under the partition lock, handing back a [`PendingAck`], and [`delayed::complete_appends`]
 //! waits with every lock released for the group-commit fsync the log asks for (durable mode,
 //! `flush.messages=1`, or a due flush) and, for acks=all, for the high watermark to cover the
 //! batch. The high watermark moves when the fsync ends (durable mode) or at once (otherwise),
@@ -21,6 +21,7 @@
 pub mod checkpoint;
 pub mod delayed;
 pub mod partition;
+pub mod validate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ pub use delayed::Acks;
 pub use partition::{
     Appended, BatchSummary, Follower, Offsets, Partition, PendingAck, Role, SyncNeeded,
 };
+pub use validate::{BadRecord, Refused};
 
 use crate::error::BrokerError;
 use crate::log::{LogIo, SharedLog, StdIo, TopicPartition};

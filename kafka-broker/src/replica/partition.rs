@@ -360,6 +360,18 @@ impl Partition {
 
     // ----- appends -----
 
+    /// A producer's record set: validated against the topic's rules ([`super::validate`]),
+    /// then appended as [`Self::append_as_leader`] does.
+    pub fn append_records(
+        self: &Arc<Self>,
+        records: &Bytes,
+        rules: &crate::topic_config::ProduceRules,
+        now_ms: i64,
+    ) -> Result<(Appended, PendingAck), super::Refused> {
+        let batches = super::validate::check(records, rules, (&self.topic, self.index), now_ms)?;
+        Ok(self.append_as_leader(BytesMut::from(records.as_ref()), &batches, now_ms)?)
+    }
+
     /// A leader's append of validated batches: idempotent batches are checked against the
     /// producer state first (a retried batch is answered with its original offsets and not
     /// written again); offsets are assigned from the log end and the batches stamped with the

@@ -32,7 +32,9 @@ pub(crate) async fn serve(
         broker: queued,
         broker_max: broker.config.queued_max_request_bytes,
     };
-    // Set when the peer has shut its side down while requests wait: what is queued is dropped.
+    // Set when the peer has shut its side down while requests wait for the read-ahead budget:
+    // what is queued is dropped. A reader that ends otherwise (end of stream after the last
+    // request) drops the sender without setting it, and queued requests are still handled.
     let (gone_tx, mut gone) = watch::channel(false);
     let reader = tokio::spawn(async move {
         let mut r = RequestReader::new(rd, max_frame);
@@ -74,7 +76,7 @@ pub(crate) async fn serve(
                     Some(item) => item,
                     None => break,
                 },
-                _ = gone.changed() => {
+                Ok(()) = gone.changed() => {
                     tracing::debug!(%peer, "closing connection: the peer has gone");
                     break;
                 }
@@ -113,7 +115,7 @@ pub(crate) async fn serve(
             reply = handler::dispatch(&broker, incoming) => reply,
             // A long poll (or any wait) for a client that has gone is not finished: its
             // queued requests and their memory go now, not when the wait would have ended.
-            _ = gone.changed() => {
+            Ok(()) = gone.changed() => {
                 tracing::debug!(%peer, "closing connection: the peer has gone");
                 break;
             }
