@@ -86,7 +86,10 @@ impl Step {
             "produce" => vec![ApiKey::Produce],
             "consume" => vec![ApiKey::Fetch, ApiKey::ListOffsets],
             "lines" => vec![ApiKey::Produce, ApiKey::Fetch, ApiKey::ListOffsets],
-            "offsets-for-times" | "list-offsets" => vec![ApiKey::ListOffsets],
+            "offsets-for-times" | "list-offsets" | "offsets-for-past-times" => {
+                vec![ApiKey::ListOffsets]
+            }
+            "produce-past" => vec![ApiKey::Produce, ApiKey::ListOffsets],
             "seek-with-epoch" => vec![ApiKey::Fetch, ApiKey::OffsetForLeaderEpoch],
             "delete-records" => vec![ApiKey::DeleteRecords, ApiKey::ListOffsets, ApiKey::Fetch],
             "live-tail" | "large-records" | "too-large" | "log-append-time" => {
@@ -190,6 +193,15 @@ fn scenarios() -> Vec<Scenario> {
     add(
         "kafka-python.config-details".into(),
         vec![step(KP, "config-details", &[])],
+    );
+    // Issue 13: librdkafka (linger.ms=50) writes 100 records two hours old, one second
+    // apart; librdkafka's and kafka-python's offsets_for_times must both find them.
+    add(
+        "confluent.offsets-for-past-times".into(),
+        vec![
+            step(CK, "produce-past", &["--count", "100"]),
+            step(KP, "offsets-for-past-times", &["--count", "100"]),
+        ],
     );
     add(
         "confluent.seek-with-epoch".into(),
