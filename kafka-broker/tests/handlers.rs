@@ -234,3 +234,83 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
     };
     assert_eq!(r.topics[0].partitions[0].error_code, unknown);
 }
+
+/// Without an authorizer Kafka reports every operation of the resource type when asked (bit n
+/// = AclOperation code n), INT32_MIN when not: topic 3576 (READ, WRITE, CREATE, DELETE, ALTER,
+/// DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), cluster 8096 (CREATE, ALTER, DESCRIBE,
+/// CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE).
+#[tokio::test]
+async fn authorized_operations_are_answered_when_asked() {
+    const TOPIC_OPS: i32 = 3576;
+    const CLUSTER_OPS: i32 = 8096;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let mut corr = 0;
+    for version in 8..=12 {
+        for asked in [false, true] {
+            let body = RequestBody::Metadata(MetadataRequest {
+                topics: Some(vec![metadata_request::MetadataRequestTopic {
+                    name: Some(KStr::from_static("ops")),
+                    ..Default::default()
+                }]),
+                allow_auto_topic_creation: true,
+                include_cluster_authorized_operations: asked && version <= 10,
+                include_topic_authorized_operations: asked,
+                ..Default::default()
+            });
+            corr += 1;
+            let inc = incoming(ApiKey::Metadata, version, &body, corr);
+            let resp = response(
+                handler::handle(&broker, inc).await,
+                ApiKey::Metadata,
+                version,
+            );
+            let Some(Response {
+                body: ResponseBody::Metadata(m),
+                ..
+            }) = resp
+            else {
+                panic!("Metadata v{version}: no answer")
+            };
+            let topic = if asked { TOPIC_OPS } else { i32::MIN };
+            assert_eq!(m.topics.len(), 1);
+            assert_eq!(m.topics[0].topic_authorized_operations, topic, "v{version}");
+            // v11+ carry no cluster field (the decoder's default is INT32_MIN).
+            let cluster = if asked && version <= 10 {
+                CLUSTER_OPS
+            } else {
+                i32::MIN
+            };
+            assert_eq!(m.cluster_authorized_operations, cluster, "v{version}");
+        }
+    }
+    for version in 0..=1 {
+        for asked in [false, true] {
+            let body = RequestBody::DescribeCluster(DescribeClusterRequest {
+                include_cluster_authorized_operations: asked,
+                endpoint_type: 1,
+                ..Default::default()
+            });
+            corr += 1;
+            let inc = incoming(ApiKey::DescribeCluster, version, &body, corr);
+            let resp = response(
+                handler::handle(&broker, inc).await,
+                ApiKey::DescribeCluster,
+                version,
+            );
+            let Some(Response {
+                body: ResponseBody::DescribeCluster(d),
+                ..
+            }) = resp
+            else {
+                panic!("DescribeCluster v{version}: no answer")
+            };
+            let expect = if asked { CLUSTER_OPS } else { i32::MIN };
+            assert_eq!(d.cluster_authorized_operations, expect, "v{version}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! decides when a connection must close.
 
 mod api_versions;
+mod authorized;
 mod configs;
 mod delete_records;
 mod describe_cluster;
