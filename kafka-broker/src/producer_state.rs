@@ -311,7 +311,13 @@ pub fn load(
                 parsed.filter(|(_, end)| *end == log_end).map(|(s, _)| s)
             }
         }
-        Err(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            // Unreadable (e.g. not UTF-8: garbage): rebuild, and do not meet it again.
+            tracing::warn!(dir = %dir.display(), error = %e, "producer state snapshot unreadable; rebuilding from the log");
+            let _ = std::fs::remove_file(&path);
+            None
+        }
     };
     let _ = std::fs::remove_file(dir.join(SNAPSHOT_TEMP));
     let mut states = snapshot.unwrap_or_else(rebuild);
@@ -474,6 +480,10 @@ mod tests {
         // Stale: complete, but for another log end (the log moved on after it was written).
         write_snapshot(dir.path(), &sample(), 107).unwrap();
         assert_eq!(load(dir.path(), 110, 0, 86_400_000, rebuilt), rebuilt());
+        assert!(!path.exists());
+        // Garbage that is not even text.
+        std::fs::write(&path, [0xff, 0xfe, 0x00, 0x80]).unwrap();
+        assert_eq!(load(dir.path(), 107, 0, 86_400_000, rebuilt), rebuilt());
         assert!(!path.exists());
         // A temp file left by a crash during write_snapshot is ignored and removed.
         std::fs::write(dir.path().join(SNAPSHOT_TEMP), &text).unwrap();
