@@ -7,7 +7,8 @@
 //!
 //! A producer that has not appended for `producer.id.expiration.ms` is forgotten
 //! ([`ProducerStates::expire`], on the maintenance timer and when the state is loaded); its
-//! next batch is then taken as a new producer's, whatever its sequence (as Kafka 2.5+ does).
+//! next batch is then taken as a new producer's, whatever its sequence, as Kafka's current
+//! `ProducerAppendInfo` does (older brokers answered UNKNOWN_PRODUCER_ID).
 //!
 //! At a clean shutdown the state is written to a snapshot file ([`write_snapshot`]: a temp
 //! file, fsync, rename, fsync of the directory) that names the log end offset it describes

@@ -1,7 +1,7 @@
 //! Idempotent-producer state survives a broker restart, clean (snapshot) or not (rebuilt from
 //! the log): a retried batch is recognised as a duplicate and sequence gaps are refused.
 //! Producers idle for `producer.id.expiration.ms` are forgotten, on the maintenance timer and
-//! at load: their next batch is taken as a new producer's (Kafka 2.5+ accepts any sequence
+//! at load: their next batch is taken as a new producer's (current Kafka accepts any sequence
 //! then); confluent-kafka's idempotent producer keeps producing across such an expiry.
 #![allow(clippy::unwrap_used)]
 
