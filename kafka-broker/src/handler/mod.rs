@@ -152,6 +152,10 @@ pub fn client_host(peer: Option<SocketAddr>) -> String {
     match peer.map(|p| p.ip()) {
         None => String::new(),
         Some(IpAddr::V4(a)) => format!("/{a}"),
+        // Java sees an IPv4 client of a dual-stack socket as an IPv4 address.
+        Some(IpAddr::V6(a)) if a.to_ipv4_mapped().is_some() => a
+            .to_ipv4_mapped()
+            .map_or_else(String::new, |v4| format!("/{v4}")),
         Some(IpAddr::V6(a)) => {
             let groups: Vec<String> = a.segments().iter().map(|g| format!("{g:x}")).collect();
             format!("/{}", groups.join(":"))
@@ -301,6 +305,8 @@ mod client_host_tests {
         assert_eq!(client_host(v6), "/0:0:0:0:0:0:0:1");
         let v6 = "[fe80::1:ab]:9092".parse().ok();
         assert_eq!(client_host(v6), "/fe80:0:0:0:0:0:1:ab");
+        let mapped = "[::ffff:10.1.2.3]:9092".parse().ok();
+        assert_eq!(client_host(mapped), "/10.1.2.3");
         assert_eq!(client_host(None), "");
     }
 }
