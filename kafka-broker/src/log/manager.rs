@@ -98,8 +98,8 @@ pub struct LogManager {
 impl LogManager {
     /// Opens every partition log in `dirs` with `config_for` its configuration. A directory
     /// with logs but without the clean-shutdown marker means the last run did not end
-    /// cleanly: its logs are recovered (a directory without logs is new, not unclean). A log that fails to open is kept offline (see [`Self::offline`]) while the
-    /// others serve.
+    /// cleanly: its logs are recovered (a directory without logs is new, not unclean). A log
+    /// that fails to open is kept offline (see [`Self::offline`]) while the others serve.
     pub fn open(
         dirs: Vec<PathBuf>,
         config_for: impl Fn(&TopicPartition) -> LogConfig,
