@@ -32,6 +32,8 @@ pub struct Broker {
     next_producer_id: AtomicI64,
     last_full_flush: AtomicI64,
     last_hw_checkpoint: AtomicI64,
+    /// When idle producers were last expired (`producer.id.expiration.check.interval.ms`).
+    last_producer_expiry: AtomicI64,
     /// The group coordinator, persisted in `__consumer_offsets`.
     pub groups: crate::group::GroupCoordinator,
 }
@@ -105,6 +107,7 @@ impl Broker {
             next_producer_id: AtomicI64::new(next_producer_id),
             last_full_flush: AtomicI64::new(now_ms()),
             last_hw_checkpoint: AtomicI64::new(now_ms()),
+            last_producer_expiry: AtomicI64::new(now_ms()),
         };
         for t in broker.all_topics() {
             broker.host_partitions(&t.name, 0, t.partitions, &t.configs)?;
@@ -189,7 +192,7 @@ impl Broker {
                     }
                     Err(e) => return Err(e.into()),
                 };
-            let producers = load_producer_state(&log);
+            let producers = load_producer_state(&log, self.config.producer_id_expiration_ms);
             self.replicas.host(topic, p, log, producers)?;
         }
         Ok(())
@@ -203,6 +206,19 @@ impl Broker {
             tracing::info!(segments = deleted, "retention deleted segments");
         }
         self.logs.flush_due(now);
+        let interval = self.config.producer_id_expiration_check_interval_ms as i64;
+        if now - self.last_producer_expiry.load(Ordering::Relaxed) >= interval {
+            self.last_producer_expiry.store(now, Ordering::Relaxed);
+            let expiration = self.config.producer_id_expiration_ms;
+            let expired: usize = self
+                .partitions()
+                .iter()
+                .map(|p| p.expire_producers(now, expiration))
+                .sum();
+            if expired > 0 {
+                tracing::info!(expired, "expired idle producers");
+            }
+        }
         // Move the recovery points now and then, so recovery after a crash scans little.
         let last = self.last_full_flush.load(Ordering::Relaxed);
         if now - last >= 60_000 {
@@ -511,13 +527,8 @@ impl Broker {
             tracing::warn!(error = %e, "high-watermark checkpoint not written at shutdown");
         }
         for part in self.partitions() {
-            if let Ok(Some(log)) = self.logs.get(&part.topic, part.index) {
-                let dir = lock_log(&log).dir().to_path_buf();
-                if let Err(e) =
-                    std::fs::write(dir.join(PRODUCER_SNAPSHOT), part.producer_snapshot())
-                {
-                    tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
-                }
+            if let Err(e) = part.write_producer_snapshot() {
+                tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
             }
         }
         self.logs.close()?;
@@ -530,8 +541,6 @@ const PRODUCER_ID_BLOCK: i64 = 1000;
 /// How often the high watermarks are checkpointed (Kafka's
 /// `replica.high.watermark.checkpoint.interval.ms` default).
 const HW_CHECKPOINT_INTERVAL_MS: i64 = 5_000;
-/// Idempotent-producer state written at clean shutdown, read (and removed) at start.
-const PRODUCER_SNAPSHOT: &str = "producer-state.snapshot";
 
 /// A partition's log configuration: the broker's defaults, then the topic's overrides (an
 /// invalid stored override is logged and skipped).
@@ -542,18 +551,16 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
     }
 }
 
-/// The producer state of a log: the clean-shutdown snapshot if there is one (then removed, so
-/// that a later crash cannot reuse it), else rebuilt from the batch headers of the log.
-fn load_producer_state(log: &crate::log::SharedLog) -> ProducerStates {
+/// The producer state of a log: the clean-shutdown snapshot if it is sound and current, else
+/// rebuilt from the batch headers of the log (see [`crate::producer_state::load`]); idle
+/// producers expired.
+fn load_producer_state(log: &crate::log::SharedLog, expiration_ms: i64) -> ProducerStates {
     let l = lock_log(log);
-    let path = l.dir().join(PRODUCER_SNAPSHOT);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let _ = std::fs::remove_file(&path);
-        if let Some(s) = ProducerStates::from_snapshot(&text) {
-            return s;
-        }
-    }
-    crate::replica::partition::rebuild_producer_state(&l)
+    let dir = l.dir().to_path_buf();
+    let end = l.log_end_offset();
+    crate::producer_state::load(&dir, end, now_ms(), expiration_ms, || {
+        crate::replica::partition::rebuild_producer_state(&l)
+    })
 }
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat

@@ -106,6 +106,11 @@ pub struct BrokerConfig {
     /// `offsets.topic.segment.bytes`: `segment.bytes` of `__consumer_offsets` when it is
     /// created.
     pub offsets_topic_segment_bytes: u64,
+    /// `producer.id.expiration.ms`: an idempotent producer that has not appended for this
+    /// long is forgotten by each partition.
+    pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`: how often the partitions look for them.
+    pub producer_id_expiration_check_interval_ms: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
     pub group: crate::group::GroupConfig,
 }
@@ -154,6 +159,8 @@ impl Default for BrokerConfig {
             cleaner_min_compaction_lag_ms: 0,
             cleaner_max_compaction_lag_ms: i64::MAX,
             offsets_topic_segment_bytes: 100 * 1024 * 1024,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
             group: crate::group::GroupConfig::default(),
         }
     }
@@ -247,6 +254,12 @@ impl BrokerConfig {
             "log.roll.ms" => self.roll_ms = positive(key, parse(key, v)?)?,
             "log.roll.hours" => self.roll_ms = positive::<i64>(key, parse(key, v)?)? * 3_600_000,
             "log.retention.ms" => self.retention_ms = parse(key, v)?,
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = positive(key, parse(key, v)?)?
+            }
+            "producer.id.expiration.check.interval.ms" => {
+                self.producer_id_expiration_check_interval_ms = positive(key, parse(key, v)?)?
+            }
             "log.retention.minutes" => {
                 self.retention_ms = parse::<i64>(key, v)?.saturating_mul(60_000)
             }

@@ -60,6 +60,7 @@ pub async fn run(
             b.config
                 .retention_check_interval_ms
                 .min(b.config.flush_interval_ms.unwrap_or(u64::MAX))
+                .min(b.config.producer_id_expiration_check_interval_ms)
                 .max(10),
         );
         tokio::spawn(async move {

@@ -4,9 +4,21 @@
 //!
 //! Sequences are per (producer id, partition), start at 0 for a new epoch and wrap from
 //! `i32::MAX` to 0, as in Kafka.
+//!
+//! A producer that has not appended for `producer.id.expiration.ms` is forgotten
+//! ([`ProducerStates::expire`], on the maintenance timer and when the state is loaded); its
+//! next batch is then taken as a new producer's, whatever its sequence, as Kafka's current
+//! `ProducerAppendInfo` does (older brokers answered UNKNOWN_PRODUCER_ID).
+//!
+//! At a clean shutdown the state is written to a snapshot file ([`write_snapshot`]: a temp
+//! file, fsync, rename, fsync of the directory) that names the log end offset it describes
+//! and ends with a CRC32C of its content. [`load`] trusts a snapshot only when it is complete
+//! and matches the log's end offset, and otherwise rebuilds the state from the log.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
 
 use kafka_protocol::error_code::ErrorCode;
 
@@ -27,6 +39,8 @@ pub struct BatchMeta {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMeta>,
+    /// When its latest batch was appended (ms since the epoch): what expiry looks at.
+    last_append_ms: i64,
 }
 
 /// What to do with an incoming idempotent batch.
@@ -68,12 +82,9 @@ impl ProducerStates {
         last_seq: i32,
     ) -> Result<Check, ErrorCode> {
         let Some(entry) = self.producers.get(&pid) else {
-            // Unknown producer: only a fresh sequence is acceptable.
-            return if first_seq == 0 {
-                Ok(Check::Append)
-            } else {
-                Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
-            };
+            // Unknown producer (new, or forgotten: expired, or its batches removed by
+            // retention): Kafka accepts any sequence and starts tracking it there.
+            return Ok(Check::Append);
         };
         if epoch < entry.epoch {
             return Err(ErrorCode::INVALID_PRODUCER_EPOCH);
@@ -102,9 +113,10 @@ impl ProducerStates {
         }
     }
 
-    /// Records an appended batch.
-    pub fn record(&mut self, pid: i64, epoch: i16, batch: BatchMeta) {
+    /// Records a batch appended at `append_ms`.
+    pub fn record(&mut self, pid: i64, epoch: i16, batch: BatchMeta, append_ms: i64) {
         let entry = self.producers.entry(pid).or_default();
+        entry.last_append_ms = entry.last_append_ms.max(append_ms);
         if epoch != entry.epoch {
             entry.epoch = epoch;
             entry.batches.clear();
@@ -140,33 +152,82 @@ impl ProducerStates {
         self.producers.is_empty()
     }
 
-    /// A text snapshot: `pid epoch first_seq last_seq first_offset last_offset timestamp` lines.
-    pub fn to_snapshot(&self) -> String {
-        let mut out = String::new();
+    /// Forgets the producers whose latest append is `expiration_ms` or more before `now_ms`
+    /// (Kafka's `producer.id.expiration.ms`). Returns how many were forgotten.
+    pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| now_ms.saturating_sub(e.last_append_ms) < expiration_ms);
+        before - self.producers.len()
+    }
+
+    /// The snapshot text for a log whose end offset is `log_end`: a header line, one line
+    /// per remembered batch (`pid epoch last_append_ms first_seq last_seq first_offset
+    /// last_offset timestamp`), and an `end` line with the line count and the CRC32C of
+    /// everything before it.
+    pub fn to_snapshot(&self, log_end: i64) -> String {
+        let mut out = format!("{SNAPSHOT_MAGIC} {SNAPSHOT_VERSION} {log_end}\n");
+        let mut lines = 0usize;
         for (pid, e) in &self.producers {
             for b in &e.batches {
+                lines += 1;
                 let _ = writeln!(
                     out,
-                    "{pid} {} {} {} {} {} {}",
-                    e.epoch, b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp
+                    "{pid} {} {} {} {} {} {} {}",
+                    e.epoch,
+                    e.last_append_ms,
+                    b.first_seq,
+                    b.last_seq,
+                    b.first_offset,
+                    b.last_offset,
+                    b.timestamp
                 );
             }
         }
+        let crc = crc32c::crc32c(out.as_bytes());
+        let _ = writeln!(out, "end {lines} {crc:08x}");
         out
     }
 
-    /// Reads a snapshot written by [`ProducerStates::to_snapshot`]; `None` if malformed.
-    pub fn from_snapshot(text: &str) -> Option<Self> {
+    /// Reads a snapshot written by [`Self::to_snapshot`]: the state and the log end offset it
+    /// describes. `None` unless it is complete (header, every line, the `end` line with a
+    /// matching count and CRC) and well formed.
+    pub fn from_snapshot(text: &str) -> Option<(Self, i64)> {
+        // Complete means up to the `end` line's newline.
+        let text = text.strip_suffix('\n')?;
+        let body_len = text.rfind('\n')? + 1;
+        let (body, end) = text.split_at(body_len);
+        let mut end_fields = end.split(' ');
+        let (Some("end"), Some(count), Some(crc), None) = (
+            end_fields.next(),
+            end_fields.next(),
+            end_fields.next(),
+            end_fields.next(),
+        ) else {
+            return None;
+        };
+        if u32::from_str_radix(crc, 16).ok()? != crc32c::crc32c(body.as_bytes()) {
+            return None;
+        }
+        let mut lines = body.lines();
+        let mut header = lines.next()?.split(' ');
+        if header.next()? != SNAPSHOT_MAGIC || header.next()? != SNAPSHOT_VERSION {
+            return None;
+        }
+        let log_end: i64 = header.next()?.parse().ok()?;
         let mut s = Self::default();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut seen = 0usize;
+        for line in lines {
+            seen += 1;
             let f: Vec<i64> = line
-                .split_whitespace()
+                .split(' ')
                 .map(str::parse)
                 .collect::<Result<_, _>>()
                 .ok()?;
             let [
                 pid,
                 epoch,
+                last_append_ms,
                 first_seq,
                 last_seq,
                 first_offset,
@@ -186,10 +247,86 @@ impl ProducerStates {
                     last_offset,
                     timestamp,
                 },
+                last_append_ms,
             );
         }
-        Some(s)
+        (count.parse::<usize>().ok()? == seen).then_some((s, log_end))
     }
+}
+
+/// First word of a snapshot file.
+const SNAPSHOT_MAGIC: &str = "kafka-rs-producer-state";
+/// Its format version (the first format had no header, append times or checksum).
+const SNAPSHOT_VERSION: &str = "2";
+/// The snapshot's file name in a partition directory.
+pub const SNAPSHOT_FILE: &str = "producer-state.snapshot";
+const SNAPSHOT_TEMP: &str = "producer-state.snapshot.tmp";
+
+/// Writes `states` (of a log ending at `log_end`) as the snapshot of the partition directory
+/// `dir`, crash-safely: into a temp file, fsynced, renamed over the snapshot, and the
+/// directory fsynced. A crash at any point leaves either no snapshot, the old one, or the new
+/// one complete; a torn temp file is never read.
+pub fn write_snapshot(dir: &Path, states: &ProducerStates, log_end: i64) -> std::io::Result<()> {
+    let tmp = dir.join(SNAPSHOT_TEMP);
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(states.to_snapshot(log_end).as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, dir.join(SNAPSHOT_FILE))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// The producer state of the partition directory `dir` whose log now ends at `log_end`: its
+/// snapshot if that is complete and describes this log end, else `rebuild()` (from the log).
+/// The snapshot is removed (durably) before the state is used, so that a later crash cannot
+/// bring back a stale one. Producers idle for `expiration_ms` at `now_ms` are dropped.
+pub fn load(
+    dir: &Path,
+    log_end: i64,
+    now_ms: i64,
+    expiration_ms: i64,
+    rebuild: impl FnOnce() -> ProducerStates,
+) -> ProducerStates {
+    let path = dir.join(SNAPSHOT_FILE);
+    let snapshot = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let parsed = ProducerStates::from_snapshot(&text);
+            match &parsed {
+                Some((_, end)) if *end == log_end => {}
+                Some((_, end)) => tracing::warn!(
+                    dir = %dir.display(), snapshot_end = end, log_end,
+                    "producer state snapshot is for another log end; rebuilding from the log"
+                ),
+                None => tracing::warn!(
+                    dir = %dir.display(),
+                    "producer state snapshot is torn or malformed; rebuilding from the log"
+                ),
+            }
+            let removed =
+                std::fs::remove_file(&path).and_then(|()| std::fs::File::open(dir)?.sync_all());
+            if let Err(e) = removed {
+                // Kept, it could be read again after a crash: do not trust it now either.
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove the producer state snapshot");
+                None
+            } else {
+                parsed.filter(|(_, end)| *end == log_end).map(|(s, _)| s)
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            // Unreadable (e.g. not UTF-8: garbage): rebuild, and do not meet it again.
+            tracing::warn!(dir = %dir.display(), error = %e, "producer state snapshot unreadable; rebuilding from the log");
+            let _ = std::fs::remove_file(&path);
+            None
+        }
+    };
+    let _ = std::fs::remove_file(dir.join(SNAPSHOT_TEMP));
+    let mut states = snapshot.unwrap_or_else(rebuild);
+    let expired = states.expire(now_ms, expiration_ms);
+    if expired > 0 {
+        tracing::debug!(dir = %dir.display(), expired, "expired idle producers at load");
+    }
+    states
 }
 
 #[cfg(test)]
@@ -210,9 +347,9 @@ mod tests {
     fn in_order_duplicates_and_gaps() {
         let mut s = ProducerStates::default();
         assert_eq!(s.check(7, 0, 0, 4), Ok(Check::Append));
-        s.record(7, 0, meta(0, 4, 100));
+        s.record(7, 0, meta(0, 4, 100), 0);
         assert_eq!(s.check(7, 0, 5, 9), Ok(Check::Append));
-        s.record(7, 0, meta(5, 9, 105));
+        s.record(7, 0, meta(5, 9, 105), 0);
         // A retry of the first batch is a duplicate with its original offsets.
         assert_eq!(s.check(7, 0, 0, 4), Ok(Check::Duplicate(meta(0, 4, 100))));
         // A gap is out of order.
@@ -230,18 +367,15 @@ mod tests {
             Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
         );
         assert_eq!(s.check(7, 1, 0, 0), Ok(Check::Append));
-        // Unknown producers must start at 0.
-        assert_eq!(
-            s.check(8, 0, 5, 5),
-            Err(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER)
-        );
+        // An unknown producer (new, or forgotten) is taken at any sequence, as Kafka does.
+        assert_eq!(s.check(8, 0, 5, 5), Ok(Check::Append));
     }
 
     #[test]
     fn only_five_batches_are_remembered() {
         let mut s = ProducerStates::default();
         for i in 0..7 {
-            s.record(1, 0, meta(i, i, 10 + i64::from(i)));
+            s.record(1, 0, meta(i, i, 10 + i64::from(i)), 0);
         }
         assert_eq!(s.check(1, 0, 6, 6), Ok(Check::Duplicate(meta(6, 6, 16))));
         assert_eq!(s.check(1, 0, 2, 2), Ok(Check::Duplicate(meta(2, 2, 12))));
@@ -257,21 +391,116 @@ mod tests {
         assert_eq!(last_seq(i32::MAX, 1), i32::MAX);
         assert_eq!(last_seq(i32::MAX, 3), 1);
         let mut s = ProducerStates::default();
-        s.record(1, 0, meta(i32::MAX - 1, i32::MAX, 0));
+        s.record(1, 0, meta(i32::MAX - 1, i32::MAX, 0), 0);
         assert_eq!(s.check(1, 0, 0, 1), Ok(Check::Append));
+    }
+
+    fn sample() -> ProducerStates {
+        let mut s = ProducerStates::default();
+        s.record(1, 2, meta(0, 4, 100), 5_000);
+        s.record(1, 2, meta(5, 5, 105), 6_000);
+        s.record(9, 0, meta(0, 0, 106), 7_000);
+        s
     }
 
     #[test]
     fn snapshot_round_trip_and_truncation() {
-        let mut s = ProducerStates::default();
-        s.record(1, 2, meta(0, 4, 100));
-        s.record(1, 2, meta(5, 5, 105));
-        s.record(9, 0, meta(0, 0, 106));
-        let back = ProducerStates::from_snapshot(&s.to_snapshot()).unwrap();
-        assert_eq!(back, s);
+        let mut s = sample();
+        let (back, end) = ProducerStates::from_snapshot(&s.to_snapshot(107)).unwrap();
+        assert_eq!((back, end), (s.clone(), 107));
         assert!(ProducerStates::from_snapshot("1 2 x").is_none());
         s.truncate_to(105);
         assert_eq!(s.check(1, 2, 5, 5), Ok(Check::Append));
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn a_torn_or_altered_snapshot_is_refused() {
+        let text = sample().to_snapshot(107);
+        // Every cut short of the whole text (a crash while writing) is refused.
+        for len in 0..text.len() {
+            assert!(
+                ProducerStates::from_snapshot(&text[..len]).is_none(),
+                "accepted {len} of {} bytes",
+                text.len()
+            );
+        }
+        // So is any change to a digit of the content (the CRC covers it).
+        let lines: Vec<&str> = text.lines().collect();
+        let altered = text.replacen(lines[1], &lines[1].replacen('1', "3", 1), 1);
+        assert_ne!(altered, text);
+        assert!(ProducerStates::from_snapshot(&altered).is_none());
+        // And the first format (no header, no checksum).
+        assert!(ProducerStates::from_snapshot("1 2 0 4 100 104 0\n").is_none());
+    }
+
+    #[test]
+    fn idle_producers_expire() {
+        let mut s = sample();
+        // Producer 1 last appended at 6_000, producer 9 at 7_000.
+        assert_eq!(s.expire(6_999, 1_000), 0);
+        assert_eq!(s.expire(7_000, 1_000), 1);
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            s.check(1, 2, 6, 6),
+            Ok(Check::Append),
+            "forgotten: taken as new"
+        );
+        assert_eq!(s.check(9, 0, 0, 0), Ok(Check::Duplicate(meta(0, 0, 106))));
+        assert_eq!(s.expire(8_000, 1_000), 1);
+        assert!(s.is_empty());
+    }
+
+    fn rebuilt() -> ProducerStates {
+        let mut s = ProducerStates::default();
+        s.record(42, 0, meta(0, 0, 0), 9_000);
+        s
+    }
+
+    #[test]
+    fn load_uses_a_sound_current_snapshot_once() {
+        let dir = tempfile::tempdir().unwrap();
+        write_snapshot(dir.path(), &sample(), 107).unwrap();
+        assert!(!dir.path().join(SNAPSHOT_TEMP).exists());
+        let got = load(dir.path(), 107, 7_500, 86_400_000, rebuilt);
+        assert_eq!(got, sample());
+        // Removed once read: a crash later must not bring it back.
+        assert!(!dir.path().join(SNAPSHOT_FILE).exists());
+        assert_eq!(load(dir.path(), 107, 7_500, 86_400_000, rebuilt), rebuilt());
+    }
+
+    #[test]
+    fn load_rebuilds_instead_of_trusting_a_torn_or_stale_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SNAPSHOT_FILE);
+        let text = sample().to_snapshot(107);
+        // Torn: a crash while the (old-style, in place) file was being written.
+        std::fs::write(&path, &text[..text.len() / 2]).unwrap();
+        assert_eq!(load(dir.path(), 107, 0, 86_400_000, rebuilt), rebuilt());
+        assert!(!path.exists());
+        // Stale: complete, but for another log end (the log moved on after it was written).
+        write_snapshot(dir.path(), &sample(), 107).unwrap();
+        assert_eq!(load(dir.path(), 110, 0, 86_400_000, rebuilt), rebuilt());
+        assert!(!path.exists());
+        // Garbage that is not even text.
+        std::fs::write(&path, [0xff, 0xfe, 0x00, 0x80]).unwrap();
+        assert_eq!(load(dir.path(), 107, 0, 86_400_000, rebuilt), rebuilt());
+        assert!(!path.exists());
+        // A temp file left by a crash during write_snapshot is ignored and removed.
+        std::fs::write(dir.path().join(SNAPSHOT_TEMP), &text).unwrap();
+        assert_eq!(load(dir.path(), 107, 0, 86_400_000, rebuilt), rebuilt());
+        assert!(!dir.path().join(SNAPSHOT_TEMP).exists());
+    }
+
+    #[test]
+    fn load_expires_idle_producers() {
+        let dir = tempfile::tempdir().unwrap();
+        write_snapshot(dir.path(), &sample(), 107).unwrap();
+        // At 7_500 with a 1_000 ms expiration only producer 9 (7_000) is still known.
+        let got = load(dir.path(), 107, 7_500, 1_000, rebuilt);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got.check(9, 0, 0, 0), Ok(Check::Duplicate(meta(0, 0, 106))));
+        // Rebuilt state expires too.
+        assert!(load(dir.path(), 107, 20_000, 1_000, rebuilt).is_empty());
     }
 }

@@ -18,7 +18,10 @@
 //!   logs to stdout; both streams are captured), and appends must continue at the right
 //!   offset; a second crash then finds nothing more to repair.
 //! - Damage below the recovery point (fsynced data) is reported, never cut.
-//! - Disk full on a 2 MiB tmpfs (skipped, saying why, where mounting is not allowed):
+//! - The unclean-shutdown warnings: not on a new or empty data directory, nor after SIGTERM;
+//!   after a SIGKILL with logs on disk, yes.
+//! - Disk full on a 2 MiB tmpfs (skipped, saying why, where mounting is not allowed; a
+//!   failure instead with `KAFKA_RS_REQUIRE_PEERS=1`, as CI runs it):
 //!   produce answers KAFKA_STORAGE_ERROR, reads keep working, nothing refused shows up and
 //!   nothing acknowledged is lost, and producing works again once space is freed.
 #![allow(clippy::unwrap_used)]
@@ -880,10 +883,17 @@ async fn disk_full_gives_storage_errors_and_recovers_when_space_returns() {
     let _mount = match Tmpfs::mount(&mnt, "2m") {
         Ok(m) => m,
         Err(why) => {
+            // CI (KAFKA_RS_REQUIRE_PEERS=1) must run this test, not report it skipped.
+            assert!(
+                std::env::var("KAFKA_RS_REQUIRE_PEERS").as_deref() != Ok("1"),
+                "disk_full_gives_storage_errors_and_recovers_when_space_returns: cannot mount \
+                 a tmpfs here ({why}), and KAFKA_RS_REQUIRE_PEERS=1 forbids skipping"
+            );
             eprintln!(
                 "SKIPPED disk_full_gives_storage_errors_and_recovers_when_space_returns: cannot \
                  mount a tmpfs here ({why}). The log layer's injected-ENOSPC test \
-                 (kafka-broker/src/log/tests/durability.rs) still covers a full disk."
+                 (kafka-broker/src/log/tests/durability.rs) still covers a full disk. \
+                 (KAFKA_RS_REQUIRE_PEERS=1 makes this a failure.)"
             );
             return;
         }
@@ -963,5 +973,78 @@ async fn disk_full_gives_storage_errors_and_recovers_when_space_returns() {
          batches refused, {} records acknowledged, none lost",
         refused_while_full,
         model.acked_records()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The clean-shutdown warning: only for a directory with logs and no marker
+// ---------------------------------------------------------------------------------------------
+
+const UNCLEAN_WARNINGS: [&str; 2] = [
+    "no clean shutdown marker",
+    "the last shutdown was not clean",
+];
+
+fn unclean_warnings(output: &str) -> Vec<&str> {
+    output
+        .lines()
+        .filter(|l| UNCLEAN_WARNINGS.iter().any(|w| l.contains(w)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_unclean_stop_with_logs_warns_of_an_unclean_shutdown() {
+    const TOPIC: &str = "marker";
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut node = Node::new(data.clone(), tmp.path().join("output"), &[]);
+
+    // A first start on a directory that does not exist yet: nothing to recover.
+    let mut broker = node.start(&[]).await;
+    let conn = connect(&broker.addr).await;
+    create_topic(&conn, TOPIC, 1).await;
+    produce_one(&conn, TOPIC, 1, 0, &[1, 2, 3], 10)
+        .await
+        .unwrap();
+    drop(conn);
+    let first = broker.log();
+    assert!(
+        unclean_warnings(&first).is_empty(),
+        "a new data directory was reported as an unclean shutdown:\n{first}"
+    );
+    // SIGKILL with a log on disk: the next start must warn (both lines) and recover.
+    broker.kill();
+    assert!(!data.join(CLEAN_MARKER).exists());
+    let mut broker = node.start(&[]).await;
+    let conn = connect(&broker.addr).await;
+    assert_eq!(latest_offset(&conn, TOPIC, 0).await, 3);
+    drop(conn);
+    let second = broker.log();
+    for w in UNCLEAN_WARNINGS {
+        assert!(
+            second.contains(w),
+            "no '{w}' after a SIGKILL with logs on disk:\n{second}"
+        );
+    }
+    // SIGTERM writes the marker: the start after it does not warn.
+    let status = broker.terminate().await;
+    assert!(status.success(), "{status}");
+    assert!(data.join(CLEAN_MARKER).exists());
+    let broker = node.start(&[]).await;
+    let third = broker.log();
+    assert!(
+        unclean_warnings(&third).is_empty(),
+        "a start after a clean shutdown warned:\n{third}"
+    );
+
+    // An existing but empty directory without a marker is new too.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let mut node = Node::new(empty, tmp.path().join("output-empty"), &[]);
+    let broker = node.start(&[]).await;
+    let out = broker.log();
+    assert!(
+        unclean_warnings(&out).is_empty(),
+        "an empty data directory was reported as an unclean shutdown:\n{out}"
     );
 }

@@ -12,6 +12,9 @@
 //! - confluent-kafka (when python3 has it; required under `KAFKA_RS_REQUIRE_PEERS=1`): a
 //!   subscribed consumer commits, the broker is SIGKILLed and restarted, and a new consumer in
 //!   the same group sees the committed offset and resumes there.
+//! - confluent-kafka: a group member's host is the connection's address as Kafka writes it
+//!   (`/127.0.0.1`) in DescribeGroups, and again after a SIGKILL and restart (the member is
+//!   gone by then, so the host can only come from the group metadata record).
 #![allow(clippy::unwrap_used)]
 
 #[path = "crash/broker.rs"]
@@ -519,4 +522,83 @@ async fn confluent_kafka_consumer_resumes_after_sigkill() {
             .await
             .unwrap();
     assert!(out.contains("phase2 ok"), "{out}\nbroker log:\n{}", b.log());
+}
+
+/// Joins group `argv[3]` with one consumer, checks DescribeGroups through the AdminClient,
+/// then leaves without a LeaveGroup (os._exit): the member stays until its session times out.
+const PY_HOST_JOIN: &str = r#"
+import os, sys, time
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
+addr, topic, group = sys.argv[1:4]
+c = Consumer({"bootstrap.servers": addr, "group.id": group, "session.timeout.ms": 60000,
+              "broker.address.family": "v4"})
+c.subscribe([topic])
+deadline = time.time() + 20
+while not c.assignment() and time.time() < deadline:
+    c.poll(0.2)
+assert c.assignment(), "no assignment within 20 s"
+admin = AdminClient({"bootstrap.servers": addr, "broker.address.family": "v4"})
+desc = admin.describe_consumer_groups([group])[group].result(timeout=10)
+hosts = [m.host for m in desc.members]
+print("hosts", hosts, flush=True)
+assert hosts == ["/127.0.0.1"], hosts
+print("join ok", flush=True)
+os._exit(0)
+"#;
+
+/// DescribeGroups through the AdminClient: prints and checks the members' hosts.
+const PY_HOST_DESCRIBE: &str = r#"
+import sys
+from confluent_kafka.admin import AdminClient
+addr, group = sys.argv[1:3]
+admin = AdminClient({"bootstrap.servers": addr, "broker.address.family": "v4"})
+desc = admin.describe_consumer_groups([group])[group].result(timeout=10)
+hosts = [m.host for m in desc.members]
+print("state", desc.state, "hosts", hosts, flush=True)
+assert hosts == ["/127.0.0.1"], hosts
+print("describe ok", flush=True)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_sees_the_member_host_before_and_after_sigkill() {
+    let available = Command::new("python3")
+        .args(["-c", "import confluent_kafka"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            !require_peers(),
+            "KAFKA_RS_REQUIRE_PEERS=1 but python3 cannot import confluent_kafka"
+        );
+        eprintln!("NOTICE: python3 with confluent_kafka not found; scenario skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = node(&dir);
+    let mut b = node.start(&[]).await;
+    let conn = connect(&b.addr).await;
+    create_topic(&conn, "hosts", 1).await;
+    drop(conn);
+    let addr = b.addr.clone();
+    let out =
+        tokio::task::spawn_blocking(move || python(PY_HOST_JOIN, &[&addr, "hosts", "host-group"]))
+            .await
+            .unwrap();
+    assert!(out.contains("join ok"), "{out}\nbroker log:\n{}", b.log());
+    b.kill();
+
+    let b = node.start(&[]).await;
+    let addr = b.addr.clone();
+    let out = tokio::task::spawn_blocking(move || python(PY_HOST_DESCRIBE, &[&addr, "host-group"]))
+        .await
+        .unwrap();
+    assert!(
+        out.contains("describe ok"),
+        "{out}\nbroker log:\n{}",
+        b.log()
+    );
 }

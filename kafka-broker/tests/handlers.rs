@@ -234,3 +234,210 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
     };
     assert_eq!(r.topics[0].partitions[0].error_code, unknown);
 }
+
+/// Without an authorizer Kafka reports every operation of the resource type when asked (bit n
+/// = AclOperation code n), INT32_MIN when not: topic 3576 (READ, WRITE, CREATE, DELETE, ALTER,
+/// DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), cluster 8096 (CREATE, ALTER, DESCRIBE,
+/// CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE).
+#[tokio::test]
+async fn authorized_operations_are_answered_when_asked() {
+    const TOPIC_OPS: i32 = 3576;
+    const CLUSTER_OPS: i32 = 8096;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let mut corr = 0;
+    for version in 8..=12 {
+        for asked in [false, true] {
+            let body = RequestBody::Metadata(MetadataRequest {
+                topics: Some(vec![metadata_request::MetadataRequestTopic {
+                    name: Some(KStr::from_static("ops")),
+                    ..Default::default()
+                }]),
+                allow_auto_topic_creation: true,
+                include_cluster_authorized_operations: asked && version <= 10,
+                include_topic_authorized_operations: asked,
+                ..Default::default()
+            });
+            corr += 1;
+            let inc = incoming(ApiKey::Metadata, version, &body, corr);
+            let resp = response(
+                handler::handle(&broker, inc).await,
+                ApiKey::Metadata,
+                version,
+            );
+            let Some(Response {
+                body: ResponseBody::Metadata(m),
+                ..
+            }) = resp
+            else {
+                panic!("Metadata v{version}: no answer")
+            };
+            let topic = if asked { TOPIC_OPS } else { i32::MIN };
+            assert_eq!(m.topics.len(), 1);
+            assert_eq!(m.topics[0].topic_authorized_operations, topic, "v{version}");
+            // v11+ carry no cluster field (the decoder's default is INT32_MIN).
+            let cluster = if asked && version <= 10 {
+                CLUSTER_OPS
+            } else {
+                i32::MIN
+            };
+            assert_eq!(m.cluster_authorized_operations, cluster, "v{version}");
+        }
+    }
+    for version in 0..=1 {
+        for asked in [false, true] {
+            let body = RequestBody::DescribeCluster(DescribeClusterRequest {
+                include_cluster_authorized_operations: asked,
+                endpoint_type: 1,
+                ..Default::default()
+            });
+            corr += 1;
+            let inc = incoming(ApiKey::DescribeCluster, version, &body, corr);
+            let resp = response(
+                handler::handle(&broker, inc).await,
+                ApiKey::DescribeCluster,
+                version,
+            );
+            let Some(Response {
+                body: ResponseBody::DescribeCluster(d),
+                ..
+            }) = resp
+            else {
+                panic!("DescribeCluster v{version}: no answer")
+            };
+            let expect = if asked { CLUSTER_OPS } else { i32::MIN };
+            assert_eq!(d.cluster_authorized_operations, expect, "v{version}");
+        }
+    }
+}
+
+/// ListOffsets by timestamp at every version from v1 (v0 answers old-style offset lists) and
+/// both isolation levels, with and without the current leader epoch: the first offset whose
+/// timestamp is at or after the one asked, -1 past the last record (issue 13: records two
+/// hours old, one second apart, several batches).
+#[tokio::test]
+async fn list_offsets_by_timestamp_at_every_version() {
+    use kafka_protocol::record::RecordBatchBuilder;
+    const TOPIC: &str = "times";
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        data_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    broker
+        .create_topic(TOPIC, 1, std::collections::BTreeMap::new(), false)
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let base = now - 2 * 3_600_000;
+    let times: Vec<i64> = (0..30).map(|i| base + i * 1000).collect();
+    let mut corr = 0;
+    for chunk in times.chunks(10) {
+        let mut b = RecordBatchBuilder::new();
+        for &ts in chunk {
+            b.append(ts, None, Some(b"v".as_slice()), &[]).unwrap();
+        }
+        let body = RequestBody::Produce(ProduceRequest {
+            acks: -1,
+            timeout_ms: 1000,
+            topic_data: vec![produce_request::TopicProduceData {
+                name: KStr::from_static(TOPIC),
+                partition_data: vec![produce_request::PartitionProduceData {
+                    index: 0,
+                    records: Some(b.build().unwrap()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        corr += 1;
+        let inc = incoming(ApiKey::Produce, 9, &body, corr);
+        let Some(Response {
+            body: ResponseBody::Produce(p),
+            ..
+        }) = response(handler::handle(&broker, inc).await, ApiKey::Produce, 9)
+        else {
+            panic!("no Produce answer")
+        };
+        assert_eq!(p.responses[0].partition_responses[0].error_code, 0);
+    }
+    let epoch = broker.partition(TOPIC, 0).unwrap().leader_epoch();
+    let mut queries = vec![(times[0] - 60_000, 0)];
+    for (i, &ts) in times.iter().enumerate() {
+        let next = if i + 1 < times.len() {
+            i as i64 + 1
+        } else {
+            -1
+        };
+        queries.push((ts, i as i64));
+        queries.push((ts + 1, next));
+    }
+    for version in 1..=9 {
+        // Isolation levels exist from v2, the current leader epoch from v4.
+        let isolations: &[i8] = if version >= 2 { &[0, 1] } else { &[0] };
+        let epochs = if version >= 4 {
+            vec![-1, epoch]
+        } else {
+            vec![-1]
+        };
+        for &isolation in isolations {
+            for &current_leader_epoch in &epochs {
+                let body = RequestBody::ListOffsets(ListOffsetsRequest {
+                    replica_id: -1,
+                    isolation_level: isolation,
+                    topics: vec![list_offsets_request::ListOffsetsTopic {
+                        name: KStr::from_static(TOPIC),
+                        partitions: queries
+                            .iter()
+                            .map(|&(ts, _)| list_offsets_request::ListOffsetsPartition {
+                                partition_index: 0,
+                                current_leader_epoch,
+                                timestamp: ts,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
+                corr += 1;
+                let inc = incoming(ApiKey::ListOffsets, version, &body, corr);
+                let Some(Response {
+                    body: ResponseBody::ListOffsets(l),
+                    ..
+                }) = response(
+                    handler::handle(&broker, inc).await,
+                    ApiKey::ListOffsets,
+                    version,
+                )
+                else {
+                    panic!("ListOffsets v{version}: no answer")
+                };
+                let got: Vec<(i16, i64, i64)> = l.topics[0]
+                    .partitions
+                    .iter()
+                    .map(|p| (p.error_code, p.offset, p.timestamp))
+                    .collect();
+                let want: Vec<(i16, i64, i64)> = queries
+                    .iter()
+                    .map(|&(_, off)| {
+                        let ts = usize::try_from(off).map_or(-1, |i| times[i]);
+                        (0, off, ts)
+                    })
+                    .collect();
+                assert_eq!(
+                    got, want,
+                    "v{version} isolation {isolation} epoch {current_leader_epoch}"
+                );
+            }
+        }
+    }
+}

@@ -78,6 +78,8 @@ struct Scenario {
 const KCAT: &str = "kcat_client.py";
 const KP: &str = "kafka_python_client.py";
 const CK: &str = "confluent_client.py";
+/// kafka-python 2.3.3, loaded from `KAFKA_RS_KAFKA_PYTHON2_PATH` (see the script).
+const KP2: &str = "kafka_python2_client.py";
 
 impl Step {
     /// The apis the broker must implement for this step to have a chance.
@@ -86,7 +88,18 @@ impl Step {
             "produce" => vec![ApiKey::Produce],
             "consume" => vec![ApiKey::Fetch, ApiKey::ListOffsets],
             "lines" => vec![ApiKey::Produce, ApiKey::Fetch, ApiKey::ListOffsets],
-            "offsets-for-times" | "list-offsets" => vec![ApiKey::ListOffsets],
+            "offsets-for-times" | "list-offsets" | "offsets-for-past-times" => {
+                vec![ApiKey::ListOffsets]
+            }
+            "produce-past" => vec![ApiKey::Produce, ApiKey::ListOffsets],
+            "authorized-ops" => vec![
+                ApiKey::Metadata,
+                ApiKey::Produce,
+                ApiKey::FindCoordinator,
+                ApiKey::JoinGroup,
+                ApiKey::SyncGroup,
+                ApiKey::DescribeGroups,
+            ],
             "seek-with-epoch" => vec![ApiKey::Fetch, ApiKey::OffsetForLeaderEpoch],
             "delete-records" => vec![ApiKey::DeleteRecords, ApiKey::ListOffsets, ApiKey::Fetch],
             "live-tail" | "large-records" | "too-large" | "log-append-time" => {
@@ -119,6 +132,7 @@ fn client_name(script: &str) -> &'static str {
     match script {
         KCAT => "kcat",
         KP => "kafka-python",
+        KP2 => "kafka-python2",
         _ => "confluent",
     }
 }
@@ -190,6 +204,21 @@ fn scenarios() -> Vec<Scenario> {
     add(
         "kafka-python.config-details".into(),
         vec![step(KP, "config-details", &[])],
+    );
+    // Issue 13: kafka-python 2.3.3 decodes the authorized-operations bit fields of Metadata
+    // and DescribeGroups (its describe_cluster raised on INT32_MIN, which means "not asked").
+    add(
+        "kafka-python2.authorized-ops".into(),
+        vec![step(KP2, "authorized-ops", &[])],
+    );
+    // Issue 13: librdkafka (linger.ms=50) writes 100 records two hours old, one second
+    // apart; librdkafka's and kafka-python's offsets_for_times must both find them.
+    add(
+        "confluent.offsets-for-past-times".into(),
+        vec![
+            step(CK, "produce-past", &["--count", "100"]),
+            step(KP, "offsets-for-past-times", &["--count", "100"]),
+        ],
     );
     add(
         "confluent.seek-with-epoch".into(),

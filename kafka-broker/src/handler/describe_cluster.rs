@@ -4,9 +4,10 @@ use kafka_protocol::KStr;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse, ResponseBody};
 
+use super::authorized;
 use crate::broker::Broker;
 
-pub(super) fn handle(broker: &Broker, _req: DescribeClusterRequest) -> ResponseBody {
+pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest) -> ResponseBody {
     let (host, port) = broker.advertised_host_port();
     ResponseBody::DescribeCluster(DescribeClusterResponse {
         cluster_id: KStr::from(broker.cluster_id.clone()),
@@ -18,6 +19,10 @@ pub(super) fn handle(broker: &Broker, _req: DescribeClusterRequest) -> ResponseB
             rack: None,
             ..Default::default()
         }],
+        cluster_authorized_operations: authorized::answer(
+            req.include_cluster_authorized_operations,
+            authorized::CLUSTER,
+        ),
         ..Default::default()
     })
 }

@@ -76,7 +76,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
 /// READ, DELETE, DESCRIBE).
-const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+const GROUP_AUTHORIZED_OPERATIONS: i32 = super::authorized::GROUP;
 
 fn s(v: impl Into<String>) -> KStr {
     KStr::from(v.into())

@@ -17,8 +17,38 @@ const EARLIEST_LOCAL: i64 = -4;
 /// KIP-1005: without tiered storage there is no tiered offset (-1).
 const LATEST_TIERED: i64 = -5;
 
+/// How far a lookup may answer, as Kafka decides it from the request's isolation level:
+/// v0 has none (the log end offset), v1 reads up to the high watermark, v2+ read_uncommitted
+/// (0) too, read_committed (1) up to the last stable offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    None,
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+impl Isolation {
+    fn of(version: i16, isolation_level: i8) -> Self {
+        match version {
+            0 => Self::None,
+            1 => Self::ReadUncommitted,
+            _ if isolation_level == 1 => Self::ReadCommitted,
+            _ => Self::ReadUncommitted,
+        }
+    }
+
+    /// The first offset a lookup must not answer (Kafka's "last fetchable offset").
+    fn bound(self, o: &crate::partition::Offsets) -> i64 {
+        match self {
+            Self::None => o.log_end,
+            Self::ReadUncommitted => o.high_watermark,
+            Self::ReadCommitted => o.last_stable,
+        }
+    }
+}
+
 pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ResponseBody {
-    let read_committed = version >= 2 && req.isolation_level == 1;
+    let isolation = Isolation::of(version, req.isolation_level);
     let topics = req
         .topics
         .into_iter()
@@ -33,7 +63,7 @@ pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> 
                         p.partition_index,
                         p.timestamp,
                         p.current_leader_epoch,
-                        read_committed,
+                        isolation,
                     );
                     match r {
                         Ok((offset, timestamp, epoch)) => ListOffsetsPartitionResponse {
@@ -79,7 +109,7 @@ fn lookup(
     partition: i32,
     timestamp: i64,
     current_leader_epoch: i32,
-    read_committed: bool,
+    isolation: Isolation,
 ) -> Result<(i64, i64, i32), BrokerError> {
     let part = broker
         .partition(topic, partition)
@@ -93,21 +123,14 @@ fn lookup(
             )
         })?;
     let o = part.offsets();
+    let bound = isolation.bound(&o);
     Ok(match timestamp {
-        LATEST => (
-            if read_committed {
-                o.last_stable
-            } else {
-                o.high_watermark
-            },
-            -1,
-            epoch,
-        ),
+        LATEST => (bound, -1, epoch),
         EARLIEST | EARLIEST_LOCAL => (o.log_start, -1, epoch),
         LATEST_TIERED => (-1, -1, -1),
         MAX_TIMESTAMP => match part.max_timestamp()? {
-            Some((offset, ts)) => (offset, ts, epoch),
-            None => (-1, -1, -1),
+            Some((offset, ts)) if offset < bound => (offset, ts, epoch),
+            _ => (-1, -1, -1),
         },
         ts if ts < 0 => {
             return Err(BrokerError::kafka(
@@ -116,7 +139,7 @@ fn lookup(
             ));
         }
         ts => match part.offset_for_timestamp(ts)? {
-            Some((offset, found)) if offset < o.high_watermark => (offset, found, epoch),
+            Some((offset, found)) if offset < bound => (offset, found, epoch),
             _ => (-1, -1, -1),
         },
     })

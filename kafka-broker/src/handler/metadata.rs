@@ -9,6 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 
+use super::authorized;
 use crate::broker::Broker;
 use crate::topics::TopicMeta;
 
@@ -18,7 +19,7 @@ pub(super) fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Res
     // Before v4 a Metadata request always allowed auto-creation.
     let auto_create =
         broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
-    let topics = match req.topics {
+    let mut topics = match req.topics {
         // v0: an empty list means all topics; v1+: null means all topics.
         None => all(broker),
         Some(t) if t.is_empty() && version == 0 => all(broker),
@@ -39,7 +40,20 @@ pub(super) fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Res
             })
             .collect(),
     };
+    // v8+: asked for, each topic's operations (v8+) and the cluster's (v8-v10).
+    let topic_ops = authorized::answer(
+        version >= 8 && req.include_topic_authorized_operations,
+        authorized::TOPIC,
+    );
+    for t in &mut topics {
+        t.topic_authorized_operations = topic_ops;
+    }
+    let cluster_authorized_operations = authorized::answer(
+        (8..=10).contains(&version) && req.include_cluster_authorized_operations,
+        authorized::CLUSTER,
+    );
     ResponseBody::Metadata(MetadataResponse {
+        cluster_authorized_operations,
         brokers: vec![MetadataResponseBroker {
             node_id: node,
             host: KStr::from(host),

@@ -3,6 +3,7 @@
 //! decides when a connection must close.
 
 mod api_versions;
+mod authorized;
 mod configs;
 mod delete_records;
 mod describe_cluster;
@@ -15,6 +16,7 @@ mod offset_for_leader_epoch;
 mod produce;
 mod topics;
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -128,9 +130,36 @@ impl Incoming {
 
 /// Handles one request as a connection read it.
 pub async fn dispatch(broker: &Arc<Broker>, incoming: Incoming) -> Reply {
+    dispatch_from(broker, incoming, None).await
+}
+
+/// [`dispatch`] for a request that came from `peer` (recorded as a group member's host).
+pub async fn dispatch_from(
+    broker: &Arc<Broker>,
+    incoming: Incoming,
+    peer: Option<SocketAddr>,
+) -> Reply {
     match incoming {
-        Incoming::Decoded(r) => handle(broker, r).await,
+        Incoming::Decoded(r) => handle_from(broker, r, peer).await,
         Incoming::Produce { frame, .. } => produce_frame(broker, &frame).await,
+    }
+}
+
+/// A client's address as Kafka writes it in group metadata and DescribeGroups (Java's
+/// `InetAddress.toString()` without a resolved name): `/127.0.0.1`, or for IPv6 the eight
+/// groups in hex without compression, `/0:0:0:0:0:0:0:1`. Empty when not known.
+pub fn client_host(peer: Option<SocketAddr>) -> String {
+    match peer.map(|p| p.ip()) {
+        None => String::new(),
+        Some(IpAddr::V4(a)) => format!("/{a}"),
+        // Java sees an IPv4 client of a dual-stack socket as an IPv4 address.
+        Some(IpAddr::V6(a)) if a.to_ipv4_mapped().is_some() => a
+            .to_ipv4_mapped()
+            .map_or_else(String::new, |v4| format!("/{v4}")),
+        Some(IpAddr::V6(a)) => {
+            let groups: Vec<String> = a.segments().iter().map(|g| format!("{g:x}")).collect();
+            format!("/{}", groups.join(":"))
+        }
     }
 }
 
@@ -154,6 +183,15 @@ async fn produce_frame(broker: &Broker, frame: &Bytes) -> Reply {
 /// Handles one decoded request (a Produce request is read again from its frame, through the
 /// view: see [`Incoming`]).
 pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
+    handle_from(broker, incoming, None).await
+}
+
+/// [`handle`] for a request that came from `peer`.
+pub async fn handle_from(
+    broker: &Arc<Broker>,
+    incoming: IncomingRequest,
+    peer: Option<SocketAddr>,
+) -> Reply {
     if incoming.prefix.api_key == ApiKey::Produce as i16 {
         return produce_frame(broker, &incoming.frame).await;
     }
@@ -212,9 +250,10 @@ pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
             groups::find_coordinator(&groups::CoordinatorNode::of(broker), r, version)
         }
         RequestBody::JoinGroup(r) => {
+            let host = client_host(peer);
             let client = groups::ClientInfo {
                 client_id: req.header.client_id.as_deref().unwrap_or(""),
-                client_host: "",
+                client_host: &host,
             };
             groups::join_group(&broker.groups, client, *r, version).await
         }
@@ -252,4 +291,22 @@ fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
 /// An optional error message: `None` for success.
 pub(crate) fn message(e: &crate::error::BrokerError) -> Option<kafka_protocol::KStr> {
     Some(kafka_protocol::KStr::from(e.to_string()))
+}
+
+#[cfg(test)]
+mod client_host_tests {
+    use super::client_host;
+
+    #[test]
+    fn written_as_java_writes_an_address() {
+        let v4 = "127.0.0.1:50000".parse().ok();
+        assert_eq!(client_host(v4), "/127.0.0.1");
+        let v6 = "[::1]:9092".parse().ok();
+        assert_eq!(client_host(v6), "/0:0:0:0:0:0:0:1");
+        let v6 = "[fe80::1:ab]:9092".parse().ok();
+        assert_eq!(client_host(v6), "/fe80:0:0:0:0:0:1:ab");
+        let mapped = "[::ffff:10.1.2.3]:9092".parse().ok();
+        assert_eq!(client_host(mapped), "/10.1.2.3");
+        assert_eq!(client_host(None), "");
+    }
 }

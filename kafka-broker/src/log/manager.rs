@@ -97,9 +97,9 @@ pub struct LogManager {
 
 impl LogManager {
     /// Opens every partition log in `dirs` with `config_for` its configuration. A directory
-    /// without the clean-shutdown marker means the last run did not end cleanly: its logs are
-    /// recovered. A log that fails to open is kept offline (see [`Self::offline`]) while the
-    /// others serve.
+    /// with logs but without the clean-shutdown marker means the last run did not end
+    /// cleanly: its logs are recovered (a directory without logs is new, not unclean). A log
+    /// that fails to open is kept offline (see [`Self::offline`]) while the others serve.
     pub fn open(
         dirs: Vec<PathBuf>,
         config_for: impl Fn(&TopicPartition) -> LogConfig,
@@ -127,15 +127,19 @@ impl LogManager {
             std::fs::create_dir_all(dir).map_err(|e| LogError::io("create directory", dir, e))?;
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
             let clean = marker.exists();
+            let parts = partition_dirs(dir)?;
             if clean {
                 std::fs::remove_file(&marker)
                     .map_err(|e| LogError::io("remove marker", &marker, e))?;
                 sync_dir(io.as_ref(), dir)?;
+            } else if parts.is_empty() {
+                // A new (or empty) directory: no run ended here, cleanly or not.
+                tracing::debug!(dir = %dir.display(), "no logs and no clean shutdown marker: a new data directory");
             } else {
                 recovered = true;
-                tracing::warn!(dir = %dir.display(), "no clean shutdown marker: recovering logs");
+                tracing::warn!(dir = %dir.display(), logs = parts.len(), "no clean shutdown marker: recovering logs");
             }
-            for (tp, path) in partition_dirs(dir)? {
+            for (tp, path) in parts {
                 if logs.contains_key(&tp) {
                     let reason = format!("{tp} is in more than one data directory");
                     tracing::error!(dir = %path.display(), %reason, "log not opened");

@@ -436,6 +436,7 @@ impl Partition {
                     last_offset: info.last_offset,
                     timestamp: b.max_timestamp,
                 },
+                now_ms,
             );
         }
         drop(producers);
@@ -480,6 +481,7 @@ impl Partition {
                         last_offset: batch.last_offset(),
                         timestamp: batch.max_timestamp(),
                     },
+                    now_ms,
                 );
             }
         }
@@ -585,9 +587,17 @@ impl Partition {
         Ok(Some(stats))
     }
 
-    /// The producer-state snapshot text.
-    pub fn producer_snapshot(&self) -> String {
-        self.producers().to_snapshot()
+    /// Writes the producer-state snapshot into the log's directory (crash-safely: see
+    /// [`crate::producer_state::write_snapshot`]).
+    pub fn write_producer_snapshot(&self) -> std::io::Result<()> {
+        let producers = self.producers();
+        let log = self.log();
+        crate::producer_state::write_snapshot(log.dir(), &producers, log.log_end_offset())
+    }
+
+    /// Forgets producers idle for `expiration_ms` (`producer.id.expiration.ms`).
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers().expire(now_ms, expiration_ms)
     }
 
     /// Applies a new configuration to the log.
@@ -602,7 +612,11 @@ impl Partition {
 }
 
 /// The producer state of a log rebuilt from its batch headers, from the log start to the end.
+/// The log keeps no append times, and a batch's own timestamp may be the client's (CreateTime,
+/// possibly far in the past), so every producer found counts as having appended now: it is
+/// kept a whole `producer.id.expiration.ms` from here rather than forgotten too early.
 pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
+    let now = crate::broker::now_ms();
     let mut states = ProducerStates::default();
     let mut offset = log.log_start_offset();
     let end = log.log_end_offset();
@@ -626,6 +640,7 @@ pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
                         last_offset: batch.last_offset(),
                         timestamp: batch.max_timestamp(),
                     },
+                    now,
                 );
             }
         }

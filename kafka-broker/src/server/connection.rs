@@ -112,7 +112,7 @@ pub(crate) async fn serve(
             None
         };
         let reply = tokio::select! {
-            reply = handler::dispatch(&broker, incoming) => reply,
+            reply = handler::dispatch_from(&broker, incoming, Some(peer)) => reply,
             // A long poll (or any wait) for a client that has gone is not finished: its
             // queued requests and their memory go now, not when the wait would have ended.
             Ok(()) = gone.changed() => {

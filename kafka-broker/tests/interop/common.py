@@ -124,6 +124,27 @@ def records(args):
     return out
 
 
+def past_times(args):
+    """Issue 13's record set for offsets_for_times: `count` records, one second apart, the
+    first about two hours old (CreateTime), record i on partition i % spread. Returns
+    partition -> list of timestamps in offset order (the same in every step of a scenario)."""
+    base = timestamp_base() - 3_600_000
+    parts = {}
+    for i in range(args.count):
+        parts.setdefault(i % args.spread, []).append(base + i * 1000)
+    return parts
+
+
+def past_time_queries(times):
+    """(timestamp asked, offset expected or None) for one partition's timestamps: before the
+    first, each record's own time, one ms after each (the next record), after the last."""
+    out = [(times[0] - 60_000, 0)]
+    for off, ts in enumerate(times):
+        out.append((ts, off))
+        out.append((ts + 1, off + 1 if off + 1 < len(times) else None))
+    return out
+
+
 def by_partition(recs):
     parts = {}
     for r in recs:

@@ -4,6 +4,7 @@
   produce           write the common record set (--compression, --idempotent)
   consume           read it back by assign (no subscribe) and compare byte for byte
   offsets-for-times ListOffsets by timestamp, plus the watermarks
+  produce-past      records two hours old, linger.ms=50, then offsets_for_times (issue 13)
   admin-topics      create (incl. validate-only and configs), create partitions, delete topics
   admin-configs     describe topic and broker configs, incremental alter of a topic config
   delete-records    (after produce) DeleteRecords, then watermarks and where reading starts
@@ -190,6 +191,52 @@ def offsets_for_times(args):
             fail(f"partition {p}: watermarks {lo}..{hi}, expected 0..{len(by_part[p])}")
     consumer.close()
     log("OK: offsets_for_times and watermarks agree with the records")
+
+
+def produce_past(args):
+    """Issue 13: librdkafka with linger.ms=50 writes `count` records with CreateTime two hours
+    in the past, one second apart; then its offsets_for_times (ListOffsets, read_committed,
+    with the current leader epoch) must find the first offset at or after each time asked."""
+    cfg = base_config(args)
+    cfg.update({"linger.ms": 50, "acks": "all", "message.timeout.ms": int(args.timeout * 1000)})
+    producer = Producer(cfg)
+    times = common.past_times(args)
+    failed = []
+
+    def cb(err, msg):
+        if err is not None:
+            failed.append(err)
+
+    for i in range(args.count):
+        p = i % args.spread
+        producer.produce(args.topic, value=b"past-%d" % i, partition=p,
+                         timestamp=times[p][i // args.spread], on_delivery=cb)
+    left = producer.flush(args.timeout)
+    if left or failed:
+        fail(f"{left} records not delivered, errors {failed[:3]}")
+    log(f"OK: produced {args.count} records two hours in the past (linger.ms=50)")
+    offsets_for_past_times(args)
+
+
+def offsets_for_past_times(args):
+    consumer = consumer_for(args)
+    times = common.past_times(args)
+    queries = {p: common.past_time_queries(ts) for p, ts in times.items()}
+    wrong = []
+    for case in range(max(len(q) for q in queries.values())):
+        ask = [TopicPartition(args.topic, p, q[case][0]) for p, q in queries.items()
+               if case < len(q)]
+        for tp in consumer.offsets_for_times(ask, timeout=15):
+            if tp.error is not None:
+                fail(f"offsets_for_times partition {tp.partition}: {tp.error}")
+            expect = queries[tp.partition][case][1]
+            if tp.offset != (-1 if expect is None else expect):
+                wrong.append(f"partition {tp.partition} time {queries[tp.partition][case][0]}: "
+                             f"offset {tp.offset}, expected {expect}")
+    consumer.close()
+    if wrong:
+        fail(f"{len(wrong)} wrong answers: " + "; ".join(wrong[:5]))
+    log("OK: offsets_for_times finds the first offset at or after every time asked")
 
 
 def delete_records(args):
@@ -950,6 +997,7 @@ def main():
         "produce": lambda a: produce(a, idempotent=a.idempotent),
         "consume": consume,
         "offsets-for-times": offsets_for_times,
+        "produce-past": produce_past,
         "admin-topics": admin_topics,
         "admin-configs": admin_configs,
         "delete-records": delete_records,

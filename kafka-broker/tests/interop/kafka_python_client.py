@@ -4,6 +4,7 @@
   produce           write the common record set (--compression, --idempotent)
   consume           read it back by assign (no group) and compare byte for byte
   offsets-for-times ListOffsets by timestamp (plus earliest and latest)
+  offsets-for-past-times (after confluent's produce-past) the same lookups, kafka-python's way
   admin-topics      create (incl. validate-only and configs), create partitions, delete topics
   admin-configs     describe topic and broker configs, alter a topic config
   delete-records    (after produce) DeleteRecords, then where reading starts
@@ -162,6 +163,24 @@ def offsets_for_times(args):
                  f"0..{len(by_part[tp.partition])}")
     consumer.close()
     log("OK: offsets_for_times, beginning_offsets and end_offsets agree with the records")
+
+
+def offsets_for_past_times(args):
+    """After confluent's produce-past: kafka-python's offsets_for_times on the same records."""
+    consumer = consumer_for(args)
+    times = common.past_times(args)
+    wrong = []
+    for p, ts in times.items():
+        tp = TopicPartition(args.topic, p)
+        for asked, expect in common.past_time_queries(ts):
+            got = consumer.offsets_for_times({tp: asked}).get(tp)
+            got_off = None if got is None else got.offset
+            if got_off != expect:
+                wrong.append(f"partition {p} time {asked}: {got}, expected offset {expect}")
+    consumer.close()
+    if wrong:
+        fail(f"{len(wrong)} wrong answers: " + "; ".join(wrong[:5]))
+    log("OK: offsets_for_times finds the first offset at or after every time asked")
 
 
 def delete_records(args):
@@ -570,6 +589,7 @@ def main():
         "produce": lambda a: produce(a, idempotent=a.idempotent),
         "consume": consume,
         "offsets-for-times": offsets_for_times,
+        "offsets-for-past-times": offsets_for_past_times,
         "admin-topics": admin_topics,
         "admin-configs": admin_configs,
         "delete-records": delete_records,

@@ -98,8 +98,8 @@ fn profile_dir() -> PathBuf {
 }
 
 /// Builds a target of the workspace with the profile and target directory of this test, so
-/// that `profile_dir()/<path>` is current. When cargo cannot run, a binary already there is
-/// used (with a NOTICE).
+/// that `profile_dir()/<path>` is current. When the build fails the test fails: a binary
+/// already there is never used in its place.
 pub(crate) fn cargo_build(args: &[&str], path: &str) -> PathBuf {
     let dir = profile_dir();
     let bin = dir.join(path);
@@ -133,18 +133,19 @@ pub(crate) fn cargo_build(args: &[&str], path: &str) -> PathBuf {
     };
     let output = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
-    if !status.is_some_and(|s| s.success()) {
-        assert!(
-            bin.is_file(),
-            "cargo build {args:?} failed ({status:?}) and {} is missing:\n{}",
-            bin.display(),
-            tail(&output, 30)
-        );
-        eprintln!(
-            "NOTICE: cargo build {args:?} failed ({status:?}); using the existing {}",
-            bin.display()
-        );
-    }
+    // A failed build fails the test: an existing binary may be stale (built from other
+    // sources), and a test run against it would test something else.
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "cargo build {args:?} failed ({status:?}); not falling back to {} (it may be stale):\n{}",
+        bin.display(),
+        tail(&output, 30)
+    );
+    assert!(
+        bin.is_file(),
+        "cargo build {args:?} succeeded but {} is missing",
+        bin.display()
+    );
     bin
 }
 

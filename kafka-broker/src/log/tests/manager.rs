@@ -29,7 +29,10 @@ fn directory_names_split_at_the_last_dash() {
 fn logs_are_found_again_after_a_clean_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let m = manager(&[dir.path()]);
-    assert!(m.recovered_at_start(), "a new directory has no marker");
+    assert!(
+        !m.recovered_at_start(),
+        "a new directory has no marker, but no run ended there uncleanly"
+    );
     for (topic, partition) in [("my-topic.v2", 3), ("a-b-c", 0), ("a-b-c", 1)] {
         let log = m
             .get_or_create(topic, partition, small(1_000, 4096))
