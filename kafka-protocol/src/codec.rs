@@ -447,7 +447,8 @@ impl<'a> Reader<'a> {
                 self.pos = self.end - rest.len();
                 Ok(v)
             }
-            Err(e) => Err(nom_err(field, 1, input.len(), e)),
+            // A varint cut short needs at least one byte more than there is.
+            Err(e) => Err(nom_err(field, input.len() + 1, input.len(), e)),
         }
     }
 

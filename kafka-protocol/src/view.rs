@@ -161,7 +161,7 @@ impl<'a> Cursor<'a> {
                 return Ok(v);
             }
         }
-        Err(truncated(field, 1, input.len()))
+        Err(truncated(field, input.len() + 1, input.len()))
     }
 
     /// The next `n` bytes, consumed.

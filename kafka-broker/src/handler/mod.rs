@@ -218,6 +218,20 @@ pub async fn handle_from(
         }
         _ => return Reply::Close(format!("{key:?} v{version} is not supported")),
     }
+    if matches!(
+        key,
+        ApiKey::DeleteTopics | ApiKey::DeleteGroups | ApiKey::DeleteRecords | ApiKey::OffsetDelete
+    ) {
+        // Who deleted what: the lines the deletions themselves log follow this one.
+        tracing::info!(
+            api = ?key,
+            client_host = client_host(peer),
+            client_id = req.header.client_id.as_deref().unwrap_or(""),
+            "deletion requested by {} ({})",
+            client_host(peer),
+            req.header.client_id.as_deref().unwrap_or("no client id")
+        );
+    }
     let body = match req.body {
         RequestBody::Fetch(r) => {
             let (body, regions) = fetch::handle(broker, *r, version).await;

@@ -60,9 +60,14 @@ pub(super) fn create_topics(
                     t.replication_factor
                 };
                 if rf != 1 && t.assignments.is_empty() {
+                    let why = if rf < 1 {
+                        format!("replication factor must be at least 1, got {rf}")
+                    } else {
+                        format!("replication factor {rf} is larger than the number of brokers (1)")
+                    };
                     return Err(BrokerError::kafka(
                         ErrorCode::INVALID_REPLICATION_FACTOR,
-                        format!("replication factor {rf} is larger than the number of brokers (1)"),
+                        why,
                     ));
                 }
                 let mut configs = BTreeMap::new();
