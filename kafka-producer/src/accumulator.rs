@@ -52,6 +52,9 @@ pub(crate) struct PartitionQueue {
     pub(crate) next_sequence: i32,
     /// Records of the last batch sent: a new batch reserves room for as many completions.
     pub(crate) records_hint: usize,
+    /// A batch of the current producer id and epoch was acknowledged on this partition, so
+    /// the broker knows the producer here (idempotence; see [`Accumulator::muted`]).
+    pub(crate) producer_known: bool,
 }
 
 pub(crate) type Queue = Arc<Mutex<PartitionQueue>>;
@@ -411,13 +414,18 @@ impl Accumulator {
 
     /// A partition sends nothing while: it has a batch in flight and order must be kept by
     /// muting (max.in.flight=1), or its next batch is a retry of an idempotent batch and
-    /// earlier attempts are still in flight (retries go out in sequence order).
+    /// earlier attempts are still in flight (retries go out in sequence order), or no batch
+    /// of the current producer id has been acknowledged on it yet. The last keeps order when
+    /// the first batch fails: a broker takes a producer it does not know at any sequence (as
+    /// Kafka does since KIP-360), so a second batch in flight behind a refused first one
+    /// would be appended before it.
     fn muted(&self, q: &PartitionQueue) -> bool {
         if q.in_flight == 0 {
             return false;
         }
         self.cfg.guarantee_order
-            || (self.cfg.idempotent && q.deque.front().is_some_and(|b| b.producer.is_some()))
+            || (self.cfg.idempotent
+                && (!q.producer_known || q.deque.front().is_some_and(|b| b.producer.is_some())))
     }
 
     /// Takes up to one batch per partition led by each of `nodes`, at most `max_request_size`
@@ -570,6 +578,7 @@ impl Accumulator {
         for (_, queue) in self.snapshot().iter() {
             let mut q = lock(queue);
             q.next_sequence = 0;
+            q.producer_known = false;
             for b in &mut q.deque {
                 b.producer = None;
             }
@@ -616,6 +625,10 @@ impl Accumulator {
         result: Result<(i64, Option<i64>), ProducerError>,
     ) {
         let id = batch.id;
+        if result.is_ok() && batch.producer.is_some() {
+            let queue = self.queue(&batch.tp.topic, batch.tp.partition);
+            lock(&queue).producer_known = true;
+        }
         let list = batch.complete(result, &self.reports, &self.pool);
         if list.capacity() <= SPARE_LIST_CAPACITY {
             let mut lists = lock(&self.lists);
@@ -840,20 +853,29 @@ mod tests {
         // No producer id yet: nothing leaves.
         assert!(a.drain(now, &nodes(&[1]), leader, None).unwrap().is_empty());
         let pid = Some((42, 0));
+        // The partition's first batch for this producer goes alone: until the broker has
+        // acknowledged one, it may not know the producer and would take a later batch first.
+        let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        let (first, _) = d.remove(&1).unwrap().remove(0);
+        assert_eq!(first.producer.unwrap().base_sequence, 0);
+        let first_count = first.record_count() as i32;
+        assert!(a.drain(now, &nodes(&[1]), leader, pid).unwrap().is_empty());
+        a.in_flight_done(&first.tp);
+        a.complete(first, Ok((0, None)));
         let mut sent = Vec::new();
         for _ in 0..3 {
             let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
             sent.extend(d.remove(&1).unwrap_or_default());
         }
-        assert_eq!(sent.len(), 3);
+        assert_eq!(sent.len(), 3, "known to the broker: batches pipeline");
         let seqs: Vec<i32> = sent
             .iter()
             .map(|(b, _)| b.producer.unwrap().base_sequence)
             .collect();
         let counts: Vec<i32> = sent.iter().map(|(b, _)| b.record_count() as i32).collect();
-        assert_eq!(seqs[0], 0);
-        assert_eq!(seqs[1], counts[0]);
-        assert_eq!(seqs[2], counts[0] + counts[1]);
+        assert_eq!(seqs[0], first_count);
+        assert_eq!(seqs[1], first_count + counts[0]);
+        assert_eq!(seqs[2], first_count + counts[0] + counts[1]);
         // The first and third fail; they go back in sequence order.
         let mut it = sent.into_iter();
         let (b0, _) = it.next().unwrap();
@@ -873,9 +895,9 @@ mod tests {
         a.in_flight_done(&b1.tp);
         let d = a.drain(later, &nodes(&[1]), leader, pid).unwrap();
         let (r0, bytes) = &d[&1][0];
-        assert_eq!(r0.producer.unwrap().base_sequence, 0);
+        assert_eq!(r0.producer.unwrap().base_sequence, first_count);
         let view = kafka_protocol::record::RecordBatch::from_bytes(bytes.clone()).unwrap();
-        assert_eq!(view.base_sequence(), 0);
+        assert_eq!(view.base_sequence(), first_count);
         assert_eq!(view.producer_id(), 42);
         // After an epoch bump, queued batches are renumbered from 0 in order.
         a.reset_sequences();
