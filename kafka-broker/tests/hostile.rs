@@ -288,6 +288,25 @@ fn request(body: kafka_protocol::messages::RequestBody, version: i16, corr: i32)
     out
 }
 
+/// Creates a topic of one partition through `admin`.
+fn create_topic(admin: &mut TcpStream, name: &'static str) {
+    use kafka_protocol::messages::*;
+    let create = CreateTopicsRequest {
+        topics: vec![create_topics_request::CreatableTopic {
+            name: kafka_protocol::KStr::from_static(name),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    admin
+        .write_all(&request(RequestBody::from(create), 4, 1))
+        .unwrap();
+    read_frame(admin);
+}
+
 /// Reads one answer frame and returns its bytes after the size prefix.
 fn read_frame(sock: &mut TcpStream) -> Vec<u8> {
     let mut size = [0u8; 4];
@@ -330,20 +349,7 @@ async fn requests_read_ahead_behind_a_long_poll_are_bounded_and_dropped_when_the
     let addr: SocketAddr = broker.addr.parse().unwrap();
     let pid = broker.pid();
     let mut admin = TcpStream::connect(addr).unwrap();
-    let create = CreateTopicsRequest {
-        topics: vec![create_topics_request::CreatableTopic {
-            name: kafka_protocol::KStr::from_static("quiet"),
-            num_partitions: 1,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    admin
-        .write_all(&request(RequestBody::from(create), 4, 1))
-        .unwrap();
-    read_frame(&mut admin);
+    create_topic(&mut admin, "quiet");
     let baseline = status_bytes(pid, "VmRSS");
 
     // A Fetch that waits 30 s on an empty partition, then 17 ApiVersions requests padded to
@@ -433,20 +439,7 @@ async fn acks_zero_requests_sent_just_before_a_close_are_all_appended() {
     let broker = node.start(&[]).await;
     let addr: SocketAddr = broker.addr.parse().unwrap();
     let mut admin = TcpStream::connect(addr).unwrap();
-    let create = CreateTopicsRequest {
-        topics: vec![create_topics_request::CreatableTopic {
-            name: kafka_protocol::KStr::from_static("fire-and-forget"),
-            num_partitions: 1,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    admin
-        .write_all(&request(RequestBody::from(create), 4, 1))
-        .unwrap();
-    read_frame(&mut admin);
+    create_topic(&mut admin, "fire-and-forget");
     const REQUESTS: i64 = 1000;
     let mut wire = Vec::new();
     for i in 0..REQUESTS {

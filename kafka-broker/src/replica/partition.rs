@@ -469,22 +469,7 @@ impl Partition {
         let frozen = records.clone().freeze();
         let mut producers = self.producers();
         let info = self.log().append_as_follower(records, now_ms)?;
-        for batch in kafka_protocol::record::RecordBatches::new(frozen).flatten() {
-            if batch.producer_id() >= 0 && !batch.is_control() {
-                producers.record(
-                    batch.producer_id(),
-                    batch.producer_epoch(),
-                    BatchMeta {
-                        first_seq: batch.base_sequence(),
-                        last_seq: batch.last_sequence(),
-                        first_offset: batch.base_offset(),
-                        last_offset: batch.last_offset(),
-                        timestamp: batch.max_timestamp(),
-                    },
-                    now_ms,
-                );
-            }
-        }
+        record_producers(&mut producers, frozen, now_ms);
         Ok(info)
     }
 
@@ -628,23 +613,29 @@ pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
         if info.next_offset <= offset {
             break;
         }
-        for batch in kafka_protocol::record::RecordBatches::new(bytes).flatten() {
-            if batch.producer_id() >= 0 && !batch.is_control() {
-                states.record(
-                    batch.producer_id(),
-                    batch.producer_epoch(),
-                    BatchMeta {
-                        first_seq: batch.base_sequence(),
-                        last_seq: batch.last_sequence(),
-                        first_offset: batch.base_offset(),
-                        last_offset: batch.last_offset(),
-                        timestamp: batch.max_timestamp(),
-                    },
-                    now,
-                );
-            }
-        }
+        record_producers(&mut states, bytes, now);
         offset = info.next_offset;
     }
     states
+}
+
+/// Records the idempotent producers' batches of a record set (from the batch headers), as
+/// appended at `append_ms`.
+fn record_producers(states: &mut ProducerStates, records: Bytes, append_ms: i64) {
+    for batch in kafka_protocol::record::RecordBatches::new(records).flatten() {
+        if batch.producer_id() >= 0 && !batch.is_control() {
+            states.record(
+                batch.producer_id(),
+                batch.producer_epoch(),
+                BatchMeta {
+                    first_seq: batch.base_sequence(),
+                    last_seq: batch.last_sequence(),
+                    first_offset: batch.base_offset(),
+                    last_offset: batch.last_offset(),
+                    timestamp: batch.max_timestamp(),
+                },
+                append_ms,
+            );
+        }
+    }
 }
