@@ -470,6 +470,13 @@ impl Broker {
             })?;
         let overrides = change(&current)?;
         let typed = Arc::new(TopicConfig::new(&self.config, &overrides)?);
+        if topics::is_internal(name) && !typed.produce_rules().compacted {
+            // Retention by time or size would delete committed offsets and group state.
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_CONFIG,
+                format!("{name} is an internal topic: its cleanup.policy must include compact"),
+            ));
+        }
         if validate_only {
             return Ok(());
         }

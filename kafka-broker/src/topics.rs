@@ -25,8 +25,13 @@ pub struct TopicMeta {
 impl TopicMeta {
     /// Whether the topic is internal (`__consumer_offsets`, `__transaction_state`).
     pub fn is_internal(&self) -> bool {
-        self.name == "__consumer_offsets" || self.name == "__transaction_state"
+        is_internal(&self.name)
     }
+}
+
+/// Whether `topic` is one of Kafka's internal topics, which only the broker writes.
+pub fn is_internal(topic: &str) -> bool {
+    topic == "__consumer_offsets" || topic == "__transaction_state"
 }
 
 /// Kafka's legal topic names: 1-249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.

@@ -19,6 +19,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use broker::Node;
+use kafka_protocol::error_code::ErrorCode;
 
 /// A `kB` line of `/proc/PID/status` (VmSize, VmRSS, VmHWM), in bytes.
 fn status_bytes(pid: u32, field: &str) -> u64 {
@@ -507,6 +508,198 @@ async fn acks_zero_requests_sent_just_before_a_close_are_all_appended() {
         assert!(
             Instant::now() < deadline,
             "{end} of {REQUESTS} acks=0 records were appended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends `body` at `version` and decodes the answer.
+fn call(
+    sock: &mut TcpStream,
+    body: kafka_protocol::messages::RequestBody,
+    version: i16,
+    corr: i32,
+) -> kafka_protocol::messages::ResponseBody {
+    let key = body.api_key();
+    sock.write_all(&request(body, version, corr)).unwrap();
+    let frame = read_frame(sock);
+    kafka_protocol::frame::decode_response(&bytes::Bytes::from(frame), key, version)
+        .unwrap()
+        .body
+}
+
+/// The committed offset of group `g`, topic `t`, partition 0.
+fn committed(sock: &mut TcpStream, corr: i32) -> i64 {
+    use kafka_protocol::messages::*;
+    let fetch = OffsetFetchRequest {
+        group_id: kafka_protocol::KStr::from_static("g"),
+        topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopic {
+            name: kafka_protocol::KStr::from_static("t"),
+            partition_indexes: vec![0],
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let ResponseBody::OffsetFetch(r) = call(sock, RequestBody::from(fetch), 1, corr) else {
+        panic!()
+    };
+    r.topics[0].partitions[0].committed_offset
+}
+
+/// Clients may not write `__consumer_offsets`: a forged commit record, DeleteRecords and a
+/// switch to `cleanup.policy=delete` are refused, and the group's committed offset survives
+/// a restart unchanged. kcat's produce is refused as Kafka refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_topics_are_not_writable_by_clients() {
+    use kafka_protocol::messages::*;
+    use kafka_protocol::record::RecordBatchBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(
+        dir.path().join("data"),
+        dir.path().join("logs"),
+        &["offsets.topic.num.partitions=1"],
+    );
+    let mut broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    create_topic(&mut admin, "t");
+    let commit = OffsetCommitRequest {
+        group_id: kafka_protocol::KStr::from_static("g"),
+        generation_id_or_member_epoch: -1,
+        retention_time_ms: -1,
+        topics: vec![offset_commit_request::OffsetCommitRequestTopic {
+            name: kafka_protocol::KStr::from_static("t"),
+            partitions: vec![offset_commit_request::OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::OffsetCommit(r) = call(&mut admin, RequestBody::from(commit), 2, 2) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    assert_eq!(committed(&mut admin, 3), 1);
+
+    // A forged record (any bytes will do: the write itself is refused).
+    let mut b = RecordBatchBuilder::new();
+    b.append(0, Some(b"forged-key"), Some(b"forged-value"), &[])
+        .unwrap();
+    let produce = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5_000,
+        topic_data: vec![produce_request::TopicProduceData {
+            name: kafka_protocol::KStr::from_static("__consumer_offsets"),
+            partition_data: vec![produce_request::PartitionProduceData {
+                index: 0,
+                records: Some(b.build().unwrap()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Produce(r) = call(&mut admin, RequestBody::from(produce), 7, 4) else {
+        panic!()
+    };
+    assert_eq!(
+        r.responses[0].partition_responses[0].error_code,
+        ErrorCode::INVALID_TOPIC_EXCEPTION.code()
+    );
+    let delete = DeleteRecordsRequest {
+        topics: vec![delete_records_request::DeleteRecordsTopic {
+            name: kafka_protocol::KStr::from_static("__consumer_offsets"),
+            partitions: vec![delete_records_request::DeleteRecordsPartition {
+                partition_index: 0,
+                offset: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    let ResponseBody::DeleteRecords(r) = call(&mut admin, RequestBody::from(delete), 1, 5) else {
+        panic!()
+    };
+    assert_eq!(
+        r.topics[0].partitions[0].error_code,
+        ErrorCode::INVALID_TOPIC_EXCEPTION.code()
+    );
+    let alter = IncrementalAlterConfigsRequest {
+        resources: vec![incremental_alter_configs_request::AlterConfigsResource {
+            resource_type: 2,
+            resource_name: kafka_protocol::KStr::from_static("__consumer_offsets"),
+            configs: vec![incremental_alter_configs_request::AlterableConfig {
+                name: kafka_protocol::KStr::from_static("cleanup.policy"),
+                config_operation: 0,
+                value: Some(kafka_protocol::KStr::from_static("delete")),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::IncrementalAlterConfigs(r) = call(&mut admin, RequestBody::from(alter), 0, 6)
+    else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].error_code, ErrorCode::INVALID_CONFIG.code());
+
+    // kcat (librdkafka) producing to the internal topic is refused the same way.
+    let out = std::process::Command::new("kcat")
+        .args([
+            "-b",
+            &broker.addr,
+            "-P",
+            "-t",
+            "__consumer_offsets",
+            "-p",
+            "0",
+        ])
+        .arg("-X")
+        .arg("message.timeout.ms=5000")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(b"forged\n");
+            }
+            child.wait_with_output()
+        });
+    match out {
+        Ok(Ok(out)) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("Invalid topic") || stderr.contains("INVALID_TOPIC"),
+                "kcat was not refused: {stderr}"
+            );
+        }
+        _ if std::env::var("KAFKA_RS_REQUIRE_PEERS").is_ok_and(|v| v == "1") => {
+            panic!("KAFKA_RS_REQUIRE_PEERS=1 but kcat cannot run")
+        }
+        _ => eprintln!("SKIPPED: kcat is not installed"),
+    }
+
+    // After a crash and restart the group's offset is still the committed one.
+    drop(admin);
+    broker.kill();
+    let broker = node.start(&[]).await;
+    let mut admin = TcpStream::connect(broker.addr.as_str()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let offset = committed(&mut admin, 7);
+        if offset == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "committed offset {offset} after restart"
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -539,6 +539,13 @@ impl Partition {
     /// watermark.
     pub fn delete_records(&self, offset: i64) -> Result<i64, BrokerError> {
         self.require_leader()?;
+        if crate::topics::is_internal(&self.topic) {
+            // The group coordinator's state lives there; clients may not trim it.
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_TOPIC_EXCEPTION,
+                format!("Cannot delete records of internal topic {}", self.topic),
+            ));
+        }
         let start = {
             let mut log = self.log();
             let hw = log.high_watermark();

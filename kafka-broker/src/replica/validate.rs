@@ -176,6 +176,14 @@ pub fn check(
     (topic, partition): (&str, i32),
     now: i64,
 ) -> Result<Vec<BatchSummary>, Refused> {
+    if crate::topics::is_internal(topic) {
+        // Kafka's words; only the broker's coordinators append there.
+        return Err(BrokerError::kafka(
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
+            format!("Cannot append to internal topic {topic}"),
+        )
+        .into());
+    }
     let keys_required = rules.compacted.then_some((topic, partition));
     let mut keyless = Vec::new();
     let batches = validate(
