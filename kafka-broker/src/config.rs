@@ -85,6 +85,9 @@ pub struct BrokerConfig {
     pub queued_max_request_bytes: usize,
     /// `offsets.topic.num.partitions`.
     pub offsets_topic_num_partitions: i32,
+    /// `fetch.max.bytes`: the most record data one Fetch answer carries, whatever it asks
+    /// (55 MiB; the first batch of the first partition with data may exceed it, KIP-74).
+    pub fetch_max_bytes: usize,
     /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
     pub fetch_max_wait_cap_ms: u64,
     /// `log.cleanup.policy`: the default `cleanup.policy` of topics.
@@ -150,6 +153,7 @@ impl Default for BrokerConfig {
             queued_max_request_bytes: 512 << 20,
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
+            fetch_max_bytes: 57_671_680,
             cleanup_policy: "delete".into(),
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,
@@ -327,6 +331,7 @@ impl BrokerConfig {
             "max.connections.per.ip.overrides" => {
                 self.max_connections_per_ip_overrides = per_ip_overrides(key, v)?
             }
+            "fetch.max.bytes" => self.fetch_max_bytes = positive(key, parse(key, v)?)?,
             "connections.max.idle.ms" => {
                 self.connections_max_idle_ms = positive(key, parse(key, v)?)?
             }

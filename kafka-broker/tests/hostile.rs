@@ -704,3 +704,133 @@ async fn internal_topics_are_not_writable_by_clients() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A small receive buffer, so that an answer the client never reads stays with the broker.
+#[allow(unsafe_code)]
+fn small_receive_buffer(sock: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4096;
+    // SAFETY: a valid descriptor and a correctly sized int option.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+}
+
+/// Fetch answers are bounded by the broker's `fetch.max.bytes` whatever the request asks, a
+/// partition named many times is read once, and answers stay file regions: ten clients asking
+/// for 2 GiB of a 140 MB partition (and one naming it 200 times) and never reading do not make
+/// the broker read the data into memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_answers_are_bounded_by_the_broker_not_the_client() {
+    use kafka_protocol::messages::*;
+    use kafka_protocol::record::RecordBatchBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(dir.path().join("data"), dir.path().join("logs"), &[]);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    create_topic(&mut admin, "big");
+    let value = vec![b'v'; 1_000_000];
+    for i in 0..140 {
+        let mut b = RecordBatchBuilder::new();
+        b.append(i, None, Some(&value), &[]).unwrap();
+        let produce = ProduceRequest {
+            acks: 1,
+            timeout_ms: 10_000,
+            topic_data: vec![produce_request::TopicProduceData {
+                name: kafka_protocol::KStr::from_static("big"),
+                partition_data: vec![produce_request::PartitionProduceData {
+                    index: 0,
+                    records: Some(b.build().unwrap()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::Produce(r) =
+            call(&mut admin, RequestBody::from(produce), 7, 100 + i as i32)
+        else {
+            panic!()
+        };
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    }
+    let fetch = |copies: usize, partition_max: i32| FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: i32::MAX,
+        topics: vec![fetch_request::FetchTopic {
+            topic: kafka_protocol::KStr::from_static("big"),
+            partitions: (0..copies)
+                .map(|_| fetch_request::FetchPartition {
+                    partition: 0,
+                    fetch_offset: 0,
+                    partition_max_bytes: partition_max,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    // What one answer holds: the broker's cap, and one partition for 200 copies.
+    let mut probe = TcpStream::connect(addr).unwrap();
+    let ResponseBody::Fetch(r) = call(&mut probe, RequestBody::from(fetch(1, i32::MAX)), 4, 1)
+    else {
+        panic!()
+    };
+    let got = r.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, |b| b.len());
+    assert!(
+        (50 << 20..=57_671_680 + (1 << 20)).contains(&got),
+        "one answer carried {got} bytes (fetch.max.bytes is 55 MiB)"
+    );
+    let ResponseBody::Fetch(r) = call(&mut probe, RequestBody::from(fetch(200, 5 << 20)), 4, 2)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        r.responses[0].partitions.len(),
+        1,
+        "a partition named 200 times"
+    );
+
+    let baseline = status_bytes(pid, "VmRSS");
+    let mut stalled = Vec::new();
+    for i in 0..11 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        small_receive_buffer(&s);
+        let body = if i == 10 {
+            fetch(200, 5 << 20)
+        } else {
+            fetch(1, i32::MAX)
+        };
+        s.write_all(&request(RequestBody::from(body), 4, 7))
+            .unwrap();
+        stalled.push(s);
+    }
+    let mut peak = baseline;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        peak = peak.max(status_bytes(pid, "VmRSS"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let grown = peak.saturating_sub(baseline);
+    assert!(
+        grown < 150 << 20,
+        "11 unread fetch answers grew the broker's RSS by {} MiB",
+        grown >> 20
+    );
+    drop(stalled);
+}

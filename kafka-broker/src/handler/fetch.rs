@@ -4,6 +4,7 @@
 //! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that). Record data
 //! is planned as file regions and sent with `sendfile` (see [`crate::sendfile`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +50,7 @@ pub(super) async fn handle(
     }
     let by_id = version >= 13;
     let mut wanted = Vec::new();
+    let mut seen: HashMap<(&[u8], i32), usize> = HashMap::new();
     for t in &req.topics {
         let name = if by_id {
             broker
@@ -59,14 +61,33 @@ pub(super) async fn handle(
             t.topic.clone()
         };
         for p in &t.partitions {
-            wanted.push(Wanted {
+            let w = Wanted {
                 topic: name.clone(),
                 topic_id: t.topic_id,
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
                 current_leader_epoch: p.current_leader_epoch,
-            });
+            };
+            // A partition named twice is read once, as Kafka's map of the request's
+            // partitions does (the last entry wins, in the first one's place): 200 copies of
+            // one partition must not cost 200 reads and answers.
+            let key: (&[u8], i32) = if by_id {
+                (&t.topic_id.0[..], p.partition)
+            } else {
+                (t.topic.as_bytes(), p.partition)
+            };
+            match seen.get(&key) {
+                Some(&i) => {
+                    if let Some(slot) = wanted.get_mut(i) {
+                        *slot = w;
+                    }
+                }
+                None => {
+                    seen.insert(key, wanted.len());
+                    wanted.push(w);
+                }
+            }
         }
     }
     let read_committed = version >= 4 && req.isolation_level == READ_COMMITTED;
@@ -76,11 +97,14 @@ pub(super) async fn handle(
             .min(broker.config.fetch_max_wait_cap_ms),
     );
     let min_bytes = usize::try_from(req.min_bytes).unwrap_or(0);
+    // The broker's own cap (`fetch.max.bytes`) bounds every answer, whatever the request
+    // asks (Fetch v0-2 name no limit at all).
     let response_max = if version >= 3 {
         usize::try_from(req.max_bytes).unwrap_or(0)
     } else {
         usize::MAX
-    };
+    }
+    .min(broker.config.fetch_max_bytes);
     let deadline = Instant::now() + max_wait;
     let hosted: Vec<Option<Arc<Partition>>> = wanted
         .iter()
