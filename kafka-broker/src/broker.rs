@@ -110,7 +110,12 @@ impl Broker {
             last_producer_expiry: AtomicI64::new(now_ms()),
         };
         for t in broker.all_topics() {
-            broker.host_partitions(&t.name, 0, t.partitions, &t.configs)?;
+            // One topic that cannot be opened (descriptors, disk) stays offline with its
+            // reason logged; it does not keep every other topic from being served.
+            if let Err(e) = broker.host_partitions(&t.name, 0, t.partitions, &t.configs) {
+                tracing::error!(topic = %t.name, error = %e,
+                    "topic offline: its partitions could not be opened at start");
+            }
         }
         // Logs of topics that no longer exist (a crash during a delete) go away.
         for tp in broker.logs.partitions() {
@@ -353,6 +358,7 @@ impl Broker {
                 format!("topic {name} already exists"),
             ));
         }
+        self.check_partition_budget(&reg, partitions)?;
         if validate_only {
             return Ok(TopicMeta {
                 name: name.to_owned(),
@@ -364,7 +370,14 @@ impl Broker {
         let meta = reg.create(name, partitions, configs, topics::random_uuid())?;
         self.topic_configs.insert(name, Arc::new(typed));
         drop(reg);
-        self.host_partitions(name, 0, partitions, &meta.configs)?;
+        if let Err(e) = self.host_partitions(name, 0, partitions, &meta.configs) {
+            // All or nothing: no registry entry, no directories left behind.
+            self.undo_hosting(name, 0, partitions);
+            let _ = lock(&self.topics).delete(name);
+            self.topic_configs.remove(name);
+            tracing::warn!(topic = name, partitions, error = %e, "topic creation failed and was undone");
+            return Err(e);
+        }
         // An alter may have come in between the registration and the hosting.
         self.push_log_configs(name);
         tracing::info!(topic = name, partitions, "created topic");
@@ -426,14 +439,49 @@ impl Broker {
                 ),
             ));
         }
+        self.check_partition_budget(&reg, total - current)?;
         if !validate_only {
             reg.set_partitions(name, total)?;
             let configs = reg.get(name).map(|t| t.configs.clone()).unwrap_or_default();
             drop(reg);
-            self.host_partitions(name, current, total, &configs)?;
+            if let Err(e) = self.host_partitions(name, current, total, &configs) {
+                self.undo_hosting(name, current, total);
+                let _ = lock(&self.topics).set_partitions(name, current);
+                tracing::warn!(topic = name, total, error = %e, "adding partitions failed and was undone");
+                return Err(e);
+            }
             self.push_log_configs(name);
         }
         Ok(())
+    }
+
+    /// Refuses `adding` more partitions when the broker would host more than
+    /// `max.partitions` (every partition holds descriptors and memory; a request for a
+    /// million must fail before anything is created).
+    fn check_partition_budget(&self, reg: &TopicRegistry, adding: i32) -> Result<(), BrokerError> {
+        let hosted: i64 = reg.all().map(|t| i64::from(t.partitions)).sum();
+        let after = hosted + i64::from(adding.max(0));
+        let max = i64::try_from(self.config.max_partitions).unwrap_or(i64::MAX);
+        if after > max {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_PARTITIONS,
+                format!(
+                    "{adding} more partitions would make {after} on this broker, more than max.partitions ({max})"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stops hosting partitions `from..to` of a topic and deletes their logs (a creation that
+    /// failed half way).
+    fn undo_hosting(&self, name: &str, from: i32, to: i32) {
+        self.replicas.remove_partitions(name, from, to);
+        for p in from..to {
+            if let Err(e) = self.logs.delete(name, p) {
+                tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
+            }
+        }
     }
 
     /// Replaces a topic's config overrides (see [`Self::alter_topic_configs`]).

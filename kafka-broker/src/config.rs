@@ -66,6 +66,9 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`.
     pub max_connections: usize,
+    /// `max.partitions` (ours): the most partitions this broker hosts, every topic together;
+    /// CreateTopics and CreatePartitions beyond it are refused before anything is created.
+    pub max_partitions: usize,
     /// `max.connections.per.ip`: connections one peer address may hold.
     pub max_connections_per_ip: usize,
     /// `max.connections.per.ip.overrides` (`host:count,...`; host names are resolved when the
@@ -145,6 +148,7 @@ impl Default for BrokerConfig {
             sendfile: true,
             socket_request_max_bytes: 104_857_600,
             max_connections: 10_000,
+            max_partitions: 10_000,
             max_connections_per_ip: i32::MAX as usize,
             max_connections_per_ip_overrides: Vec::new(),
             connections_max_idle_ms: 600_000,
@@ -325,6 +329,7 @@ impl BrokerConfig {
                 self.socket_request_max_bytes = positive(key, parse(key, v)?)?
             }
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
+            "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
             "max.connections.per.ip" => {
                 self.max_connections_per_ip = positive(key, parse(key, v)?)?
             }

@@ -834,3 +834,77 @@ async fn fetch_answers_are_bounded_by_the_broker_not_the_client() {
     );
     drop(stalled);
 }
+
+/// A CreateTopics or CreatePartitions asking for a million partitions is refused before
+/// anything is created (no registry entry, no directory, no descriptors), and the broker starts
+/// again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_partitions_are_refused_before_anything_is_created() {
+    use kafka_protocol::messages::*;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut node = Node::new(data.clone(), dir.path().join("logs"), &[]);
+    let mut broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    create_topic(&mut admin, "small");
+    let entries = || std::fs::read_dir(&data).unwrap().count();
+    let (dirs, fds) = (entries(), open_descriptors(pid));
+    let create = CreateTopicsRequest {
+        topics: vec![create_topics_request::CreatableTopic {
+            name: kafka_protocol::KStr::from_static("huge"),
+            num_partitions: 1_000_000,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 60_000,
+        ..Default::default()
+    };
+    let ResponseBody::CreateTopics(r) = call(&mut admin, RequestBody::from(create), 2, 2) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, ErrorCode::INVALID_PARTITIONS.code());
+    let more = CreatePartitionsRequest {
+        topics: vec![create_partitions_request::CreatePartitionsTopic {
+            name: kafka_protocol::KStr::from_static("small"),
+            count: 1_000_000,
+            assignments: None,
+            ..Default::default()
+        }],
+        timeout_ms: 60_000,
+        ..Default::default()
+    };
+    let ResponseBody::CreatePartitions(r) = call(&mut admin, RequestBody::from(more), 1, 3) else {
+        panic!()
+    };
+    assert_eq!(
+        r.results[0].error_code,
+        ErrorCode::INVALID_PARTITIONS.code()
+    );
+    assert_eq!(
+        entries(),
+        dirs,
+        "directories were created for refused partitions"
+    );
+    assert!(
+        open_descriptors(pid) <= fds + 2,
+        "descriptors were opened for refused partitions"
+    );
+    let registry = std::fs::read_to_string(data.join("topics.meta")).unwrap_or_default();
+    assert!(
+        !registry.contains("huge"),
+        "the refused topic is in the registry"
+    );
+    // A restart finds the broker as it was.
+    drop(admin);
+    broker.kill();
+    let broker = node.start(&[]).await;
+    let mut admin = TcpStream::connect(broker.addr.as_str()).unwrap();
+    assert_eq!(ask(&mut admin, 9), Some(9));
+    assert_eq!(
+        entries(),
+        dirs + 1 - 1 + usize::from(false),
+        "the data directory changed"
+    );
+}

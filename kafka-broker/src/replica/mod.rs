@@ -129,6 +129,24 @@ impl ReplicaManager {
         removed
     }
 
+    /// Stops hosting partitions `from..to` of a topic (a creation undone).
+    pub fn remove_partitions(&self, topic: &str, from: i32, to: i32) {
+        let mut all = self
+            .partitions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(by_index) = all.get_mut(topic) {
+            for p in from..to {
+                if let Some(part) = by_index.remove(&p) {
+                    part.changed().notify_waiters();
+                }
+            }
+            if by_index.is_empty() {
+                all.remove(topic);
+            }
+        }
+    }
+
     /// Writes every hosted partition's high watermark to the checkpoint file.
     pub fn checkpoint_high_watermarks(&self) -> Result<(), BrokerError> {
         let mut entries: Vec<(TopicPartition, i64)> = self
