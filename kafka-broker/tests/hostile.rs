@@ -308,6 +308,29 @@ fn create_topic(admin: &mut TcpStream, name: &'static str) {
     read_frame(admin);
 }
 
+/// A Produce request of `records` to partition 0 of `topic`.
+fn produce_request(
+    topic: &'static str,
+    acks: i16,
+    records: bytes::Bytes,
+) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::*;
+    ProduceRequest {
+        acks,
+        timeout_ms: 10_000,
+        topic_data: vec![produce_request::TopicProduceData {
+            name: kafka_protocol::KStr::from_static(topic),
+            partition_data: vec![produce_request::PartitionProduceData {
+                index: 0,
+                records: Some(records),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
 /// Reads one answer frame and returns its bytes after the size prefix.
 fn read_frame(sock: &mut TcpStream) -> Vec<u8> {
     let mut size = [0u8; 4];
@@ -447,20 +470,7 @@ async fn acks_zero_requests_sent_just_before_a_close_are_all_appended() {
         let mut b = RecordBatchBuilder::new();
         b.append(i, None, Some(format!("v{i}").as_bytes()), &[])
             .unwrap();
-        let produce = ProduceRequest {
-            acks: 0,
-            timeout_ms: 10_000,
-            topic_data: vec![produce_request::TopicProduceData {
-                name: kafka_protocol::KStr::from_static("fire-and-forget"),
-                partition_data: vec![produce_request::PartitionProduceData {
-                    index: 0,
-                    records: Some(b.build().unwrap()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let produce = produce_request("fire-and-forget", 0, b.build().unwrap());
         wire.extend_from_slice(&request(RequestBody::from(produce), 7, i as i32));
     }
     {
@@ -588,20 +598,7 @@ async fn internal_topics_are_not_writable_by_clients() {
     let mut b = RecordBatchBuilder::new();
     b.append(0, Some(b"forged-key"), Some(b"forged-value"), &[])
         .unwrap();
-    let produce = ProduceRequest {
-        acks: -1,
-        timeout_ms: 5_000,
-        topic_data: vec![produce_request::TopicProduceData {
-            name: kafka_protocol::KStr::from_static("__consumer_offsets"),
-            partition_data: vec![produce_request::PartitionProduceData {
-                index: 0,
-                records: Some(b.build().unwrap()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
+    let produce = produce_request("__consumer_offsets", -1, b.build().unwrap());
     let ResponseBody::Produce(r) = call(&mut admin, RequestBody::from(produce), 7, 4) else {
         panic!()
     };
@@ -742,20 +739,7 @@ async fn fetch_answers_are_bounded_by_the_broker_not_the_client() {
     for i in 0..140 {
         let mut b = RecordBatchBuilder::new();
         b.append(i, None, Some(&value), &[]).unwrap();
-        let produce = ProduceRequest {
-            acks: 1,
-            timeout_ms: 10_000,
-            topic_data: vec![produce_request::TopicProduceData {
-                name: kafka_protocol::KStr::from_static("big"),
-                partition_data: vec![produce_request::PartitionProduceData {
-                    index: 0,
-                    records: Some(b.build().unwrap()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let produce = produce_request("big", 1, b.build().unwrap());
         let ResponseBody::Produce(r) =
             call(&mut admin, RequestBody::from(produce), 7, 100 + i as i32)
         else {
