@@ -36,6 +36,9 @@ pub struct Broker {
     last_producer_expiry: AtomicI64,
     /// The group coordinator, persisted in `__consumer_offsets`.
     pub groups: crate::group::GroupCoordinator,
+    /// Memory for decompressed records, shared by every produce validation
+    /// (`produce.decompression.max.bytes`).
+    pub decompression: crate::replica::MemoryBudget,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -99,6 +102,9 @@ impl Broker {
         let broker = Self {
             groups,
             replicas: ReplicaManager::open(config.data_dir.clone()),
+            decompression: crate::replica::MemoryBudget::new(
+                config.produce_decompression_max_bytes,
+            ),
             config,
             cluster_id,
             topics: Mutex::new(topics),

@@ -93,6 +93,10 @@ pub struct BrokerConfig {
     pub fetch_max_bytes: usize,
     /// `replica.fetch.wait.max.ms`-like cap on a Fetch's `max_wait_ms`.
     pub fetch_max_wait_cap_ms: u64,
+    /// `produce.decompression.max.bytes` (ours): the memory for decompressed records that all
+    /// produce validations hold at once (they wait for it), which is also the most one batch
+    /// may decompress to (256 MiB).
+    pub produce_decompression_max_bytes: usize,
     /// `log.cleanup.policy`: the default `cleanup.policy` of topics.
     pub cleanup_policy: String,
     /// `log.cleaner.enable`: run the log cleaner (compaction of `compact` topics).
@@ -158,6 +162,7 @@ impl Default for BrokerConfig {
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
             fetch_max_bytes: 57_671_680,
+            produce_decompression_max_bytes: crate::replica::budget::DEFAULT_BYTES,
             cleanup_policy: "delete".into(),
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,
@@ -337,6 +342,15 @@ impl BrokerConfig {
                 self.max_connections_per_ip_overrides = per_ip_overrides(key, v)?
             }
             "fetch.max.bytes" => self.fetch_max_bytes = positive(key, parse(key, v)?)?,
+            "produce.decompression.max.bytes" => {
+                let n: usize = positive(key, parse(key, v)?)?;
+                if n > u32::MAX as usize {
+                    return Err(BrokerError::Config(format!(
+                        "{key}={v}: at most 4294967295 (4 GiB - 1)"
+                    )));
+                }
+                self.produce_decompression_max_bytes = n;
+            }
             "connections.max.idle.ms" => {
                 self.connections_max_idle_ms = positive(key, parse(key, v)?)?
             }

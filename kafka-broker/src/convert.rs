@@ -14,6 +14,7 @@
 
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::record::compression;
 use kafka_protocol::record::convert::{
     ConvertError, DownConvertLimits, cut_before_zstd, down_convert, starts_with_legacy, up_convert,
 };
@@ -43,7 +44,16 @@ fn refused(e: ConvertError) -> BrokerError {
 
 /// A Produce partition's records as they are to be validated and appended: magic 0/1 sets
 /// (Produce v0-2 only) up-converted to one v2 batch, magic-2 sets as they are.
-pub(crate) fn produced(records: Bytes, version: i16) -> Result<Bytes, BrokerError> {
+///
+/// Up-conversion decompresses within memory reserved from `budget` (waiting for it): the
+/// decompressed messages and the v2 batch built from them take up to twice what is
+/// decompressed, so half the reservation may be decompressed. Starting from 32 times the set's
+/// size, the reservation doubles while the messages need more, up to the whole budget.
+pub(crate) async fn produced(
+    records: Bytes,
+    version: i16,
+    budget: &crate::replica::MemoryBudget,
+) -> Result<Bytes, BrokerError> {
     if starts_with_legacy(&records) {
         if version >= 3 {
             return Err(BrokerError::kafka(
@@ -53,9 +63,21 @@ pub(crate) fn produced(records: Bytes, version: i16) -> Result<Bytes, BrokerErro
                 ),
             ));
         }
-        return up_convert(&records, MAX_DECOMPRESSED)
-            .map(|up| up.batch)
-            .map_err(refused);
+        let cap = budget.total();
+        let mut wanted = records.len().saturating_mul(32).max(64 << 10);
+        loop {
+            let reserved = budget.reserve(wanted).await;
+            let max_decompressed = (reserved.bytes() / 2).min(MAX_DECOMPRESSED);
+            match up_convert(&records, max_decompressed) {
+                Ok(up) => return Ok(up.batch),
+                Err(ConvertError::Decode(e))
+                    if compression::is_output_limit(&e) && reserved.bytes() < cap =>
+                {
+                    wanted = reserved.bytes().saturating_mul(2);
+                }
+                Err(e) => return Err(refused(e)),
+            }
+        }
     }
     if version < 7 {
         let zstd = match cut_before_zstd(&records) {
@@ -196,33 +218,64 @@ mod tests {
         r.err().map_or(ErrorCode::NONE, |e| e.error_code())
     }
 
+    fn produced_now(records: Bytes, version: i16) -> Result<Bytes, BrokerError> {
+        let budget = crate::replica::MemoryBudget::new(crate::replica::budget::DEFAULT_BYTES);
+        futures::executor::block_on(produced(records, version, &budget))
+    }
+
     #[test]
     fn produce_versions_and_formats() {
         for v in 0..=2 {
-            let up = produced(legacy(Compression::Gzip), v).unwrap();
+            let up = produced_now(legacy(Compression::Gzip), v).unwrap();
             assert!(!starts_with_legacy(&up));
         }
         for v in 3..=11 {
             assert_eq!(
-                code(produced(legacy(Compression::None), v)),
+                code(produced_now(legacy(Compression::None), v)),
                 ErrorCode::INVALID_RECORD
             );
         }
         for v in 0..=6 {
             assert_eq!(
-                code(produced(v2(Compression::Zstd), v)),
+                code(produced_now(v2(Compression::Zstd), v)),
                 ErrorCode::UNSUPPORTED_COMPRESSION_TYPE
             );
         }
-        assert_eq!(code(produced(v2(Compression::Zstd), 7)), ErrorCode::NONE);
+        assert_eq!(
+            code(produced_now(v2(Compression::Zstd), 7)),
+            ErrorCode::NONE
+        );
         let mut bad = legacy(Compression::None).to_vec();
         bad[20] ^= 0xff;
         assert_eq!(
-            code(produced(Bytes::from(bad), 2)),
+            code(produced_now(Bytes::from(bad), 2)),
             ErrorCode::CORRUPT_MESSAGE
         );
         let plain = v2(Compression::Snappy);
-        assert_eq!(produced(plain.clone(), 11).unwrap(), plain);
+        assert_eq!(produced_now(plain.clone(), 11).unwrap(), plain);
+    }
+
+    #[test]
+    fn up_conversion_decompresses_within_the_budget_growing_its_reservation() {
+        // A gzip wrapper of 40 messages of 100 KB (4 MB decompressed, a few KB sent: more
+        // than the first reservation of 32 times the set).
+        let mut b = LegacyMessageSetBuilder::new(MAGIC_V1, Compression::Gzip, 0).unwrap();
+        for i in 0..40 {
+            b.append(i, Some(b"k"), Some(&[b'x'; 100_000])).unwrap();
+        }
+        let set = b.build().unwrap();
+        assert!(set.len() * 32 < 4_000_000, "{}", set.len());
+        let run = |budget: usize| {
+            let budget = crate::replica::MemoryBudget::new(budget);
+            let r = futures::executor::block_on(produced(set.clone(), 2, &budget));
+            assert_eq!(budget.available(), budget.total(), "reservation given back");
+            r
+        };
+        let up = run(64 << 20).unwrap();
+        let batch = kafka_protocol::record::RecordBatch::from_bytes(up).unwrap();
+        assert_eq!(batch.records_count(), 40);
+        // A budget too small for the messages (half of it may be decompressed) refuses them.
+        assert_eq!(code(run(6 << 20)), ErrorCode::CORRUPT_MESSAGE);
     }
 
     #[test]

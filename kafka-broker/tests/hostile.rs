@@ -892,3 +892,114 @@ async fn a_million_partitions_are_refused_before_anything_is_created() {
         "the data directory changed"
     );
 }
+
+/// Sends `records` to partition 0 of `topic` from `senders` connections at once; the error
+/// code each got.
+fn produce_concurrently(
+    addr: SocketAddr,
+    topic: &'static str,
+    records: &bytes::Bytes,
+    senders: usize,
+) -> Vec<i16> {
+    use kafka_protocol::messages::*;
+    let threads: Vec<_> = (0..senders)
+        .map(|i| {
+            let records = records.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                let produce = produce_request(topic, 1, records);
+                let ResponseBody::Produce(r) =
+                    call(&mut s, RequestBody::from(produce), 9, i as i32)
+                else {
+                    panic!("not a produce answer")
+                };
+                r.responses[0].partition_responses[0].error_code
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// Decompression is bounded broker-wide, not per thread (issue 14 item 7): a batch whose one
+/// record decompresses to hundreds of megabytes is refused as MESSAGE_TOO_LARGE having
+/// decompressed at most what its records may take (zstd declares its size and is refused
+/// without decompressing; lz4_flex's frames do not and are cut at max.message.bytes), and
+/// four senders of legitimate 160 MB-decompressed batches are validated within the 256 MiB
+/// budget one after another instead of side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decompression_is_bounded_broker_wide_and_oversized_records_are_refused() {
+    use kafka_protocol::record::{Compression, RecordBatchBuilder};
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(dir.path().join("data"), dir.path().join("logs"), &[]);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut admin = TcpStream::connect(addr).unwrap();
+    create_topic(&mut admin, "zip");
+    let batch = |codec, records: usize, value_len: usize| {
+        let value = vec![0u8; value_len];
+        let mut b = RecordBatchBuilder::new().compression(codec);
+        for i in 0..records {
+            b.append(i as i64, None, Some(&value), &[]).unwrap();
+        }
+        b.build().unwrap()
+    };
+
+    // Bombs: 8 KB of zstd holding one 250 MB record; 400 KB of lz4 holding one of 100 MB.
+    let zstd_bomb = batch(Compression::Zstd, 1, 250_000_000);
+    let lz4_bomb = batch(Compression::Lz4, 1, 100_000_000);
+    assert!(zstd_bomb.len() < 16 << 10 && lz4_bomb.len() < 1 << 20);
+    let before = status_bytes(pid, "VmHWM");
+    for (bomb, codec) in [(&zstd_bomb, "zstd"), (&lz4_bomb, "lz4")] {
+        let codes = produce_concurrently(addr, "zip", bomb, 4);
+        assert!(
+            codes
+                .iter()
+                .all(|&c| c == ErrorCode::MESSAGE_TOO_LARGE.code()),
+            "{codec} bombs answered {codes:?}"
+        );
+    }
+    let grown = status_bytes(pid, "VmHWM").saturating_sub(before);
+    assert!(
+        grown < 48 << 20,
+        "8 decompression bombs grew the broker's peak RSS by {} MiB",
+        grown >> 20
+    );
+
+    // Legitimate batches: 160 records of 1 MB each (every record within max.message.bytes),
+    // 160 MB decompressed, from 4 senders at once. Two at once would need 320 MB.
+    let wide = batch(Compression::Zstd, 160, 1_000_000);
+    let before = status_bytes(pid, "VmHWM");
+    let codes = produce_concurrently(addr, "zip", &wide, 4);
+    assert_eq!(codes, [0, 0, 0, 0], "160 MB batches answered {codes:?}");
+    let grown = status_bytes(pid, "VmHWM").saturating_sub(before);
+    assert!(
+        grown < 240 << 20,
+        "4 concurrent 160 MB batches grew the broker's peak RSS by {} MiB (budget 256 MiB)",
+        grown >> 20
+    );
+    // All four were appended: the log ends at 640 records.
+    use kafka_protocol::messages::*;
+    let list = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![list_offsets_request::ListOffsetsTopic {
+            name: kafka_protocol::KStr::from_static("zip"),
+            partitions: vec![list_offsets_request::ListOffsetsPartition {
+                partition_index: 0,
+                timestamp: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::ListOffsets(r) = call(&mut admin, RequestBody::from(list), 1, 9) else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].offset, 640);
+    eprintln!(
+        "decompression: 8 bombs refused, 4 x 160 MB batches appended, peak RSS growth {} MiB",
+        grown >> 20
+    );
+}

@@ -34,13 +34,14 @@ pub(super) async fn handle(
     // Capacities capped: the counts come from the client (bounded by the frame's size, but a
     // response entry is larger than the bytes that ask for it).
     let mut responses = Vec::with_capacity(req.topics().len().min(1024));
+    let budget = &broker.decompression;
     for topic in req.topics() {
         let name = topic.name();
         let rules = broker.produce_rules(name);
         let mut partition_responses = Vec::with_capacity(topic.partitions().len().min(1024));
         for p in topic.partitions() {
             let index = p.index();
-            let result = (|| {
+            let result = async {
                 let plain = |e: BrokerError| (e, Vec::new());
                 if !acks_ok {
                     return Err(plain(BrokerError::kafka(
@@ -53,11 +54,16 @@ pub(super) async fn handle(
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 let records = p.records_bytes(frame).unwrap_or_default();
                 // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
-                let records = crate::convert::produced(records, req.version()).map_err(plain)?;
-                // The partition layer validates and appends.
-                part.append_records(&records, &rules, now)
+                let records = crate::convert::produced(records, req.version(), budget)
+                    .await
+                    .map_err(plain)?;
+                // The partition layer validates (decompressing within the broker's budget)
+                // and appends.
+                part.append_records(&records, &rules, now, budget)
+                    .await
                     .map_err(|r| (r.error, r.records))
-            })();
+            }
+            .await;
             let resp = match result {
                 Ok((a, wait)) => {
                     pending.push(wait);

@@ -18,6 +18,7 @@
 //! batch. The high watermark moves when the fsync ends (durable mode) or at once (otherwise),
 //! and each move wakes the waiters of that partition only.
 
+pub mod budget;
 pub mod checkpoint;
 pub mod delayed;
 pub mod partition;
@@ -29,6 +30,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bytes::BytesMut;
 
+pub use budget::MemoryBudget;
 pub use delayed::Acks;
 pub use partition::{
     Appended, BatchSummary, Follower, Offsets, Partition, PendingAck, Role, SyncNeeded,

@@ -361,14 +361,39 @@ impl Partition {
     // ----- appends -----
 
     /// A producer's record set: validated against the topic's rules ([`super::validate`]),
-    /// then appended as [`Self::append_as_leader`] does.
-    pub fn append_records(
+    /// decompressing within memory reserved from `budget` (waiting for it), then appended as
+    /// [`Self::append_as_leader`] does.
+    pub async fn append_records(
         self: &Arc<Self>,
         records: &Bytes,
         rules: &crate::topic_config::ProduceRules,
         now_ms: i64,
+        budget: &super::MemoryBudget,
     ) -> Result<(Appended, PendingAck), super::Refused> {
-        let batches = super::validate::check(records, rules, (&self.topic, self.index), now_ms)?;
+        use super::validate::{self, Allowance, Failed};
+        let cap = budget.total();
+        let mut wanted = validate::memory_estimate(records, rules.max_message_bytes, cap);
+        let batches = loop {
+            let reserved = budget.reserve(wanted).await;
+            let allowance = Allowance {
+                granted: reserved.bytes(),
+                cap,
+            };
+            let tp = (self.topic.as_str(), self.index);
+            match validate::check(records, rules, tp, now_ms, allowance) {
+                Ok(batches) => break batches,
+                Err(Failed::Refused(r)) => return Err(r),
+                // Given back before asking for more, so that checks never wait on each other.
+                Err(Failed::NeedsMemory(n)) if n > reserved.bytes() => wanted = n,
+                Err(Failed::NeedsMemory(n)) => {
+                    return Err(BrokerError::kafka(
+                        ErrorCode::INVALID_RECORD,
+                        format!("records need {n} bytes to decompress, more than granted"),
+                    )
+                    .into());
+                }
+            }
+        };
         Ok(self.append_as_leader(BytesMut::from(records.as_ref()), &batches, now_ms)?)
     }
 

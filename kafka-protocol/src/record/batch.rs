@@ -320,26 +320,41 @@ impl RecordBatch {
         }
     }
 
+    /// What the batch's records take decompressed, where its compressed payload records that
+    /// ([`compression::size_hint`]); the stored size for an uncompressed batch. A hint only.
+    pub fn decompressed_size_hint(&self) -> Option<usize> {
+        let payload = self.buf.get(RECORD_BATCH_OVERHEAD.min(self.buf.len())..)?;
+        compression::size_hint(self.compression().ok()?, payload)
+    }
+
     /// Full validation, as a broker does for produced batches: CRC, codec, every record
     /// decodes, as many records as declared and no bytes after them, offset deltas strictly
     /// increasing and none above `lastOffsetDelta`.
     pub fn validate(&self, max_decompressed: usize) -> Result<(), DecodeError> {
         self.verify_crc()?;
-        self.validate_records(max_decompressed, |_, _| {})
+        self.validate_records(max_decompressed, |_, _, _| {})
     }
 
     /// [`validate`](Self::validate) without the CRC check (for a caller that checked it
-    /// already), handing every record to `each` with its index as it goes, so that one pass
-    /// also serves the caller's own per-record checks.
+    /// already), handing every record to `each` with its index and its encoded size (length
+    /// prefix included) as it goes, so that one pass also serves the caller's own per-record
+    /// checks.
     pub fn validate_records(
         &self,
         max_decompressed: usize,
-        mut each: impl FnMut(usize, &Record),
+        mut each: impl FnMut(usize, usize, &Record),
     ) -> Result<(), DecodeError> {
         let last = self.last_offset_delta();
         let mut prev: Option<i32> = None;
-        for (i, rec) in self.records(max_decompressed)?.enumerate() {
+        let mut records = self.records(max_decompressed)?;
+        let mut i = 0;
+        loop {
+            let at = records.position();
+            let Some(rec) = records.next() else {
+                break;
+            };
             let rec = rec?;
+            let size = records.position() - at;
             let delta = rec.offset_delta;
             if prev.is_some_and(|p| delta <= p) || delta < 0 || delta > last {
                 return Err(DecodeError::Invalid {
@@ -348,7 +363,8 @@ impl RecordBatch {
                 });
             }
             prev = Some(delta);
-            each(i, &rec);
+            each(i, size, &rec);
+            i += 1;
         }
         Ok(())
     }

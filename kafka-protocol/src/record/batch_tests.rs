@@ -4,6 +4,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::*;
 use crate::error::DecodeError;
+use crate::record::batch::RECORD_BATCH_OVERHEAD;
 
 const ALL_CODECS: [Compression; 5] = [
     Compression::None,
@@ -214,10 +215,24 @@ fn every_codec_round_trips_through_builder_and_parser() {
         batch.validate(1 << 20).unwrap();
         check_records(&batch, &recs);
         // The records-only pass hands over every record, in order, with its index.
-        let mut seen = Vec::new();
+        let (mut seen, mut sizes) = (Vec::new(), 0);
         batch
-            .validate_records(1 << 20, |i, r| seen.push((i, r.key.clone())))
+            .validate_records(1 << 20, |i, size, r| {
+                seen.push((i, r.key.clone()));
+                sizes += size;
+            })
             .unwrap();
+        // The sizes handed over are the records' whole encodings: together, the uncompressed
+        // payload after the batch header.
+        assert_eq!(sizes, plain_len - RECORD_BATCH_OVERHEAD, "{codec}");
+        if codec != Compression::None && codec != Compression::Lz4 {
+            // Only lz4_flex's frames leave out the content size.
+            assert_eq!(
+                batch.decompressed_size_hint(),
+                Some(plain_len - RECORD_BATCH_OVERHEAD),
+                "{codec}"
+            );
+        }
         let want: Vec<_> = recs
             .iter()
             .enumerate()

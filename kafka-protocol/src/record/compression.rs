@@ -1,9 +1,9 @@
 //! Compression codecs of record batches and legacy message sets, with decompression output
 //! capped at a caller-given maximum.
 //!
-//! Every decoder streams its output through a reader limited to `max_output + 1` bytes, so a
-//! small compressed payload can never make the output buffer grow past about twice the
-//! maximum, whatever sizes its headers claim. Codec state is bounded separately: LZ4 frames
+//! Every decoder streams its output into a buffer that never grows beyond `max_output + 1`
+//! bytes, whatever sizes its headers claim (they only size the first allocation, within the
+//! limit). Codec state is bounded separately: LZ4 frames
 //! allocate their declared block size (at most 4 MiB) and zstd frames their window, which is
 //! capped at 16 MiB or the next power of two above the maximum (128 MiB at most).
 
@@ -110,9 +110,17 @@ fn decomp_err(codec: Compression, e: impl std::fmt::Display) -> DecodeError {
     }
 }
 
+/// The field a [`DecodeError::TooLarge`] names when decompressed output reached its limit.
+const DECOMPRESSED: &str = "decompressed records";
+
+/// Whether `e` is a decompression that stopped at its output limit (rather than bad input).
+pub fn is_output_limit(e: &DecodeError) -> bool {
+    matches!(e, DecodeError::TooLarge { field, .. } if *field == DECOMPRESSED)
+}
+
 fn too_large(len: usize, max: usize) -> DecodeError {
     DecodeError::TooLarge {
-        field: "decompressed records",
+        field: DECOMPRESSED,
         len: len as u64,
         max: max as u64,
     }
@@ -211,9 +219,12 @@ pub(crate) fn decompress_with(
             }
             Ok(Bytes::copy_from_slice(input))
         }
-        Compression::Gzip => {
-            read_bounded(codec, flate2::read::MultiGzDecoder::new(input), max_output)
-        }
+        Compression::Gzip => read_bounded(
+            codec,
+            flate2::read::MultiGzDecoder::new(input),
+            max_output,
+            size_hint(codec, input),
+        ),
         Compression::Snappy => decompress_snappy(input, max_output),
         Compression::Lz4 => {
             if legacy_lz4_checksum {
@@ -222,9 +233,15 @@ pub(crate) fn decompress_with(
                     codec,
                     lz4_flex::frame::FrameDecoder::new(&fixed[..]),
                     max_output,
+                    size_hint(codec, input),
                 )
             } else {
-                read_bounded(codec, lz4_flex::frame::FrameDecoder::new(input), max_output)
+                read_bounded(
+                    codec,
+                    lz4_flex::frame::FrameDecoder::new(input),
+                    max_output,
+                    size_hint(codec, input),
+                )
             }
         }
         Compression::Zstd => {
@@ -236,28 +253,104 @@ pub(crate) fn decompress_with(
             let needed = usize::BITS - max_output.leading_zeros();
             dec.window_log_max(needed.clamp(24, 27))
                 .map_err(|e| decomp_err(codec, e))?;
-            read_bounded(codec, dec, max_output)
+            read_bounded(codec, dec, max_output, size_hint(codec, input))
         }
     }
 }
 
-/// Reads `r` to the end, erroring once more than `max` bytes come out.
-fn read_bounded(codec: Compression, r: impl Read, max: usize) -> Result<Bytes, DecodeError> {
-    let mut out = Vec::new();
-    let limit = (max as u64).saturating_add(1);
-    r.take(limit)
-        .read_to_end(&mut out)
-        .map_err(|e| decomp_err(codec, e))?;
-    if out.len() > max {
-        return Err(too_large(out.len(), max));
+/// What `input` says it decompresses to, where its format records that: the zstd frame's
+/// content size, the LZ4 frame's content size, the sum of the raw snappy blocks' lengths
+/// (xerial or raw), gzip's ISIZE trailer (modulo 2^32, single member). A hint to size buffers
+/// and memory reservations with, never trusted as a bound: the decoders still stop at their
+/// limit, and a frame whose content differs from its header fails to decode.
+pub fn size_hint(codec: Compression, input: &[u8]) -> Option<usize> {
+    let n = match codec {
+        Compression::None => Some(input.len() as u64),
+        Compression::Gzip => match input.len() {
+            0..18 => None,
+            len => input
+                .get(len - 4..)
+                .and_then(|t| <[u8; 4]>::try_from(t).ok())
+                .map(|t| u64::from(u32::from_le_bytes(t))),
+        },
+        Compression::Snappy => snappy_size_hint(input),
+        Compression::Lz4 => {
+            // Magic, FLG (content-size bit 0x08), BD, then the 8-byte little-endian size.
+            let flg = *input.get(4)?;
+            (input.starts_with(&[0x04, 0x22, 0x4d, 0x18]) && flg & 0x08 != 0)
+                .then(|| input.get(6..14))
+                .flatten()
+                .and_then(|s| <[u8; 8]>::try_from(s).ok())
+                .map(u64::from_le_bytes)
+        }
+        Compression::Zstd => zstd::zstd_safe::get_frame_content_size(input)
+            .ok()
+            .flatten(),
+    };
+    n.and_then(|n| usize::try_from(n).ok())
+}
+
+fn snappy_size_hint(input: &[u8]) -> Option<u64> {
+    if input.starts_with(&SNAPPY_FRAMED_MAGIC) {
+        return None;
     }
+    if !input.starts_with(&XERIAL_MAGIC) {
+        return snap::raw::decompress_len(input).ok().map(|n| n as u64);
+    }
+    let (mut rest, mut total) = (input, 0u64);
+    while !rest.is_empty() {
+        if rest.starts_with(&XERIAL_MAGIC) {
+            rest = rest.get(XERIAL_HEADER_LEN..)?;
+            continue;
+        }
+        let (len, body) = rest.split_first_chunk::<4>()?;
+        let len = usize::try_from(i32::from_be_bytes(*len)).ok()?;
+        let (block, after) = body.split_at_checked(len)?;
+        total = total.saturating_add(snap::raw::decompress_len(block).ok()? as u64);
+        rest = after;
+    }
+    Some(total)
+}
+
+/// Reads `r` to the end, erroring once more than `max` bytes come out. The buffer starts at
+/// the hinted size (within the limit) and never grows beyond `max + 1` bytes, so the memory a
+/// caller reserved for `max` bytes of output is what the output takes.
+fn read_bounded(
+    codec: Compression,
+    mut r: impl Read,
+    max: usize,
+    hint: Option<usize>,
+) -> Result<Bytes, DecodeError> {
+    const FIRST: usize = 64 * 1024;
+    let ceiling = max.saturating_add(1);
+    // One byte beyond the hint, so that a right hint ends with a read of 0 without growing.
+    let first = hint.map_or(FIRST, |h| h.saturating_add(1)).min(ceiling);
+    let mut out = vec![0u8; first];
+    let mut filled = 0;
+    loop {
+        if filled == out.len() {
+            if out.len() >= ceiling {
+                return Err(too_large(out.len(), max));
+            }
+            let grow = out.len().max(FIRST).min(ceiling - out.len());
+            out.reserve_exact(grow);
+            out.resize(out.len() + grow, 0);
+        }
+        match r.read(out.get_mut(filled..).unwrap_or_default()) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(decomp_err(codec, e)),
+        }
+    }
+    out.truncate(filled);
     Ok(Bytes::from(out))
 }
 
 fn decompress_snappy(input: &[u8], max: usize) -> Result<Bytes, DecodeError> {
     const CODEC: Compression = Compression::Snappy;
     if input.starts_with(&SNAPPY_FRAMED_MAGIC) {
-        return read_bounded(CODEC, snap::read::FrameDecoder::new(input), max);
+        return read_bounded(CODEC, snap::read::FrameDecoder::new(input), max, None);
     }
     let mut out = Vec::new();
     if !input.starts_with(&XERIAL_MAGIC) {
@@ -369,6 +462,61 @@ mod tests {
         Compression::Lz4,
         Compression::Zstd,
     ];
+
+    #[test]
+    fn size_hints_name_the_decompressed_length_and_never_bound_the_output() {
+        let data = sample();
+        for c in ALL {
+            let z = compress(c, &data).unwrap();
+            let hint = size_hint(c, &z);
+            match c {
+                // lz4_flex's frames leave the optional content size out.
+                Compression::Lz4 => assert_eq!(hint, None),
+                _ => assert_eq!(hint, Some(data.len()), "{c}"),
+            }
+            // A lying size: gzip's ISIZE trailer claims 1 byte, zstd's header is not consulted
+            // as a limit either way: the output is whole, or refused at the limit.
+            let mut lie = z.to_vec();
+            if c == Compression::Gzip {
+                let n = lie.len();
+                lie[n - 4..].copy_from_slice(&1u32.to_le_bytes());
+                assert_eq!(size_hint(c, &lie), Some(1));
+                // The trailer is also checked by the decoder: a wrong one is an error.
+                assert!(decompress(c, &lie, data.len()).is_err());
+            }
+            assert_eq!(
+                &decompress(c, &z, data.len()).unwrap()[..],
+                &data[..],
+                "{c}"
+            );
+            assert!(
+                matches!(
+                    decompress(c, &z, data.len() - 1),
+                    Err(DecodeError::TooLarge { .. })
+                ),
+                "{c}"
+            );
+        }
+        // A raw snappy block claiming 3.75 GiB: the hint says so, the decoder refuses before
+        // allocating anything like it.
+        let mut raw = vec![0x80, 0x80, 0x80, 0x80, 0x0f];
+        raw.extend_from_slice(&[0; 16]);
+        assert_eq!(size_hint(Compression::Snappy, &raw), Some(0xf000_0000));
+        assert!(matches!(
+            decompress(Compression::Snappy, &raw, 1 << 20),
+            Err(DecodeError::TooLarge { .. })
+        ));
+        // lz4 frames that carry their content size.
+        let info = lz4_flex::frame::FrameInfo::new().content_size(Some(data.len() as u64));
+        let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        enc.write_all(&data).unwrap();
+        let framed = enc.finish().unwrap();
+        assert_eq!(size_hint(Compression::Lz4, &framed), Some(data.len()));
+        assert_eq!(
+            &decompress(Compression::Lz4, &framed, data.len()).unwrap()[..],
+            &data[..]
+        );
+    }
 
     fn sample() -> Vec<u8> {
         (0..100_000u32)
