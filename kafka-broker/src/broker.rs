@@ -233,14 +233,22 @@ impl Broker {
             if tp.topic == OFFSETS_TOPIC {
                 continue;
             }
-            let Some(meta) = self.topic(&tp.topic).filter(|t| tp.partition < t.partitions) else {
+            let Some(meta) = self
+                .topic(&tp.topic)
+                .filter(|t| tp.partition < t.partitions)
+            else {
                 continue;
             };
             let config = log_config(&self.config, Some(&meta.configs));
-            let hosted = self.logs.reopen(&tp, config).map_err(BrokerError::from).and_then(|log| {
-                let producers = load_producer_state(&log, self.config.producer_id_expiration_ms);
-                self.replicas.host(&tp.topic, tp.partition, log, producers)
-            });
+            let hosted = self
+                .logs
+                .reopen(&tp, config)
+                .map_err(BrokerError::from)
+                .and_then(|log| {
+                    let producers =
+                        load_producer_state(&log, self.config.producer_id_expiration_ms);
+                    self.replicas.host(&tp.topic, tp.partition, log, producers)
+                });
             match hosted {
                 Ok(part) => {
                     back += 1;

@@ -335,9 +335,7 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
             "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
-            "log.offline.retry.ms" => {
-                self.log_offline_retry_ms = positive(key, parse(key, v)?)?
-            }
+            "log.offline.retry.ms" => self.log_offline_retry_ms = positive(key, parse(key, v)?)?,
             "max.connections.per.ip" => {
                 self.max_connections_per_ip = positive(key, parse(key, v)?)?
             }

@@ -145,7 +145,12 @@ async fn fill_up(
     panic!("the disk never refused 20 produces in a row");
 }
 
-async fn read_all(conn: &Connection, topic: &str, partitions: i32, ctx: &str) -> Vec<client::Fetched> {
+async fn read_all(
+    conn: &Connection,
+    topic: &str,
+    partitions: i32,
+    ctx: &str,
+) -> Vec<client::Fetched> {
     let mut logs = Vec::new();
     for p in 0..partitions {
         logs.push(fetch_all(conn, topic, p, PAD, ctx).await);
@@ -155,7 +160,13 @@ async fn read_all(conn: &Connection, topic: &str, partitions: i32, ctx: &str) ->
 
 /// Waits until a produce to `topic-p` is accepted again (at most [`BACK_WITHIN`]); returns how
 /// long it took.
-async fn wait_until_served(model: &mut Model, conn: &Connection, broker: &Broker, topic: &str, p: i32) -> Duration {
+async fn wait_until_served(
+    model: &mut Model,
+    conn: &Connection,
+    broker: &Broker,
+    topic: &str,
+    p: i32,
+) -> Duration {
     let started = Instant::now();
     loop {
         if produce(model, conn, topic, p).await.is_ok() {
@@ -241,12 +252,24 @@ async fn a_restart_on_a_full_disk_leaves_partitions_offline_until_space_returns(
             Err(STORAGE),
             "produce to {TOPIC}-{p} on a full disk after a restart"
         );
-        assert_eq!(list_latest(&conn, TOPIC, p).await, Err(STORAGE), "ListOffsets {TOPIC}-{p}");
-        assert_eq!(fetch_error(&conn, TOPIC, p, 0).await, STORAGE, "Fetch {TOPIC}-{p}");
+        assert_eq!(
+            list_latest(&conn, TOPIC, p).await,
+            Err(STORAGE),
+            "ListOffsets {TOPIC}-{p}"
+        );
+        assert_eq!(
+            fetch_error(&conn, TOPIC, p, 0).await,
+            STORAGE,
+            "Fetch {TOPIC}-{p}"
+        );
     }
     let (topic_error, parts) = metadata_errors(&conn, TOPIC).await;
     assert_eq!(topic_error, 0);
-    assert_eq!(parts, vec![(0, STORAGE), (1, STORAGE)], "Metadata lists the offline partitions");
+    assert_eq!(
+        parts,
+        vec![(0, STORAGE), (1, STORAGE)],
+        "Metadata lists the offline partitions"
+    );
 
     // Space returns: no restart, the partitions serve again within the retry bound.
     std::fs::remove_file(&filler).unwrap();
@@ -258,9 +281,17 @@ async fn a_restart_on_a_full_disk_leaves_partitions_offline_until_space_returns(
     let logs = read_all(&conn, TOPIC, 2, ctx).await;
     model.check(&logs, true, ctx);
     for (p, log) in logs.iter().enumerate() {
-        assert_eq!(list_latest(&conn, TOPIC, p as i32).await, Ok(log.end()), "{ctx}: ListOffsets");
+        assert_eq!(
+            list_latest(&conn, TOPIC, p as i32).await,
+            Ok(log.end()),
+            "{ctx}: ListOffsets"
+        );
     }
-    assert_eq!(metadata_errors(&conn, TOPIC).await.1, vec![(0, 0), (1, 0)], "{ctx}: Metadata");
+    assert_eq!(
+        metadata_errors(&conn, TOPIC).await.1,
+        vec![(0, 0), (1, 0)],
+        "{ctx}: Metadata"
+    );
     eprintln!(
         "restart on a full disk: offline, then served again {} ms after space was freed (retry \
          every {RETRY_MS} ms); {} records acknowledged, all read back",
@@ -287,7 +318,10 @@ async fn append_failures_on_a_full_disk_are_logged_rate_limited() {
     fill(&filler);
     let started = Instant::now();
     for i in 0..FAILING {
-        assert_eq!(produce(&mut model, &conn, TOPIC, (i % 2) as i32).await, Err(STORAGE));
+        assert_eq!(
+            produce(&mut model, &conn, TOPIC, (i % 2) as i32).await,
+            Err(STORAGE)
+        );
     }
     let secs = started.elapsed().as_secs();
     let output = broker.log();
@@ -354,21 +388,33 @@ async fn a_partition_that_cannot_be_opened_at_start_is_a_storage_error_and_comes
         Err(STORAGE),
         "produce to the partition that could not be opened"
     );
-    assert_eq!(list_latest(&conn, TOPIC, 1).await, Err(STORAGE), "ListOffsets");
+    assert_eq!(
+        list_latest(&conn, TOPIC, 1).await,
+        Err(STORAGE),
+        "ListOffsets"
+    );
     assert_eq!(fetch_error(&conn, TOPIC, 1, 0).await, STORAGE, "Fetch");
     let (topic_error, parts) = metadata_errors(&conn, TOPIC).await;
     assert_eq!(topic_error, 0);
     assert_eq!(parts, vec![(0, 0), (1, STORAGE)], "Metadata");
     // The partition that opened serves meanwhile.
     let ctx = "partition 0 while partition 1 is offline";
-    assert_eq!(fetch_all(&conn, TOPIC, 0, PAD, ctx).await.end(), 16, "{ctx}");
+    assert_eq!(
+        fetch_all(&conn, TOPIC, 0, PAD, ctx).await.end(),
+        16,
+        "{ctx}"
+    );
 
     // The cause goes away: without a restart, the partition is created and served.
     std::fs::remove_file(&lost).unwrap();
     let waited = wait_until_served(&mut model, &conn, &broker, TOPIC, 1).await;
     let ctx = "after the damage was removed";
     model.check(&read_all(&conn, TOPIC, 2, ctx).await, true, ctx);
-    assert_eq!(list_latest(&conn, TOPIC, 1).await, Ok(8), "{ctx}: a new log, one batch");
+    assert_eq!(
+        list_latest(&conn, TOPIC, 1).await,
+        Ok(8),
+        "{ctx}: a new log, one batch"
+    );
     eprintln!(
         "a partition that could not be opened at start: KAFKA_STORAGE_ERROR, served {} ms after \
          its directory was freed",

@@ -122,8 +122,16 @@ fn describe(broker: &Broker, meta: &TopicMeta) -> MetadataResponseTopic {
                     leader_id: node,
                     leader_epoch: broker.leader_epoch(&meta.name, p),
                     replica_nodes: vec![node],
-                    isr_nodes: if error.is_some() { Vec::new() } else { vec![node] },
-                    offline_replicas: if error.is_some() { vec![node] } else { Vec::new() },
+                    isr_nodes: if error.is_some() {
+                        Vec::new()
+                    } else {
+                        vec![node]
+                    },
+                    offline_replicas: if error.is_some() {
+                        vec![node]
+                    } else {
+                        Vec::new()
+                    },
                     ..Default::default()
                 }
             })

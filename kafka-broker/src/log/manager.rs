@@ -250,7 +250,12 @@ impl LogManager {
     /// recovery point and cut at the first invalid byte). On success the log is hosted again
     /// and returned; on failure it stays offline with the new reason.
     pub fn reopen(&self, tp: &TopicPartition, config: LogConfig) -> Result<SharedLog, LogError> {
-        let dir = match self.offline.read().unwrap_or_else(PoisonError::into_inner).get(tp) {
+        let dir = match self
+            .offline
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tp)
+        {
             Some(o) if o.retry => o.dir.clone(),
             Some(o) => {
                 return Err(LogError::Offline {
@@ -467,7 +472,11 @@ impl LogManager {
         }
         {
             let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
-            unclean_dirs.extend(offline.values().filter_map(|o| o.dir.parent().map(Path::to_path_buf)));
+            unclean_dirs.extend(
+                offline
+                    .values()
+                    .filter_map(|o| o.dir.parent().map(Path::to_path_buf)),
+            );
         }
         for dir in &self.dirs {
             if unclean_dirs.contains(dir) {
@@ -477,7 +486,10 @@ impl LogManager {
             }
             if let Err(e) = write_marker(self.io.as_ref(), dir) {
                 tracing::warn!(dir = %dir.display(), error = %e, "clean-shutdown marker not written");
-                not_written.push(format!("the clean-shutdown marker in {} ({e})", dir.display()));
+                not_written.push(format!(
+                    "the clean-shutdown marker in {} ({e})",
+                    dir.display()
+                ));
             }
         }
         if not_written.is_empty() {

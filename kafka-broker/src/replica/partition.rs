@@ -15,11 +15,11 @@ use kafka_protocol::error_code::ErrorCode;
 use tokio::sync::Notify;
 
 use crate::error::BrokerError;
-use crate::rate_limit::RateLimit;
 use crate::log::{
     AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, ReadInfo, SharedLog, lock_log,
 };
 use crate::producer_state::{BatchMeta, Check, ProducerStates, last_seq};
+use crate::rate_limit::RateLimit;
 
 /// The facts of one validated batch that the partition needs.
 #[derive(Debug, Clone, Copy)]

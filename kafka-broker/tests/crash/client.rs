@@ -177,7 +177,11 @@ pub(crate) async fn latest_offset(conn: &Connection, topic: &str, partition: i32
 }
 
 /// ListOffsets "latest": `Ok(offset)` or `Err(error code)`.
-pub(crate) async fn list_latest(conn: &Connection, topic: &str, partition: i32) -> Result<i64, i16> {
+pub(crate) async fn list_latest(
+    conn: &Connection,
+    topic: &str,
+    partition: i32,
+) -> Result<i64, i16> {
     let body = RequestBody::ListOffsets(ListOffsetsRequest {
         replica_id: -1,
         topics: vec![ListOffsetsTopic {
@@ -203,7 +207,8 @@ pub(crate) async fn list_latest(conn: &Connection, topic: &str, partition: i32) 
     }
 }
 
-/// Metadata for one topic: the topic's error code and each partition's (index, error code).
+/// Metadata for one topic (used by `disk_full.rs`): the topic's error code and each partition's (index, error code).
+#[allow(dead_code)]
 pub(crate) async fn metadata_errors(conn: &Connection, topic: &str) -> (i16, Vec<(i32, i16)>) {
     let body = RequestBody::Metadata(MetadataRequest {
         topics: Some(vec![MetadataRequestTopic {
@@ -226,8 +231,15 @@ pub(crate) async fn metadata_errors(conn: &Connection, topic: &str) -> (i16, Vec
     (t.error_code, parts)
 }
 
-/// The error code of a Fetch of one partition at `offset` (0 when it is served).
-pub(crate) async fn fetch_error(conn: &Connection, topic: &str, partition: i32, offset: i64) -> i16 {
+/// The error code of a Fetch of one partition at `offset` (0 when it is served; used by
+/// `disk_full.rs`).
+#[allow(dead_code)]
+pub(crate) async fn fetch_error(
+    conn: &Connection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> i16 {
     fetch_once(conn, topic, partition, offset).await.error_code
 }
 
