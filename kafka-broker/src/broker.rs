@@ -118,7 +118,7 @@ impl Broker {
                     let tp = TopicPartition::new(&t.name, p);
                     tracing::error!(partition = %tp, error = %e,
                         "partition offline: it could not be opened at start");
-                    broker.logs.mark_offline(&tp, e.to_string());
+                    broker.logs.mark_offline(&tp, e.to_string(), retryable(&e));
                 }
             }
         }
@@ -225,8 +225,11 @@ impl Broker {
             tracing::error!(partition = %tp, "partition offline: its log failed an fsync; \
                 it is reopened (and recovered) every log.offline.retry.ms until that works");
             self.replicas.take_offline(&part.topic, part.index);
-            self.logs
-                .mark_offline(&tp, "an fsync failed; reopening through recovery".into());
+            self.logs.mark_offline(
+                &tp,
+                "an fsync failed; reopening through recovery".into(),
+                true,
+            );
         }
         let mut back = 0;
         for tp in self.logs.retryable_offline() {
@@ -259,7 +262,7 @@ impl Broker {
                 }
                 Err(e) => {
                     tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");
-                    self.logs.mark_offline(&tp, e.to_string());
+                    self.logs.mark_offline(&tp, e.to_string(), retryable(&e));
                 }
             }
         }
@@ -673,6 +676,17 @@ impl Broker {
             );
         }
         Ok(())
+    }
+}
+
+/// Whether a partition that failed to open with `e` is worth reopening later: the disk was
+/// at fault (space, descriptors, an I/O error), not the data (a corrupt segment stays offline,
+/// reported and untouched).
+fn retryable(e: &BrokerError) -> bool {
+    match e {
+        BrokerError::Log(e) => e.is_io(),
+        BrokerError::Io(_) | BrokerError::Storage(_) => true,
+        _ => false,
     }
 }
 

@@ -168,10 +168,13 @@ impl LogManager {
                     }
                     Err(e) => {
                         tracing::error!(partition = %tp, error = %e, "log is offline");
+                        // Retried when the disk was at fault (it may come back: space,
+                        // descriptors); damage (a corrupt segment below the recovery point)
+                        // stays offline, reported and untouched.
                         let entry = Offline {
                             dir: path,
                             reason: e.to_string(),
-                            retry: true,
+                            retry: e.is_io(),
                         };
                         offline.insert(tp, entry);
                     }
@@ -210,9 +213,14 @@ impl LogManager {
 
     /// Takes a partition offline (its log failed at run time, or the partition layer could not
     /// host it): it is no longer served, callers get [`LogError::Offline`] with `reason`, and
-    /// [`Self::reopen`] may bring it back. Returns the log it had open, if any (its holders
-    /// keep it; the caller stops using it).
-    pub fn mark_offline(&self, tp: &TopicPartition, reason: String) -> Option<SharedLog> {
+    /// [`Self::reopen`] may bring it back when `retry` (the disk was at fault, not the data).
+    /// Returns the log it had open, if any (its holders keep it; the caller stops using it).
+    pub fn mark_offline(
+        &self,
+        tp: &TopicPartition,
+        reason: String,
+        retry: bool,
+    ) -> Option<SharedLog> {
         let mut logs = self.logs_mut();
         let hosted = logs.remove(tp);
         let dir = match &hosted {
@@ -224,14 +232,8 @@ impl LogManager {
             },
         };
         drop(logs);
-        self.offline_mut().insert(
-            tp.clone(),
-            Offline {
-                dir,
-                reason,
-                retry: true,
-            },
-        );
+        self.offline_mut()
+            .insert(tp.clone(), Offline { dir, reason, retry });
         hosted.map(|h| h.log)
     }
 
@@ -293,6 +295,8 @@ impl LogManager {
             Err(e) => {
                 if let Some(o) = offline.get_mut(tp) {
                     o.reason = e.to_string();
+                    // Damage found on the way: no more retries, the log stays as it is.
+                    o.retry = e.is_io();
                 }
                 Err(e)
             }
