@@ -116,11 +116,16 @@ impl Broker {
             last_producer_expiry: AtomicI64::new(now_ms()),
         };
         for t in broker.all_topics() {
-            // One topic that cannot be opened (descriptors, disk) stays offline with its
-            // reason logged; it does not keep every other topic from being served.
-            if let Err(e) = broker.host_partitions(&t.name, 0, t.partitions, &t.configs) {
-                tracing::error!(topic = %t.name, error = %e,
-                    "topic offline: its partitions could not be opened at start");
+            // A partition that cannot be opened (descriptors, disk) stays offline with its
+            // reason logged (KAFKA_STORAGE_ERROR, retried every `log.offline.retry.ms`); it
+            // does not keep every other partition from being served.
+            for p in 0..t.partitions {
+                if let Err(e) = broker.host_partitions(&t.name, p, p + 1, &t.configs) {
+                    let tp = TopicPartition::new(&t.name, p);
+                    tracing::error!(partition = %tp, error = %e,
+                        "partition offline: it could not be opened at start");
+                    broker.logs.mark_offline(&tp, e.to_string(), retryable(&e));
+                }
             }
         }
         // Logs of topics that no longer exist (a crash during a delete) go away.
@@ -207,6 +212,67 @@ impl Broker {
             self.replicas.host(topic, p, log, producers)?;
         }
         Ok(())
+    }
+
+    /// Brings offline partitions back (called every `log.offline.retry.ms`): first takes
+    /// offline every hosted partition whose log failed an fsync (it accepts nothing more
+    /// until reopened), then reopens each offline partition through the recovery a restart
+    /// runs and hosts it again with the high watermark, leader epoch and producer state a
+    /// restart would give it. `__consumer_offsets` partitions are not reopened: the group
+    /// coordinator loads its groups only at start, so one that was offline stays offline
+    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns how many
+    /// partitions came back.
+    pub fn retry_offline(&self) -> usize {
+        for part in self.partitions() {
+            if part.topic == OFFSETS_TOPIC || !part.log_failed() {
+                continue;
+            }
+            let tp = TopicPartition::new(&part.topic, part.index);
+            tracing::error!(partition = %tp, "partition offline: its log failed an fsync; \
+                it is reopened (and recovered) every log.offline.retry.ms until that works");
+            self.replicas.take_offline(&part.topic, part.index);
+            self.logs.mark_offline(
+                &tp,
+                "an fsync failed; reopening through recovery".into(),
+                true,
+            );
+        }
+        let mut back = 0;
+        for tp in self.logs.retryable_offline() {
+            if tp.topic == OFFSETS_TOPIC {
+                continue;
+            }
+            let Some(meta) = self
+                .topic(&tp.topic)
+                .filter(|t| tp.partition < t.partitions)
+            else {
+                continue;
+            };
+            let config = log_config(&self.config, Some(&meta.configs));
+            let hosted = self
+                .logs
+                .reopen(&tp, config)
+                .map_err(BrokerError::from)
+                .and_then(|log| {
+                    let producers =
+                        load_producer_state(&log, self.config.producer_id_expiration_ms);
+                    self.replicas.host(&tp.topic, tp.partition, log, producers)
+                });
+            match hosted {
+                Ok(part) => {
+                    back += 1;
+                    self.push_log_configs(&tp.topic);
+                    tracing::info!(partition = %tp, log_end_offset = part.log_end_offset(),
+                        high_watermark = part.high_watermark(), leader_epoch = part.leader_epoch(),
+                        "offline partition reopened and served again");
+                }
+                Err(e) => {
+                    tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");
+                    self.logs.mark_offline(&tp, e.to_string(), retryable(&e));
+                }
+            }
+        }
+        back
     }
 
     /// Applies retention and due flushes (called on the broker's timer).
@@ -582,19 +648,51 @@ impl Broker {
         }
     }
 
-    /// Flushes and closes everything; marks the shutdown as clean.
+    /// Flushes and closes everything and marks the shutdown as clean where it is. On a full
+    /// or failing disk it writes what it can and warns naming what it could not (each of
+    /// those is only a shortcut for the next start: without them it recovers the logs,
+    /// rebuilds producer state from the batches and takes high watermarks from the logs;
+    /// every acknowledged record is in the segment files already). Never fails.
     pub fn close(&self) -> Result<(), BrokerError> {
+        let mut not_written = Vec::new();
         if let Err(e) = self.replicas.checkpoint_high_watermarks() {
             tracing::warn!(error = %e, "high-watermark checkpoint not written at shutdown");
+            not_written.push(format!("the high-watermark checkpoint ({e})"));
         }
         for part in self.partitions() {
             if let Err(e) = part.write_producer_snapshot() {
                 tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
+                not_written.push(format!(
+                    "the producer state snapshot of {}-{}",
+                    part.topic, part.index
+                ));
             }
         }
-        self.logs.close()?;
-        tracing::info!("broker closed cleanly");
+        if let Err(logs) = self.logs.close() {
+            not_written.extend(logs);
+        }
+        if not_written.is_empty() {
+            tracing::info!("broker closed cleanly");
+        } else {
+            tracing::warn!(
+                not_written = not_written.len(),
+                "broker closed, but the disk refused some writes (the next start recovers \
+                 instead): not written: {}",
+                not_written.join("; ")
+            );
+        }
         Ok(())
+    }
+}
+
+/// Whether a partition that failed to open with `e` is worth reopening later: the disk was
+/// at fault (space, descriptors, an I/O error), not the data (a corrupt segment stays offline,
+/// reported and untouched).
+fn retryable(e: &BrokerError) -> bool {
+    match e {
+        BrokerError::Log(e) => e.is_io(),
+        BrokerError::Io(_) | BrokerError::Storage(_) => true,
+        _ => false,
     }
 }
 

@@ -69,6 +69,10 @@ pub struct BrokerConfig {
     /// `max.partitions` (ours): the most partitions this broker hosts, every topic together;
     /// CreateTopics and CreatePartitions beyond it are refused before anything is created.
     pub max_partitions: usize,
+    /// `log.offline.retry.ms` (ours): how often an offline partition (its log could not be
+    /// opened at start, or failed an fsync) is reopened through recovery, so it comes back
+    /// once the cause is gone (space freed, descriptors freed) without a restart.
+    pub log_offline_retry_ms: u64,
     /// `max.connections.per.ip`: connections one peer address may hold.
     pub max_connections_per_ip: usize,
     /// `max.connections.per.ip.overrides` (`host:count,...`; host names are resolved when the
@@ -153,6 +157,7 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: 104_857_600,
             max_connections: 10_000,
             max_partitions: 10_000,
+            log_offline_retry_ms: 5_000,
             max_connections_per_ip: i32::MAX as usize,
             max_connections_per_ip_overrides: Vec::new(),
             connections_max_idle_ms: 600_000,
@@ -335,6 +340,7 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
             "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
+            "log.offline.retry.ms" => self.log_offline_retry_ms = positive(key, parse(key, v)?)?,
             "max.connections.per.ip" => {
                 self.max_connections_per_ip = positive(key, parse(key, v)?)?
             }

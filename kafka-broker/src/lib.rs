@@ -20,6 +20,7 @@ pub mod handler;
 pub mod log;
 pub mod offsets_topic;
 pub mod producer_state;
+mod rate_limit;
 pub mod replica;
 pub mod sendfile;
 pub mod server;
@@ -75,6 +76,22 @@ pub async fn run(
             }
         })
     };
+    // Offline partitions are retried on their own timer: the maintenance interval can be
+    // minutes.
+    let offline_retry = {
+        let b = broker.clone();
+        let every = std::time::Duration::from_millis(b.config.log_offline_retry_ms.max(10));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let b = b.clone();
+                let _ = tokio::task::spawn_blocking(move || b.retry_offline()).await;
+            }
+        })
+    };
     // The log cleaner: a round every `log.cleaner.backoff.ms`; at shutdown the round under
     // way finishes before the logs are closed.
     let (stop_cleaner, mut cleaner_stopped) = tokio::sync::watch::channel(false);
@@ -110,6 +127,7 @@ pub async fn run(
     };
     let result = server::serve(listener, broker, shutdown).await;
     maintenance.abort();
+    offline_retry.abort();
     let _ = stop_cleaner.send(true);
     if let Some(cleaner) = cleaner {
         let _ = cleaner.await;

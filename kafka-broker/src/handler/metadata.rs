@@ -108,15 +108,32 @@ fn describe(broker: &Broker, meta: &TopicMeta) -> MetadataResponseTopic {
         topic_id: meta.id,
         is_internal: meta.is_internal(),
         partitions: (0..meta.partitions)
-            .map(|p| MetadataResponsePartition {
-                error_code: 0,
-                partition_index: p,
-                leader_id: node,
-                leader_epoch: broker.leader_epoch(&meta.name, p),
-                replica_nodes: vec![node],
-                isr_nodes: vec![node],
-                offline_replicas: Vec::new(),
-                ..Default::default()
+            .map(|p| {
+                // A partition not served here is listed with its error (KAFKA_STORAGE_ERROR
+                // for an offline log) and this node as its offline replica.
+                let error = match broker.partition(&meta.name, p) {
+                    Some(_) => None,
+                    None => Some(broker.partition_error(&meta.name, p).error_code())
+                        .filter(|e| *e == ErrorCode::KAFKA_STORAGE_ERROR),
+                };
+                MetadataResponsePartition {
+                    error_code: error.map_or(0, |e| e.code()),
+                    partition_index: p,
+                    leader_id: node,
+                    leader_epoch: broker.leader_epoch(&meta.name, p),
+                    replica_nodes: vec![node],
+                    isr_nodes: if error.is_some() {
+                        Vec::new()
+                    } else {
+                        vec![node]
+                    },
+                    offline_replicas: if error.is_some() {
+                        vec![node]
+                    } else {
+                        Vec::new()
+                    },
+                    ..Default::default()
+                }
             })
             .collect(),
         ..Default::default()

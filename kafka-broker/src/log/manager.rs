@@ -82,6 +82,15 @@ struct Hosted {
     log: SharedLog,
 }
 
+/// A partition found (or expected) on disk that is not served: its directory, why, and
+/// whether reopening it may work once the cause is gone (descriptors freed, space returned).
+#[derive(Debug)]
+struct Offline {
+    dir: PathBuf,
+    reason: String,
+    retry: bool,
+}
+
 /// The partition logs of one broker. Internally synchronized; each log has its own mutex.
 /// Starts no tasks: the broker calls [`Self::apply_retention`] and [`Self::flush_due`] on its
 /// timers and [`Self::close`] at shutdown.
@@ -90,7 +99,7 @@ pub struct LogManager {
     dirs: Vec<PathBuf>,
     io: Arc<dyn LogIo>,
     logs: RwLock<BTreeMap<TopicPartition, Hosted>>,
-    offline: RwLock<BTreeMap<TopicPartition, (PathBuf, String)>>,
+    offline: RwLock<BTreeMap<TopicPartition, Offline>>,
     recovered: bool,
     deletions: AtomicU64,
 }
@@ -143,7 +152,13 @@ impl LogManager {
                 if logs.contains_key(&tp) {
                     let reason = format!("{tp} is in more than one data directory");
                     tracing::error!(dir = %path.display(), %reason, "log not opened");
-                    offline.insert(tp, (path, reason));
+                    // Not retried: which copy is the log is for an operator to say.
+                    let entry = Offline {
+                        dir: path,
+                        reason,
+                        retry: false,
+                    };
+                    offline.insert(tp, entry);
                     continue;
                 }
                 match Log::open_with_io(&path, config_for(&tp), !clean, Arc::clone(&io)) {
@@ -153,7 +168,15 @@ impl LogManager {
                     }
                     Err(e) => {
                         tracing::error!(partition = %tp, error = %e, "log is offline");
-                        offline.insert(tp, (path, e.to_string()));
+                        // Retried when the disk was at fault (it may come back: space,
+                        // descriptors); damage (a corrupt segment below the recovery point)
+                        // stays offline, reported and untouched.
+                        let entry = Offline {
+                            dir: path,
+                            reason: e.to_string(),
+                            retry: e.is_io(),
+                        };
+                        offline.insert(tp, entry);
                     }
                 }
             }
@@ -178,10 +201,115 @@ impl LogManager {
 
     fn offline_error(&self, tp: &TopicPartition) -> Option<LogError> {
         let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
-        offline.get(tp).map(|(dir, reason)| LogError::Offline {
-            dir: dir.clone(),
-            reason: reason.clone(),
+        offline.get(tp).map(|o| LogError::Offline {
+            dir: o.dir.clone(),
+            reason: o.reason.clone(),
         })
+    }
+
+    fn offline_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, Offline>> {
+        self.offline.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a partition offline (its log failed at run time, or the partition layer could not
+    /// host it): it is no longer served, callers get [`LogError::Offline`] with `reason`, and
+    /// [`Self::reopen`] may bring it back when `retry` (the disk was at fault, not the data).
+    /// Returns the log it had open, if any (its holders keep it; the caller stops using it).
+    pub fn mark_offline(
+        &self,
+        tp: &TopicPartition,
+        reason: String,
+        retry: bool,
+    ) -> Option<SharedLog> {
+        let mut logs = self.logs_mut();
+        let hosted = logs.remove(tp);
+        let dir = match &hosted {
+            Some(h) => h.dir.clone(),
+            None => match self.offline_mut().get(tp) {
+                Some(o) => o.dir.clone(),
+                // Never opened: where a new log would go.
+                None => self.new_log_parent(&logs).join(tp.dir_name()),
+            },
+        };
+        drop(logs);
+        self.offline_mut()
+            .insert(tp.clone(), Offline { dir, reason, retry });
+        hosted.map(|h| h.log)
+    }
+
+    /// The offline partitions that [`Self::reopen`] may bring back.
+    pub fn retryable_offline(&self) -> Vec<TopicPartition> {
+        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        offline
+            .iter()
+            .filter(|(_, o)| o.retry)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// Tries to open an offline partition's log again, through the same recovery a start
+    /// after a crash runs (whatever state the failure left it in, the log is checked from its
+    /// recovery point and cut at the first invalid byte). On success the log is hosted again
+    /// and returned; on failure it stays offline with the new reason.
+    pub fn reopen(&self, tp: &TopicPartition, config: LogConfig) -> Result<SharedLog, LogError> {
+        let dir = match self
+            .offline
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tp)
+        {
+            Some(o) if o.retry => o.dir.clone(),
+            Some(o) => {
+                return Err(LogError::Offline {
+                    dir: o.dir.clone(),
+                    reason: o.reason.clone(),
+                });
+            }
+            None => return Err(LogError::InvalidTopic(tp.dir_name())),
+        };
+        let opened = Log::open_with_io(&dir, config, true, Arc::clone(&self.io)).and_then(|log| {
+            if let Some(parent) = dir.parent() {
+                sync_dir(self.io.as_ref(), parent)?;
+            }
+            Ok(log)
+        });
+        // Lock order: logs, then offline (as everywhere).
+        let mut logs = self.logs_mut();
+        let mut offline = self.offline_mut();
+        match opened {
+            Ok(log) => {
+                let log = Arc::new(Mutex::new(log));
+                // Under the offline lock: a delete in between has removed the entry.
+                if offline.remove(tp).is_none() {
+                    return Err(LogError::Deleted { dir });
+                }
+                logs.insert(
+                    tp.clone(),
+                    Hosted {
+                        dir,
+                        log: Arc::clone(&log),
+                    },
+                );
+                Ok(log)
+            }
+            Err(e) => {
+                if let Some(o) = offline.get_mut(tp) {
+                    o.reason = e.to_string();
+                    // Damage found on the way: no more retries, the log stays as it is.
+                    o.retry = e.is_io();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The data directory a new log goes in: the one with the fewest logs.
+    fn new_log_parent(&self, logs: &BTreeMap<TopicPartition, Hosted>) -> PathBuf {
+        self.dirs
+            .iter()
+            .min_by_key(|d| logs.values().filter(|h| h.dir.parent() == Some(d)).count())
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Whether any data directory lacked the clean-shutdown marker at start.
@@ -225,14 +353,10 @@ impl LogManager {
         if let Some(h) = logs.get(&tp) {
             return Ok(Arc::clone(&h.log));
         }
-        let parent = self
-            .dirs
-            .iter()
-            .min_by_key(|d| logs.values().filter(|h| h.dir.parent() == Some(d)).count())
-            .ok_or_else(|| LogError::InvalidTopic(tp.dir_name()))?;
+        let parent = self.new_log_parent(&logs);
         let path = parent.join(tp.dir_name());
         let log = Log::open_with_io(&path, config, false, Arc::clone(&self.io))?;
-        sync_dir(self.io.as_ref(), parent)?;
+        sync_dir(self.io.as_ref(), &parent)?;
         let log = Arc::new(Mutex::new(log));
         logs.insert(
             tp,
@@ -258,7 +382,7 @@ impl LogManager {
                 lock_log(&hosted.log).mark_deleted();
                 hosted.dir
             }
-            (None, Some((dir, _))) => dir,
+            (None, Some(o)) => o.dir,
             (None, None) => return Ok(false),
         };
         let n = self.deletions.fetch_add(1, Ordering::Relaxed);
@@ -289,7 +413,7 @@ impl LogManager {
         let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
         offline
             .iter()
-            .map(|(tp, (_, reason))| (tp.clone(), reason.clone()))
+            .map(|(tp, o)| (tp.clone(), o.reason.clone()))
             .collect()
     }
 
@@ -327,23 +451,56 @@ impl LogManager {
         first.map_or(Ok(()), Err)
     }
 
-    /// Closes every log and, if all closed cleanly, writes the clean-shutdown marker in each
-    /// data directory so the next start skips recovery.
-    pub fn close(&self) -> Result<(), LogError> {
-        let mut first = None;
-        for (tp, log) in self.all() {
+    /// Closes every log (final index entries, fsyncs, recovery points) and writes the
+    /// clean-shutdown marker in each data directory whose logs all closed cleanly, so the next
+    /// start skips their recovery. The marker says "every log here is consistent up to its
+    /// end": a directory holding a log that did not close, or one that is offline (never
+    /// recovered, or failed at run time), gets none, and the next start recovers its logs.
+    /// Does what it can when the disk is full or failing; `Err` names what was not written
+    /// (each also logged). Acknowledged records are in the segment files whatever fails here:
+    /// recovery keeps every whole batch.
+    pub fn close(&self) -> Result<(), Vec<String>> {
+        let mut not_written = Vec::new();
+        let mut unclean_dirs: Vec<PathBuf> = Vec::new();
+        let hosted: Vec<(TopicPartition, PathBuf, SharedLog)> = self
+            .logs()
+            .iter()
+            .map(|(tp, h)| (tp.clone(), h.dir.clone(), Arc::clone(&h.log)))
+            .collect();
+        for (tp, dir, log) in hosted {
             if let Err(e) = lock_log(&log).close() {
-                tracing::error!(partition = %tp, error = %e, "log did not close cleanly");
-                first.get_or_insert(e);
+                tracing::warn!(partition = %tp, error = %e, "log did not close cleanly; the next start recovers it");
+                not_written.push(format!("the clean close of {tp} ({e})"));
+                unclean_dirs.extend(dir.parent().map(Path::to_path_buf));
             }
         }
-        if let Some(e) = first {
-            return Err(e);
+        {
+            let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+            unclean_dirs.extend(
+                offline
+                    .values()
+                    .filter_map(|o| o.dir.parent().map(Path::to_path_buf)),
+            );
         }
         for dir in &self.dirs {
-            write_marker(self.io.as_ref(), dir)?;
+            if unclean_dirs.contains(dir) {
+                tracing::warn!(dir = %dir.display(), "no clean-shutdown marker written: a log here is offline or did not close cleanly");
+                not_written.push(format!("the clean-shutdown marker in {}", dir.display()));
+                continue;
+            }
+            if let Err(e) = write_marker(self.io.as_ref(), dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "clean-shutdown marker not written");
+                not_written.push(format!(
+                    "the clean-shutdown marker in {} ({e})",
+                    dir.display()
+                ));
+            }
         }
-        Ok(())
+        if not_written.is_empty() {
+            Ok(())
+        } else {
+            Err(not_written)
+        }
     }
 }
 

@@ -115,9 +115,45 @@ impl ReplicaManager {
             .collect()
     }
 
+    /// Stops hosting a partition whose log went offline: its waiters are woken and find it
+    /// gone, and its high watermark is kept for when it is hosted again (and in the
+    /// checkpoint meanwhile), as a restart would find it.
+    pub fn take_offline(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        let part = {
+            let mut all = self
+                .partitions
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let by_index = all.get_mut(topic)?;
+            let part = by_index.remove(&index)?;
+            if by_index.is_empty() {
+                all.remove(topic);
+            }
+            part
+        };
+        self.checkpointed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(TopicPartition::new(topic, index), part.high_watermark());
+        part.changed().notify_waiters();
+        Some(part)
+    }
+
+    /// Forgets the checkpointed high watermarks of a topic's partitions `from..` (`to` when
+    /// given): the partitions are gone.
+    fn forget_checkpointed(&self, topic: &str, from: i32, to: Option<i32>) {
+        self.checkpointed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|tp, _| {
+                tp.topic != topic || tp.partition < from || to.is_some_and(|t| tp.partition >= t)
+            });
+    }
+
     /// Stops hosting a topic's partitions (it was deleted); their waiters are woken and find
     /// them gone.
     pub fn remove_topic(&self, topic: &str) -> Vec<Arc<Partition>> {
+        self.forget_checkpointed(topic, 0, None);
         let removed: Vec<Arc<Partition>> = self
             .partitions
             .write()
@@ -133,6 +169,7 @@ impl ReplicaManager {
 
     /// Stops hosting partitions `from..to` of a topic (a creation undone).
     pub fn remove_partitions(&self, topic: &str, from: i32, to: i32) {
+        self.forget_checkpointed(topic, from, Some(to));
         let mut all = self
             .partitions
             .write()
@@ -149,14 +186,24 @@ impl ReplicaManager {
         }
     }
 
-    /// Writes every hosted partition's high watermark to the checkpoint file.
+    /// Writes every hosted partition's high watermark to the checkpoint file, and those of
+    /// partitions not hosted now (offline) as they were last known, so a restart does not
+    /// lose them.
     pub fn checkpoint_high_watermarks(&self) -> Result<(), BrokerError> {
         let mut entries: Vec<(TopicPartition, i64)> = self
             .all()
             .iter()
             .map(|p| (TopicPartition::new(&p.topic, p.index), p.high_watermark()))
             .collect();
+        entries.extend(
+            self.checkpointed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|(tp, hw)| (tp.clone(), *hw)),
+        );
         entries.sort();
+        entries.dedup_by(|a, b| a.0 == b.0);
         checkpoint::write(self.io.as_ref(), &self.data_dir, &entries)?;
         Ok(())
     }

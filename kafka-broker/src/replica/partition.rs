@@ -19,6 +19,7 @@ use crate::log::{
     AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, ReadInfo, SharedLog, lock_log,
 };
 use crate::producer_state::{BatchMeta, Check, ProducerStates, last_seq};
+use crate::rate_limit::RateLimit;
 
 /// The facts of one validated batch that the partition needs.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +110,14 @@ pub struct Partition {
     /// Woken when the high watermark moves, the log start moves, the log is truncated or the
     /// leadership changes: what fetches and acks=all produces waiting on this partition watch.
     changed: Notify,
+    /// Appends that failed on the disk (ENOSPC, EIO, a failed fsync), logged once per
+    /// [`APPEND_FAILURE_LOG_INTERVAL`] with a count.
+    append_failures: Mutex<RateLimit>,
 }
+
+/// How often a partition whose appends keep failing on the disk says so (ours): one line per
+/// partition per interval, with the number of failures since the last line.
+pub const APPEND_FAILURE_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for Partition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,6 +160,34 @@ impl Partition {
                 followers: Vec::new(),
             }),
             changed: Notify::new(),
+            append_failures: Mutex::new(RateLimit::new(APPEND_FAILURE_LOG_INTERVAL)),
+        }
+    }
+
+    /// Whether the log failed an fsync: it refuses appends until it is reopened (see
+    /// [`crate::Broker::retry_offline`]).
+    pub fn log_failed(&self) -> bool {
+        self.log().flusher().is_poisoned()
+    }
+
+    /// The log end offset.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log().log_end_offset()
+    }
+
+    /// Reports an append that failed on the disk, rate-limited (see the field's docs).
+    fn append_failed(&self, error: &crate::log::LogError) {
+        let now = std::time::Instant::now();
+        if let Some(failures) = lock(&self.append_failures).hit(now) {
+            tracing::warn!(
+                topic = %self.topic,
+                partition = self.index,
+                %error,
+                failures,
+                "appends failing on the disk: {failures} since the last report (one report \
+                 per partition every {} s)",
+                APPEND_FAILURE_LOG_INTERVAL.as_secs()
+            );
         }
     }
 
@@ -447,7 +483,16 @@ impl Partition {
             }
         }
         let mut log = self.log();
-        let info = log.append(records, self.leader_epoch(), now_ms)?;
+        let info = match log.append(records, self.leader_epoch(), now_ms) {
+            Ok(info) => info,
+            Err(e) => {
+                drop(log);
+                if e.is_io() {
+                    self.append_failed(&e);
+                }
+                return Err(e.into());
+            }
+        };
         let sync = info.sync_to.map(|o| (log.flusher(), o));
         drop(log);
         if let Some(b) = idempotent {

@@ -8,6 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::rate_limit::RateLimit;
+
 /// Open connections per peer address.
 #[derive(Debug)]
 pub(crate) struct PerIp {
@@ -74,41 +76,25 @@ impl Drop for IpSlot {
 
 /// Refused connections, logged at most once per interval with a count.
 #[derive(Debug)]
-pub(crate) struct RefusalLog {
-    every: Duration,
-    last: Option<Instant>,
-    unlogged: u64,
-}
+pub(crate) struct RefusalLog(RateLimit);
 
 impl RefusalLog {
     pub(crate) fn new(every: Duration) -> Self {
-        Self {
-            every,
-            last: None,
-            unlogged: 0,
-        }
+        Self(RateLimit::new(every))
     }
 
     /// A connection from `peer` was refused by the limit named `key` (at `max`).
     pub(crate) fn refused(&mut self, peer: SocketAddr, key: &str, max: usize) {
-        self.unlogged += 1;
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|l| now.duration_since(l) < self.every)
-        {
+        let Some(refused) = self.0.hit(Instant::now()) else {
             return;
-        }
+        };
         tracing::warn!(
             %peer,
             limit = key,
             max,
-            refused = self.unlogged,
-            "refusing connections over {key} ({} refused since the last report)",
-            self.unlogged
+            refused,
+            "refusing connections over {key} ({refused} refused since the last report)"
         );
-        self.last = Some(now);
-        self.unlogged = 0;
     }
 }
 

@@ -22,6 +22,9 @@ pub(crate) struct Node {
     starts: u32,
     /// `RUST_LOG` of the broker process.
     log_filter: String,
+    /// A program (with its arguments) the broker is run under, e.g. `prlimit --nofile=64`;
+    /// it must exec the broker (same process id).
+    wrapper: Vec<String>,
 }
 
 impl Node {
@@ -34,7 +37,14 @@ impl Node {
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
             starts: 0,
             log_filter: "info".to_owned(),
+            wrapper: Vec::new(),
         }
+    }
+
+    /// Runs the broker under `wrapper` (a program that execs it, e.g. `prlimit --nofile=64`)
+    /// from the next start on; an empty one runs it directly.
+    pub(crate) fn set_wrapper(&mut self, wrapper: &[&str]) {
+        self.wrapper = wrapper.iter().map(|s| (*s).to_owned()).collect();
     }
 
     /// Runs the broker with this `RUST_LOG` instead of `info`.
@@ -62,7 +72,15 @@ impl Node {
         let log_path = self.logs.join(format!("broker-{}.log", self.starts));
         let out = File::create(&log_path).unwrap();
         let err = out.try_clone().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-broker"));
+        let bin = env!("CARGO_BIN_EXE_kafka-broker");
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")

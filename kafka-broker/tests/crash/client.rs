@@ -15,10 +15,11 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest, RequestBody,
-    ResponseBody,
+    CreateTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    RequestBody, ResponseBody,
 };
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
@@ -170,6 +171,17 @@ pub(crate) async fn produce_one(
 
 /// The log end offset (ListOffsets "latest").
 pub(crate) async fn latest_offset(conn: &Connection, topic: &str, partition: i32) -> i64 {
+    list_latest(conn, topic, partition)
+        .await
+        .unwrap_or_else(|code| panic!("ListOffsets {topic}-{partition} failed with error {code}"))
+}
+
+/// ListOffsets "latest": `Ok(offset)` or `Err(error code)`.
+pub(crate) async fn list_latest(
+    conn: &Connection,
+    topic: &str,
+    partition: i32,
+) -> Result<i64, i16> {
     let body = RequestBody::ListOffsets(ListOffsetsRequest {
         replica_id: -1,
         topics: vec![ListOffsetsTopic {
@@ -188,8 +200,47 @@ pub(crate) async fn latest_offset(conn: &Connection, topic: &str, partition: i32
         panic!("ListOffsets answered with another body");
     };
     let p = &resp.topics[0].partitions[0];
-    assert_eq!(p.error_code, 0, "ListOffsets {topic}-{partition} failed");
-    p.offset
+    if p.error_code == 0 {
+        Ok(p.offset)
+    } else {
+        Err(p.error_code)
+    }
+}
+
+/// Metadata for one topic (used by `disk_full.rs`): the topic's error code and each partition's (index, error code).
+#[allow(dead_code)]
+pub(crate) async fn metadata_errors(conn: &Connection, topic: &str) -> (i16, Vec<(i32, i16)>) {
+    let body = RequestBody::Metadata(MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some(KStr::from(topic.to_owned())),
+            ..Default::default()
+        }]),
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    });
+    let ResponseBody::Metadata(resp) = request(conn, body).await else {
+        panic!("Metadata answered with another body");
+    };
+    let t = &resp.topics[0];
+    let mut parts: Vec<(i32, i16)> = t
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.error_code))
+        .collect();
+    parts.sort();
+    (t.error_code, parts)
+}
+
+/// The error code of a Fetch of one partition at `offset` (0 when it is served; used by
+/// `disk_full.rs`).
+#[allow(dead_code)]
+pub(crate) async fn fetch_error(
+    conn: &Connection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> i16 {
+    fetch_once(conn, topic, partition, offset).await.error_code
 }
 
 async fn fetch_once(conn: &Connection, topic: &str, partition: i32, offset: i64) -> PartitionData {
