@@ -9,7 +9,7 @@ use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
-use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
+use crate::log::{FileCache, LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
@@ -66,9 +66,21 @@ impl Broker {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
             topic_configs.insert(&t.name, Arc::new(typed));
         }
-        let logs = LogManager::open(vec![config.data_dir.clone()], |tp: &TopicPartition| {
-            topic_configs.get_or_default(&tp.topic).log_config()
-        })?;
+        let files = match config.log_open_files_max {
+            Some(n) => FileCache::new(n),
+            None => FileCache::with_default_capacity(config.max_connections),
+        };
+        tracing::info!(
+            log_open_files_max = files.capacity(),
+            descriptor_limit = crate::log::files::nofile_limit(),
+            "segment files open at most"
+        );
+        let logs = LogManager::open_with(
+            vec![config.data_dir.clone()],
+            |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
+            Arc::new(crate::log::StdIo),
+            files,
+        )?;
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
