@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 /// How long a broker may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Where `prlimit` (util-linux) is.
+pub(crate) const PRLIMIT: &str = "/usr/bin/prlimit";
 /// How long a clean shutdown may take.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -22,6 +24,8 @@ pub(crate) struct Node {
     starts: u32,
     /// `RUST_LOG` of the broker process.
     log_filter: String,
+    /// A descriptor limit (soft and hard) set with `prlimit` on the broker process.
+    nofile: Option<u64>,
 }
 
 impl Node {
@@ -34,7 +38,14 @@ impl Node {
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
             starts: 0,
             log_filter: "info".to_owned(),
+            nofile: None,
         }
+    }
+
+    /// Runs the broker under `prlimit --nofile=n:n` (which execs it: the pid is the broker's).
+    pub(crate) fn nofile(mut self, n: u64) -> Self {
+        self.nofile = Some(n);
+        self
     }
 
     /// Runs the broker with this `RUST_LOG` instead of `info`.
@@ -62,7 +73,15 @@ impl Node {
         let log_path = self.logs.join(format!("broker-{}.log", self.starts));
         let out = File::create(&log_path).unwrap();
         let err = out.try_clone().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-broker"));
+        let bin = env!("CARGO_BIN_EXE_kafka-broker");
+        let mut cmd = match self.nofile {
+            Some(n) => {
+                let mut c = Command::new(PRLIMIT);
+                c.arg(format!("--nofile={n}:{n}")).arg("--").arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
