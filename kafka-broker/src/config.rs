@@ -336,9 +336,7 @@ impl BrokerConfig {
             }
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
             "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
-            "log.open.files.max" => {
-                self.log_open_files_max = Some(positive(key, parse(key, v)?)?)
-            }
+            "log.open.files.max" => self.log_open_files_max = Some(positive(key, parse(key, v)?)?),
             "max.connections.per.ip" => {
                 self.max_connections_per_ip = positive(key, parse(key, v)?)?
             }

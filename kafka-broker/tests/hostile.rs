@@ -911,8 +911,13 @@ fn produce_each(
     req.topic_data[0].partition_data = partitions
         .map(|p| {
             let mut b = RecordBatchBuilder::new();
-            b.append(round as i64, None, Some(format!("{p}-{round}").as_bytes()), &[])
-                .unwrap();
+            b.append(
+                round as i64,
+                None,
+                Some(format!("{p}-{round}").as_bytes()),
+                &[],
+            )
+            .unwrap();
             produce_request::PartitionProduceData {
                 index: p,
                 records: Some(b.build().unwrap()),
@@ -1002,7 +1007,10 @@ async fn descriptors_are_bounded_by_configuration_not_by_partitions() {
     const ROUNDS: usize = 6;
     if !std::path::Path::new(broker::PRLIMIT).exists() {
         if std::env::var("KAFKA_RS_REQUIRE_PEERS").is_ok_and(|v| v == "1") {
-            panic!("KAFKA_RS_REQUIRE_PEERS=1 but {} is missing", broker::PRLIMIT);
+            panic!(
+                "KAFKA_RS_REQUIRE_PEERS=1 but {} is missing",
+                broker::PRLIMIT
+            );
         }
         eprintln!("skipped: {} is missing", broker::PRLIMIT);
         return;
@@ -1046,7 +1054,13 @@ async fn descriptors_are_bounded_by_configuration_not_by_partitions() {
         0,
         "CreateTopics of {PARTITIONS} partitions failed: {:?}; broker output:\n{}",
         r.topics[0].error_message,
-        broker.log().lines().rev().take(5).collect::<Vec<_>>().join("\n")
+        broker
+            .log()
+            .lines()
+            .rev()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     let produce = |sock: &mut TcpStream, parts: std::ops::Range<i32>, round: usize| {
         let req = produce_each("many", parts, round);
@@ -1068,15 +1082,27 @@ async fn descriptors_are_bounded_by_configuration_not_by_partitions() {
     };
     let rolled = std::fs::read_dir(dir.path().join("data/many-0"))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
         .count();
-    assert_eq!(rolled, ROUNDS, "partition 0 should have one segment per batch");
+    assert_eq!(
+        rolled, ROUNDS,
+        "partition 0 should have one segment per batch"
+    );
     let check = |got: Vec<Vec<String>>, when: &str| {
         for p in 0..PARTITIONS {
             assert_eq!(got[p as usize], expect(p), "partition {p} {when}");
         }
     };
-    check(fetch_all(&mut admin, "many", PARTITIONS, 50), "before the restart");
+    check(
+        fetch_all(&mut admin, "many", PARTITIONS, 50),
+        "before the restart",
+    );
     // SIGKILL: the restart recovers every log (every segment opened and scanned).
     drop(admin);
     let mut broker = broker;
@@ -1086,7 +1112,10 @@ async fn descriptors_are_bounded_by_configuration_not_by_partitions() {
     pid.store(broker.pid(), Ordering::Relaxed);
     assert!(broker.log().contains("recovering logs"), "no recovery ran");
     let mut admin = TcpStream::connect(broker.addr.as_str()).unwrap();
-    check(fetch_all(&mut admin, "many", PARTITIONS, 51), "after the restart");
+    check(
+        fetch_all(&mut admin, "many", PARTITIONS, 51),
+        "after the restart",
+    );
     // Old segments again, one partition at a time, through a cache that has moved on.
     produce(&mut admin, 0..PARTITIONS, ROUNDS);
     let mut clients: Vec<TcpStream> = (0..20)

@@ -455,12 +455,8 @@ impl CleanPlan {
         let base = group.first().map_or(0, |s| s.base);
         let end = group.last().map_or(base, |s| s.next_offset);
         let io = self.io.as_ref();
-        let mut out = Segment::create(
-            &self.files,
-            staging,
-            base,
-            self.config.index_interval_bytes,
-        )?;
+        let mut out =
+            Segment::create(&self.files, staging, base, self.config.index_interval_bytes)?;
         let mut pending = PendingWrite::default();
         for seg in &group {
             stats.segments_before += 1;

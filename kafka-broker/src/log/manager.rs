@@ -115,7 +115,12 @@ impl LogManager {
         config_for: impl Fn(&TopicPartition) -> LogConfig,
         io: Arc<dyn LogIo>,
     ) -> Result<Self, LogError> {
-        Self::open_with(dirs, config_for, io, FileCache::with_default_capacity(usize::MAX))
+        Self::open_with(
+            dirs,
+            config_for,
+            io,
+            FileCache::with_default_capacity(usize::MAX),
+        )
     }
 
     /// [`Self::open_with_io`], every log's segment files opened through `files` (so the

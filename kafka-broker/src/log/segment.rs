@@ -185,8 +185,14 @@ impl Segment {
             .len();
         let mut problem = None;
         let offset_index = open_index(files, dir, base_offset, INDEX_SUFFIX, size, &mut problem)?;
-        let time_index =
-            open_index(files, dir, base_offset, TIME_INDEX_SUFFIX, size, &mut problem)?;
+        let time_index = open_index(
+            files,
+            dir,
+            base_offset,
+            TIME_INDEX_SUFFIX,
+            size,
+            &mut problem,
+        )?;
         let seg = Self {
             base_offset,
             path,

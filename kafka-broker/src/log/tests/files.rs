@@ -95,7 +95,11 @@ fn a_deleted_file_is_closed_and_never_recreated() {
         std::io::ErrorKind::NotFound
     );
     assert!(!path.exists(), "a retired handle brought its file back");
-    assert_eq!(first_byte(&held), 0, "a holder keeps reading a deleted file");
+    assert_eq!(
+        first_byte(&held),
+        0,
+        "a holder keeps reading a deleted file"
+    );
     // The retired handle's slot is swept out, not counted for ever.
     let others = files(dir.path(), &cache, 4);
     others.iter().for_each(|h| drop(h.get().unwrap()));
@@ -109,7 +113,10 @@ fn the_default_leaves_room_for_connections_and_the_rest() {
     assert_eq!(default_open_files(1024, 10_000), 448);
     // Few connections: they get what they may use, the files the rest.
     assert_eq!(default_open_files(4096, 100), 4096 - 128 - 100);
-    assert_eq!(default_open_files(1 << 20, 10_000), (1 << 20) - 128 - 10_000);
+    assert_eq!(
+        default_open_files(1 << 20, 10_000),
+        (1 << 20) - 128 - 10_000
+    );
     // Never below the floor.
     assert_eq!(default_open_files(100, 10), 64);
 }
@@ -173,6 +180,9 @@ fn a_log_works_through_a_cache_smaller_than_its_files() {
     let got = read_all(&log, 300);
     assert_eq!(got[..300], expect[300..]);
     assert_eq!(got.len(), 350);
-    assert_eq!(log_files(dir.path()).len(), log.segment_base_offsets().len());
+    assert_eq!(
+        log_files(dir.path()).len(),
+        log.segment_base_offsets().len()
+    );
     assert!(cache.open_files() <= 4);
 }
