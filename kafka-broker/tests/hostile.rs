@@ -8,6 +8,10 @@
 //!   announce 100 MB each do not take 20 GB of address space.
 //! - `max.connections.per.ip` (and its overrides) keep one peer from taking every slot;
 //!   refusals are logged once per interval with a count, not one line each.
+//! - Descriptors do not grow with partitions and segments: 2,000 partitions under
+//!   `prlimit --nofile=1024` are created, written, rolled, read and recovered within
+//!   `log.open.files.max` + a reserve + connections. A broker out of descriptors for sockets
+//!   (accept fails with EMFILE) serves its connections and logs the failures rate-limited.
 #![allow(clippy::unwrap_used)]
 
 #[path = "crash/broker.rs"]
@@ -1142,4 +1146,80 @@ async fn descriptors_are_bounded_by_configuration_not_by_partitions() {
         "the broker ran out of descriptors:\n{}",
         broker.log()
     );
+}
+
+/// A broker out of descriptors for sockets (`accept` fails with EMFILE) keeps serving the
+/// connections it has, logs the failures once per interval instead of once per try, and takes
+/// the waiting connections as soon as descriptors are free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_failing_with_emfile_keeps_the_broker_serving() {
+    if !std::path::Path::new(broker::PRLIMIT).exists() {
+        if std::env::var("KAFKA_RS_REQUIRE_PEERS").is_ok_and(|v| v == "1") {
+            panic!(
+                "KAFKA_RS_REQUIRE_PEERS=1 but {} is missing",
+                broker::PRLIMIT
+            );
+        }
+        eprintln!("skipped: {} is missing", broker::PRLIMIT);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::new(
+        dir.path().join("data"),
+        dir.path().join("logs"),
+        &["log.open.files.max=64"],
+    )
+    .nofile(256);
+    let broker = node.start(&[]).await;
+    let addr: SocketAddr = broker.addr.parse().unwrap();
+    let pid = broker.pid();
+    let mut first = TcpStream::connect(addr).unwrap();
+    assert_eq!(ask(&mut first, 1), Some(1));
+    // More connections than descriptors are left: the kernel completes them (listen
+    // backlog), the broker cannot accept them all.
+    let mut socks: Vec<TcpStream> = Vec::new();
+    let mut timeouts = 0;
+    while socks.len() < 300 && timeouts < 3 {
+        // A SYN dropped while the backlog is full is sent again after a second.
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
+            Ok(s) => socks.push(s),
+            Err(_) => timeouts += 1,
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !broker.log().contains("accept failed") {
+        assert!(
+            Instant::now() < deadline,
+            "accept never failed ({} connections, {} descriptors):\n{}",
+            socks.len(),
+            open_descriptors(pid),
+            broker.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(open_descriptors(pid) <= 256);
+    // Existing connections are served meanwhile, over a few seconds of failing accepts.
+    for i in 0..20 {
+        assert_eq!(ask(&mut first, 10 + i), Some(10 + i), "round {i}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let failures = broker.log().matches("accept failed").count();
+    assert!(
+        failures <= 2,
+        "{failures} accept failure lines in 2 s: not rate-limited"
+    );
+    // Descriptors come back: the waiting connections are taken and answered.
+    socks.truncate(100);
+    let last = socks.last_mut().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(
+        ask(last, 99),
+        Some(99),
+        "a waiting connection was not served"
+    );
+    let mut late = TcpStream::connect(addr).unwrap();
+    late.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(ask(&mut late, 7), Some(7), "a new client cannot connect");
 }
