@@ -9,7 +9,7 @@ use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
-use crate::log::{LogConfig, LogManager, TopicPartition, lock_log};
+use crate::log::{FileCache, LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
@@ -69,9 +69,21 @@ impl Broker {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
             topic_configs.insert(&t.name, Arc::new(typed));
         }
-        let logs = LogManager::open(vec![config.data_dir.clone()], |tp: &TopicPartition| {
-            topic_configs.get_or_default(&tp.topic).log_config()
-        })?;
+        let files = match config.log_open_files_max {
+            Some(n) => FileCache::new(n),
+            None => FileCache::with_default_capacity(config.max_connections),
+        };
+        tracing::info!(
+            log_open_files_max = files.capacity(),
+            descriptor_limit = crate::log::files::nofile_limit(),
+            "segment files open at most"
+        );
+        let logs = LogManager::open_with(
+            vec![config.data_dir.clone()],
+            |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
+            Arc::new(crate::log::StdIo),
+            files,
+        )?;
         if logs.recovered_at_start() {
             tracing::warn!("the last shutdown was not clean: logs were recovered");
         }
@@ -361,6 +373,14 @@ impl Broker {
     pub fn partition_error(&self, topic: &str, index: i32) -> BrokerError {
         match self.logs.get(topic, index) {
             Err(e) => BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()),
+            // An offline partition coming back: its log is open again and the partition layer
+            // is about to host it (`retry_offline`); still the storage outage to a client.
+            Ok(Some(_)) if self.topic(topic).is_some_and(|t| index < t.partitions) => {
+                BrokerError::kafka(
+                    ErrorCode::KAFKA_STORAGE_ERROR,
+                    format!("{topic}-{index} is being reopened after its log was offline"),
+                )
+            }
             Ok(_) => BrokerError::kafka(
                 ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
                 format!("{topic}-{index} is not hosted here"),

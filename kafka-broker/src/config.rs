@@ -66,6 +66,11 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`.
     pub max_connections: usize,
+    /// `log.open.files.max` (ours): the most segment files (`.log`, `.index`, `.timeindex`)
+    /// open at a time over every partition; the least recently used are closed and reopened
+    /// on use. `None`: derived from the process's descriptor limit at start
+    /// ([`crate::log::files::default_open_files`]).
+    pub log_open_files_max: Option<usize>,
     /// `max.partitions` (ours): the most partitions this broker hosts, every topic together;
     /// CreateTopics and CreatePartitions beyond it are refused before anything is created.
     pub max_partitions: usize,
@@ -158,6 +163,7 @@ impl Default for BrokerConfig {
             max_connections: 10_000,
             max_partitions: 10_000,
             log_offline_retry_ms: 5_000,
+            log_open_files_max: None,
             max_connections_per_ip: i32::MAX as usize,
             max_connections_per_ip_overrides: Vec::new(),
             connections_max_idle_ms: 600_000,
@@ -341,6 +347,7 @@ impl BrokerConfig {
             "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
             "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
             "log.offline.retry.ms" => self.log_offline_retry_ms = positive(key, parse(key, v)?)?,
+            "log.open.files.max" => self.log_open_files_max = Some(positive(key, parse(key, v)?)?),
             "max.connections.per.ip" => {
                 self.max_connections_per_ip = positive(key, parse(key, v)?)?
             }

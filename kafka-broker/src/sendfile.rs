@@ -69,21 +69,33 @@ pub const MAX_SENDFILE_BYTES: usize = 128 << 20;
 /// The zero region placeholders are cut from: in `.bss`, never written, so it costs no memory.
 static ZEROS: [u8; MAX_SENDFILE_BYTES] = [0; MAX_SENDFILE_BYTES];
 
+/// The most file regions one response sends from files; the data of further partitions is
+/// read into memory. Each region holds its segment file's descriptor until the answer is
+/// written, even if the broker's file cache closed it meanwhile, so this bounds what one
+/// answer adds to `log.open.files.max`.
+pub const MAX_FILE_REGIONS: usize = 32;
+
 /// The file regions behind the placeholders of one response.
 #[derive(Debug, Default)]
 pub struct Regions {
     /// (start in `ZEROS`, length, regions in order)
     entries: Vec<(usize, usize, Vec<FileSlice>)>,
     used: usize,
+    regions: usize,
 }
 
 impl Regions {
     /// A placeholder for `slices` (whose lengths add up to `len`), or `None` when the data is
-    /// too small to be chained by the encoder or the response has no room left.
+    /// too small to be chained by the encoder or the response has no room left (in bytes, or
+    /// in regions: [`MAX_FILE_REGIONS`]).
     pub fn placeholder(&mut self, slices: Vec<FileSlice>, len: usize) -> Option<Bytes> {
-        if len < CHAIN_THRESHOLD || self.used + len > MAX_SENDFILE_BYTES {
+        if len < CHAIN_THRESHOLD
+            || self.used + len > MAX_SENDFILE_BYTES
+            || self.regions + slices.len() > MAX_FILE_REGIONS
+        {
             return None;
         }
+        self.regions += slices.len();
         let start = self.used;
         let bytes = Bytes::from_static(ZEROS.get(start..start + len)?);
         self.used += len;

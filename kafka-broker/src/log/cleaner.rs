@@ -35,7 +35,6 @@
 //! deleting an open file leaves its data readable.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,6 +44,7 @@ use kafka_protocol::record::{RecordBatch, select_records};
 use super::checkpoint::{self, sync_dir};
 use super::config::LogConfig;
 use super::error::LogError;
+use super::files::{FileCache, FileHandle};
 use super::io::LogIo;
 use super::partition::Log;
 use super::scan::{MAX_TIMESTAMP_AT, ScanError, Scanner, be};
@@ -99,7 +99,8 @@ pub struct CleanStats {
 #[derive(Debug, Clone)]
 struct SegmentRef {
     base: i64,
-    file: Arc<File>,
+    /// Opened when the pass reads it, so a plan holds no descriptor.
+    file: Arc<FileHandle>,
     size: u64,
     next_offset: i64,
     largest_timestamp: i64,
@@ -110,6 +111,7 @@ struct SegmentRef {
 pub struct CleanPlan {
     dir: PathBuf,
     io: Arc<dyn LogIo>,
+    files: Arc<FileCache>,
     config: LogConfig,
     /// Every sealed segment below the first uncleanable offset, oldest first.
     segments: Vec<SegmentRef>,
@@ -165,7 +167,7 @@ impl Log {
             }
             segments.push(SegmentRef {
                 base: seg.base_offset(),
-                file: Arc::clone(seg.file()),
+                file: Arc::clone(seg.handle()),
                 size: seg.size(),
                 next_offset: seg.next_offset(),
                 largest_timestamp: seg.largest_timestamp(),
@@ -193,6 +195,7 @@ impl Log {
         Some(CleanPlan {
             dir: self.dir.clone(),
             io: Arc::clone(&self.io),
+            files: Arc::clone(&self.files),
             config: config.clone(),
             segments,
             first_dirty,
@@ -270,7 +273,13 @@ impl Log {
         }
         rename(&swap, &segment_path(&dir, group.base, LOG_SUFFIX))?;
         sync_dir(io.as_ref(), &dir)?;
-        let (seg, _) = Segment::open(&dir, group.base, self.config.index_interval_bytes, &*io)?;
+        let (seg, _) = Segment::open(
+            &self.files,
+            &dir,
+            group.base,
+            self.config.index_interval_bytes,
+            &*io,
+        )?;
         self.segments.insert(group.base, seg);
         Ok(())
     }
@@ -446,7 +455,8 @@ impl CleanPlan {
         let base = group.first().map_or(0, |s| s.base);
         let end = group.last().map_or(base, |s| s.next_offset);
         let io = self.io.as_ref();
-        let mut out = Segment::create(staging, base, self.config.index_interval_bytes)?;
+        let mut out =
+            Segment::create(&self.files, staging, base, self.config.index_interval_bytes)?;
         let mut pending = PendingWrite::default();
         for seg in &group {
             stats.segments_before += 1;
@@ -518,7 +528,11 @@ impl CleanPlan {
         mut f: impl FnMut(&RecordBatch) -> Result<(), CleanError>,
     ) -> Result<(), LogError> {
         let path = segment_path(&self.dir, seg.base, LOG_SUFFIX);
-        let mut scanner = Scanner::new(&seg.file, 0, seg.size, true);
+        let file = seg
+            .file
+            .get()
+            .map_err(|e| LogError::io("open segment", &path, e))?;
+        let mut scanner = Scanner::new(&file, 0, seg.size, true);
         loop {
             let (header, bytes) = match scanner.next_batch_bytes() {
                 Ok(Some(found)) => found,

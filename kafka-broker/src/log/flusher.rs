@@ -40,12 +40,12 @@
 //! durable offset fails with [`LogError::SyncPoisoned`] until the log is reopened (and
 //! recovered).
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::checkpoint::sync_dir;
 use super::error::LogError;
+use super::files::FileHandle;
 use super::io::{FileKind, LogIo};
 
 #[derive(Debug)]
@@ -54,8 +54,10 @@ struct State {
     appended: i64,
     /// Every offset below this is on disk.
     durable: i64,
-    /// Segment files written since their last fsync.
-    dirty: Vec<Arc<File>>,
+    /// Segment files written since their last fsync (handles: the cache may have closed
+    /// them since, and the sync opens them again; the kernel reports a writeback error to
+    /// the first fsync after it even through a new descriptor).
+    dirty: Vec<Arc<FileHandle>>,
     /// A segment file was created since the directory's last fsync.
     dir_dirty: bool,
     syncing: bool,
@@ -93,7 +95,7 @@ enum Outcome {
 struct SyncJob {
     flusher: Arc<Flusher>,
     target: i64,
-    files: Vec<Arc<File>>,
+    files: Vec<Arc<FileHandle>>,
     dir: bool,
     generation: u64,
     finished: bool,
@@ -104,7 +106,13 @@ impl SyncJob {
         let flusher = Arc::clone(&self.flusher);
         let mut result = Ok(());
         for f in &self.files {
-            result = flusher.io.sync(FileKind::Log, f).map_err(|e| e.to_string());
+            result = match f.get() {
+                Ok(file) => flusher.io.sync(FileKind::Log, &file),
+                // Deleted since (retention, truncation): nothing of it to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(e),
+            }
+            .map_err(|e| e.to_string());
             if result.is_err() {
                 break;
             }
@@ -273,7 +281,7 @@ impl Flusher {
     }
 
     /// The log appended up to `log_end_offset` into `file`.
-    pub(crate) fn note_append(&self, log_end_offset: i64, file: &Arc<File>) {
+    pub(crate) fn note_append(&self, log_end_offset: i64, file: &Arc<FileHandle>) {
         let mut state = self.lock();
         state.appended = log_end_offset;
         push_unique(&mut state.dirty, Arc::clone(file));
@@ -316,7 +324,7 @@ impl Flusher {
     }
 }
 
-fn push_unique(files: &mut Vec<Arc<File>>, f: Arc<File>) {
+fn push_unique(files: &mut Vec<Arc<FileHandle>>, f: Arc<FileHandle>) {
     if !files.iter().any(|g| Arc::ptr_eq(g, &f)) {
         files.push(f);
     }

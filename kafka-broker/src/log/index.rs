@@ -12,12 +12,13 @@
 //! index lives on disk only (lookups binary-search it with `pread`) and memory stays bounded by
 //! the active segment. Indexes are derived data: recovery rebuilds them from the `.log` file.
 
-use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use super::error::LogError;
+use super::files::{FileCache, FileHandle};
 use super::io::{FileKind, LogIo};
 
 /// A fixed-size index entry.
@@ -82,8 +83,9 @@ impl IndexEntry for TimeEntry {
 /// One index file: entries on disk, then entries not written yet.
 #[derive(Debug)]
 pub(crate) struct Index<E> {
-    path: PathBuf,
-    file: File,
+    /// Opened on use through the broker's [`FileCache`]: an index is read by lookups and
+    /// written at flush, roll and close only.
+    file: Arc<FileHandle>,
     on_disk: u64,
     pending: Vec<E>,
     last: Option<E>,
@@ -92,19 +94,18 @@ pub(crate) struct Index<E> {
 impl<E: IndexEntry> Index<E> {
     /// Opens (creating if missing) the index at `path`. The file's size must be a multiple of
     /// the entry size, else it reports `None` (the caller rebuilds it).
-    pub(crate) fn open(path: &Path) -> io::Result<Option<Self>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let len = file.metadata()?.len();
+    pub(crate) fn open(files: &Arc<FileCache>, path: &Path) -> io::Result<Option<Self>> {
+        let file = files.handle(path.to_owned());
+        let len = match file.get() {
+            Ok(f) => f.metadata()?.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => file.create()?.metadata()?.len(),
+            Err(e) => return Err(e),
+        };
         if len % E::SIZE as u64 != 0 {
+            file.retire();
             return Ok(None);
         }
         let mut index = Self {
-            path: path.to_owned(),
             file,
             on_disk: len / E::SIZE as u64,
             pending: Vec::new(),
@@ -118,15 +119,10 @@ impl<E: IndexEntry> Index<E> {
     }
 
     /// Creates an empty index at `path`, replacing any file there.
-    pub(crate) fn create(path: &Path) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+    pub(crate) fn create(files: &Arc<FileCache>, path: &Path) -> io::Result<Self> {
+        let file = files.handle(path.to_owned());
+        file.create()?;
         Ok(Self {
-            path: path.to_owned(),
             file,
             on_disk: 0,
             pending: Vec::new(),
@@ -135,7 +131,12 @@ impl<E: IndexEntry> Index<E> {
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    /// The file was deleted: closes its descriptor.
+    pub(crate) fn retire(&self) {
+        self.file.retire();
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -156,7 +157,7 @@ impl<E: IndexEntry> Index<E> {
         }
         let mut b = [0u8; 16];
         let buf = b.get_mut(..E::SIZE).unwrap_or_default();
-        self.file.read_exact_at(buf, i * E::SIZE as u64)?;
+        self.file.get()?.read_exact_at(buf, i * E::SIZE as u64)?;
         Ok(E::decode(buf))
     }
 
@@ -195,9 +196,10 @@ impl<E: IndexEntry> Index<E> {
             e.encode(&mut buf);
         }
         let at = self.on_disk * E::SIZE as u64;
-        if let Err(e) = io.write_all_at(E::KIND, &self.file, &buf, at) {
-            let _ = io.set_len(E::KIND, &self.file, at);
-            return Err(LogError::io("write index", &self.path, e));
+        let file = self.open_file()?;
+        if let Err(e) = io.write_all_at(E::KIND, &file, &buf, at) {
+            let _ = io.set_len(E::KIND, &file, at);
+            return Err(LogError::io("write index", self.path(), e));
         }
         self.on_disk += self.pending.len() as u64;
         self.pending.clear();
@@ -207,15 +209,21 @@ impl<E: IndexEntry> Index<E> {
     /// Writes pending entries and fsyncs the file.
     pub(crate) fn sync(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
         self.persist(io)?;
-        io.sync(E::KIND, &self.file)
-            .map_err(|e| LogError::io("fsync index", &self.path, e))
+        io.sync(E::KIND, &*self.open_file()?)
+            .map_err(|e| LogError::io("fsync index", self.path(), e))
+    }
+
+    fn open_file(&self) -> Result<Arc<std::fs::File>, LogError> {
+        self.file
+            .get()
+            .map_err(|e| LogError::io("open index", self.path(), e))
     }
 
     /// Keeps the first `n` entries.
     pub(crate) fn truncate_entries(&mut self, n: u64, io: &dyn LogIo) -> Result<(), LogError> {
         if n < self.on_disk {
-            io.set_len(E::KIND, &self.file, n * E::SIZE as u64)
-                .map_err(|e| LogError::io("truncate index", &self.path, e))?;
+            io.set_len(E::KIND, &*self.open_file()?, n * E::SIZE as u64)
+                .map_err(|e| LogError::io("truncate index", self.path(), e))?;
             self.on_disk = n;
             self.pending.clear();
         } else {
@@ -226,7 +234,7 @@ impl<E: IndexEntry> Index<E> {
             0 => None,
             len => Some(
                 self.get(len - 1)
-                    .map_err(|e| LogError::io("read index", &self.path, e))?,
+                    .map_err(|e| LogError::io("read index", self.path(), e))?,
             ),
         };
         Ok(())
@@ -243,7 +251,7 @@ impl<E: IndexEntry> Index<E> {
             let mid = lo + (hi - lo) / 2;
             let e = self
                 .get(mid)
-                .map_err(|e| LogError::io("read index", &self.path, e))?;
+                .map_err(|e| LogError::io("read index", self.path(), e))?;
             if keep(&e) {
                 lo = mid + 1;
             } else {
@@ -263,10 +271,15 @@ impl<E: IndexEntry> Index<E> {
         let mut prev: Option<E> = None;
         let mut i = 0;
         let mut buf = Vec::new();
-        while i < self.on_disk {
+        let file = if self.on_disk > 0 {
+            Some(self.file.get()?)
+        } else {
+            None
+        };
+        while let Some(file) = file.as_ref().filter(|_| i < self.on_disk) {
             let n = CHUNK_ENTRIES.min(self.on_disk - i);
             buf.resize(n as usize * E::SIZE, 0);
-            self.file.read_exact_at(&mut buf, i * E::SIZE as u64)?;
+            file.read_exact_at(&mut buf, i * E::SIZE as u64)?;
             for (k, raw) in buf.chunks_exact(E::SIZE).enumerate() {
                 let e = E::decode(raw);
                 if let Err(reason) = check(prev.as_ref(), &e) {

@@ -230,7 +230,12 @@ impl Log {
         while let Some((_, seg)) = self.segments.pop_first() {
             seg.delete_files()?;
         }
-        let seg = Segment::create(&self.dir, offset, self.config.index_interval_bytes)?;
+        let seg = Segment::create(
+            &self.files,
+            &self.dir,
+            offset,
+            self.config.index_interval_bytes,
+        )?;
         self.segments.insert(offset, seg);
         checkpoint::write_offset(self.io.as_ref(), &self.dir, LOG_START_FILE, offset)?;
         self.log_start_offset = offset;

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use super::checkpoint::sync_dir;
 use super::config::LogConfig;
 use super::error::LogError;
+use super::files::FileCache;
 use super::io::{FileKind, LogIo, StdIo};
 use super::partition::Log;
 
@@ -98,6 +99,7 @@ struct Offline {
 pub struct LogManager {
     dirs: Vec<PathBuf>,
     io: Arc<dyn LogIo>,
+    files: Arc<FileCache>,
     logs: RwLock<BTreeMap<TopicPartition, Hosted>>,
     offline: RwLock<BTreeMap<TopicPartition, Offline>>,
     recovered: bool,
@@ -121,6 +123,22 @@ impl LogManager {
         dirs: Vec<PathBuf>,
         config_for: impl Fn(&TopicPartition) -> LogConfig,
         io: Arc<dyn LogIo>,
+    ) -> Result<Self, LogError> {
+        Self::open_with(
+            dirs,
+            config_for,
+            io,
+            FileCache::with_default_capacity(usize::MAX),
+        )
+    }
+
+    /// [`Self::open_with_io`], every log's segment files opened through `files` (so the
+    /// broker's descriptors for them are bounded by its capacity, `log.open.files.max`).
+    pub fn open_with(
+        dirs: Vec<PathBuf>,
+        config_for: impl Fn(&TopicPartition) -> LogConfig,
+        io: Arc<dyn LogIo>,
+        files: Arc<FileCache>,
     ) -> Result<Self, LogError> {
         if dirs.is_empty() {
             return Err(LogError::InvalidConfig {
@@ -161,7 +179,14 @@ impl LogManager {
                     offline.insert(tp, entry);
                     continue;
                 }
-                match Log::open_with_io(&path, config_for(&tp), !clean, Arc::clone(&io)) {
+                let opened = Log::open_with(
+                    &path,
+                    config_for(&tp),
+                    !clean,
+                    Arc::clone(&io),
+                    Arc::clone(&files),
+                );
+                match opened {
                     Ok(log) => {
                         let log = Arc::new(Mutex::new(log));
                         logs.insert(tp, Hosted { dir: path, log });
@@ -184,6 +209,7 @@ impl LogManager {
         Ok(Self {
             dirs,
             io,
+            files,
             logs: RwLock::new(logs),
             offline: RwLock::new(offline),
             recovered,
@@ -267,7 +293,14 @@ impl LogManager {
             }
             None => return Err(LogError::InvalidTopic(tp.dir_name())),
         };
-        let opened = Log::open_with_io(&dir, config, true, Arc::clone(&self.io)).and_then(|log| {
+        let opened = Log::open_with(
+            &dir,
+            config,
+            true,
+            Arc::clone(&self.io),
+            Arc::clone(&self.files),
+        )
+        .and_then(|log| {
             if let Some(parent) = dir.parent() {
                 sync_dir(self.io.as_ref(), parent)?;
             }
@@ -318,6 +351,11 @@ impl LogManager {
     }
 
     /// The data directories.
+    /// The open segment files of every log.
+    pub fn files(&self) -> &Arc<FileCache> {
+        &self.files
+    }
+
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
@@ -355,7 +393,13 @@ impl LogManager {
         }
         let parent = self.new_log_parent(&logs);
         let path = parent.join(tp.dir_name());
-        let log = Log::open_with_io(&path, config, false, Arc::clone(&self.io))?;
+        let log = Log::open_with(
+            &path,
+            config,
+            false,
+            Arc::clone(&self.io),
+            Arc::clone(&self.files),
+        )?;
         sync_dir(self.io.as_ref(), &parent)?;
         let log = Arc::new(Mutex::new(log));
         logs.insert(

@@ -12,6 +12,7 @@ use super::checkpoint::{self, LOG_START_FILE, LeaderEpochCache, RECOVERY_POINT_F
 use super::cleaner::CLEANER_CHECKPOINT_FILE;
 use super::config::LogConfig;
 use super::error::LogError;
+use super::files::FileCache;
 use super::flusher::Flusher;
 use super::io::{LogIo, StdIo};
 use super::scan::{
@@ -46,6 +47,8 @@ pub struct Log {
     pub(crate) dir: PathBuf,
     pub(crate) config: LogConfig,
     pub(crate) io: Arc<dyn LogIo>,
+    /// The broker's open segment files (see [`super::files`]).
+    pub(crate) files: Arc<FileCache>,
     pub(crate) segments: BTreeMap<i64, Segment>,
     pub(crate) log_start_offset: i64,
     pub(crate) high_watermark: i64,
@@ -123,12 +126,25 @@ impl Log {
         Self::open_with_io(dir, config, recover, Arc::new(StdIo))
     }
 
-    /// [`Self::open`] with writes and fsyncs going through `io`.
+    /// [`Self::open`] with writes and fsyncs going through `io`, and a file cache of its own
+    /// sized for the process's descriptor limit.
     pub fn open_with_io(
         dir: impl AsRef<Path>,
         config: LogConfig,
         recover: bool,
         io: Arc<dyn LogIo>,
+    ) -> Result<Self, LogError> {
+        let files = FileCache::with_default_capacity(usize::MAX);
+        Self::open_with(dir, config, recover, io, files)
+    }
+
+    /// [`Self::open_with_io`], its segment files opened through `files` (the broker's cache).
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+        recover: bool,
+        io: Arc<dyn LogIo>,
+        files: Arc<FileCache>,
     ) -> Result<Self, LogError> {
         config.validate()?;
         let dir = dir.as_ref().to_owned();
@@ -167,13 +183,13 @@ impl Log {
         let mut prev_next = 0;
         for (i, &base) in bases.iter().enumerate() {
             if base < scan_from {
-                let (seg, rebuilt) = Segment::open(&dir, base, interval, io.as_ref())?;
+                let (seg, rebuilt) = Segment::open(&files, &dir, base, interval, io.as_ref())?;
                 report.indexes_rebuilt += usize::from(rebuilt);
                 prev_next = seg.next_offset();
                 segments.insert(base, seg);
                 continue;
             }
-            let (mut seg, _) = Segment::load(&dir, base, interval)?;
+            let (mut seg, _) = Segment::load(&files, &dir, base, interval)?;
             let scan = seg.scan_and_rebuild(io.as_ref(), prev_next, OnInvalid::Truncate)?;
             report.segments_scanned += 1;
             report.batches_checked += scan.batches;
@@ -203,7 +219,7 @@ impl Log {
         }
         if segments.is_empty() {
             let base = checkpointed_start.unwrap_or(0).max(0);
-            segments.insert(base, Segment::create(&dir, base, interval)?);
+            segments.insert(base, Segment::create(&files, &dir, base, interval)?);
         }
         report.segments = segments.len();
         let first_base = segments.keys().next().copied().unwrap_or(0);
@@ -225,6 +241,7 @@ impl Log {
             dir,
             config,
             io,
+            files,
             segments,
             log_start_offset,
             high_watermark: leo,
@@ -400,7 +417,7 @@ impl Log {
         let io = Arc::clone(&self.io);
         let active = self.active_mut()?;
         active.append(io.as_ref(), &records, &batches, now_ms)?;
-        let file = Arc::clone(active.file());
+        let file = Arc::clone(active.handle());
         self.flusher.note_append(next, &file);
         let mut assigned = false;
         match stamp {
@@ -458,7 +475,12 @@ impl Log {
         let new_base = active.next_offset();
         let io = Arc::clone(&self.io);
         self.active_mut()?.seal(io.as_ref())?;
-        let seg = Segment::create(&self.dir, new_base, self.config.index_interval_bytes)?;
+        let seg = Segment::create(
+            &self.files,
+            &self.dir,
+            new_base,
+            self.config.index_interval_bytes,
+        )?;
         tracing::debug!(segment = %seg.path().display(), full, old, "rolled a new segment");
         self.segments.insert(new_base, seg);
         self.flusher.note_new_segment();

@@ -1,6 +1,6 @@
 //! One segment: a `.log` file of record batches and its two indexes.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use kafka_protocol::record::RecordBatch;
 
 use super::FileSlice;
 use super::error::LogError;
+use super::files::{FileCache, FileHandle};
 use super::index::{Index, IndexTracker, OffsetEntry, TimeEntry};
 use super::io::{FileKind, LogIo};
 use super::scan::{BatchHeader, ScanError, Scanner, read_batch};
@@ -65,7 +66,8 @@ pub(crate) struct SegmentRead {
 pub(crate) struct Segment {
     base_offset: i64,
     path: PathBuf,
-    log: Arc<File>,
+    /// The `.log` file, opened on use through the broker's [`FileCache`].
+    log: Arc<FileHandle>,
     size: u64,
     offset_index: Index<OffsetEntry>,
     time_index: Index<TimeEntry>,
@@ -85,6 +87,7 @@ fn scan_err(path: &Path, e: ScanError) -> LogError {
 
 /// Opens an index, or creates an empty one noting in `problem` why the old one is unusable.
 fn open_index<E: super::index::IndexEntry>(
+    files: &Arc<FileCache>,
     dir: &Path,
     base_offset: i64,
     suffix: &str,
@@ -95,42 +98,39 @@ fn open_index<E: super::index::IndexEntry>(
     if !p.exists() && log_size > 0 {
         *problem = Some(format!("{suffix} file missing"));
     }
-    match Index::open(&p).map_err(|e| LogError::io("open index", &p, e))? {
+    match Index::open(files, &p).map_err(|e| LogError::io("open index", &p, e))? {
         Some(index) => Ok(index),
         None => {
             *problem = Some(format!(
                 "{suffix} file size is not a whole number of entries"
             ));
-            Index::create(&p).map_err(|e| LogError::io("create index", &p, e))
+            Index::create(files, &p).map_err(|e| LogError::io("create index", &p, e))
         }
     }
 }
 
-fn open_log(path: &Path, truncate: bool) -> Result<File, LogError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .open(path)
-        .map_err(|e| LogError::io("open segment", path, e))
-}
-
 impl Segment {
     /// Creates a new, empty segment.
-    pub(crate) fn create(dir: &Path, base_offset: i64, interval: u64) -> Result<Self, LogError> {
+    pub(crate) fn create(
+        files: &Arc<FileCache>,
+        dir: &Path,
+        base_offset: i64,
+        interval: u64,
+    ) -> Result<Self, LogError> {
         let path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let log = open_log(&path, true)?;
+        let log = files.handle(path.clone());
+        log.create()
+            .map_err(|e| LogError::io("create segment", &path, e))?;
         let index_path = segment_path(dir, base_offset, INDEX_SUFFIX);
         let time_path = segment_path(dir, base_offset, TIME_INDEX_SUFFIX);
-        let offset_index =
-            Index::create(&index_path).map_err(|e| LogError::io("create index", &index_path, e))?;
-        let time_index =
-            Index::create(&time_path).map_err(|e| LogError::io("create index", &time_path, e))?;
+        let offset_index = Index::create(files, &index_path)
+            .map_err(|e| LogError::io("create index", &index_path, e))?;
+        let time_index = Index::create(files, &time_path)
+            .map_err(|e| LogError::io("create index", &time_path, e))?;
         Ok(Self {
             base_offset,
             path,
-            log: Arc::new(log),
+            log,
             size: 0,
             offset_index,
             time_index,
@@ -146,12 +146,13 @@ impl Segment {
     /// corruption. The batches after the last index entry are walked (headers only) to find
     /// the next offset; an invalid header there is reported as corruption.
     pub(crate) fn open(
+        files: &Arc<FileCache>,
         dir: &Path,
         base_offset: i64,
         interval: u64,
         io: &dyn LogIo,
     ) -> Result<(Self, bool), LogError> {
-        let (mut seg, mut problem) = Self::load(dir, base_offset, interval)?;
+        let (mut seg, mut problem) = Self::load(files, dir, base_offset, interval)?;
         if problem.is_none() {
             problem = seg.check_offset_index()?.err();
         }
@@ -170,23 +171,32 @@ impl Segment {
     /// Opens a segment's files without checking them; also reports an index file that is
     /// missing or not a whole number of entries (it is then empty).
     pub(crate) fn load(
+        files: &Arc<FileCache>,
         dir: &Path,
         base_offset: i64,
         interval: u64,
     ) -> Result<(Self, Option<String>), LogError> {
         let path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let log = open_log(&path, false)?;
+        let log = files.handle(path.clone());
         let size = log
-            .metadata()
-            .map_err(|e| LogError::io("stat segment", &path, e))?
+            .get()
+            .and_then(|f| f.metadata())
+            .map_err(|e| LogError::io("open segment", &path, e))?
             .len();
         let mut problem = None;
-        let offset_index = open_index(dir, base_offset, INDEX_SUFFIX, size, &mut problem)?;
-        let time_index = open_index(dir, base_offset, TIME_INDEX_SUFFIX, size, &mut problem)?;
+        let offset_index = open_index(files, dir, base_offset, INDEX_SUFFIX, size, &mut problem)?;
+        let time_index = open_index(
+            files,
+            dir,
+            base_offset,
+            TIME_INDEX_SUFFIX,
+            size,
+            &mut problem,
+        )?;
         let seg = Self {
             base_offset,
             path,
-            log: Arc::new(log),
+            log,
             size,
             offset_index,
             time_index,
@@ -246,7 +256,7 @@ impl Segment {
             Some(e) => self.base_offset + i64::from(e.relative_offset),
             None => self.base_offset,
         };
-        let log = Arc::clone(&self.log);
+        let log = self.file()?;
         let mut scanner = Scanner::new(&log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             self.observe(&h);
@@ -286,7 +296,8 @@ impl Segment {
         let (mut offsets, mut times) = (Vec::new(), Vec::new());
         let mut expected = min_offset.max(self.base_offset);
         let mut valid_end = 0;
-        let mut scanner = Scanner::new(&self.log, 0, self.size, true);
+        let log = self.file()?;
+        let mut scanner = Scanner::new(&log, 0, self.size, true);
         loop {
             let h = match scanner.next_batch() {
                 Ok(Some(h)) => h,
@@ -334,7 +345,7 @@ impl Segment {
                 dropped_bytes = self.size - valid_end,
                 "truncating segment at the first invalid batch"
             );
-            io.set_len(FileKind::Log, &self.log, valid_end)
+            io.set_len(FileKind::Log, &log, valid_end)
                 .map_err(|e| LogError::io("truncate segment", &self.path, e))?;
             report.truncated_bytes = self.size - valid_end;
             self.size = valid_end;
@@ -371,7 +382,14 @@ impl Segment {
     pub(crate) fn next_offset(&self) -> i64 {
         self.next_offset
     }
-    pub(crate) fn file(&self) -> &Arc<File> {
+    /// The open `.log` file (opened again if the cache closed it).
+    pub(crate) fn file(&self) -> Result<Arc<File>, LogError> {
+        self.log
+            .get()
+            .map_err(|e| LogError::io("open segment", &self.path, e))
+    }
+    /// The `.log` file's handle (for the flusher, which opens it when it syncs).
+    pub(crate) fn handle(&self) -> &Arc<FileHandle> {
         &self.log
     }
     /// Largest batch max timestamp (-1 if none) and the last offset of its batch.
@@ -387,8 +405,7 @@ impl Segment {
         if self.tracker.max_timestamp >= 0 {
             return self.tracker.max_timestamp;
         }
-        self.log
-            .metadata()
+        std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -404,8 +421,9 @@ impl Segment {
         batches: &[AppendedBatch],
         now_ms: i64,
     ) -> Result<(), LogError> {
-        if let Err(e) = io.write_all_at(FileKind::Log, &self.log, buf, self.size) {
-            if let Err(undo) = io.set_len(FileKind::Log, &self.log, self.size) {
+        let log = self.file()?;
+        if let Err(e) = io.write_all_at(FileKind::Log, &log, buf, self.size) {
+            if let Err(undo) = io.set_len(FileKind::Log, &log, self.size) {
                 tracing::warn!(
                     segment = %self.path.display(),
                     error = %undo,
@@ -434,13 +452,13 @@ impl Segment {
     /// Becomes a sealed segment (or is closed): cuts any bytes a failed write left past the
     /// end, records the final time index entry and writes the indexes.
     pub(crate) fn seal(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
-        let len = self
-            .log
+        let log = self.file()?;
+        let len = log
             .metadata()
             .map_err(|e| LogError::io("stat segment", &self.path, e))?
             .len();
         if len > self.size {
-            io.set_len(FileKind::Log, &self.log, self.size)
+            io.set_len(FileKind::Log, &log, self.size)
                 .map_err(|e| LogError::io("truncate segment", &self.path, e))?;
         }
         if let Some(t) = self.tracker.time_entry() {
@@ -452,7 +470,7 @@ impl Segment {
 
     /// Writes the indexes and fsyncs the three files.
     pub(crate) fn flush(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
-        io.sync(FileKind::Log, &self.log)
+        io.sync(FileKind::Log, &*self.file()?)
             .map_err(|e| LogError::io("fsync segment", &self.path, e))?;
         self.offset_index.sync(io)?;
         self.time_index.sync(io)
@@ -471,7 +489,8 @@ impl Segment {
     /// The first batch whose last offset is at least `offset`.
     pub(crate) fn find_batch(&self, offset: i64) -> Result<Option<BatchHeader>, LogError> {
         let start = self.start_position(offset)?;
-        let mut scanner = Scanner::new(&self.log, start, self.size, false);
+        let log = self.file()?;
+        let mut scanner = Scanner::new(&log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             if h.last_offset >= offset {
                 return Ok(Some(h));
@@ -490,7 +509,8 @@ impl Segment {
         min_one: bool,
     ) -> Result<SegmentRead, LogError> {
         let start = self.start_position(offset)?;
-        let mut scanner = Scanner::new(&self.log, start, self.size, false);
+        let log = self.file()?;
+        let mut scanner = Scanner::new(&log, start, self.size, false);
         let (mut first, mut end, mut used) = (None, 0u64, 0usize);
         let mut next_offset = None;
         let mut limited = false;
@@ -511,7 +531,7 @@ impl Segment {
         }
         Ok(SegmentRead {
             slice: first.map(|position| FileSlice {
-                file: Arc::clone(&self.log),
+                file: Arc::clone(&log),
                 position,
                 len: (end - position) as usize,
             }),
@@ -537,7 +557,8 @@ impl Segment {
             })
             .max(start_offset);
         let start = self.start_position(from)?;
-        let mut scanner = Scanner::new(&self.log, start, self.size, false);
+        let log = self.file()?;
+        let mut scanner = Scanner::new(&log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             if h.last_offset < start_offset || h.max_timestamp < timestamp {
                 continue;
@@ -558,7 +579,7 @@ impl Segment {
         pred: impl Fn(i64, i64) -> bool,
     ) -> Result<Option<(i64, i64)>, LogError> {
         let bytes =
-            read_batch(&self.log, h).map_err(|e| LogError::io("read batch", &self.path, e))?;
+            read_batch(&*self.file()?, h).map_err(|e| LogError::io("read batch", &self.path, e))?;
         let corrupt = |e: kafka_protocol::DecodeError| LogError::corrupt(&self.path, h.position, e);
         let batch = RecordBatch::from_bytes(bytes).map_err(corrupt)?;
         for record in batch.records(MAX_DECOMPRESSED).map_err(corrupt)? {
@@ -582,7 +603,7 @@ impl Segment {
         let rel = offset - self.base_offset;
         self.time_index
             .truncate_where(|e| i64::from(e.relative_offset) < rel, io)?;
-        io.set_len(FileKind::Log, &self.log, cut)
+        io.set_len(FileKind::Log, &*self.file()?, cut)
             .map_err(|e| LogError::io("truncate segment", &self.path, e))?;
         let removed = self.size - cut;
         self.size = cut;
@@ -595,8 +616,11 @@ impl Segment {
         Ok(removed)
     }
 
-    /// Deletes the segment's files.
+    /// Deletes the segment's files (and closes their descriptors; holders keep theirs).
     pub(crate) fn delete_files(&self) -> Result<(), LogError> {
+        self.log.retire();
+        self.offset_index.retire();
+        self.time_index.retire();
         for p in [
             self.path.clone(),
             self.offset_index.path().to_owned(),

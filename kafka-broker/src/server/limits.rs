@@ -74,6 +74,46 @@ impl Drop for IpSlot {
     }
 }
 
+/// Failed accepts (out of descriptors: EMFILE, ENFILE), logged at most once per interval with
+/// a count; the accept loop backs off and goes on, and existing connections are served.
+#[derive(Debug)]
+pub(crate) struct AcceptFailureLog {
+    every: Duration,
+    last: Option<Instant>,
+    unlogged: u64,
+}
+
+impl AcceptFailureLog {
+    pub(crate) fn new(every: Duration) -> Self {
+        Self {
+            every,
+            last: None,
+            unlogged: 0,
+        }
+    }
+
+    pub(crate) fn failed(&mut self, error: &std::io::Error) {
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) < self.every)
+        {
+            return;
+        }
+        tracing::warn!(
+            %error,
+            failed = self.unlogged,
+            "accept failed ({} times since the last report); retrying, existing connections \
+             are served (out of descriptors: raise the limit, or lower max.connections or \
+             log.open.files.max)",
+            self.unlogged
+        );
+        self.last = Some(now);
+        self.unlogged = 0;
+    }
+}
+
 /// Refused connections, logged at most once per interval with a count.
 #[derive(Debug)]
 pub(crate) struct RefusalLog(RateLimit);

@@ -29,6 +29,7 @@ pub async fn serve(
         &broker.config.max_connections_per_ip_overrides,
     ));
     let mut refused = limits::RefusalLog::new(Duration::from_secs(10));
+    let mut accept_failures = limits::AcceptFailureLog::new(Duration::from_secs(10));
     let queued = Arc::new(Semaphore::new(broker.config.queued_max_request_bytes));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
@@ -58,8 +59,9 @@ pub async fn serve(
                     });
                 }
                 Err(e) => {
-                    // Out of file descriptors and similar: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
+                    // Out of file descriptors and similar: back off instead of spinning (the
+                    // connection stays in the listen backlog for the next try).
+                    accept_failures.failed(&e);
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 /// How long a broker may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Where `prlimit` (util-linux) is.
+pub(crate) const PRLIMIT: &str = "/usr/bin/prlimit";
 /// How long a clean shutdown may take.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -22,9 +24,8 @@ pub(crate) struct Node {
     starts: u32,
     /// `RUST_LOG` of the broker process.
     log_filter: String,
-    /// A program (with its arguments) the broker is run under, e.g. `prlimit --nofile=64`;
-    /// it must exec the broker (same process id).
-    wrapper: Vec<String>,
+    /// A descriptor limit (soft and hard) set with `prlimit` on the broker process.
+    nofile: Option<u64>,
 }
 
 impl Node {
@@ -37,14 +38,14 @@ impl Node {
             settings: settings.iter().map(|s| (*s).to_owned()).collect(),
             starts: 0,
             log_filter: "info".to_owned(),
-            wrapper: Vec::new(),
+            nofile: None,
         }
     }
 
-    /// Runs the broker under `wrapper` (a program that execs it, e.g. `prlimit --nofile=64`)
-    /// from the next start on; an empty one runs it directly.
-    pub(crate) fn set_wrapper(&mut self, wrapper: &[&str]) {
-        self.wrapper = wrapper.iter().map(|s| (*s).to_owned()).collect();
+    /// Runs the broker under `prlimit --nofile=n:n` (which execs it: the pid is the broker's).
+    pub(crate) fn nofile(mut self, n: u64) -> Self {
+        self.nofile = Some(n);
+        self
     }
 
     /// Runs the broker with this `RUST_LOG` instead of `info`.
@@ -73,10 +74,10 @@ impl Node {
         let out = File::create(&log_path).unwrap();
         let err = out.try_clone().unwrap();
         let bin = env!("CARGO_BIN_EXE_kafka-broker");
-        let mut cmd = match self.wrapper.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(bin);
+        let mut cmd = match self.nofile {
+            Some(n) => {
+                let mut c = Command::new(PRLIMIT);
+                c.arg(format!("--nofile={n}:{n}")).arg("--").arg(bin);
                 c
             }
             None => Command::new(bin),

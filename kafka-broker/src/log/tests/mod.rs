@@ -4,6 +4,7 @@
 mod append_read;
 mod compaction;
 mod durability;
+mod files;
 mod index_files;
 mod manager;
 mod recovery;
