@@ -394,6 +394,38 @@ impl MetadataRecord {
         })
     }
 
+    /// A record of `record_type` with every field at its default, `None` for an unknown type.
+    pub fn default_of(record_type: i16) -> Option<Self> {
+        Some(match record_type {
+            0 => Self::RegisterBroker(RegisterBrokerRecord::default()),
+            1 => Self::UnregisterBroker(UnregisterBrokerRecord::default()),
+            2 => Self::Topic(TopicRecord::default()),
+            3 => Self::Partition(PartitionRecord::default()),
+            4 => Self::Config(ConfigRecord::default()),
+            5 => Self::PartitionChange(PartitionChangeRecord::default()),
+            7 => Self::FenceBroker(FenceBrokerRecord::default()),
+            8 => Self::UnfenceBroker(UnfenceBrokerRecord::default()),
+            9 => Self::RemoveTopic(RemoveTopicRecord::default()),
+            10 => Self::DelegationToken(DelegationTokenRecord::default()),
+            11 => Self::UserScramCredential(UserScramCredentialRecord::default()),
+            12 => Self::FeatureLevel(FeatureLevelRecord::default()),
+            14 => Self::ClientQuota(ClientQuotaRecord::default()),
+            15 => Self::ProducerIds(ProducerIdsRecord::default()),
+            17 => Self::BrokerRegistrationChange(BrokerRegistrationChangeRecord::default()),
+            18 => Self::AccessControlEntry(AccessControlEntryRecord::default()),
+            19 => Self::RemoveAccessControlEntry(RemoveAccessControlEntryRecord::default()),
+            20 => Self::NoOp(NoOpRecord::default()),
+            21 => Self::ZkMigrationState(ZkMigrationStateRecord::default()),
+            22 => Self::RemoveUserScramCredential(RemoveUserScramCredentialRecord::default()),
+            23 => Self::BeginTransaction(BeginTransactionRecord::default()),
+            24 => Self::EndTransaction(EndTransactionRecord::default()),
+            25 => Self::AbortTransaction(AbortTransactionRecord::default()),
+            26 => Self::RemoveDelegationToken(RemoveDelegationTokenRecord::default()),
+            27 => Self::RegisterController(RegisterControllerRecord::default()),
+            _ => return None,
+        })
+    }
+
     /// Decodes the body of a record of `record_type` laid out in `version` (range-checked).
     pub fn decode_body(
         record_type: i16,

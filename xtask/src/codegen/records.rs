@@ -104,6 +104,15 @@ pub(crate) fn metadata_rs(specs: &[Spec]) -> Result<String, Error> {
     for (_, s) in &variants {
         let _ = writeln!(out, "            {} => {}::VERSIONS,", type_of(s), s.name);
     }
+    out.push_str("            _ => return None,\n        })\n    }\n\n    /// A record of `record_type` with every field at its default, `None` for an unknown type.\n    pub fn default_of(record_type: i16) -> Option<Self> {\n        Some(match record_type {\n");
+    for (v, s) in &variants {
+        let _ = writeln!(
+            out,
+            "            {} => Self::{v}({}::default()),",
+            type_of(s),
+            s.name
+        );
+    }
     out.push_str("            _ => return None,\n        })\n    }\n\n    /// Decodes the body of a record of `record_type` laid out in `version` (range-checked).\n    pub fn decode_body(record_type: i16, r: &mut Reader<'_>, version: i16) -> Result<Self, DecodeError> {\n        Ok(match record_type {\n");
     for (v, s) in &variants {
         let _ = writeln!(

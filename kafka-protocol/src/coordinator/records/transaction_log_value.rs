@@ -120,23 +120,44 @@ impl Codec for TransactionLogValue {
         w.i64(self.transaction_start_timestamp_ms);
         if flex {
             let mut tags = Vec::new();
-            if v >= 1 && self.previous_producer_id != -1i64 {
-                Writer::tagged_value(&mut tags, 0, |w| {
-                    w.i64(self.previous_producer_id);
-                    Ok(())
-                })?;
+            if self.previous_producer_id != -1i64 {
+                if v >= 1 {
+                    Writer::tagged_value(&mut tags, 0, |w| {
+                        w.i64(self.previous_producer_id);
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "TransactionLogValue.PreviousProducerId",
+                        version: v,
+                    });
+                }
             }
-            if v >= 1 && self.next_producer_id != -1i64 {
-                Writer::tagged_value(&mut tags, 1, |w| {
-                    w.i64(self.next_producer_id);
-                    Ok(())
-                })?;
+            if self.next_producer_id != -1i64 {
+                if v >= 1 {
+                    Writer::tagged_value(&mut tags, 1, |w| {
+                        w.i64(self.next_producer_id);
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "TransactionLogValue.NextProducerId",
+                        version: v,
+                    });
+                }
             }
-            if v >= 1 && self.client_transaction_version != 0i16 {
-                Writer::tagged_value(&mut tags, 2, |w| {
-                    w.i16(self.client_transaction_version);
-                    Ok(())
-                })?;
+            if self.client_transaction_version != 0i16 {
+                if v >= 1 {
+                    Writer::tagged_value(&mut tags, 2, |w| {
+                        w.i16(self.client_transaction_version);
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "TransactionLogValue.ClientTransactionVersion",
+                        version: v,
+                    });
+                }
             }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         } else {

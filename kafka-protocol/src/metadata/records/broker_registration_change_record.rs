@@ -88,25 +88,39 @@ impl Codec for BrokerRegistrationChangeRecord {
                     Ok(())
                 })?;
             }
-            if v >= 1 && self.in_controlled_shutdown != 0i8 {
-                Writer::tagged_value(&mut tags, 1, |w| {
-                    w.i8(self.in_controlled_shutdown);
-                    Ok(())
-                })?;
+            if self.in_controlled_shutdown != 0i8 {
+                if v >= 1 {
+                    Writer::tagged_value(&mut tags, 1, |w| {
+                        w.i8(self.in_controlled_shutdown);
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "BrokerRegistrationChangeRecord.InControlledShutdown",
+                        version: v,
+                    });
+                }
             }
-            if v >= 2 && !self.log_dirs.is_empty() {
-                Writer::tagged_value(&mut tags, 2, |w| {
-                    w.array(
-                        "BrokerRegistrationChangeRecord.LogDirs",
-                        true,
-                        &self.log_dirs,
-                        |w, e| {
-                            w.uuid(e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if !self.log_dirs.is_empty() {
+                if v >= 2 {
+                    Writer::tagged_value(&mut tags, 2, |w| {
+                        w.array(
+                            "BrokerRegistrationChangeRecord.LogDirs",
+                            true,
+                            &self.log_dirs,
+                            |w, e| {
+                                w.uuid(e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "BrokerRegistrationChangeRecord.LogDirs",
+                        version: v,
+                    });
+                }
             }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         }

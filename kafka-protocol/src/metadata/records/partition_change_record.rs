@@ -212,47 +212,68 @@ impl Codec for PartitionChangeRecord {
                     Ok(())
                 })?;
             }
-            if v >= 1 && self.directories != None {
-                Writer::tagged_value(&mut tags, 8, |w| {
-                    w.nullable_array(
-                        "PartitionChangeRecord.Directories",
-                        true,
-                        self.directories.as_deref(),
-                        |w, e| {
-                            w.uuid(e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if self.directories != None {
+                if v >= 1 {
+                    Writer::tagged_value(&mut tags, 8, |w| {
+                        w.nullable_array(
+                            "PartitionChangeRecord.Directories",
+                            true,
+                            self.directories.as_deref(),
+                            |w, e| {
+                                w.uuid(e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "PartitionChangeRecord.Directories",
+                        version: v,
+                    });
+                }
             }
-            if v >= 2 && self.eligible_leader_replicas != None {
-                Writer::tagged_value(&mut tags, 6, |w| {
-                    w.nullable_array(
-                        "PartitionChangeRecord.EligibleLeaderReplicas",
-                        true,
-                        self.eligible_leader_replicas.as_deref(),
-                        |w, e| {
-                            w.i32(*e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if self.eligible_leader_replicas != None {
+                if v >= 2 {
+                    Writer::tagged_value(&mut tags, 6, |w| {
+                        w.nullable_array(
+                            "PartitionChangeRecord.EligibleLeaderReplicas",
+                            true,
+                            self.eligible_leader_replicas.as_deref(),
+                            |w, e| {
+                                w.i32(*e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "PartitionChangeRecord.EligibleLeaderReplicas",
+                        version: v,
+                    });
+                }
             }
-            if v >= 2 && self.last_known_elr != None {
-                Writer::tagged_value(&mut tags, 7, |w| {
-                    w.nullable_array(
-                        "PartitionChangeRecord.LastKnownElr",
-                        true,
-                        self.last_known_elr.as_deref(),
-                        |w, e| {
-                            w.i32(*e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if self.last_known_elr != None {
+                if v >= 2 {
+                    Writer::tagged_value(&mut tags, 7, |w| {
+                        w.nullable_array(
+                            "PartitionChangeRecord.LastKnownElr",
+                            true,
+                            self.last_known_elr.as_deref(),
+                            |w, e| {
+                                w.i32(*e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "PartitionChangeRecord.LastKnownElr",
+                        version: v,
+                    });
+                }
             }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         }

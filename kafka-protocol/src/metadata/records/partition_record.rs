@@ -187,33 +187,47 @@ impl Codec for PartitionRecord {
                     Ok(())
                 })?;
             }
-            if v >= 2 && self.eligible_leader_replicas != None {
-                Writer::tagged_value(&mut tags, 1, |w| {
-                    w.nullable_array(
-                        "PartitionRecord.EligibleLeaderReplicas",
-                        true,
-                        self.eligible_leader_replicas.as_deref(),
-                        |w, e| {
-                            w.i32(*e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if self.eligible_leader_replicas != None {
+                if v >= 2 {
+                    Writer::tagged_value(&mut tags, 1, |w| {
+                        w.nullable_array(
+                            "PartitionRecord.EligibleLeaderReplicas",
+                            true,
+                            self.eligible_leader_replicas.as_deref(),
+                            |w, e| {
+                                w.i32(*e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "PartitionRecord.EligibleLeaderReplicas",
+                        version: v,
+                    });
+                }
             }
-            if v >= 2 && self.last_known_elr != None {
-                Writer::tagged_value(&mut tags, 2, |w| {
-                    w.nullable_array(
-                        "PartitionRecord.LastKnownElr",
-                        true,
-                        self.last_known_elr.as_deref(),
-                        |w, e| {
-                            w.i32(*e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if self.last_known_elr != None {
+                if v >= 2 {
+                    Writer::tagged_value(&mut tags, 2, |w| {
+                        w.nullable_array(
+                            "PartitionRecord.LastKnownElr",
+                            true,
+                            self.last_known_elr.as_deref(),
+                            |w, e| {
+                                w.i32(*e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "PartitionRecord.LastKnownElr",
+                        version: v,
+                    });
+                }
             }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         }

@@ -144,19 +144,26 @@ impl Codec for RegisterBrokerRecord {
         }
         if true {
             let mut tags = Vec::new();
-            if v >= 3 && !self.log_dirs.is_empty() {
-                Writer::tagged_value(&mut tags, 0, |w| {
-                    w.array(
-                        "RegisterBrokerRecord.LogDirs",
-                        true,
-                        &self.log_dirs,
-                        |w, e| {
-                            w.uuid(e);
-                            Ok(())
-                        },
-                    )?;
-                    Ok(())
-                })?;
+            if !self.log_dirs.is_empty() {
+                if v >= 3 {
+                    Writer::tagged_value(&mut tags, 0, |w| {
+                        w.array(
+                            "RegisterBrokerRecord.LogDirs",
+                            true,
+                            &self.log_dirs,
+                            |w, e| {
+                                w.uuid(e);
+                                Ok(())
+                            },
+                        )?;
+                        Ok(())
+                    })?;
+                } else {
+                    return Err(EncodeError::FieldNotAvailable {
+                        field: "RegisterBrokerRecord.LogDirs",
+                        version: v,
+                    });
+                }
             }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         }
