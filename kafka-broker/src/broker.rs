@@ -774,22 +774,61 @@ fn load_cluster_id(config: &BrokerConfig) -> Result<String, BrokerError> {
     if let Some(id) = stored {
         return Ok(id);
     }
-    let id = config.cluster_id.clone().unwrap_or_else(|| {
-        // Kafka's cluster ids are base64url of a UUID (22 characters).
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let u = topics::random_uuid();
-        let mut bits: u128 = u128::from_be_bytes(u.0);
-        (0..22)
-            .map(|_| {
-                let c = ALPHABET[(bits & 63) as usize] as char;
-                bits >>= 6;
-                c
-            })
-            .collect()
-    });
+    // A new cluster id is Kafka's text form of a random v4 UUID (URL-safe base64, 22
+    // characters), as `kafka-storage random-uuid` prints. (Ids written before this were 22
+    // characters of the same alphabet from the bits in another order; they are kept as read.)
+    let id = config
+        .cluster_id
+        .clone()
+        .unwrap_or_else(|| topics::uuid_base64(&topics::random_uuid()));
     std::fs::write(
         &path,
         format!("version=1\ncluster.id={id}\nnode.id={}\n", config.node_id),
     )?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_cluster_id_is_a_v4_uuid_and_a_stored_one_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let id = load_cluster_id(&config).unwrap();
+        // URL-safe base64 of 16 bytes: 22 characters; decoded, a version-4 UUID.
+        assert_eq!(id.len(), 22, "{id}");
+        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut bits: u128 = 0;
+        for (i, c) in id.chars().enumerate() {
+            let v = ALPHABET.find(c).unwrap() as u128;
+            bits = if i < 21 {
+                bits << 6 | v
+            } else {
+                bits << 2 | v >> 4
+            };
+        }
+        let bytes = bits.to_be_bytes();
+        assert_eq!(bytes[6] >> 4, 4, "{id}");
+        assert_eq!(topics::uuid_base64(&kafka_protocol::Uuid(bytes)), id);
+        // Stored: the same id again, and a different one for another data directory.
+        assert_eq!(load_cluster_id(&config).unwrap(), id);
+        let other = tempfile::tempdir().unwrap();
+        let other = BrokerConfig {
+            data_dir: other.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        assert_ne!(load_cluster_id(&other).unwrap(), id);
+        // An id stored by an older version (any 22 characters) is kept as it is.
+        std::fs::write(
+            dir.path().join("meta.properties"),
+            "version=1\ncluster.id=oldOLDold_-0123456789a\nnode.id=1\n",
+        )
+        .unwrap();
+        assert_eq!(load_cluster_id(&config).unwrap(), "oldOLDold_-0123456789a");
+    }
 }

@@ -208,23 +208,40 @@ fn parse_uuid(s: &str) -> Option<Uuid> {
     Some(Uuid(out))
 }
 
-/// A random version-4 UUID that is neither all zeros nor Kafka's reserved "metadata topic" id.
+/// Kafka's `Uuid.METADATA_TOPIC_ID` (also `ONE_UUID`): the id of `__cluster_metadata` in KRaft
+/// mode, reserved, never a topic's.
+pub const METADATA_TOPIC_ID: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+
+/// A random version-4 UUID from the OS's randomness (the `uuid` crate), unique across nodes.
+/// Like Kafka's `Uuid.randomUuid`, never one of its reserved ids (all zeros, which means "no
+/// id", and [`METADATA_TOPIC_ID`]) nor one whose text form ([`uuid_base64`]) starts with `-`
+/// (which command lines would take for an option).
 pub fn random_uuid() -> Uuid {
-    use std::hash::{BuildHasher, Hasher};
-    let mut out = [0u8; 16];
-    for chunk in out.chunks_mut(8) {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default(),
-        );
-        chunk.copy_from_slice(&h.finish().to_be_bytes());
+    loop {
+        let id = Uuid(uuid::Uuid::new_v4().into_bytes());
+        if !id.is_zero() && id != METADATA_TOPIC_ID && !uuid_base64(&id).starts_with('-') {
+            return id;
+        }
     }
-    out[6] = (out[6] & 0x0f) | 0x40;
-    out[8] = (out[8] & 0x3f) | 0x80;
-    Uuid(out)
+}
+
+/// Kafka's text form of a UUID (`Uuid.toString`, used for cluster and topic ids): the 16
+/// bytes in URL-safe base64 without padding, 22 characters.
+pub fn uuid_base64(id: &Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    // 128 bits, shifted left by 4 so that they fill 22 six-bit groups exactly (the last group
+    // ends with the 4 zero bits base64 pads with).
+    let bits = u128::from_be_bytes(id.0);
+    (0..22)
+        .map(|i| {
+            let group = if i < 21 {
+                (bits >> (122 - 6 * i)) & 63
+            } else {
+                (bits & 3) << 4
+            };
+            char::from(ALPHABET[group as usize])
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -258,10 +275,40 @@ mod tests {
 
     #[test]
     fn uuids_are_random_and_versioned() {
-        let a = random_uuid();
-        let b = random_uuid();
-        assert_ne!(a, b);
-        assert_eq!(a.0[6] >> 4, 4);
-        assert_eq!(parse_uuid(&uuid_hex(&a)), Some(a));
+        let ids: Vec<Uuid> = (0..10_000).map(|_| random_uuid()).collect();
+        let distinct: std::collections::BTreeSet<[u8; 16]> = ids.iter().map(|u| u.0).collect();
+        assert_eq!(distinct.len(), ids.len());
+        for id in &ids {
+            // Version 4 (high nibble of byte 6), variant RFC 4122 (top bits 10 of byte 8).
+            assert_eq!(id.0[6] >> 4, 4, "{id:?}");
+            assert_eq!(id.0[8] >> 6, 0b10, "{id:?}");
+            assert!(!id.is_zero());
+            assert_ne!(*id, METADATA_TOPIC_ID);
+            let text = uuid_base64(id);
+            assert_eq!(text.len(), 22);
+            assert!(!text.starts_with('-'));
+            assert_eq!(parse_uuid(&uuid_hex(id)), Some(*id));
+        }
+        // Bytes spread over the whole range: every value of the first byte shows up but the
+        // four (f8-fb) whose text starts with `-`.
+        let first: std::collections::BTreeSet<u8> = ids.iter().map(|u| u.0[0]).collect();
+        assert_eq!(first.len(), 252);
+        assert!(first.iter().all(|b| !(0xf8..=0xfb).contains(b)));
+    }
+
+    #[test]
+    fn base64_text_form_is_kafkas() {
+        // Kafka's Uuid.toString of these ids (URL-safe base64 of the 16 bytes, no padding).
+        assert_eq!(uuid_base64(&Uuid::ZERO), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(uuid_base64(&METADATA_TOPIC_ID), "AAAAAAAAAAAAAAAAAAAAAQ");
+        assert_eq!(uuid_base64(&Uuid([0xff; 16])), "_____________________w");
+        // 00 01 .. 0f: "AAECAwQFBgcICQoLDA0ODw" in standard base64 (no + or / here).
+        let counting = Uuid(std::array::from_fn(|i| i as u8));
+        assert_eq!(uuid_base64(&counting), "AAECAwQFBgcICQoLDA0ODw");
+        // 0xfb 0xff ..: the characters base64url changes (+ -> -, / -> _).
+        let mut b = [0u8; 16];
+        b[0] = 0xfb;
+        b[1] = 0xff;
+        assert_eq!(&uuid_base64(&Uuid(b))[..4], "-_8A");
     }
 }

@@ -202,6 +202,39 @@ pub trait Codec: Sized {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, version: i16) -> arbitrary::Result<Self>;
 }
 
+/// Decodes a `T` laid out in `version`, which must be one of `T`'s (`api_key` is for the
+/// error); errors carry the message and version.
+pub(crate) fn decode_checked<T: Message>(
+    r: &mut Reader<'_>,
+    version: i16,
+    api_key: i16,
+) -> Result<T, DecodeError> {
+    if !T::VERSIONS.contains(version) {
+        return Err(DecodeError::UnsupportedVersion {
+            message: T::NAME,
+            api_key,
+            version,
+        });
+    }
+    T::decode(r, version).map_err(|e| e.in_message(T::NAME, version))
+}
+
+/// Encodes `m` laid out in `version`, which must be one of `T`'s.
+pub(crate) fn encode_checked<T: Message>(
+    m: &T,
+    w: &mut Writer,
+    version: i16,
+) -> Result<(), EncodeError> {
+    if !T::VERSIONS.contains(version) {
+        return Err(EncodeError::UnsupportedVersion {
+            message: T::NAME,
+            version,
+        });
+    }
+    m.encode(w, version)
+        .map_err(|e| e.in_message(T::NAME, version))
+}
+
 /// A top-level message (request, response, header or data schema).
 pub trait Message: Codec + Default {
     /// The schema's name, e.g. `"FetchRequest"`.

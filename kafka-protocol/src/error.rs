@@ -35,6 +35,12 @@ pub enum DecodeError {
     /// The api key is not one Kafka defines (or this crate knows).
     #[error("unknown api key {api_key}")]
     UnknownApiKey { api_key: i16 },
+    /// A record (in one of Kafka's internal logs) of a type this crate does not know.
+    #[error("unknown {what} type {record_type}")]
+    UnknownRecordType {
+        what: &'static str,
+        record_type: i16,
+    },
     /// A reader of one api (such as [`crate::view::ProduceRequestView`]) was given a request of
     /// another, known api.
     #[error(

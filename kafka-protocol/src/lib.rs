@@ -1,16 +1,20 @@
 //! Zero-copy codec for the Kafka wire protocol: every API key and version (generated from
 //! Kafka's message schemas), request and response headers, record batches and compression;
-//! and a borrowing, allocation-free view of the Produce request ([`view`]).
+//! a borrowing, allocation-free view of the Produce request ([`view`]); and the records of
+//! Kafka's own logs, generated from its internal schemas: KRaft metadata records ([`metadata`])
+//! and the coordinators' keys and values ([`coordinator`]).
 //!
 //! The crate is pure: no I/O, no async runtime, no clock.
 #![forbid(unsafe_code)]
 
 pub mod codec;
+pub mod coordinator;
 pub mod error;
 pub mod error_code;
 pub mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod metadata;
 pub mod primitives;
 pub mod record;
 pub mod view;

@@ -12,7 +12,8 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 fn usage() -> &'static str {
     "usage: cargo xtask <command>\n\
      commands:\n  \
-       codegen [--specs DIR] [--check]   generate the protocol code from Kafka's message schemas\n  \
+       codegen [--specs DIR] [--internal DIR] [--check]\n                                    \
+     generate the protocol code from Kafka's message and internal record schemas\n  \
        decode [FILE|-] [--response --api-key K --api-version V] [--roundtrip]\n                                    \
      decode one frame (raw or hex, with or without size prefix) and print it\n  \
        fuzz <target|all> [--seconds N] [--smoke]  fuzz the decoders (libFuzzer; --smoke: stable, CI)\n  \
@@ -47,6 +48,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         "codegen" => {
             let mut opts = codegen::Options {
                 specs: root.join("../shared/kafka-protocol-specs"),
+                internal: root.join("../shared/kafka-internal-schemas"),
                 check: false,
             };
             let mut it = rest.iter();
@@ -54,6 +56,9 @@ fn run(args: &[String]) -> Result<(), Error> {
                 match a.as_str() {
                     "--check" => opts.check = true,
                     "--specs" => opts.specs = it.next().ok_or("--specs needs a directory")?.into(),
+                    "--internal" => {
+                        opts.internal = it.next().ok_or("--internal needs a directory")?.into()
+                    }
                     other => {
                         return Err(
                             format!("codegen: unknown argument {other}\n{}", usage()).into()

@@ -526,19 +526,33 @@ fn emit_struct(out: &mut String, s: &StructInfo<'_>, spec: &Spec, top: bool) -> 
             enc.push_str("    w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);\n");
         } else {
             enc.push_str("    let mut tags = Vec::new();\n");
+            // Requests and responses drop a tagged field the version does not have (as they
+            // always have here); Kafka's internal records refuse it, as Kafka does.
+            let strict = spec.kind != "request" && spec.kind != "response";
             for x in &tagged {
                 let tag = x.f.tag.unwrap_or_default();
-                let present = if x.present == "true" {
-                    String::new()
-                } else {
-                    format!("{} && ", x.present)
-                };
-                let _ = writeln!(
-                    enc,
-                    "    if {present}{} {{ Writer::tagged_value(&mut tags, {tag}, |w| {{ {} Ok(()) }})?; }}",
-                    x.non_default()?,
+                let write = format!(
+                    "Writer::tagged_value(&mut tags, {tag}, |w| {{ {} Ok(()) }})?;",
                     write_stmts(x, "true")
                 );
+                if x.present == "true" {
+                    let _ = writeln!(enc, "    if {} {{ {write} }}", x.non_default()?);
+                } else if strict && !x.f.ignorable {
+                    let _ = writeln!(
+                        enc,
+                        "    if {} {{ if {} {{ {write} }} else {{ return Err(EncodeError::FieldNotAvailable {{ field: {}, version: v }}); }} }}",
+                        x.non_default()?,
+                        x.present,
+                        x.wire
+                    );
+                } else {
+                    let _ = writeln!(
+                        enc,
+                        "    if {} && {} {{ {write} }}",
+                        x.present,
+                        x.non_default()?
+                    );
+                }
             }
             enc.push_str("    w.tagged_fields(tags, &self.unknown_tagged_fields);\n");
         }

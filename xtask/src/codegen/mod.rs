@@ -1,8 +1,12 @@
-//! `cargo xtask codegen [--specs DIR] [--check]`: Kafka's message schemas -> Rust modules in
-//! `kafka-protocol/src/messages/`, formatted with rustfmt. `--check` fails when the committed
+//! `cargo xtask codegen [--specs DIR] [--internal DIR] [--check]`: Kafka's message schemas ->
+//! Rust modules in `kafka-protocol/src/messages/`, and Kafka's internal record schemas -> Rust
+//! modules in `kafka-protocol/src/metadata/` (KRaft metadata records) and
+//! `kafka-protocol/src/coordinator/` (`__consumer_offsets` and `__transaction_state` keys and
+//! values), formatted with rustfmt. `--check` fails when the committed
 //! code differs from what the schemas give.
 
 mod emit;
+mod records;
 mod schema;
 
 use std::collections::BTreeMap;
@@ -13,7 +17,11 @@ use std::process::{Command, Stdio};
 use crate::Error;
 
 pub(crate) struct Options {
+    /// Kafka's message schemas.
     pub(crate) specs: PathBuf,
+    /// Kafka's internal record schemas (`metadata/`, `group-coordinator/`,
+    /// `transaction-coordinator/`).
+    pub(crate) internal: PathBuf,
     pub(crate) check: bool,
 }
 
@@ -22,52 +30,118 @@ pub(crate) fn out_dir(root: &Path) -> PathBuf {
     root.join("kafka-protocol/src/messages")
 }
 
-pub(crate) fn run(root: &Path, opts: &Options) -> Result<(), Error> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&opts.specs)
-        .map_err(|e| format!("reading schemas in {}: {e}", opts.specs.display()))?
+/// One output directory: the files generated into it, and those written by hand that it
+/// also holds (left alone).
+struct Output {
+    dir: PathBuf,
+    files: BTreeMap<String, String>,
+    hand_written: &'static [&'static str],
+}
+
+fn load_dir(dir: &Path) -> Result<Vec<schema::Spec>, Error> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("reading schemas in {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
     if paths.is_empty() {
-        return Err(format!("no schema files in {}", opts.specs.display()).into());
+        return Err(format!("no schema files in {}", dir.display()).into());
     }
     let mut specs = Vec::with_capacity(paths.len());
     for p in &paths {
         specs.push(schema::load(p)?);
     }
     specs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(specs)
+}
 
-    let mut files: BTreeMap<String, String> = BTreeMap::new();
-    for spec in &specs {
+/// One module per schema.
+fn modules<'a>(
+    specs: impl IntoIterator<Item = &'a schema::Spec>,
+) -> Result<BTreeMap<String, String>, Error> {
+    let mut files = BTreeMap::new();
+    for spec in specs {
         let text = emit::message_module(spec).map_err(|e| format!("{}: {e}", spec.name))?;
         files.insert(format!("{}.rs", emit::snake(&spec.name)), text);
     }
-    files.insert("mod.rs".into(), emit::mod_rs(&specs)?);
+    Ok(files)
+}
 
-    let dir = out_dir(root);
+pub(crate) fn run(root: &Path, opts: &Options) -> Result<(), Error> {
+    let messages = load_dir(&opts.specs)?;
+    let mut files = modules(&messages)?;
+    files.insert("mod.rs".into(), emit::mod_rs(&messages)?);
+    let mut outputs = vec![Output {
+        dir: out_dir(root),
+        files,
+        hand_written: &[],
+    }];
+
+    let metadata = load_dir(&opts.internal.join("metadata"))?;
+    // `metadata/records.rs` is the index of `metadata/records/`; `metadata/mod.rs` is ours.
+    let dir = root.join("kafka-protocol/src/metadata");
+    outputs.push(Output {
+        dir: dir.join("records"),
+        files: modules(&metadata)?,
+        hand_written: &[],
+    });
+    outputs.push(Output {
+        dir,
+        files: BTreeMap::from([("records.rs".into(), records::metadata_rs(&metadata)?)]),
+        hand_written: &["mod.rs"],
+    });
+
+    let group = load_dir(&opts.internal.join("group-coordinator"))?;
+    let txn = load_dir(&opts.internal.join("transaction-coordinator"))?;
+    let dir = root.join("kafka-protocol/src/coordinator");
+    outputs.push(Output {
+        dir: dir.join("records"),
+        files: modules(group.iter().chain(&txn))?,
+        hand_written: &[],
+    });
+    let index = records::coordinator_rs(&[
+        ("GroupCoordinator", "__consumer_offsets", &group),
+        ("TransactionCoordinator", "__transaction_state", &txn),
+    ])?;
+    outputs.push(Output {
+        dir,
+        files: BTreeMap::from([("records.rs".into(), index)]),
+        hand_written: &["mod.rs"],
+    });
+    let schemas = messages.len() + metadata.len() + group.len() + txn.len();
+
     let mut stale = Vec::new();
-    for (name, text) in &files {
-        let formatted = rustfmt(text).map_err(|e| format!("{name}: {e}"))?;
-        let path = dir.join(name);
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != formatted {
-            if opts.check {
-                stale.push(name.clone());
-            } else {
-                std::fs::create_dir_all(&dir)?;
-                std::fs::write(&path, formatted)?;
+    let mut count = 0;
+    for out in &outputs {
+        let dir = &out.dir;
+        let shown = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+        for (name, text) in &out.files {
+            count += 1;
+            let formatted = rustfmt(text).map_err(|e| format!("{name}: {e}"))?;
+            let path = dir.join(name);
+            let current = std::fs::read_to_string(&path).unwrap_or_default();
+            if current != formatted {
+                if opts.check {
+                    stale.push(format!("{shown}/{name}"));
+                } else {
+                    std::fs::create_dir_all(dir)?;
+                    std::fs::write(&path, formatted)?;
+                }
             }
         }
-    }
-    // Files that no schema produces any more.
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".rs") && !files.contains_key(&name) {
-            if opts.check {
-                stale.push(name);
-            } else {
-                std::fs::remove_file(entry.path())?;
+        // Files that no schema produces any more.
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".rs")
+                && !out.files.contains_key(&name)
+                && !out.hand_written.contains(&name.as_str())
+            {
+                if opts.check {
+                    stale.push(format!("{shown}/{name}"));
+                } else {
+                    std::fs::remove_file(entry.path())?;
+                }
             }
         }
     }
@@ -79,18 +153,9 @@ pub(crate) fn run(root: &Path, opts: &Options) -> Result<(), Error> {
             )
             .into());
         }
-        println!(
-            "codegen: {} modules up to date ({} schemas)",
-            files.len(),
-            specs.len()
-        );
+        println!("codegen: {count} modules up to date ({schemas} schemas)");
     } else {
-        println!(
-            "codegen: wrote {} modules from {} schemas into {}",
-            files.len(),
-            specs.len(),
-            dir.display()
-        );
+        println!("codegen: wrote {count} modules from {schemas} schemas");
     }
     Ok(())
 }

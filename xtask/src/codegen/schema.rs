@@ -107,7 +107,8 @@ struct RawField {
     name: String,
     #[serde(rename = "type")]
     ty: String,
-    versions: String,
+    /// Absent on some tagged fields: then their tagged versions (as Kafka's generator does).
+    versions: Option<String>,
     nullable_versions: Option<String>,
     tagged_versions: Option<String>,
     tag: Option<serde_json::Value>,
@@ -197,12 +198,16 @@ pub(crate) struct Field {
     pub(crate) fields: Option<Vec<Field>>,
 }
 
-fn field(raw: RawField) -> Result<Field, Error> {
+fn field(mut raw: RawField) -> Result<Field, Error> {
+    let versions = match raw.versions.take().or_else(|| raw.tagged_versions.clone()) {
+        Some(v) => Versions::parse(&v)?,
+        None => return Err(format!("field {}: no versions", raw.name).into()),
+    };
     if raw.tagged_versions.is_some() != raw.tag.is_some() {
         return Err(format!("field {}: tag and taggedVersions go together", raw.name).into());
     }
     if let Some(tv) = &raw.tagged_versions {
-        if Versions::parse(tv)? != Versions::parse(&raw.versions)? {
+        if Versions::parse(tv)? != versions {
             return Err(format!("field {}: taggedVersions differ from versions", raw.name).into());
         }
     }
@@ -222,7 +227,7 @@ fn field(raw: RawField) -> Result<Field, Error> {
     };
     Ok(Field {
         ty: Ty::parse(&raw.ty),
-        versions: Versions::parse(&raw.versions)?,
+        versions,
         nullable: match &raw.nullable_versions {
             Some(n) => Versions::parse(n)?,
             None => Versions::NONE,
