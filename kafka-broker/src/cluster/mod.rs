@@ -1,0 +1,2 @@
+//! The cluster: the controller quorum on controller nodes ([`quorum`]).
+pub mod quorum;
