@@ -6,13 +6,20 @@
 //! - [`store`]: the log, hard state and snapshot on disk (fsynced), as `raft::Storage`.
 //! - [`node`]: one voter without I/O: ticks, messages, proposals in; what to send and apply out.
 //! - [`entry`]: the bytes of entries and snapshots.
+//! - [`driver`]: the task running a voter on a 100 ms tick, and its handle.
+//! - [`transport`]: Raft messages between voters over the controller listener.
 
+pub mod driver;
 pub mod entry;
 pub mod node;
 pub mod store;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tcp;
+pub mod transport;
 
+pub use driver::{Applied, ProposeError, QuorumHandle, StateMachine};
 pub use node::{Output, QuorumNode, QuorumStatus};
 
 /// Raft's logger (it takes `slog`), forwarded to `tracing` under the target `raft`.

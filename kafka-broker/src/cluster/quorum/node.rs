@@ -27,7 +27,8 @@ pub struct Output {
     /// A snapshot from the leader that replaces the state machine (applied before
     /// `committed`).
     pub snapshot: Option<Snapshot>,
-    /// Committed entries with data, in log order (empty entries of new leaders left out).
+    /// Committed entries, in log order (new leaders' empty entries included: they move the
+    /// applied offset).
     pub committed: Vec<Entry>,
 }
 
@@ -199,10 +200,11 @@ impl QuorumNode {
     }
 }
 
+/// Committed entries to apply; configuration changes (the voters are static) are left out.
 fn keep_data(into: &mut Vec<Entry>, entries: Vec<Entry>) {
     into.extend(
         entries
             .into_iter()
-            .filter(|e| e.entry_type == EntryType::EntryNormal && !e.data.is_empty()),
+            .filter(|e| e.entry_type == EntryType::EntryNormal),
     );
 }
