@@ -46,7 +46,8 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
     // `--listen` and `--advertised-listener` set the client listener's address; the others
     // (a controller listener) stay as configured.
     if let Some(l) = &args.listen {
-        cfg.set_client_listener(l).map_err(|e| format!("--listen: {e}"))?;
+        cfg.set_client_listener(l)
+            .map_err(|e| format!("--listen: {e}"))?;
     }
     if let Some(a) = &args.advertised_listener {
         cfg.set_client_advertised(a)

@@ -151,16 +151,17 @@ impl MetaProperties {
             }
             seen.push(key.to_owned());
             let number = |what: &str| {
-                value.parse::<i64>().map_err(|_| {
-                    bad(n, format!("{key}={value:?}: {what} is not a number"))
-                })
+                value
+                    .parse::<i64>()
+                    .map_err(|_| bad(n, format!("{key}={value:?}: {what} is not a number")))
             };
             match key {
                 "version" => {
                     let v = number("the version")?;
-                    version = Some(u32::try_from(v).map_err(|_| {
-                        bad(n, format!("version={v}: unsupported version"))
-                    })?);
+                    version = Some(
+                        u32::try_from(v)
+                            .map_err(|_| bad(n, format!("version={v}: unsupported version")))?,
+                    );
                 }
                 "node.id" | "broker.id" => {
                     let v = i32::try_from(number("the id")?)
@@ -189,9 +190,7 @@ impl MetaProperties {
         let version = version.ok_or_else(|| whole("no version".into()))?;
         let node_id = match (version, node_id, broker_id) {
             (0 | 1, Some(a), Some(b)) if a != b => {
-                return Err(whole(format!(
-                    "node.id={a} and broker.id={b} disagree"
-                )));
+                return Err(whole(format!("node.id={a} and broker.id={b} disagree")));
             }
             (1, None, _) => return Err(whole("version=1 but no node.id".into())),
             (0 | 1, a, b) => a.or(b),
@@ -219,7 +218,11 @@ impl MetaProperties {
             out.push_str(&format!("cluster.id={id}\n"));
         }
         if let Some(id) = self.node_id {
-            let key = if self.version == 0 { "broker.id" } else { "node.id" };
+            let key = if self.version == 0 {
+                "broker.id"
+            } else {
+                "node.id"
+            };
             out.push_str(&format!("{key}={id}\n"));
         }
         if let Some(id) = &self.directory_id {
@@ -231,7 +234,10 @@ impl MetaProperties {
     /// Writes `dir`'s `meta.properties` atomically: a temp file, fsynced, renamed over the
     /// old one, the directory fsynced. After a crash the file is the old one or the new one.
     pub fn write(&self, dir: &Path) -> Result<(), BrokerError> {
-        for (key, id) in [("cluster.id", &self.cluster_id), ("directory.id", &self.directory_id)] {
+        for (key, id) in [
+            ("cluster.id", &self.cluster_id),
+            ("directory.id", &self.directory_id),
+        ] {
             if let Some(id) = id {
                 check_cluster_id(key, id)?;
             }

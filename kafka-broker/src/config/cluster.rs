@@ -171,9 +171,7 @@ fn parse_host_port(
     form: &str,
 ) -> Result<(Option<String>, u16), BrokerError> {
     let bad = |why: &str| config_error(format!("{key}: entry {entry:?}: {why} (expected {form})"));
-    let (host, port) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| bad("no port"))?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(|| bad("no port"))?;
     let host = if let Some(inner) = host.strip_prefix('[') {
         let inner = inner
             .strip_suffix(']')
@@ -194,10 +192,11 @@ fn parse_host_port(
     {
         return Err(bad(&format!("the host has the character {c:?}")));
     }
-    let port: u16 = port
-        .trim()
-        .parse()
-        .map_err(|_| bad(&format!("the port {port:?} is not a number from 0 to 65535")))?;
+    let port: u16 = port.trim().parse().map_err(|_| {
+        bad(&format!(
+            "the port {port:?} is not a number from 0 to 65535"
+        ))
+    })?;
     Ok(((!host.is_empty()).then(|| host.to_owned()), port))
 }
 
@@ -264,7 +263,8 @@ pub(super) fn parse_voters(key: &str, v: &str) -> Result<Vec<Voter>, BrokerError
     const FORM: &str = "{id}@{host}:{port}";
     let mut out: Vec<Voter> = Vec::new();
     for entry in entries(v) {
-        let bad = |why: &str| config_error(format!("{key}: entry {entry:?}: {why} (expected {FORM})"));
+        let bad =
+            |why: &str| config_error(format!("{key}: entry {entry:?}: {why} (expected {FORM})"));
         let (id, rest) = entry.split_once('@').ok_or_else(|| bad("no '@'"))?;
         let id: i32 = id
             .trim()
@@ -440,8 +440,7 @@ impl BrokerConfig {
         let mut map = default_protocol_map();
         if self.roles.is_some() {
             let secure = |name: &str| {
-                SecurityProtocol::from_name(name)
-                    .is_some_and(|p| p != SecurityProtocol::Plaintext)
+                SecurityProtocol::from_name(name).is_some_and(|p| p != SecurityProtocol::Plaintext)
             };
             let any_secure = self.controller_listener_names.iter().any(|n| secure(n))
                 || self.listeners.iter().any(|l| secure(&l.name));
@@ -576,13 +575,19 @@ impl BrokerConfig {
             )));
         }
         for (key, v) in [
-            ("broker.heartbeat.interval.ms", self.broker_heartbeat_interval_ms),
+            (
+                "broker.heartbeat.interval.ms",
+                self.broker_heartbeat_interval_ms,
+            ),
             ("broker.session.timeout.ms", self.broker_session_timeout_ms),
             (
                 "controller.quorum.election.timeout.ms",
                 self.quorum_election_timeout_ms,
             ),
-            ("controller.quorum.fetch.timeout.ms", self.quorum_fetch_timeout_ms),
+            (
+                "controller.quorum.fetch.timeout.ms",
+                self.quorum_fetch_timeout_ms,
+            ),
         ] {
             if v == 0 {
                 return Err(config_error(format!("{key} must be positive, got 0")));
@@ -706,7 +711,8 @@ impl BrokerConfig {
             }
             if self.advertised_listeners.is_some() {
                 return Err(config_error(
-                    "the advertised.listeners config must be empty when process.roles=controller".into(),
+                    "the advertised.listeners config must be empty when process.roles=controller"
+                        .into(),
                 ));
             }
             if let Some(name) = &self.inter_broker_listener_name {

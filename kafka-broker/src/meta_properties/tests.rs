@@ -34,10 +34,7 @@ fn a_new_cluster_id_is_a_v4_uuid_and_a_stored_one_is_kept() {
     // Stored: the same id again, and a different one for another data directory.
     assert_eq!(open(&cfg).unwrap().cluster_id.unwrap(), id);
     let other = tempfile::tempdir().unwrap();
-    assert_ne!(
-        open(&config(other.path())).unwrap().cluster_id.unwrap(),
-        id
-    );
+    assert_ne!(open(&config(other.path())).unwrap().cluster_id.unwrap(), id);
     // An id stored by an older version (any 22 characters) is kept as it is.
     std::fs::write(
         dir.path().join("meta.properties"),
@@ -62,12 +59,18 @@ fn a_new_directory_gets_a_v1_file_with_every_id() {
     assert_eq!(directory_id.len(), 22);
     assert_ne!(meta.cluster_id, meta.directory_id);
     // On disk as read back, no temp file left; the next open changes nothing.
-    assert_eq!(MetaProperties::read(dir.path()).unwrap(), Some(meta.clone()));
+    assert_eq!(
+        MetaProperties::read(dir.path()).unwrap(),
+        Some(meta.clone())
+    );
     assert!(!dir.path().join(TEMP_NAME).exists());
     let text = std::fs::read_to_string(path(dir.path())).unwrap();
     assert!(text.contains("version=1\n"), "{text}");
     assert!(text.contains("node.id=7\n"), "{text}");
-    assert!(text.contains(&format!("directory.id={directory_id}\n")), "{text}");
+    assert!(
+        text.contains(&format!("directory.id={directory_id}\n")),
+        "{text}"
+    );
     assert_eq!(open(&c).unwrap(), meta);
     assert_eq!(std::fs::read_to_string(path(dir.path())).unwrap(), text);
     // A configured cluster id is the one stored.
@@ -228,7 +231,10 @@ fn a_cluster_node_records_the_quorums_cluster_id() {
         e.contains("belongs to cluster quorumQQQQQQQQQQQQQQQQ"),
         "{e}"
     );
-    assert!(e.contains("the quorum is cluster otherOOOOOOOOOOOOOOOOO"), "{e}");
+    assert!(
+        e.contains("the quorum is cluster otherOOOOOOOOOOOOOOOOO"),
+        "{e}"
+    );
     let e = err(record_cluster_id(dir.path(), 2, "quorumQQQQQQQQQQQQQQQQ"));
     assert!(e.contains("node.id=1"), "{e}");
     assert!(e.contains("node.id=2"), "{e}");

@@ -10,7 +10,10 @@ fn from(text: &str) -> BrokerConfig {
 
 /// The message of a failed validation; asserts every `needle` is in it.
 fn refused(c: &BrokerConfig, needles: &[&str]) -> String {
-    let e = c.validate().expect_err("validation should fail").to_string();
+    let e = c
+        .validate()
+        .expect_err("validation should fail")
+        .to_string();
     for n in needles {
         assert!(e.contains(n), "expected {n:?} in: {e}");
     }
@@ -260,8 +263,16 @@ fn every_cluster_key_parses() {
 
 #[test]
 fn bad_values_of_cluster_keys_name_the_key() {
-    apply_refused("process.roles", "broker,zookeeper", &["process.roles", "zookeeper"]);
-    apply_refused("process.roles", "broker,broker", &["process.roles", "twice"]);
+    apply_refused(
+        "process.roles",
+        "broker,zookeeper",
+        &["process.roles", "zookeeper"],
+    );
+    apply_refused(
+        "process.roles",
+        "broker,broker",
+        &["process.roles", "twice"],
+    );
     apply_refused("process.roles", "Broker", &["process.roles"]);
     for (v, needle) in [
         ("1@127.0.0.1", "\"1@127.0.0.1\""),
@@ -273,7 +284,11 @@ fn bad_values_of_cluster_keys_name_the_key() {
         ("1@h:65536", "\"1@h:65536\""),
         ("1@h:1,2@h:2,1@g:3", "voter id 1 appears twice"),
     ] {
-        apply_refused("controller.quorum.voters", v, &["controller.quorum.voters", needle]);
+        apply_refused(
+            "controller.quorum.voters",
+            v,
+            &["controller.quorum.voters", needle],
+        );
     }
     apply_refused(
         "controller.listener.names",
@@ -283,19 +298,29 @@ fn bad_values_of_cluster_keys_name_the_key() {
     apply_refused(
         "listener.security.protocol.map",
         "PLAINTEXT:TLS",
-        &["listener.security.protocol.map", "invalid security protocol"],
+        &[
+            "listener.security.protocol.map",
+            "invalid security protocol",
+        ],
     );
     apply_refused(
         "listener.security.protocol.map",
         "PLAINTEXT",
-        &["listener.security.protocol.map", "LISTENER_NAME:SECURITY_PROTOCOL"],
+        &[
+            "listener.security.protocol.map",
+            "LISTENER_NAME:SECURITY_PROTOCOL",
+        ],
     );
     apply_refused(
         "listener.security.protocol.map",
         "A:PLAINTEXT,a:SSL",
         &["listener.security.protocol.map", "twice"],
     );
-    apply_refused("inter.broker.listener.name", "A B", &["inter.broker.listener.name"]);
+    apply_refused(
+        "inter.broker.listener.name",
+        "A B",
+        &["inter.broker.listener.name"],
+    );
     for key in [
         "broker.heartbeat.interval.ms",
         "broker.session.timeout.ms",
@@ -307,7 +332,11 @@ fn bad_values_of_cluster_keys_name_the_key() {
         apply_refused(key, "0", &[key, "positive"]);
         apply_refused(key, "x", &[key]);
     }
-    apply_refused("unclean.leader.election.enable", "yes", &["unclean.leader.election.enable"]);
+    apply_refused(
+        "unclean.leader.election.enable",
+        "yes",
+        &["unclean.leader.election.enable"],
+    );
 }
 
 #[test]
@@ -332,11 +361,17 @@ fn the_shipped_cluster_files_parse_and_validate() {
             c.client_listener(),
             Some(&listener("PLAINTEXT", "127.0.0.1", 19200 + n as u16))
         );
-        assert_eq!(c.data_dir, std::path::PathBuf::from(format!("./data/node{n}")));
+        assert_eq!(
+            c.data_dir,
+            std::path::PathBuf::from(format!("./data/node{n}"))
+        );
         assert_eq!(c.default_replication_factor, 3);
         assert_eq!(c.min_insync_replicas, 2);
         assert_eq!(c.offsets_topic_replication_factor, 3);
-        assert_eq!(c.security_protocol("CONTROLLER"), Some(SecurityProtocol::Plaintext));
+        assert_eq!(
+            c.security_protocol("CONTROLLER"),
+            Some(SecurityProtocol::Plaintext)
+        );
     }
 }
 
@@ -347,7 +382,10 @@ fn other_node_shapes_validate() {
     c.validate().unwrap();
     assert_eq!(c.listen, "127.0.0.1:19204");
     assert_eq!(c.controller_listener(), None);
-    assert_eq!(c.security_protocol("CONTROLLER"), Some(SecurityProtocol::Plaintext));
+    assert_eq!(
+        c.security_protocol("CONTROLLER"),
+        Some(SecurityProtocol::Plaintext)
+    );
     // Controller only: it listens on its controller listener; no client listener.
     let c = from(CONTROLLER1);
     c.validate().unwrap();
@@ -388,7 +426,10 @@ fn the_kraft_default_protocol_map() {
     let c = from("listeners=CONTROLLER://127.0.0.1:1\n");
     assert_eq!(c.security_protocol("CONTROLLER"), None);
     refused(&c, &["listener.security.protocol.map", "CONTROLLER"]);
-    assert_eq!(c.security_protocol("SASL_SSL"), Some(SecurityProtocol::SaslSsl));
+    assert_eq!(
+        c.security_protocol("SASL_SSL"),
+        Some(SecurityProtocol::SaslSsl)
+    );
     // With process.roles, an explicit map gets no additions.
     let c = node1_with("listener.security.protocol.map=PLAINTEXT:PLAINTEXT\n");
     assert_eq!(c.security_protocol("CONTROLLER"), None);
@@ -435,20 +476,34 @@ fn invalid_combinations_are_refused_naming_the_key() {
     // A broker-only node: not a voter, no controller listener of its own.
     let mut c = from(BROKER4);
     c.apply("node.id", "3").unwrap();
-    refused(&c, &["controller.quorum.voters", "just the 'broker' role", "node id 3"]);
+    refused(
+        &c,
+        &[
+            "controller.quorum.voters",
+            "just the 'broker' role",
+            "node id 3",
+        ],
+    );
     let mut c = from(BROKER4);
     c.apply(
         "listeners",
         "PLAINTEXT://127.0.0.1:19204,CONTROLLER://127.0.0.1:19304",
     )
     .unwrap();
-    refused(&c, &["controller.listener.names", "listeners", "broker role"]);
+    refused(
+        &c,
+        &["controller.listener.names", "listeners", "broker role"],
+    );
     let mut c = from(BROKER4);
     c.apply("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")
         .unwrap();
     refused(
         &c,
-        &["listener.security.protocol.map", "CONTROLLER", "controller.listener.names"],
+        &[
+            "listener.security.protocol.map",
+            "CONTROLLER",
+            "controller.listener.names",
+        ],
     );
     // A controller-only node: controller listeners only, nothing advertised.
     let mut c = from(CONTROLLER1);
@@ -464,10 +519,15 @@ fn invalid_combinations_are_refused_naming_the_key() {
     refused(&c, &["advertised.listeners", "process.roles=controller"]);
     let mut c = from(CONTROLLER1);
     c.apply("inter.broker.listener.name", "CONTROLLER").unwrap();
-    refused(&c, &["inter.broker.listener.name", "controller.listener.names"]);
+    refused(
+        &c,
+        &["inter.broker.listener.name", "controller.listener.names"],
+    );
     // Brokers advertise no controller listener, and no wildcard address.
     refused(
-        &node1_with("advertised.listeners=PLAINTEXT://127.0.0.1:19201,CONTROLLER://127.0.0.1:19301\n"),
+        &node1_with(
+            "advertised.listeners=PLAINTEXT://127.0.0.1:19201,CONTROLLER://127.0.0.1:19301\n",
+        ),
         &["advertised.listeners", "controller listeners"],
     );
     let mut c = node1_with("listeners=PLAINTEXT://:19201,CONTROLLER://127.0.0.1:19301\n");
@@ -495,7 +555,10 @@ fn invalid_combinations_are_refused_naming_the_key() {
     );
     refused(
         &node1_with("inter.broker.listener.name=controller\n"),
-        &["inter.broker.listener.name=CONTROLLER", "controller listener"],
+        &[
+            "inter.broker.listener.name=CONTROLLER",
+            "controller listener",
+        ],
     );
     refused(
         &from(
@@ -526,7 +589,11 @@ fn invalid_combinations_are_refused_naming_the_key() {
     );
     refused(
         &from("listeners=SSL://127.0.0.1:9093\n"),
-        &["listener.security.protocol.map", "SSL", "TLS and SASL are not built yet"],
+        &[
+            "listener.security.protocol.map",
+            "SSL",
+            "TLS and SASL are not built yet",
+        ],
     );
     refused(
         &node1_with("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL\n"),
@@ -537,11 +604,15 @@ fn invalid_combinations_are_refused_naming_the_key() {
         &node1_with("broker.heartbeat.interval.ms=9000\n"),
         &["broker.session.timeout.ms", "broker.heartbeat.interval.ms"],
     );
-    let mut c = BrokerConfig::default();
-    c.min_insync_replicas = 0;
+    let c = BrokerConfig {
+        min_insync_replicas: 0,
+        ..BrokerConfig::default()
+    };
     refused(&c, &["min.insync.replicas"]);
-    let mut c = BrokerConfig::default();
-    c.offsets_topic_replication_factor = 0;
+    let c = BrokerConfig {
+        offsets_topic_replication_factor: 0,
+        ..BrokerConfig::default()
+    };
     refused(&c, &["offsets.topic.replication.factor"]);
 }
 
