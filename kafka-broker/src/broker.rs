@@ -61,7 +61,12 @@ impl Broker {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             BrokerError::Config(format!("data directory {}: {e}", config.data_dir.display()))
         })?;
-        let cluster_id = load_cluster_id(&config)?;
+        // The data directory's identity (`meta.properties`): another node's or another
+        // cluster's directory refuses to open. A cluster node that has not learned its cluster
+        // id yet has none here (empty) until the cluster code records the quorum's.
+        let cluster_id = crate::meta_properties::open(&config)?
+            .cluster_id
+            .unwrap_or_default();
         let topics = TopicRegistry::load(&config.data_dir)?;
         let next_producer_id = load_producer_id_block(&config)?;
         let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
@@ -752,83 +757,4 @@ fn load_producer_id_block(config: &BrokerConfig) -> Result<i64, BrokerError> {
         .unwrap_or(0);
     std::fs::write(&path, format!("{}\n", start + PRODUCER_ID_BLOCK))?;
     Ok(start)
-}
-
-/// The cluster id: from the config, else from `<data>/meta.properties`, else a new one stored
-/// there (Kafka keeps it in the same file).
-fn load_cluster_id(config: &BrokerConfig) -> Result<String, BrokerError> {
-    let path = config.data_dir.join("meta.properties");
-    let stored = std::fs::read_to_string(&path).ok().and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("cluster.id="))
-            .map(|s| s.trim().to_owned())
-    });
-    if let (Some(cfg), Some(stored)) = (&config.cluster_id, &stored) {
-        if cfg != stored {
-            return Err(BrokerError::Config(format!(
-                "cluster.id {cfg} does not match {stored} stored in {}",
-                path.display()
-            )));
-        }
-    }
-    if let Some(id) = stored {
-        return Ok(id);
-    }
-    // A new cluster id is Kafka's text form of a random v4 UUID (URL-safe base64, 22
-    // characters), as `kafka-storage random-uuid` prints. (Ids written before this were 22
-    // characters of the same alphabet from the bits in another order; they are kept as read.)
-    let id = config
-        .cluster_id
-        .clone()
-        .unwrap_or_else(|| topics::uuid_base64(&topics::random_uuid()));
-    std::fs::write(
-        &path,
-        format!("version=1\ncluster.id={id}\nnode.id={}\n", config.node_id),
-    )?;
-    Ok(id)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_new_cluster_id_is_a_v4_uuid_and_a_stored_one_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = BrokerConfig {
-            data_dir: dir.path().to_path_buf(),
-            ..BrokerConfig::default()
-        };
-        let id = load_cluster_id(&config).unwrap();
-        // URL-safe base64 of 16 bytes: 22 characters; decoded, a version-4 UUID.
-        assert_eq!(id.len(), 22, "{id}");
-        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut bits: u128 = 0;
-        for (i, c) in id.chars().enumerate() {
-            let v = ALPHABET.find(c).unwrap() as u128;
-            bits = if i < 21 {
-                bits << 6 | v
-            } else {
-                bits << 2 | v >> 4
-            };
-        }
-        let bytes = bits.to_be_bytes();
-        assert_eq!(bytes[6] >> 4, 4, "{id}");
-        assert_eq!(topics::uuid_base64(&kafka_protocol::Uuid(bytes)), id);
-        // Stored: the same id again, and a different one for another data directory.
-        assert_eq!(load_cluster_id(&config).unwrap(), id);
-        let other = tempfile::tempdir().unwrap();
-        let other = BrokerConfig {
-            data_dir: other.path().to_path_buf(),
-            ..BrokerConfig::default()
-        };
-        assert_ne!(load_cluster_id(&other).unwrap(), id);
-        // An id stored by an older version (any 22 characters) is kept as it is.
-        std::fs::write(
-            dir.path().join("meta.properties"),
-            "version=1\ncluster.id=oldOLDold_-0123456789a\nnode.id=1\n",
-        )
-        .unwrap();
-        assert_eq!(load_cluster_id(&config).unwrap(), "oldOLDold_-0123456789a");
-    }
 }

@@ -1,9 +1,16 @@
 //! Broker configuration with Kafka's key names: defaults, a `server.properties`-style file and
-//! `key=value` overrides. Unknown keys warn; invalid values are errors naming the key.
+//! `key=value` overrides. Unknown keys warn; invalid values are errors naming the key, and
+//! invalid combinations are found by [`BrokerConfig::validate`] (call it once every key is
+//! applied). The cluster keys (listeners, roles, quorum) are in [`cluster`].
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::BrokerError;
+
+pub mod cluster;
+
+pub use cluster::{ListenerConfig, Roles, SecurityProtocol, Voter};
 
 /// Timestamp type stamped into appended batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,10 +24,46 @@ pub enum TimestampType {
 pub struct BrokerConfig {
     /// `node.id` (also `broker.id`).
     pub node_id: i32,
-    /// Where to listen (`listeners`, `host:port`, a `PLAINTEXT://` prefix is accepted).
+    /// The client (broker) listener's `host:port` (see [`BrokerConfig::client_listener`]),
+    /// which the broker binds; kept in step with `listeners` when keys are applied.
     pub listen: String,
-    /// What clients are told to connect to (`advertised.listeners`); defaults to `listen`.
+    /// The client listener's advertised `host:port` (its entry in `advertised.listeners`);
+    /// `None` (no `advertised.listeners`): `listen`.
     pub advertised: Option<String>,
+    /// `listeners`: `NAME://host:port,...` (a bare `host:port` is `PLAINTEXT`).
+    pub listeners: Vec<ListenerConfig>,
+    /// `advertised.listeners`; `None`: the listeners that are not controller listeners
+    /// ([`BrokerConfig::effective_advertised_listeners`]).
+    pub advertised_listeners: Option<Vec<ListenerConfig>>,
+    /// `process.roles`; `None` (not set or empty): a single-node broker, as before clusters.
+    pub roles: Option<Roles>,
+    /// `controller.quorum.voters`: the static controller quorum.
+    pub quorum_voters: Vec<Voter>,
+    /// `controller.listener.names` (upper case; the first is the one used).
+    pub controller_listener_names: Vec<String>,
+    /// `listener.security.protocol.map`; `None`: Kafka's default
+    /// ([`BrokerConfig::effective_listener_security_protocol_map`]).
+    pub listener_security_protocol_map: Option<BTreeMap<String, SecurityProtocol>>,
+    /// `inter.broker.listener.name`; `None`: the first listener that is not a controller
+    /// listener ([`BrokerConfig::effective_inter_broker_listener_name`]).
+    pub inter_broker_listener_name: Option<String>,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the controller.
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`: a broker that has not heartbeated for this long is fenced.
+    pub broker_session_timeout_ms: u64,
+    /// `controller.quorum.election.timeout.ms`.
+    pub quorum_election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms`.
+    pub quorum_fetch_timeout_ms: u64,
+    /// `broker.rack`.
+    pub broker_rack: Option<String>,
+    /// `min.insync.replicas`: the broker default of the topic key.
+    pub min_insync_replicas: i32,
+    /// `offsets.topic.replication.factor` (Kafka's default 3; the controller clamps it to the
+    /// live brokers).
+    pub offsets_topic_replication_factor: i16,
+    /// `unclean.leader.election.enable`: the broker default of the topic key.
+    pub unclean_leader_election_enable: bool,
     /// `log.dirs` (also `log.dir`): the data directory.
     pub data_dir: PathBuf,
     /// `cluster.id` (generated and stored in the data directory when not set).
@@ -140,6 +183,25 @@ impl Default for BrokerConfig {
             node_id: 1,
             listen: "127.0.0.1:9092".into(),
             advertised: None,
+            listeners: vec![ListenerConfig {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+            advertised_listeners: None,
+            roles: None,
+            quorum_voters: Vec::new(),
+            controller_listener_names: Vec::new(),
+            listener_security_protocol_map: None,
+            inter_broker_listener_name: None,
+            broker_heartbeat_interval_ms: 2_000,
+            broker_session_timeout_ms: 9_000,
+            quorum_election_timeout_ms: 1_000,
+            quorum_fetch_timeout_ms: 2_000,
+            broker_rack: None,
+            min_insync_replicas: 1,
+            offsets_topic_replication_factor: 3,
+            unclean_leader_election_enable: false,
             data_dir: PathBuf::from("./data"),
             cluster_id: None,
             num_partitions: 1,
@@ -224,20 +286,13 @@ fn positive<T: PartialOrd + Default + std::fmt::Display>(
 /// Keys Kafka brokers know that this broker accepts and ignores without a warning (they have
 /// no effect on a single node or are about features not built yet).
 const IGNORED_KNOWN: &[&str] = &[
-    "process.roles",
-    "controller.quorum.voters",
-    "controller.listener.names",
-    "inter.broker.listener.name",
-    "listener.security.protocol.map",
     "num.network.threads",
     "num.io.threads",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "min.insync.replicas",
     "zookeeper.connect",
 ];
 
@@ -248,9 +303,54 @@ impl BrokerConfig {
         let v = value.trim();
         match key {
             "node.id" | "broker.id" => self.node_id = parse(key, v)?,
-            "listeners" | "listen" => self.listen = strip_listener(v).to_owned(),
+            "listeners" | "listen" => {
+                self.listeners = cluster::parse_listeners("listeners", v, false)?;
+                self.sync_addresses();
+            }
             "advertised.listeners" | "advertised.listener" => {
-                self.advertised = Some(strip_listener(v).to_owned())
+                self.advertised_listeners =
+                    Some(cluster::parse_listeners("advertised.listeners", v, true)?);
+                self.sync_addresses();
+            }
+            "process.roles" => {
+                self.roles = cluster::parse_roles(key, v)?;
+                self.sync_addresses();
+            }
+            "controller.quorum.voters" => self.quorum_voters = cluster::parse_voters(key, v)?,
+            "controller.listener.names" => {
+                self.controller_listener_names = cluster::parse_listener_names(key, v)?;
+                self.sync_addresses();
+            }
+            "listener.security.protocol.map" => {
+                self.listener_security_protocol_map = Some(cluster::parse_protocol_map(key, v)?)
+            }
+            "inter.broker.listener.name" => {
+                self.inter_broker_listener_name = if v.is_empty() {
+                    None
+                } else {
+                    Some(cluster::listener_name(key, v)?)
+                };
+                self.sync_addresses();
+            }
+            "broker.heartbeat.interval.ms" => {
+                self.broker_heartbeat_interval_ms = positive(key, parse(key, v)?)?
+            }
+            "broker.session.timeout.ms" => {
+                self.broker_session_timeout_ms = positive(key, parse(key, v)?)?
+            }
+            "controller.quorum.election.timeout.ms" => {
+                self.quorum_election_timeout_ms = positive(key, parse(key, v)?)?
+            }
+            "controller.quorum.fetch.timeout.ms" => {
+                self.quorum_fetch_timeout_ms = positive(key, parse(key, v)?)?
+            }
+            "broker.rack" => self.broker_rack = (!v.is_empty()).then(|| v.to_owned()),
+            "min.insync.replicas" => self.min_insync_replicas = positive(key, parse(key, v)?)?,
+            "offsets.topic.replication.factor" => {
+                self.offsets_topic_replication_factor = positive(key, parse(key, v)?)?
+            }
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election_enable = parse(key, v)?
             }
             "log.dirs" | "log.dir" => {
                 let first = v.split(',').next().unwrap_or(v).trim();
@@ -259,7 +359,10 @@ impl BrokerConfig {
                 }
                 self.data_dir = PathBuf::from(first);
             }
-            "cluster.id" => self.cluster_id = Some(v.to_owned()),
+            "cluster.id" => {
+                crate::meta_properties::check_cluster_id(key, v)?;
+                self.cluster_id = Some(v.to_owned());
+            }
             "num.partitions" => self.num_partitions = positive(key, parse(key, v)?)?,
             "default.replication.factor" => {
                 self.default_replication_factor = positive(key, parse(key, v)?)?
@@ -467,14 +570,6 @@ impl BrokerConfig {
     /// The `host:port` clients should use.
     pub fn advertised_addr(&self) -> &str {
         self.advertised.as_deref().unwrap_or(&self.listen)
-    }
-}
-
-fn strip_listener(v: &str) -> &str {
-    let first = v.split(',').next().unwrap_or(v).trim();
-    match first.split_once("://") {
-        Some((_, rest)) => rest,
-        None => first,
     }
 }
 

@@ -19,6 +19,7 @@ pub mod error;
 pub mod group;
 pub mod handler;
 pub mod log;
+pub mod meta_properties;
 pub mod offsets_topic;
 pub mod producer_state;
 mod rate_limit;

@@ -12,10 +12,10 @@ use kafka_broker::config::Applied;
 #[derive(Debug, Parser)]
 #[command(name = "kafka-broker", version)]
 struct Args {
-    /// Address to listen on (`listeners`).
+    /// Address to listen on: the client listener's `host:port` in `listeners`.
     #[arg(long)]
     listen: Option<String>,
-    /// Address clients are told to use (`advertised.listeners`).
+    /// Address clients are told to use: the client listener's in `advertised.listeners`.
     #[arg(long)]
     advertised_listener: Option<String>,
     /// Data directory (`log.dirs`).
@@ -43,11 +43,15 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
             unknown.push(k.to_owned());
         }
     }
+    // `--listen` and `--advertised-listener` set the client listener's address; the others
+    // (a controller listener) stay as configured.
     if let Some(l) = &args.listen {
-        cfg.listen = l.clone();
+        cfg.set_client_listener(l)
+            .map_err(|e| format!("--listen: {e}"))?;
     }
     if let Some(a) = &args.advertised_listener {
-        cfg.advertised = Some(a.clone());
+        cfg.set_client_advertised(a)
+            .map_err(|e| format!("--advertised-listener: {e}"))?;
     }
     if let Some(d) = &args.data_dir {
         cfg.data_dir = d.clone();
@@ -55,6 +59,8 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
     for k in unknown {
         tracing::warn!(key = %k, "unknown configuration key ignored");
     }
+    // Combinations (roles, quorum, listeners) are checked once everything is in.
+    cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)
 }
 

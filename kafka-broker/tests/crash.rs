@@ -20,6 +20,8 @@
 //! - Damage below the recovery point (fsynced data) is reported, never cut.
 //! - The unclean-shutdown warnings: not on a new or empty data directory, nor after SIGTERM;
 //!   after a SIGKILL with logs on disk, yes.
+//! - Refusals to start: a cluster role without a quorum (`controller.quorum.voters`), and a
+//!   data directory of another node (`meta.properties`), exit non-zero naming the key.
 //! - Disk full on a 2 MiB tmpfs (skipped, saying why, where mounting is not allowed; a
 //!   failure instead with `KAFKA_RS_REQUIRE_PEERS=1`, as CI runs it):
 //!   produce answers KAFKA_STORAGE_ERROR, reads keep working, nothing refused shows up and
@@ -1047,4 +1049,39 @@ async fn only_an_unclean_stop_with_logs_warns_of_an_unclean_shutdown() {
         unclean_warnings(&out).is_empty(),
         "an empty data directory was reported as an unclean shutdown:\n{out}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals to start
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_cluster_settings_and_another_nodes_directory_refuse_to_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // A broker role without the quorum: exit code 2 (configuration), naming the key.
+    let mut node = Node::new(
+        data.clone(),
+        tmp.path().join("output"),
+        &["process.roles=broker"],
+    );
+    let Err((status, output)) = node.try_start(&[]).await else {
+        panic!("a broker without controller.quorum.voters started");
+    };
+    assert_eq!(status.code(), Some(2), "{output}");
+    assert!(output.contains("controller.quorum.voters"), "{output}");
+    assert!(!data.join("meta.properties").exists(), "{output}");
+
+    // The directory of node 1 refuses node 2, naming both and the file.
+    let mut node = Node::new(data.clone(), tmp.path().join("output"), &["node.id=1"]);
+    let mut broker = node.start(&[]).await;
+    let status = broker.terminate().await;
+    assert!(status.success(), "{status}");
+    let mut node = Node::new(data.clone(), tmp.path().join("output"), &["node.id=2"]);
+    let Err((status, output)) = node.try_start(&[]).await else {
+        panic!("node 2 started on node 1's data directory");
+    };
+    assert!(!status.success(), "{output}");
+    for needle in ["node.id=2", "node.id=1", "meta.properties"] {
+        assert!(output.contains(needle), "{needle}: {output}");
+    }
 }
