@@ -39,6 +39,11 @@ pub struct Broker {
     /// Memory for decompressed records, shared by every produce validation
     /// (`produce.decompression.max.bytes`).
     pub decompression: crate::replica::MemoryBudget,
+    /// This data directory's id (`directory.id` in `meta.properties`).
+    pub directory_id: Uuid,
+    /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
+    /// controller, set once when the cluster side starts.
+    cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -64,9 +69,16 @@ impl Broker {
         // The data directory's identity (`meta.properties`): another node's or another
         // cluster's directory refuses to open. A cluster node that has not learned its cluster
         // id yet has none here (empty) until the cluster code records the quorum's.
-        let cluster_id = crate::meta_properties::open(&config)?
-            .cluster_id
-            .unwrap_or_default();
+        let meta = crate::meta_properties::open(&config)?;
+        let cluster_id = meta.cluster_id.clone().unwrap_or_default();
+        let directory_id = meta
+            .directory_id
+            .as_deref()
+            .and_then(topics::uuid_from_base64)
+            .unwrap_or_else(topics::random_uuid);
+        // In a cluster the metadata image says which partitions this node hosts: nothing is
+        // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
+        let clustered = config.roles.is_some();
         let topics = TopicRegistry::load(&config.data_dir)?;
         let next_producer_id = load_producer_id_block(&config)?;
         let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
@@ -124,6 +136,8 @@ impl Broker {
             ),
             config,
             cluster_id,
+            directory_id,
+            cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
             logs,
@@ -132,6 +146,9 @@ impl Broker {
             last_hw_checkpoint: AtomicI64::new(now_ms()),
             last_producer_expiry: AtomicI64::new(now_ms()),
         };
+        if clustered {
+            return Ok(broker);
+        }
         for t in broker.all_topics() {
             // A partition that cannot be opened (descriptors, disk) stays offline with its
             // reason logged (KAFKA_STORAGE_ERROR, retried every `log.offline.retry.ms`); it
@@ -363,6 +380,80 @@ impl Broker {
         cleaned
     }
 
+    /// The cluster side, when this node is part of a cluster.
+    pub fn cluster(&self) -> Option<&Arc<crate::cluster::ClusterLink>> {
+        self.cluster.get()
+    }
+
+    /// Sets the cluster side (once; later calls are ignored).
+    pub fn set_cluster(&self, link: Arc<crate::cluster::ClusterLink>) {
+        let _ = self.cluster.set(link);
+    }
+
+    /// In a cluster: makes the local topic list and typed config of a topic what the metadata
+    /// image says (no partition is hosted by this).
+    pub(crate) fn sync_topic(
+        &self,
+        name: &str,
+        id: Uuid,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), BrokerError> {
+        let mut reg = lock(&self.topics);
+        let typed = Arc::new(TopicConfig::lenient(&self.config, name, &configs));
+        match reg.get(name) {
+            Some(t) if t.id == id => {
+                if t.partitions != partitions {
+                    reg.set_partitions(name, partitions)?;
+                }
+                if t.configs != configs {
+                    reg.set_configs(name, configs)?;
+                }
+            }
+            Some(_) => {
+                // A topic of this name was deleted and created anew while this node was away.
+                reg.delete(name)?;
+                reg.create(name, partitions, configs, id)?;
+            }
+            None => {
+                reg.create(name, partitions, configs, id)?;
+            }
+        }
+        self.topic_configs.insert(name, Arc::clone(&typed));
+        self.apply_log_config(name, &typed);
+        Ok(())
+    }
+
+    /// In a cluster: hosts a partition this node is a replica of (opening or creating its
+    /// log), or returns it if hosted.
+    pub(crate) fn host_replica(&self, topic: &str, index: i32) -> Result<Arc<Partition>, BrokerError> {
+        if let Some(p) = self.partition(topic, index) {
+            return Ok(p);
+        }
+        let configs = self.topic(topic).map(|t| t.configs).unwrap_or_default();
+        self.host_partitions(topic, index, index + 1, &configs)?;
+        self.partition(topic, index)
+            .ok_or_else(|| self.partition_error(topic, index))
+    }
+
+    /// In a cluster: forgets a topic the controller deleted (its logs too).
+    pub(crate) fn forget_topic(&self, name: &str) {
+        let meta = {
+            let mut reg = lock(&self.topics);
+            self.topic_configs.remove(name);
+            reg.delete(name).ok()
+        };
+        self.replicas.remove_topic(name);
+        for tp in self.logs.partitions().into_iter().filter(|tp| tp.topic == name) {
+            if let Err(e) = self.logs.delete(name, tp.partition) {
+                tracing::warn!(topic = name, partition = tp.partition, error = %e, "deleting the log failed");
+            }
+        }
+        if meta.is_some() {
+            tracing::info!(topic = name, "deleted topic (the controller deleted it)");
+        }
+    }
+
     /// Every hosted partition.
     pub fn partitions(&self) -> Vec<Arc<Partition>> {
         self.replicas.all()
@@ -373,9 +464,30 @@ impl Broker {
         self.replicas.get(topic, index)
     }
 
+    /// A partition hosted here that clients may read: in a cluster only where this node
+    /// leads it (a follower's answer is [`Self::partition_error`]'s NOT_LEADER_OR_FOLLOWER).
+    pub fn led_partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.partition(topic, index)
+            .filter(|p| self.cluster().is_none() || p.is_leader())
+    }
+
     /// The error for a partition that is not served: KAFKA_STORAGE_ERROR when its log is
     /// offline (damaged), UNKNOWN_TOPIC_OR_PARTITION otherwise.
     pub fn partition_error(&self, topic: &str, index: i32) -> BrokerError {
+        // In a cluster a known partition that this node hosts as a follower, or does not host,
+        // is led elsewhere: the client refreshes its metadata and goes there.
+        if self.cluster().is_some()
+            && self.topic(topic).is_some_and(|t| index >= 0 && index < t.partitions)
+            && self
+                .partition(topic, index)
+                .is_none_or(|p| !p.is_leader())
+            && self.logs.get(topic, index).is_ok()
+        {
+            return BrokerError::kafka(
+                ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                format!("{topic}-{index} is not led by this broker"),
+            );
+        }
         match self.logs.get(topic, index) {
             Err(e) => BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()),
             // An offline partition coming back: its log is open again and the partition layer

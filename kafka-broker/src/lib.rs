@@ -47,8 +47,14 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let local = listener.local_addr()?;
-    config.listen = local.to_string();
+    config.set_client_listener(&local.to_string())?;
+    config.validate()?;
     let broker = Arc::new(Broker::open(config)?);
+    // A node of a cluster: the quorum (on controllers), the registration, the image.
+    let mut cluster = match broker.config.roles {
+        Some(_) => Some(cluster::start(&broker.config, Some(broker.clone())).await?),
+        None => None,
+    };
     tracing::info!(
         listen = %local,
         advertised = broker.config.advertised_addr(),
@@ -123,11 +129,26 @@ pub async fn run(
             .await;
         })
     };
-    let shutdown = async move {
-        shutdown.await;
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
+    let shutdown = async {
+        match cluster.as_ref() {
+            Some(rt) => {
+                tokio::select! {
+                    () = shutdown => {}
+                    why = rt.failed() => { let _ = failed_tx.send(why); }
+                }
+            }
+            None => shutdown.await,
+        }
+        if let Some(rt) = cluster.as_mut() {
+            rt.leave().await;
+        }
         let _ = stop_timers.send(());
     };
     let result = server::serve(listener, broker, shutdown).await;
+    if let Some(rt) = cluster {
+        rt.stop();
+    }
     maintenance.abort();
     offline_retry.abort();
     let _ = stop_cleaner.send(true);
@@ -135,5 +156,31 @@ pub async fn run(
         let _ = cleaner.await;
     }
     let _ = group_timers.await;
+    if let Ok(why) = failed_rx.await {
+        return Err(BrokerError::Config(why));
+    }
     result
+}
+
+/// Runs a node with only the controller role (`process.roles=controller`): the quorum voter,
+/// the active controller when it leads, and the controller listener; no client listener.
+pub async fn run_controller(
+    config: BrokerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+        BrokerError::Config(format!("data directory {}: {e}", config.data_dir.display()))
+    })?;
+    crate::meta_properties::open(&config)?;
+    let rt = cluster::start(&config, None).await?;
+    let failed = tokio::select! {
+        () = shutdown => None,
+        why = rt.failed() => Some(why),
+    };
+    rt.stop();
+    match failed {
+        Some(why) => Err(BrokerError::Config(why)),
+        None => Ok(()),
+    }
 }

@@ -109,7 +109,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let controller_only = cfg.roles.is_some_and(|r| r.controller && !r.broker);
     let result = rt.block_on(async {
+        if controller_only {
+            return kafka_broker::run_controller(cfg, shutdown_signal()).await;
+        }
         let listener = tokio::net::TcpListener::bind(&cfg.listen)
             .await
             .map_err(|e| {

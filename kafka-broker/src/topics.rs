@@ -227,6 +227,28 @@ pub fn random_uuid() -> Uuid {
 
 /// Kafka's text form of a UUID (`Uuid.toString`, used for cluster and topic ids): the 16
 /// bytes in URL-safe base64 without padding, 22 characters.
+/// A UUID from Kafka's text form ([`uuid_base64`]); `None` when it is not one.
+pub fn uuid_from_base64(text: &str) -> Option<Uuid> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    if text.len() != 22 {
+        return None;
+    }
+    let mut bits: u128 = 0;
+    for (i, c) in text.bytes().enumerate() {
+        let v = ALPHABET.iter().position(|&a| a == c)? as u128;
+        bits = if i < 21 {
+            bits << 6 | v
+        } else {
+            // The last character carries 2 bits and 4 zero bits of padding.
+            if v & 0xf != 0 {
+                return None;
+            }
+            bits << 2 | v >> 4
+        };
+    }
+    Some(Uuid(bits.to_be_bytes()))
+}
+
 pub fn uuid_base64(id: &Uuid) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     // 128 bits, shifted left by 4 so that they fill 22 six-bit groups exactly (the last group
@@ -294,6 +316,18 @@ mod tests {
         let first: std::collections::BTreeSet<u8> = ids.iter().map(|u| u.0[0]).collect();
         assert_eq!(first.len(), 252);
         assert!(first.iter().all(|b| !(0xf8..=0xfb).contains(b)));
+    }
+
+    #[test]
+    fn base64_text_form_reads_back() {
+        for _ in 0..100 {
+            let id = random_uuid();
+            assert_eq!(uuid_from_base64(&uuid_base64(&id)), Some(id));
+        }
+        assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAQ"), Some(METADATA_TOPIC_ID));
+        assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAB"), None);
+        assert_eq!(uuid_from_base64("short"), None);
+        assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAA*Q"), None);
     }
 
     #[test]

@@ -1,6 +1,240 @@
-//! The cluster (KRaft mode): the controller quorum on controller nodes ([`quorum`]), the
-//! controller listener ([`listener`]), and brokers that follow the metadata log from the
-//! controllers ([`follow`]).
+//! The cluster (KRaft mode, when `process.roles` is set).
+//!
+//! - [`quorum`]: the controller quorum on TiKV's Raft; its log holds Kafka's metadata records.
+//! - [`image`]: the metadata image every node builds from that log; [`state`] adds the
+//!   cluster id.
+//! - [`controller`]: the active controller's decisions, pure; [`active`] runs them one at a
+//!   time on the quorum's leader; [`api`] answers the controller listener's Kafka requests.
+//! - [`listener`]: the controller listener (Raft streams, followers of the log, requests).
+//! - [`follow`]: brokers that are not controllers follow the log from the controllers.
+//! - [`forward`]: a broker's requests to the active controller; [`lifecycle`]: its
+//!   registration and heartbeats; [`publish`]: the image carried out on its partitions.
+
+pub mod active;
+pub mod api;
+pub mod controller;
 pub mod follow;
+pub mod forward;
+pub mod image;
+pub mod lifecycle;
 pub mod listener;
+pub mod publish;
 pub mod quorum;
+pub mod state;
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use active::{ActiveController, SharedState};
+use forward::ControllerClient;
+use lifecycle::Standing;
+use quorum::entry::SnapshotData;
+use quorum::transport::Transport;
+use quorum::{QuorumNode, StateMachine};
+use state::MetadataState;
+
+/// What a broker of a cluster reads the cluster through.
+#[derive(Debug)]
+pub struct ClusterLink {
+    pub node_id: i32,
+    /// The metadata as this node has applied it.
+    pub state: watch::Receiver<SharedState>,
+    pub client: Arc<ControllerClient>,
+    /// The listener whose endpoints clients are given (the one they reach this broker on).
+    pub listener_name: String,
+    pub standing: watch::Receiver<Standing>,
+}
+
+impl ClusterLink {
+    pub fn current(&self) -> SharedState {
+        self.state.borrow().clone()
+    }
+
+    /// Waits until the applied image satisfies `f`, at most `timeout`.
+    pub async fn wait_for(
+        &self,
+        timeout: std::time::Duration,
+        mut f: impl FnMut(&MetadataState) -> bool,
+    ) -> bool {
+        let mut rx = self.state.clone();
+        tokio::time::timeout(timeout, rx.wait_for(|s| f(&s.state)))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// The cluster side of a running node.
+#[derive(Debug)]
+pub struct Runtime {
+    pub link: Option<Arc<ClusterLink>>,
+    /// Set when the node must stop (it belongs to another cluster).
+    pub fatal: watch::Receiver<Option<String>>,
+    stop: watch::Sender<bool>,
+    leave: watch::Sender<bool>,
+    lifecycle: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// The broker leaves the cluster: a controlled shutdown (its leaderships move elsewhere)
+    /// while the quorum still runs. Clients still being served are sent to the new leaders.
+    pub async fn leave(&mut self) {
+        let _ = self.leave.send(true);
+        if let Some(lifecycle) = self.lifecycle.take() {
+            let _ = lifecycle.await;
+        }
+    }
+
+    /// Stops the quorum voter and the controller listener.
+    pub fn stop(self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Completes when the node must stop because it cannot be part of this cluster.
+    pub async fn failed(&self) -> String {
+        let mut rx = self.fatal.clone();
+        match rx.wait_for(Option::is_some).await {
+            Ok(why) => why.clone().unwrap_or_default(),
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
+    async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Starts the cluster side of a node: on controllers the quorum voter, the active controller
+/// and the controller listener; on brokers the follower of the log (when not a controller),
+/// the registration and heartbeats and the image applied to `broker`.
+pub async fn start(
+    config: &BrokerConfig,
+    broker: Option<Arc<Broker>>,
+) -> Result<Runtime, BrokerError> {
+    let roles = config
+        .roles
+        .ok_or_else(|| BrokerError::Config("process.roles is not set".into()))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (leave_tx, leave_rx) = watch::channel(false);
+    let (fatal_tx, fatal_rx) = watch::channel(None::<String>);
+    let voters: Vec<(u64, String)> = config
+        .quorum_voters
+        .iter()
+        .map(|v| (v.id as u64, v.addr()))
+        .collect();
+    let me = config.node_id as u64;
+    let mut active = None;
+    let state_rx = if roles.controller {
+        let listener_cfg = config.controller_listener().ok_or_else(|| {
+            BrokerError::Config("controller.listener.names: no controller listener in listeners".into())
+        })?;
+        let addr = listener_cfg.addr();
+        let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
+            BrokerError::Config(format!("cannot listen on the controller listener {addr}: {e}"))
+        })?;
+        let ids: Vec<u64> = voters.iter().map(|(id, _)| *id).collect();
+        let node = QuorumNode::open(&config.data_dir, me, &ids)?;
+        let snapshot = node.store().snapshot_ref().data.clone();
+        let state = if snapshot.is_empty() {
+            MetadataState::default()
+        } else {
+            MetadataState::restore(SnapshotData::decode(&snapshot)?)
+        };
+        let (inbox_tx, inbox_rx) = tokio::sync::mpsc::channel(4096);
+        let transport = Transport::connect(me, voters.clone());
+        let handle = quorum::driver::start(node, state, inbox_rx, transport, stopped(stop_rx.clone()));
+        let controller = ActiveController::start(config, handle.clone());
+        let services = listener::Services {
+            raft: Some(inbox_tx),
+            follow: Some(follow::handler(handle.clone())),
+            kafka: api::handler(controller.clone(), Arc::new(config.clone())),
+        };
+        tokio::spawn(listener::serve(listener, services, stopped(stop_rx.clone())));
+        tracing::info!(node = me, controller_listener = %addr, voters = ?voters, "controller quorum voter started");
+        active = Some(controller);
+        handle.watch()
+    } else {
+        follow::follow(config.node_id, voters.clone(), MetadataState::default())
+    };
+    // The cluster id, once the quorum has one: recorded in meta.properties, where a different
+    // one means this node belongs to another cluster.
+    {
+        let mut rx = state_rx.clone();
+        let dir = config.data_dir.clone();
+        let node_id = config.node_id;
+        tokio::spawn(async move {
+            let Ok(s) = rx.wait_for(|s| s.state.cluster_id.is_some()).await else {
+                return;
+            };
+            let id = s.state.cluster_id.clone().unwrap_or_default();
+            drop(s);
+            if let Err(e) = crate::meta_properties::record_cluster_id(&dir, node_id, &id) {
+                tracing::error!(error = %e, "this node cannot join the cluster");
+                let _ = fatal_tx.send(Some(e.to_string()));
+            }
+        });
+    }
+    let (link, lifecycle) = match (roles.broker, broker) {
+        (true, Some(broker)) => {
+            let client = Arc::new(ControllerClient::new(config, state_rx.clone(), active));
+            let (standing_tx, standing_rx) = watch::channel(Standing::Unregistered);
+            let lifecycle = tokio::spawn(lifecycle::run(
+                Arc::new(config.clone()),
+                client.clone(),
+                state_rx.clone(),
+                broker.directory_id,
+                standing_tx,
+                stopped(leave_rx),
+            ));
+            let listener_name = config
+                .client_listener()
+                .map(|l| l.name.clone())
+                .unwrap_or_else(|| "PLAINTEXT".into());
+            let link = Arc::new(ClusterLink {
+                node_id: config.node_id,
+                state: state_rx.clone(),
+                client,
+                listener_name,
+                standing: standing_rx,
+            });
+            broker.set_cluster(link.clone());
+            tokio::spawn(publish_images(broker, config.node_id, state_rx));
+            (Some(link), Some(lifecycle))
+        }
+        _ => (None, None),
+    };
+    Ok(Runtime {
+        link,
+        fatal: fatal_rx,
+        stop: stop_tx,
+        leave: leave_tx,
+        lifecycle,
+    })
+}
+
+/// Applies every new image to the broker (off the async threads: it opens files).
+async fn publish_images(broker: Arc<Broker>, node_id: i32, mut rx: watch::Receiver<SharedState>) {
+    let mut previous: Option<SharedState> = None;
+    loop {
+        let current = rx.borrow_and_update().clone();
+        let unchanged = previous.as_ref().is_some_and(|p| p.offset == current.offset);
+        if !unchanged {
+            let b = broker.clone();
+            let prev = previous.clone();
+            let cur = current.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                publish::apply(&b, node_id, prev.as_ref().map(|p| &p.state.image), &cur.state.image);
+            })
+            .await;
+            previous = Some(current);
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}

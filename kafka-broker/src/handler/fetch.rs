@@ -112,7 +112,7 @@ pub(super) async fn handle(
             if w.topic.is_empty() {
                 None
             } else {
-                broker.partition(&w.topic, w.partition)
+                broker.led_partition(&w.topic, w.partition)
             }
         })
         .collect();

@@ -45,6 +45,8 @@ pub(crate) struct CoordinatorNode {
     pub(crate) node_id: i32,
     pub(crate) host: String,
     pub(crate) port: i32,
+    /// Why no node coordinates groups (answered COORDINATOR_NOT_AVAILABLE).
+    pub(crate) unavailable: Option<String>,
 }
 
 impl CoordinatorNode {
@@ -54,6 +56,13 @@ impl CoordinatorNode {
             node_id: broker.config.node_id,
             host,
             port,
+            // In a cluster the group coordinator moves with the leadership of the
+            // `__consumer_offsets` partitions, which comes with replication.
+            unavailable: broker.cluster().map(|_| {
+                "consumer groups are not coordinated in a cluster yet (they come with \
+                 replication of __consumer_offsets)"
+                    .to_owned()
+            }),
         }
     }
 }
@@ -97,6 +106,9 @@ pub(crate) fn find_coordinator(
         KEY_TYPE_GROUP
     };
     let answer = |key: &KStr| -> Result<(), (ErrorCode, String)> {
+        if let Some(why) = &node.unavailable {
+            return Err((ErrorCode::COORDINATOR_NOT_AVAILABLE, why.clone()));
+        }
         match key_type {
             KEY_TYPE_GROUP => Ok(()),
             KEY_TYPE_TRANSACTION => Err((

@@ -112,7 +112,7 @@ fn lookup(
     isolation: Isolation,
 ) -> Result<(i64, i64, i32), BrokerError> {
     let part = broker
-        .partition(topic, partition)
+        .led_partition(topic, partition)
         .ok_or_else(|| broker.partition_error(topic, partition))?;
     let epoch = part.leader_epoch();
     part.check_leader_epoch(current_leader_epoch)

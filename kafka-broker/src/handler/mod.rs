@@ -4,6 +4,7 @@
 
 mod api_versions;
 mod authorized;
+mod cluster;
 mod configs;
 mod delete_records;
 mod describe_cluster;
@@ -231,6 +232,11 @@ pub async fn handle_from(
             client_host(peer),
             req.header.client_id.as_deref().unwrap_or("no client id")
         );
+    }
+    if let Some(link) = broker.cluster() {
+        if let Some(body) = cluster::handle(broker, link, &req.body, version).await {
+            return encode(correlation_id, &body, version);
+        }
     }
     let body = match req.body {
         RequestBody::Fetch(r) => {

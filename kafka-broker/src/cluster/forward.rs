@@ -1,0 +1,162 @@
+//! A broker's way to the active controller: requests for the controller (its own
+//! registration and heartbeats; clients' CreateTopics, DeleteTopics, CreatePartitions,
+//! AlterConfigs, ...) go to the controller the node's metadata names as leader, else to each
+//! voter in turn, and move on when one answers NOT_CONTROLLER or cannot be reached, until a
+//! deadline. On a combined node the request to its own controller is answered without a socket.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_net::connection::{Connection, ConnectionConfig};
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::{RequestBody, ResponseBody};
+use tokio::sync::watch;
+
+use super::active::{ActiveController, SharedState};
+use super::api;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+/// Requests to the active controller.
+pub struct ControllerClient {
+    /// (id, `host:port` of its controller listener) of every voter.
+    voters: Vec<(i32, String)>,
+    /// The node's metadata: whom it knows as the leader.
+    state: watch::Receiver<SharedState>,
+    /// This node's own controller, on a combined node.
+    local: Option<(ActiveController, Arc<BrokerConfig>)>,
+    connections: tokio::sync::Mutex<HashMap<i32, Connection>>,
+    /// The voter to try next when no leader is known.
+    next: Mutex<usize>,
+}
+
+impl std::fmt::Debug for ControllerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerClient")
+            .field("voters", &self.voters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ControllerClient {
+    pub fn new(
+        config: &BrokerConfig,
+        state: watch::Receiver<SharedState>,
+        local: Option<ActiveController>,
+    ) -> Self {
+        Self {
+            voters: config
+                .quorum_voters
+                .iter()
+                .map(|v| (v.id, v.addr()))
+                .collect(),
+            state,
+            local: local.map(|a| (a, Arc::new(config.clone()))),
+            connections: tokio::sync::Mutex::new(HashMap::new()),
+            next: Mutex::new(0),
+        }
+    }
+
+    /// The leader the metadata names, if any.
+    pub fn leader(&self) -> Option<i32> {
+        self.state.borrow().leader.map(|l| l as i32)
+    }
+
+    fn pick(&self, tried_leader: &mut bool) -> Option<(i32, String)> {
+        if !*tried_leader {
+            *tried_leader = true;
+            if let Some(l) = self.leader() {
+                if let Some(v) = self.voters.iter().find(|(id, _)| *id == l) {
+                    return Some(v.clone());
+                }
+            }
+        }
+        let mut next = self.next.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let v = self.voters.get(*next % self.voters.len().max(1)).cloned();
+        *next += 1;
+        v
+    }
+
+    /// Sends `body` at `version` to the active controller, retrying others until `timeout`.
+    /// NOT_CONTROLLER is only returned (as the request's own refusal) when no controller took
+    /// it in time.
+    pub async fn send(
+        &self,
+        body: RequestBody,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<ResponseBody, BrokerError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut last_error = String::from("no controller answered");
+        loop {
+            let mut tried_leader = false;
+            for _ in 0..=self.voters.len() {
+                let Some((id, addr)) = self.pick(&mut tried_leader) else {
+                    break;
+                };
+                match self.send_to(id, &addr, body.clone(), version).await {
+                    Ok(answer) if !api::is_not_controller(&answer) => return Ok(answer),
+                    Ok(_) => last_error = format!("controller {id} is not the active controller"),
+                    Err(e) => last_error = format!("controller {id} at {addr}: {e}"),
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return match api::refusal(&body) {
+                    Some(refusal) => Ok(refusal),
+                    None => Err(BrokerError::kafka(ErrorCode::NOT_CONTROLLER, last_error)),
+                };
+            }
+            // An election takes a second or two: wait for the metadata to name a leader.
+            let mut state = self.state.clone();
+            let _ = tokio::time::timeout(Duration::from_millis(200), state.changed()).await;
+        }
+    }
+
+    async fn send_to(
+        &self,
+        id: i32,
+        addr: &str,
+        body: RequestBody,
+        version: i16,
+    ) -> Result<ResponseBody, String> {
+        if let Some((active, config)) = &self.local {
+            if i64::from(id) == active.quorum().id() as i64 {
+                return api::handle(active, config, body, version)
+                    .await
+                    .ok_or_else(|| "not a controller request".to_owned());
+            }
+        }
+        let conn = {
+            let mut conns = self.connections.lock().await;
+            match conns.get(&id).filter(|c| !c.is_closed()) {
+                Some(c) => c.clone(),
+                None => {
+                    let cfg = ConnectionConfig {
+                        connect_timeout: Duration::from_secs(2),
+                        handshake: false,
+                        ..Default::default()
+                    };
+                    let c = Connection::connect(addr, cfg)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    conns.insert(id, c.clone());
+                    c
+                }
+            }
+        };
+        let answer = tokio::time::timeout(Duration::from_secs(10), conn.request_at(body, version))
+            .await
+            .map_err(|_| "no answer in 10 s".to_owned())?;
+        match answer {
+            Ok(body) => Ok(body),
+            Err(e) => {
+                self.connections.lock().await.remove(&id);
+                Err(e.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! A broker follows the metadata image: each new image is compared with the last one it
+//! applied, and what changed for this node is carried out on the partition layer. Topics get
+//! their local entry and typed config; partitions this node is a replica of are hosted (their
+//! logs opened or created) and become leader or follower with the image's leader epoch and
+//! ISR; topics the controller deleted go, logs and all. Logs of topics the image does not
+//! know are left alone at start (the image may still be catching up); they go only when the
+//! image is seen to delete them.
+
+use std::collections::BTreeMap;
+
+use super::image::{MetadataImage, PartitionImage};
+use crate::broker::Broker;
+
+/// ConfigRecord's resource type of topics.
+pub const TOPIC_RESOURCE: i8 = 2;
+
+/// Applies `image` (after `previous`, `None` the first time) to the broker as node `node_id`.
+/// Failures (a log that cannot be opened) are logged: the partition stays offline and is
+/// tried again with the next image.
+pub fn apply(broker: &Broker, node_id: i32, previous: Option<&MetadataImage>, image: &MetadataImage) {
+    for topic in image.topics() {
+        let before = previous.and_then(|p| p.topic(&topic.name));
+        let configs: BTreeMap<String, String> = image
+            .configs(TOPIC_RESOURCE, &topic.name)
+            .cloned()
+            .unwrap_or_default();
+        let configs_before = previous.and_then(|p| p.configs(TOPIC_RESOURCE, &topic.name));
+        let partitions = topic.partitions.len() as i32;
+        let known = broker.topic(&topic.name).is_some_and(|t| t.id == topic.id);
+        if !known
+            || before.is_none_or(|b| b.id != topic.id || b.partitions.len() != topic.partitions.len())
+            || configs_before != Some(&configs) && !(configs_before.is_none() && configs.is_empty())
+        {
+            if let Err(e) = broker.sync_topic(&topic.name, topic.id, partitions, configs) {
+                tracing::error!(topic = %topic.name, error = %e, "the topic could not be recorded locally");
+                continue;
+            }
+        }
+        for (&index, part) in &topic.partitions {
+            if !part.replicas.contains(&node_id) {
+                continue;
+            }
+            let same = before
+                .filter(|b| b.id == topic.id)
+                .and_then(|b| b.partitions.get(&index))
+                == Some(part);
+            if same && broker.partition(&topic.name, index).is_some() {
+                continue;
+            }
+            take_role(broker, node_id, &topic.name, index, part);
+        }
+    }
+    if let Some(previous) = previous {
+        for gone in previous.topics().filter(|t| image.topic_by_id(&t.id).is_none()) {
+            broker.forget_topic(&gone.name);
+        }
+    }
+}
+
+fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &PartitionImage) {
+    let hosted = match broker.host_replica(topic, index) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(topic, partition = index, error = %e, "a replica of this node could not be hosted");
+            return;
+        }
+    };
+    let result = if part.leader == node_id {
+        let followers: Vec<i32> = part
+            .replicas
+            .iter()
+            .copied()
+            .filter(|&r| r != node_id)
+            .collect();
+        let was = hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
+        hosted
+            .become_leader(part.leader_epoch, &followers, &part.isr)
+            .map(|()| {
+                if !was {
+                    tracing::info!(topic, partition = index, leader_epoch = part.leader_epoch, isr = ?part.isr, "leader");
+                }
+            })
+    } else {
+        let was = !hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
+        hosted.become_follower(part.leader_epoch).map(|()| {
+            if !was {
+                tracing::info!(topic, partition = index, leader = part.leader, leader_epoch = part.leader_epoch, "follower");
+            }
+        })
+    };
+    if let Err(e) = result {
+        tracing::warn!(topic, partition = index, error = %e, "the image's role was not taken");
+    }
+}

@@ -1,0 +1,330 @@
+//! What a broker of a cluster answers differently from a single node: Metadata and
+//! DescribeCluster come from the metadata image; the requests for the controller
+//! (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+//! DescribeQuorum) are forwarded to the active controller and its answer relayed, once this
+//! broker's image shows the change (so the client's next Metadata here sees it).
+
+use std::time::Duration;
+
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest,
+    MetadataResponse, RequestBody, ResponseBody,
+};
+use kafka_protocol::{KStr, Uuid};
+
+use super::authorized;
+use crate::broker::Broker;
+use crate::cluster::ClusterLink;
+use crate::cluster::image::{MetadataImage, TopicImage};
+
+/// How long a forwarded request may take, retries over controllers included.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the answer waits for this broker's image to show what the controller did.
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// Answers `body` if a cluster answers it differently; `None`: the single node's handler.
+pub(super) async fn handle(
+    broker: &Broker,
+    link: &ClusterLink,
+    body: &RequestBody,
+    version: i16,
+) -> Option<ResponseBody> {
+    match body {
+        RequestBody::Metadata(r) => Some(metadata(broker, link, r, version).await),
+        RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r)),
+        RequestBody::CreateTopics(_)
+        | RequestBody::DeleteTopics(_)
+        | RequestBody::CreatePartitions(_)
+        | RequestBody::AlterConfigs(_)
+        | RequestBody::IncrementalAlterConfigs(_)
+        | RequestBody::DescribeQuorum(_) => Some(forward(link, body.clone(), version).await),
+        _ => None,
+    }
+}
+
+async fn forward(link: &ClusterLink, body: RequestBody, version: i16) -> ResponseBody {
+    let before = link.current().offset;
+    let answer = match link.client.send(body.clone(), version, FORWARD_TIMEOUT).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "a request for the controller was not answered");
+            return crate::cluster::api::refusal(&body).unwrap_or_else(|| {
+                ResponseBody::DescribeQuorum(Default::default())
+            });
+        }
+    };
+    // Wait until the image here shows the change (best effort, bounded).
+    match &answer {
+        ResponseBody::CreateTopics(r) => {
+            let created: Vec<String> = r
+                .topics
+                .iter()
+                .filter(|t| t.error_code == 0)
+                .map(|t| t.name.to_string())
+                .collect();
+            if !validate_only(&body) && !created.is_empty() {
+                link.wait_for(CATCH_UP, |s| {
+                    created.iter().all(|n| s.image.topic(n).is_some())
+                })
+                .await;
+            }
+        }
+        ResponseBody::DeleteTopics(r) => {
+            let deleted: Vec<(Option<String>, Uuid)> = r
+                .responses
+                .iter()
+                .filter(|t| t.error_code == 0)
+                .map(|t| (t.name.as_ref().map(ToString::to_string), t.topic_id))
+                .collect();
+            if !deleted.is_empty() {
+                link.wait_for(CATCH_UP, |s| {
+                    deleted.iter().all(|(name, id)| match name {
+                        Some(n) => s.image.topic(n).is_none(),
+                        None => s.image.topic_by_id(id).is_none(),
+                    })
+                })
+                .await;
+            }
+        }
+        ResponseBody::IncrementalAlterConfigs(r)
+            if r.responses.iter().any(|c| c.error_code == 0) && !validate_only(&body) =>
+        {
+            // A config change commits an entry: wait until this broker has applied one more.
+            let mut rx = link.state.clone();
+            let _ = tokio::time::timeout(CATCH_UP, rx.wait_for(|s| s.offset > before)).await;
+        }
+        ResponseBody::AlterConfigs(r)
+            if r.responses.iter().any(|c| c.error_code == 0) && !validate_only(&body) =>
+        {
+            let mut rx = link.state.clone();
+            let _ = tokio::time::timeout(CATCH_UP, rx.wait_for(|s| s.offset > before)).await;
+        }
+        _ => {}
+    }
+    answer
+}
+
+fn validate_only(body: &RequestBody) -> bool {
+    match body {
+        RequestBody::CreateTopics(r) => r.validate_only,
+        RequestBody::CreatePartitions(r) => r.validate_only,
+        RequestBody::AlterConfigs(r) => r.validate_only,
+        RequestBody::IncrementalAlterConfigs(r) => r.validate_only,
+        _ => false,
+    }
+}
+
+fn broker_list(image: &MetadataImage, listener: &str) -> Vec<(i32, String, i32, Option<String>)> {
+    image
+        .brokers()
+        .filter(|b| !b.fenced)
+        .filter_map(|b| {
+            let e = b.endpoints.iter().find(|e| e.name == listener)?;
+            Some((b.id, e.host.clone(), i32::from(e.port), b.rack.clone()))
+        })
+        .collect()
+}
+
+/// The node clients should send controller requests to: the active controller when it is
+/// one of the live brokers (a combined node), else this broker (which forwards them).
+fn controller_for_clients(link: &ClusterLink, brokers: &[(i32, String, i32, Option<String>)]) -> i32 {
+    let leader = link.current().leader.map(|l| l as i32);
+    match leader {
+        Some(l) if brokers.iter().any(|b| b.0 == l) => l,
+        _ => link.node_id,
+    }
+}
+
+async fn metadata(
+    broker: &Broker,
+    link: &ClusterLink,
+    req: &MetadataRequest,
+    version: i16,
+) -> ResponseBody {
+    let auto_create =
+        broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+    // Unknown topics asked for by name are created first, when allowed.
+    if auto_create {
+        if let Some(list) = &req.topics {
+            let missing: Vec<KStr> = {
+                let s = link.current();
+                list.iter()
+                    .filter_map(|t| t.name.clone())
+                    .filter(|n| s.state.image.topic(n).is_none())
+                    .filter(|n| crate::topics::validate_topic_name(n).is_ok())
+                    .collect()
+            };
+            if !missing.is_empty() {
+                auto_create_topics(link, missing).await;
+            }
+        }
+    }
+    let state = link.current();
+    let image = &state.state.image;
+    let brokers = broker_list(image, &link.listener_name);
+    let topics = match &req.topics {
+        None => image.topics().map(|t| describe(image, t)).collect(),
+        Some(t) if t.is_empty() && version == 0 => image.topics().map(|t| describe(image, t)).collect(),
+        Some(list) => list
+            .iter()
+            .map(|t| {
+                let found = match &t.name {
+                    Some(name) => image.topic(name),
+                    None => image.topic_by_id(&t.topic_id),
+                };
+                match found {
+                    Some(topic) => describe(image, topic),
+                    None => MetadataResponseTopic {
+                        error_code: if t.name.is_some() {
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+                        } else {
+                            ErrorCode::UNKNOWN_TOPIC_ID.code()
+                        },
+                        name: t.name.clone().or_else(|| (version < 12).then(|| KStr::from_static(""))),
+                        topic_id: t.topic_id,
+                        ..Default::default()
+                    },
+                }
+            })
+            .collect(),
+    };
+    let mut topics: Vec<MetadataResponseTopic> = topics;
+    let topic_ops = authorized::answer(
+        version >= 8 && req.include_topic_authorized_operations,
+        authorized::TOPIC,
+    );
+    for t in &mut topics {
+        t.topic_authorized_operations = topic_ops;
+    }
+    ResponseBody::Metadata(MetadataResponse {
+        cluster_authorized_operations: authorized::answer(
+            (8..=10).contains(&version) && req.include_cluster_authorized_operations,
+            authorized::CLUSTER,
+        ),
+        controller_id: controller_for_clients(link, &brokers),
+        brokers: brokers
+            .into_iter()
+            .map(|(node_id, host, port, rack)| MetadataResponseBroker {
+                node_id,
+                host: KStr::from(host),
+                port,
+                rack: rack.map(KStr::from),
+                ..Default::default()
+            })
+            .collect(),
+        cluster_id: state.state.cluster_id.clone().map(KStr::from),
+        topics,
+        ..Default::default()
+    })
+}
+
+/// Asks the controller to create `names` with the defaults (as a Metadata request with
+/// auto-creation does) and waits a little for them to appear here.
+async fn auto_create_topics(link: &ClusterLink, names: Vec<KStr>) {
+    let req = CreateTopicsRequest {
+        topics: names
+            .iter()
+            .map(|n| CreatableTopic {
+                name: n.clone(),
+                num_partitions: -1,
+                replication_factor: -1,
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: 5_000,
+        validate_only: false,
+        ..Default::default()
+    };
+    match link
+        .client
+        .send(RequestBody::CreateTopics(req), 5, Duration::from_secs(5))
+        .await
+    {
+        Ok(ResponseBody::CreateTopics(r)) => {
+            for t in &r.topics {
+                if t.error_code != 0 && t.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
+                    tracing::info!(topic = %t.name, error = ?ErrorCode::from(t.error_code), "auto-creation refused");
+                }
+            }
+        }
+        other => tracing::debug!(answer = ?other.err(), "auto-creation not answered"),
+    }
+    let names: Vec<String> = names.iter().map(ToString::to_string).collect();
+    link.wait_for(CATCH_UP, |s| names.iter().all(|n| s.image.topic(n).is_some()))
+        .await;
+}
+
+fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {
+    let alive = |id: i32| image.broker(id).is_some_and(|b| !b.fenced);
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(KStr::from(topic.name.clone())),
+        topic_id: topic.id,
+        is_internal: crate::topics::is_internal(&topic.name),
+        partitions: topic
+            .partitions
+            .iter()
+            .map(|(&index, p)| MetadataResponsePartition {
+                error_code: if p.leader < 0 {
+                    ErrorCode::LEADER_NOT_AVAILABLE.code()
+                } else {
+                    0
+                },
+                partition_index: index,
+                leader_id: p.leader,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replicas.clone(),
+                isr_nodes: p.isr.clone(),
+                offline_replicas: p.replicas.iter().copied().filter(|&r| !alive(r)).collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// DescribeCluster v1's endpoint type of controllers.
+const ENDPOINT_CONTROLLERS: i8 = 2;
+
+fn describe_cluster(link: &ClusterLink, req: &DescribeClusterRequest) -> ResponseBody {
+    let state = link.current();
+    let image = &state.state.image;
+    let brokers = broker_list(image, &link.listener_name);
+    if req.endpoint_type == ENDPOINT_CONTROLLERS {
+        // Brokers do not answer for the controllers (Kafka: UNSUPPORTED_VERSION there).
+        return ResponseBody::DescribeCluster(DescribeClusterResponse {
+            error_code: ErrorCode::UNSUPPORTED_VERSION.code(),
+            error_message: Some(KStr::from_static(
+                "ask a controller for its endpoints; brokers describe brokers",
+            )),
+            endpoint_type: req.endpoint_type,
+            ..Default::default()
+        });
+    }
+    ResponseBody::DescribeCluster(DescribeClusterResponse {
+        cluster_id: KStr::from(state.state.cluster_id.clone().unwrap_or_default()),
+        controller_id: controller_for_clients(link, &brokers),
+        endpoint_type: req.endpoint_type,
+        brokers: brokers
+            .into_iter()
+            .map(|(broker_id, host, port, rack)| DescribeClusterBroker {
+                broker_id,
+                host: KStr::from(host),
+                port,
+                rack: rack.map(KStr::from),
+                ..Default::default()
+            })
+            .collect(),
+        cluster_authorized_operations: authorized::answer(
+            req.include_cluster_authorized_operations,
+            authorized::CLUSTER,
+        ),
+        ..Default::default()
+    })
+}

@@ -1,0 +1,405 @@
+//! Clusters of real `kafka-broker` processes on 127.0.0.1 (KRaft mode: `process.roles`,
+//! `controller.quorum.voters`, ...), with third-party clients:
+//!
+//! - 3 combined nodes: every broker lists the three brokers; kcat `-L` and confluent-kafka's
+//!   AdminClient see them and a controller; topics created with replication factor 3 through
+//!   confluent-kafka, kafka-python and our `kafka-net` admin have 3 replicas on distinct
+//!   brokers, leaders spread over them, and every broker answers the same metadata; a
+//!   replication factor above the broker count is INVALID_REPLICATION_FACTOR.
+//! - SIGKILL of each node in turn, the active controller first: another controller leads and
+//!   a topic creation and a config change succeed within 10 s; a topic created just before
+//!   the kill is still there; the killed broker is fenced and its partitions get new leaders;
+//!   it restarts on its data directory and is listed again.
+//! - 3 controllers + 2 brokers: the brokers follow the metadata log from the controllers; kcat
+//!   lists the two brokers; killing the active controller leaves metadata operations working.
+//!
+//! A missing peer (kcat, a python module) skips that check with a notice, unless
+//! `KAFKA_RS_REQUIRE_PEERS=1` (as CI runs it).
+#![allow(clippy::unwrap_used)]
+
+#[path = "cluster/harness.rs"]
+mod harness;
+#[path = "common/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use harness::{Cluster, Role, broker_ids, metadata, partitions};
+use kafka_net::Admin;
+use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
+use kafka_net::cluster::ClusterConfig;
+
+const ADMIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/admin.py");
+
+/// Fast failure detection for the tests: heartbeats every 500 ms, fenced after 3 s.
+const FAST: &[&str] = &[
+    "broker.heartbeat.interval.ms=500",
+    "broker.session.timeout.ms=3000",
+];
+
+async fn admin(bootstrap: &str) -> Admin {
+    let cfg = ClusterConfig {
+        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+        ..Default::default()
+    };
+    Admin::connect(cfg)
+        .await
+        .unwrap()
+        .with_timeout(Duration::from_secs(15))
+}
+
+/// Waits until every running broker lists exactly `expected` as brokers.
+async fn until_brokers(c: &mut Cluster, expected: &[i32]) {
+    let addrs: Vec<String> = c
+        .brokers()
+        .into_iter()
+        .filter(|id| c.nodes[id].is_running())
+        .map(|id| c.addr(id))
+        .collect();
+    let expected = expected.to_vec();
+    c.eventually(
+        &format!("every broker lists the brokers {expected:?}"),
+        Duration::from_secs(30),
+        || {
+            let addrs = addrs.clone();
+            let expected = expected.clone();
+            async move {
+                for a in &addrs {
+                    let m = metadata(a, Some(&[])).await?;
+                    if broker_ids(&m) != expected {
+                        return None;
+                    }
+                }
+                Some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// The partitions of `topic` as every running broker sees them, once they agree.
+async fn agreed_partitions(
+    c: &mut Cluster,
+    topic: &str,
+    count: usize,
+) -> Vec<(i32, i32, Vec<i32>, Vec<i32>)> {
+    let addrs: Vec<String> = c
+        .brokers()
+        .into_iter()
+        .filter(|id| c.nodes[id].is_running())
+        .map(|id| c.addr(id))
+        .collect();
+    let topic = topic.to_owned();
+    c.eventually(
+        &format!("every broker answers the same metadata for {topic}"),
+        Duration::from_secs(15),
+        || {
+            let addrs = addrs.clone();
+            let topic = topic.clone();
+            async move {
+                let mut seen = None;
+                for a in &addrs {
+                    let m = metadata(a, Some(&[&topic])).await?;
+                    let p = partitions(&m, &topic)?;
+                    if p.len() != count || seen.as_ref().is_some_and(|s| s != &p) {
+                        return None;
+                    }
+                    seen = Some(p);
+                }
+                seen
+            }
+        },
+    )
+    .await
+}
+
+/// Replicas: `rf` distinct brokers of `brokers` each; leader the first replica and in the ISR;
+/// every broker leads some partition when there are enough.
+fn check_placement(parts: &[(i32, i32, Vec<i32>, Vec<i32>)], rf: usize, brokers: &[i32]) {
+    let mut leads: BTreeMap<i32, usize> = BTreeMap::new();
+    for (index, leader, replicas, isr) in parts {
+        let distinct: BTreeSet<i32> = replicas.iter().copied().collect();
+        assert_eq!(replicas.len(), rf, "partition {index}: {replicas:?}");
+        assert_eq!(distinct.len(), rf, "partition {index}: {replicas:?}");
+        assert!(distinct.iter().all(|r| brokers.contains(r)), "{replicas:?}");
+        assert_eq!(Some(leader), replicas.first(), "partition {index}");
+        assert!(isr.contains(leader), "partition {index}: isr {isr:?}");
+        *leads.entry(*leader).or_default() += 1;
+    }
+    if parts.len() >= brokers.len() {
+        assert_eq!(
+            leads.len(),
+            brokers.len(),
+            "leaders are spread over every broker: {leads:?}"
+        );
+    }
+}
+
+fn kcat_brokers(bootstrap: &str) -> Option<(Vec<i32>, bool)> {
+    let out = peers::run("kcat", &["-b", bootstrap, "-L", "-m", "10"])?;
+    let mut ids: Vec<i32> = out
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("broker "))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    Some((ids, out.contains("(controller)")))
+}
+
+fn python(args: &[&str]) -> Option<serde_json::Value> {
+    let mut all = vec![ADMIN];
+    all.extend_from_slice(args);
+    let out = peers::run("python3", &all)?;
+    let line = out.lines().rev().find(|l| l.starts_with('{'))?;
+    Some(serde_json::from_str(line).unwrap())
+}
+
+/// The partitions a python admin script printed, in the harness's form.
+fn python_partitions(v: &serde_json::Value) -> Vec<(i32, i32, Vec<i32>, Vec<i32>)> {
+    let ints = |v: &serde_json::Value| -> Vec<i32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() as i32)
+            .collect()
+    };
+    let mut out: Vec<_> = v["partitions"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, p)| {
+            (
+                k.parse().unwrap(),
+                p["leader"].as_i64().unwrap() as i32,
+                ints(&p["replicas"]),
+                ints(&p["isr"]),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_combined_nodes_are_one_cluster_to_every_client() {
+    let mut c = Cluster::new(&[Role::Combined; 3], FAST);
+    c.start_all();
+    until_brokers(&mut c, &[1, 2, 3]).await;
+    let bootstrap = c.bootstrap();
+
+    if let Some((ids, controller)) = kcat_brokers(&bootstrap) {
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(controller, "kcat -L names a controller");
+    }
+    if let Some(v) = python(&["confluent", "describe", "--bootstrap", &bootstrap]) {
+        assert_eq!(v["brokers"], serde_json::json!([1, 2, 3]), "{v}");
+        assert_eq!(v["metadata_brokers"], serde_json::json!([1, 2, 3]), "{v}");
+        let controller = v["controller"].as_i64().unwrap() as i32;
+        assert!((1..=3).contains(&controller), "{v}");
+        assert_eq!(v["cluster_id"].as_str().map(str::len), Some(22), "{v}");
+    }
+
+    // Replication factor 3 through three clients; every broker agrees with what each saw.
+    let brokers = [1, 2, 3];
+    for (client, topic) in [
+        ("confluent", "rf3-confluent"),
+        ("kafka-python", "rf3-kafka-python"),
+    ] {
+        let Some(v) = python(&[
+            client,
+            "create",
+            "--bootstrap",
+            &bootstrap,
+            "--topic",
+            topic,
+            "--partitions",
+            "6",
+            "--replication",
+            "3",
+        ]) else {
+            continue;
+        };
+        let seen = python_partitions(&v);
+        check_placement(&seen, 3, &brokers);
+        let agreed = agreed_partitions(&mut c, topic, 6).await;
+        assert_eq!(
+            agreed.iter().map(|p| (p.0, &p.2)).collect::<Vec<_>>(),
+            seen.iter().map(|p| (p.0, &p.2)).collect::<Vec<_>>(),
+            "{client}'s replicas are what every broker answers"
+        );
+    }
+    let ours = admin(&bootstrap).await;
+    let created = ours
+        .create_topics(&[NewTopic::new("rf3-ours", 6, 3)], false)
+        .await;
+    assert!(created[0].is_ok(), "{created:?}");
+    let parts = agreed_partitions(&mut c, "rf3-ours", 6).await;
+    check_placement(&parts, 3, &brokers);
+
+    // More replicas than brokers.
+    let refused = ours
+        .create_topics(&[NewTopic::new("rf4", 1, 4)], false)
+        .await;
+    let e = format!("{:?}", refused[0].as_ref().unwrap_err());
+    assert!(
+        e.contains("INVALID_REPLICATION_FACTOR") || e.contains("InvalidReplicationFactor"),
+        "{e}"
+    );
+    c.assert_running();
+}
+
+/// The node the brokers name as controller (on combined nodes: the active controller).
+async fn active_controller(c: &mut Cluster, among: &[i32]) -> i32 {
+    let addrs: Vec<String> = among.iter().map(|id| c.addr(*id)).collect();
+    let among = among.to_vec();
+    c.eventually("a controller is named", Duration::from_secs(20), || {
+        let addrs = addrs.clone();
+        let among = among.clone();
+        async move {
+            let m = metadata(&addrs[0], Some(&[])).await?;
+            among.contains(&m.controller_id).then_some(m.controller_id)
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_each_node_in_turn_keeps_the_cluster_working() {
+    let mut c = Cluster::new(&[Role::Combined; 3], FAST);
+    c.start_all();
+    until_brokers(&mut c, &[1, 2, 3]).await;
+    let first = active_controller(&mut c, &[1, 2, 3]).await;
+    // The active controller first, then the others.
+    let mut order = vec![first];
+    order.extend((1..=3).filter(|&i| i != first));
+    for (round, victim) in order.into_iter().enumerate() {
+        let survivors: Vec<i32> = (1..=3).filter(|&i| i != victim).collect();
+        let before = format!("before-kill-{round}");
+        {
+            let a = admin(&c.bootstrap()).await;
+            let r = a
+                .create_topics(&[NewTopic::new(&before, 3, 3)], false)
+                .await;
+            assert!(r[0].is_ok(), "round {round}: {r:?}\n{}", c.logs());
+        }
+        agreed_partitions(&mut c, &before, 3).await;
+        c.kill(victim);
+        let started = std::time::Instant::now();
+        let bootstrap: String = survivors
+            .iter()
+            .map(|id| c.addr(*id))
+            .collect::<Vec<_>>()
+            .join(",");
+        // A metadata change through a surviving broker within 10 s.
+        let after = format!("after-kill-{round}");
+        let a = admin(&bootstrap).await;
+        let r = a.create_topics(&[NewTopic::new(&after, 2, 2)], false).await;
+        assert!(
+            r[0].is_ok(),
+            "round {round}: creation after the kill: {r:?}\n{}",
+            c.logs()
+        );
+        let alter = a
+            .incremental_alter_configs(
+                &[(
+                    ConfigResource::topic(&before),
+                    vec![AlterConfigOp::set("retention.ms", "3600000")],
+                )],
+                false,
+            )
+            .await;
+        assert!(
+            alter.iter().all(|r| r.1.is_ok()),
+            "round {round}: config change after the kill: {alter:?}\n{}",
+            c.logs()
+        );
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(10),
+            "round {round}: metadata changes took {took:?}"
+        );
+        // The killed broker is fenced: its partitions get leaders among the survivors, and
+        // the topic created before the kill is still there.
+        let addr = c.addr(survivors[0]);
+        let before_t = before.clone();
+        let survivors_c = survivors.clone();
+        c.eventually(
+            &format!("round {round}: partitions led by node {victim} move"),
+            Duration::from_secs(15),
+            || {
+                let addr = addr.clone();
+                let before_t = before_t.clone();
+                let survivors_c = survivors_c.clone();
+                async move {
+                    let m = metadata(&addr, None).await?;
+                    if broker_ids(&m) != survivors_c {
+                        return None;
+                    }
+                    partitions(&m, &before_t)?;
+                    m.topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .all(|p| survivors_c.contains(&p.leader_id))
+                        .then_some(())
+                }
+            },
+        )
+        .await;
+        // It restarts on its data directory and rejoins.
+        c.start(victim);
+        until_brokers(&mut c, &[1, 2, 3]).await;
+    }
+    c.assert_running();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controllers_and_two_brokers() {
+    let mut c = Cluster::new(
+        &[
+            Role::Controller,
+            Role::Controller,
+            Role::Controller,
+            Role::Broker,
+            Role::Broker,
+        ],
+        FAST,
+    );
+    c.start_all();
+    until_brokers(&mut c, &[4, 5]).await;
+    let bootstrap = c.bootstrap();
+    if let Some((ids, _)) = kcat_brokers(&bootstrap) {
+        assert_eq!(ids, [4, 5]);
+    }
+    let a = admin(&bootstrap).await;
+    let r = a.create_topics(&[NewTopic::new("rf2", 4, 2)], false).await;
+    assert!(r[0].is_ok(), "{r:?}\n{}", c.logs());
+    let parts = agreed_partitions(&mut c, "rf2", 4).await;
+    check_placement(&parts, 2, &[4, 5]);
+    let refused = a.create_topics(&[NewTopic::new("rf3", 1, 3)], false).await;
+    assert!(refused[0].is_err(), "{refused:?}");
+
+    // Each controller killed in turn (the leader among them): the brokers find the next.
+    for victim in 1..=3 {
+        c.kill(victim);
+        let started = std::time::Instant::now();
+        let topic = format!("after-controller-{victim}");
+        let r = a.create_topics(&[NewTopic::new(&topic, 1, 2)], false).await;
+        assert!(
+            r[0].is_ok(),
+            "after killing controller {victim}: {r:?}\n{}",
+            c.logs()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        agreed_partitions(&mut c, &topic, 1).await;
+        c.start(victim);
+        // Let the restarted voter catch up before the next one goes.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    c.assert_running();
+}

@@ -1,0 +1,329 @@
+//! A cluster of real `kafka-broker` processes on 127.0.0.1: each node started with Kafka's
+//! keys through `--set` (`process.roles`, `node.id`, `controller.quorum.voters`, `listeners`,
+//! ...), its output in a file per start, SIGKILLed or SIGTERMed, restarted on its data
+//! directory. Ports are picked free by binding port 0 and letting go (the quorum's voters must
+//! be named before any node starts).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_net::connection::{Connection, ConnectionConfig};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, RequestBody, ResponseBody};
+
+/// A node's roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Combined,
+    Controller,
+    Broker,
+}
+
+pub(crate) struct Node {
+    pub(crate) id: i32,
+    pub(crate) role: Role,
+    /// The client listener (brokers).
+    pub(crate) port: Option<u16>,
+    /// The controller listener (controllers).
+    pub(crate) controller_port: Option<u16>,
+    data_dir: PathBuf,
+    logs: PathBuf,
+    starts: u32,
+    child: Option<Child>,
+    log_path: PathBuf,
+}
+
+pub(crate) struct Cluster {
+    _dir: tempfile::TempDir,
+    pub(crate) nodes: BTreeMap<i32, Node>,
+    voters: String,
+    extra: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cluster {
+    /// Nodes `1..` with these roles; `extra` are more `key=value` settings for every node.
+    pub(crate) fn new(roles: &[Role], extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = BTreeMap::new();
+        for (i, role) in roles.iter().enumerate() {
+            let id = i as i32 + 1;
+            let port = (*role != Role::Controller).then(free_port);
+            let controller_port = (*role != Role::Broker).then(free_port);
+            nodes.insert(
+                id,
+                Node {
+                    id,
+                    role: *role,
+                    port,
+                    controller_port,
+                    data_dir: dir.path().join(format!("node{id}")),
+                    logs: dir.path().join(format!("logs{id}")),
+                    starts: 0,
+                    child: None,
+                    log_path: PathBuf::new(),
+                },
+            );
+        }
+        let voters = nodes
+            .values()
+            .filter_map(|n| n.controller_port.map(|p| format!("{}@127.0.0.1:{p}", n.id)))
+            .collect::<Vec<_>>()
+            .join(",");
+        Self {
+            _dir: dir,
+            nodes,
+            voters,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    pub(crate) fn node(&mut self, id: i32) -> &mut Node {
+        self.nodes.get_mut(&id).unwrap()
+    }
+
+    /// `host:port` of every broker's client listener.
+    pub(crate) fn bootstrap(&self) -> String {
+        self.brokers()
+            .iter()
+            .map(|id| format!("127.0.0.1:{}", self.nodes[id].port.unwrap()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Ids of the nodes with the broker role.
+    pub(crate) fn brokers(&self) -> Vec<i32> {
+        self.nodes
+            .values()
+            .filter(|n| n.role != Role::Controller)
+            .map(|n| n.id)
+            .collect()
+    }
+
+    pub(crate) fn addr(&self, id: i32) -> String {
+        format!("127.0.0.1:{}", self.nodes[&id].port.unwrap())
+    }
+
+    pub(crate) fn start_all(&mut self) {
+        let ids: Vec<i32> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.start(id);
+        }
+    }
+
+    /// Starts node `id` (again, on its data directory).
+    pub(crate) fn start(&mut self, id: i32) {
+        let voters = self.voters.clone();
+        let extra = self.extra.clone();
+        let node = self.node(id);
+        assert!(node.child.is_none(), "node {id} is running");
+        std::fs::create_dir_all(&node.logs).unwrap();
+        node.starts += 1;
+        node.log_path = node.logs.join(format!("node-{}.log", node.starts));
+        let out = File::create(&node.log_path).unwrap();
+        let err = out.try_clone().unwrap();
+        let (roles, listeners, advertised) = match node.role {
+            Role::Combined => (
+                "broker,controller",
+                format!(
+                    "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                    node.port.unwrap(),
+                    node.controller_port.unwrap()
+                ),
+                Some(format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap())),
+            ),
+            Role::Controller => (
+                "controller",
+                format!("CONTROLLER://127.0.0.1:{}", node.controller_port.unwrap()),
+                None,
+            ),
+            Role::Broker => (
+                "broker",
+                format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap()),
+                Some(format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap())),
+            ),
+        };
+        let mut settings = vec![
+            format!("process.roles={roles}"),
+            format!("node.id={id}"),
+            format!("controller.quorum.voters={voters}"),
+            format!("listeners={listeners}"),
+            "controller.listener.names=CONTROLLER".to_owned(),
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_owned(),
+            format!("log.dirs={}", node.data_dir.display()),
+        ];
+        if node.role != Role::Controller {
+            settings.push("inter.broker.listener.name=PLAINTEXT".to_owned());
+        }
+        if let Some(a) = advertised {
+            settings.push(format!("advertised.listeners={a}"));
+        }
+        settings.extend(extra);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-broker"));
+        for kv in &settings {
+            cmd.arg("--set").arg(kv);
+        }
+        cmd.env("RUST_LOG", "info,raft=warn")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        node.child = Some(cmd.spawn().unwrap());
+    }
+
+    /// SIGKILL, reaped.
+    pub(crate) fn kill(&mut self, id: i32) {
+        let node = self.node(id);
+        let mut child = node.child.take().expect("the node is not running");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "node {id} died on its own ({status}); output:\n{}",
+                node.log()
+            );
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// Every node's output, for a failure message.
+    pub(crate) fn logs(&self) -> String {
+        self.nodes
+            .values()
+            .map(|n| format!("===== node {} ({:?}) =====\n{}", n.id, n.role, n.log()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Checks that no node has exited on its own.
+    pub(crate) fn assert_running(&mut self) {
+        let mut dead = Vec::new();
+        for n in self.nodes.values_mut() {
+            if let Some(c) = n.child.as_mut() {
+                if let Some(status) = c.try_wait().unwrap() {
+                    dead.push(format!("node {} exited: {status}", n.id));
+                }
+            }
+        }
+        assert!(dead.is_empty(), "{dead:?}\n{}", self.logs());
+    }
+
+    /// Polls `f` every 100 ms until it is `Some`, at most `timeout`; panics with the logs.
+    pub(crate) async fn eventually<T, F, Fut>(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut f: F,
+    ) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(v) = f().await {
+                return v;
+            }
+            if Instant::now() >= deadline {
+                self.assert_running();
+                panic!("{what}: not within {timeout:?}\n{}", self.logs());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Node {
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in self.nodes.values_mut() {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// A Metadata request (v12) to one broker: every topic, or `topics`.
+pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<MetadataResponse> {
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg).await.ok()?;
+    let req = MetadataRequest {
+        topics: topics.map(|t| {
+            t.iter()
+                .map(|n| MetadataRequestTopic {
+                    name: Some(kafka_protocol::KStr::from((*n).to_owned())),
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        conn.request_at(RequestBody::Metadata(req), 12),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    match answer {
+        ResponseBody::Metadata(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// A topic's partitions as (index, leader, replicas, isr), sorted.
+pub(crate) fn partitions(
+    m: &MetadataResponse,
+    topic: &str,
+) -> Option<Vec<(i32, i32, Vec<i32>, Vec<i32>)>> {
+    let t = m
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(topic) && t.error_code == 0)?;
+    let mut out: Vec<_> = t
+        .partitions
+        .iter()
+        .map(|p| {
+            (
+                p.partition_index,
+                p.leader_id,
+                p.replica_nodes.clone(),
+                p.isr_nodes.clone(),
+            )
+        })
+        .collect();
+    out.sort();
+    Some(out)
+}
+
+/// The broker ids a Metadata answer lists.
+pub(crate) fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
+    let mut ids: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
+    ids.sort_unstable();
+    ids
+}
