@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod broker;
+pub mod cluster;
 pub mod config;
 mod convert;
 pub mod error;
