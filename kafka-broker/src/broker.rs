@@ -401,12 +401,12 @@ impl Broker {
     ) -> Result<(), BrokerError> {
         let mut reg = lock(&self.topics);
         let typed = Arc::new(TopicConfig::lenient(&self.config, name, &configs));
-        match reg.get(name) {
-            Some(t) if t.id == id => {
-                if t.partitions != partitions {
+        match reg.get(name).map(|t| (t.id, t.partitions, t.configs == configs)) {
+            Some((known, count, same_configs)) if known == id => {
+                if count != partitions {
                     reg.set_partitions(name, partitions)?;
                 }
-                if t.configs != configs {
+                if !same_configs {
                     reg.set_configs(name, configs)?;
                 }
             }

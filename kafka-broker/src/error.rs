@@ -20,6 +20,9 @@ pub enum BrokerError {
     /// range is not a storage failure).
     #[error(transparent)]
     Log(#[from] crate::log::LogError),
+    /// A metadata record batch does not fit the metadata image (it is not applied).
+    #[error(transparent)]
+    Image(#[from] crate::cluster::image::ImageError),
     /// A record the broker writes itself could not be encoded.
     #[error("encoding: {0}")]
     Encode(#[from] kafka_protocol::EncodeError),
@@ -47,7 +50,7 @@ impl BrokerError {
             Self::Log(e) => e.error_code(),
             Self::Io(_) | Self::Storage(_) => ErrorCode::KAFKA_STORAGE_ERROR,
             Self::Config(_) => ErrorCode::INVALID_CONFIG,
-            Self::Encode(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+            Self::Encode(_) | Self::Image(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
             Self::Net(_) => ErrorCode::NETWORK_EXCEPTION,
         }
     }

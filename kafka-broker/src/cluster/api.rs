@@ -107,7 +107,7 @@ pub async fn handle(
             .await
             .map(ResponseBody::BrokerHeartbeat),
         RequestBody::AlterPartition(r) => active
-            .run(move |c, image, now| c.alter_partition(image, &r, version, now))
+            .run(move |c, image, _| c.alter_partition(image, &r, version))
             .await
             .map(ResponseBody::AlterPartition),
         RequestBody::CreateTopics(r) => {
@@ -117,7 +117,7 @@ pub async fn handle(
                     .unwrap_or([0; 8]),
             );
             active
-                .run(move |c, image, now| c.create_topics(image, &r, version, now, seed))
+                .run(move |c, image, _| c.create_topics(image, &r, version, seed))
                 .await
                 .map(ResponseBody::CreateTopics)
         }
@@ -128,20 +128,20 @@ pub async fn handle(
                     .unwrap_or([0; 8]),
             );
             active
-                .run(move |c, image, now| c.create_partitions(image, &r, version, now, seed))
+                .run(move |c, image, _| c.create_partitions(image, &r, version, seed))
                 .await
                 .map(ResponseBody::CreatePartitions)
         }
         RequestBody::DeleteTopics(r) => active
-            .run(move |c, image, now| c.delete_topics(image, &r, version, now))
+            .run(move |c, image, _| c.delete_topics(image, &r, version))
             .await
             .map(ResponseBody::DeleteTopics),
         RequestBody::IncrementalAlterConfigs(r) => active
-            .run(move |c, image, now| c.incremental_alter_configs(image, &r, version, now))
+            .run(move |c, image, _| c.incremental_alter_configs(image, &r, version))
             .await
             .map(ResponseBody::IncrementalAlterConfigs),
         RequestBody::AlterConfigs(r) => active
-            .run(move |c, image, now| c.alter_configs(image, &r, version, now))
+            .run(move |c, image, _| c.alter_configs(image, &r, version))
             .await
             .map(ResponseBody::AlterConfigs),
         _ => return None,

@@ -65,7 +65,7 @@ pub async fn run(
         let Some(e) = epoch else {
             let req = registration(&config, &cluster_id, incarnation, directory_id);
             match client
-                .send(RequestBody::BrokerRegistration(req), REGISTRATION_VERSION, interval * 5)
+                .send(RequestBody::BrokerRegistration(Box::new(req)), REGISTRATION_VERSION, interval * 5)
                 .await
             {
                 Ok(ResponseBody::BrokerRegistration(r)) if r.error_code == 0 => {

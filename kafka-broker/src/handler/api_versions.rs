@@ -18,9 +18,20 @@ fn table() -> Vec<ApiVersion> {
         .collect()
 }
 
-pub(super) fn handle(_version: i16) -> ResponseBody {
+/// The table; a broker of a cluster also takes DescribeQuorum (forwarded).
+pub(super) fn handle(_version: i16, clustered: bool) -> ResponseBody {
+    let mut api_keys = table();
+    if clustered {
+        let (lo, hi) = super::CLUSTER_DESCRIBE_QUORUM;
+        api_keys.push(ApiVersion {
+            api_key: ApiKey::DescribeQuorum as i16,
+            min_version: lo,
+            max_version: hi,
+            ..Default::default()
+        });
+    }
     ResponseBody::ApiVersions(ApiVersionsResponse {
-        api_keys: table(),
+        api_keys,
         ..Default::default()
     })
 }

@@ -76,6 +76,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
 ];
 
+/// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
+pub const CLUSTER_DESCRIBE_QUORUM: (i16, i16) = (0, 2);
+
 /// The supported range of `key`.
 pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
     SUPPORTED
@@ -212,7 +215,12 @@ pub async fn handle_from(
     let key = req.api_key();
     let version = req.version();
     let correlation_id = req.header.correlation_id;
-    match supported(key) {
+    let range = match key {
+        // A broker of a cluster forwards DescribeQuorum to the controllers.
+        ApiKey::DescribeQuorum if broker.cluster().is_some() => Some(CLUSTER_DESCRIBE_QUORUM),
+        _ => supported(key),
+    };
+    match range {
         Some((lo, hi)) if (lo..=hi).contains(&version) => {}
         _ if key == ApiKey::ApiVersions => {
             return encode(correlation_id, &api_versions::unsupported(), 0);
@@ -257,7 +265,7 @@ pub async fn handle_from(
         RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
         RequestBody::InitProducerId(r) => init_producer_id::handle(broker, r),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
-        RequestBody::ApiVersions(_) => api_versions::handle(version),
+        RequestBody::ApiVersions(_) => api_versions::handle(version, broker.cluster().is_some()),
         RequestBody::Metadata(r) => metadata::handle(broker, r, version),
         RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),
         RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),

@@ -80,8 +80,17 @@ def kafka_python(args):
         if time.time() > deadline:
             fail(f"topic {args.topic} not described after creation: {t}")
         time.sleep(0.2)
+    # kafka-python 3 names the fields as the Metadata schema does; 2.x shortened them.
+    def field(p, *names):
+        for n in names:
+            if n in p:
+                return p[n]
+        fail(f"no {names[0]} in {p}")
     print(json.dumps({"partitions": {
-        str(p["partition"]): {"leader": p["leader"], "replicas": p["replicas"], "isr": p["isr"]}
+        str(field(p, "partition_index", "partition")): {
+            "leader": field(p, "leader_id", "leader"),
+            "replicas": field(p, "replica_nodes", "replicas"),
+            "isr": field(p, "isr_nodes", "isr")}
         for p in t["partitions"]}}))
     admin.close()
 
