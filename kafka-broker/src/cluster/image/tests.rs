@@ -1,7 +1,11 @@
 //! The metadata image: record meanings, all-or-nothing batches, snapshots.
 #![allow(clippy::unwrap_used)]
 
-use kafka_protocol::metadata::{AccessControlEntryRecord, NoOpRecord, UnfenceBrokerRecord};
+use kafka_protocol::metadata::register_broker_record::BrokerEndpoint;
+use kafka_protocol::metadata::{
+    AccessControlEntryRecord, BrokerRegistrationChangeRecord, NoOpRecord, PartitionChangeRecord,
+    RemoveTopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord,
+};
 
 use super::*;
 
@@ -270,6 +274,9 @@ fn configs_are_set_and_deleted_and_go_with_their_topic() {
     assert!(m.configs(RESOURCE_TOPIC, "t").is_none());
 }
 
+/// What a refused batch's error must be.
+type Expected = fn(&ImageError) -> bool;
+
 #[test]
 fn an_inconsistent_batch_is_refused_whole() {
     let base = {
@@ -278,7 +285,7 @@ fn an_inconsistent_batch_is_refused_whole() {
             .unwrap();
         m
     };
-    let cases: Vec<(Vec<MetadataRecord>, fn(&ImageError) -> bool)> = vec![
+    let cases: Vec<(Vec<MetadataRecord>, Expected)> = vec![
         (
             vec![topic("u", 2), partition(2, 0, &[1]), partition(9, 0, &[1])],
             |e| matches!(e, ImageError::UnknownTopicId { topic_id, .. } if *topic_id == id(9)),

@@ -9,6 +9,7 @@ mod brokers;
 mod configs;
 mod placement;
 mod records;
+mod responses;
 mod topics;
 
 use kafka_protocol::error_code::ErrorCode;
@@ -305,4 +306,12 @@ pub(super) fn with_config(
 
 pub(super) fn code(c: i16) -> ErrorCode {
     ErrorCode(c)
+}
+
+#[test]
+fn the_controller_and_the_image_can_move_to_another_thread() {
+    fn send<T: Send + 'static>() {}
+    send::<Controller>();
+    send::<MetadataImage>();
+    send::<Outcome<kafka_protocol::messages::CreateTopicsResponse>>();
 }
