@@ -401,7 +401,10 @@ impl Broker {
     ) -> Result<(), BrokerError> {
         let mut reg = lock(&self.topics);
         let typed = Arc::new(TopicConfig::lenient(&self.config, name, &configs));
-        match reg.get(name).map(|t| (t.id, t.partitions, t.configs == configs)) {
+        match reg
+            .get(name)
+            .map(|t| (t.id, t.partitions, t.configs == configs))
+        {
             Some((known, count, same_configs)) if known == id => {
                 if count != partitions {
                     reg.set_partitions(name, partitions)?;
@@ -426,7 +429,11 @@ impl Broker {
 
     /// In a cluster: hosts a partition this node is a replica of (opening or creating its
     /// log), or returns it if hosted.
-    pub(crate) fn host_replica(&self, topic: &str, index: i32) -> Result<Arc<Partition>, BrokerError> {
+    pub(crate) fn host_replica(
+        &self,
+        topic: &str,
+        index: i32,
+    ) -> Result<Arc<Partition>, BrokerError> {
         if let Some(p) = self.partition(topic, index) {
             return Ok(p);
         }
@@ -444,7 +451,12 @@ impl Broker {
             reg.delete(name).ok()
         };
         self.replicas.remove_topic(name);
-        for tp in self.logs.partitions().into_iter().filter(|tp| tp.topic == name) {
+        for tp in self
+            .logs
+            .partitions()
+            .into_iter()
+            .filter(|tp| tp.topic == name)
+        {
             if let Err(e) = self.logs.delete(name, tp.partition) {
                 tracing::warn!(topic = name, partition = tp.partition, error = %e, "deleting the log failed");
             }
@@ -477,10 +489,10 @@ impl Broker {
         // In a cluster a known partition that this node hosts as a follower, or does not host,
         // is led elsewhere: the client refreshes its metadata and goes there.
         if self.cluster().is_some()
-            && self.topic(topic).is_some_and(|t| index >= 0 && index < t.partitions)
             && self
-                .partition(topic, index)
-                .is_none_or(|p| !p.is_leader())
+                .topic(topic)
+                .is_some_and(|t| index >= 0 && index < t.partitions)
+            && self.partition(topic, index).is_none_or(|p| !p.is_leader())
             && self.logs.get(topic, index).is_ok()
         {
             return BrokerError::kafka(

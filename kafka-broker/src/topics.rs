@@ -324,7 +324,10 @@ mod tests {
             let id = random_uuid();
             assert_eq!(uuid_from_base64(&uuid_base64(&id)), Some(id));
         }
-        assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAQ"), Some(METADATA_TOPIC_ID));
+        assert_eq!(
+            uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAQ"),
+            Some(METADATA_TOPIC_ID)
+        );
         assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAAAB"), None);
         assert_eq!(uuid_from_base64("short"), None);
         assert_eq!(uuid_from_base64("AAAAAAAAAAAAAAAAAAAA*Q"), None);

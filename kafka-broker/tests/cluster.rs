@@ -285,6 +285,19 @@ async fn killing_each_node_in_turn_keeps_the_cluster_working() {
             assert!(r[0].is_ok(), "round {round}: {r:?}\n{}", c.logs());
         }
         agreed_partitions(&mut c, &before, 3).await;
+        // Every partition's ISR just before the kill.
+        let isr_before: BTreeMap<(String, i32), Vec<i32>> = metadata(&c.addr(survivors[0]), None)
+            .await
+            .unwrap()
+            .topics
+            .iter()
+            .flat_map(|t| {
+                let name = t.name.as_deref().unwrap_or("").to_owned();
+                t.partitions
+                    .iter()
+                    .map(move |p| ((name.clone(), p.partition_index), p.isr_nodes.clone()))
+            })
+            .collect();
         c.kill(victim);
         let started = std::time::Instant::now();
         let bootstrap: String = survivors
@@ -320,11 +333,14 @@ async fn killing_each_node_in_turn_keeps_the_cluster_working() {
             took < Duration::from_secs(10),
             "round {round}: metadata changes took {took:?}"
         );
-        // The killed broker is fenced: its partitions get leaders among the survivors, and
-        // the topic created before the kill is still there.
+        // The killed broker is fenced: its partitions get leaders among the survivors in
+        // their ISR, and the topic created before the kill is still there. A partition whose
+        // ISR was the victim alone has no leader (unclean election is off; the ISR grows back
+        // only by replication).
         let addr = c.addr(survivors[0]);
         let before_t = before.clone();
         let survivors_c = survivors.clone();
+        let isr_before_c = isr_before.clone();
         c.eventually(
             &format!("round {round}: partitions led by node {victim} move"),
             Duration::from_secs(15),
@@ -332,6 +348,7 @@ async fn killing_each_node_in_turn_keeps_the_cluster_working() {
                 let addr = addr.clone();
                 let before_t = before_t.clone();
                 let survivors_c = survivors_c.clone();
+                let isr_before = isr_before_c.clone();
                 async move {
                     let m = metadata(&addr, None).await?;
                     if broker_ids(&m) != survivors_c {
@@ -340,8 +357,22 @@ async fn killing_each_node_in_turn_keeps_the_cluster_working() {
                     partitions(&m, &before_t)?;
                     m.topics
                         .iter()
-                        .flat_map(|t| &t.partitions)
-                        .all(|p| survivors_c.contains(&p.leader_id))
+                        .flat_map(|t| {
+                            let name = t.name.as_deref().unwrap_or("").to_owned();
+                            t.partitions.iter().map(move |p| (name.clone(), p))
+                        })
+                        .all(|(name, p)| {
+                            match isr_before.get(&(name, p.partition_index)) {
+                                Some(isr) if isr.iter().any(|r| survivors_c.contains(r)) => {
+                                    survivors_c.contains(&p.leader_id)
+                                        && isr.contains(&p.leader_id)
+                                        && !p.isr_nodes.contains(&victim)
+                                }
+                                Some(_) => p.leader_id == -1,
+                                // Created after the kill.
+                                None => survivors_c.contains(&p.leader_id),
+                            }
+                        })
                         .then_some(())
                 }
             },

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::frame;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -19,7 +20,6 @@ use kafka_protocol::messages::{
     alter_configs_response, create_partitions_response, create_topics_response,
     delete_topics_response, describe_quorum_response, incremental_alter_configs_response,
 };
-use kafka_protocol::KStr;
 
 use super::active::ActiveController;
 use super::listener::KafkaHandler;
@@ -59,7 +59,11 @@ async fn answer(active: &ActiveController, config: &BrokerConfig, frame: Bytes) 
         Ok(r) => r,
         Err(e) => {
             if prefix.api_key == ApiKey::ApiVersions as i16 {
-                return encode(prefix.correlation_id, &api_versions(ErrorCode::UNSUPPORTED_VERSION), 0);
+                return encode(
+                    prefix.correlation_id,
+                    &api_versions(ErrorCode::UNSUPPORTED_VERSION),
+                    0,
+                );
             }
             tracing::debug!(error = %e, "controller listener: undecodable request; closing");
             return None;
@@ -146,7 +150,10 @@ pub async fn handle(
             .map(ResponseBody::AlterConfigs),
         _ => return None,
     };
-    Some(answer.unwrap_or_else(|_| refused.unwrap_or_else(|| api_versions(ErrorCode::NOT_CONTROLLER))))
+    Some(
+        answer
+            .unwrap_or_else(|_| refused.unwrap_or_else(|| api_versions(ErrorCode::NOT_CONTROLLER))),
+    )
 }
 
 fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Option<Bytes> {
@@ -230,13 +237,17 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
                     error_message: not_controller_message(),
                     ..Default::default()
                 })
-                .chain(r.topics.iter().map(|t| delete_topics_response::DeletableTopicResult {
-                    name: t.name.clone(),
-                    topic_id: t.topic_id,
-                    error_code: code,
-                    error_message: not_controller_message(),
-                    ..Default::default()
-                }))
+                .chain(
+                    r.topics
+                        .iter()
+                        .map(|t| delete_topics_response::DeletableTopicResult {
+                            name: t.name.clone(),
+                            topic_id: t.topic_id,
+                            error_code: code,
+                            error_message: not_controller_message(),
+                            ..Default::default()
+                        }),
+                )
                 .collect(),
             ..Default::default()
         }),
@@ -245,12 +256,14 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
                 results: r
                     .topics
                     .iter()
-                    .map(|t| create_partitions_response::CreatePartitionsTopicResult {
-                        name: t.name.clone(),
-                        error_code: code,
-                        error_message: not_controller_message(),
-                        ..Default::default()
-                    })
+                    .map(
+                        |t| create_partitions_response::CreatePartitionsTopicResult {
+                            name: t.name.clone(),
+                            error_code: code,
+                            error_message: not_controller_message(),
+                            ..Default::default()
+                        },
+                    )
                     .collect(),
                 ..Default::default()
             })
@@ -260,13 +273,15 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
                 responses: r
                     .resources
                     .iter()
-                    .map(|res| incremental_alter_configs_response::AlterConfigsResourceResponse {
-                        error_code: code,
-                        error_message: not_controller_message(),
-                        resource_type: res.resource_type,
-                        resource_name: res.resource_name.clone(),
-                        ..Default::default()
-                    })
+                    .map(
+                        |res| incremental_alter_configs_response::AlterConfigsResourceResponse {
+                            error_code: code,
+                            error_message: not_controller_message(),
+                            resource_type: res.resource_type,
+                            resource_name: res.resource_name.clone(),
+                            ..Default::default()
+                        },
+                    )
                     .collect(),
                 ..Default::default()
             })

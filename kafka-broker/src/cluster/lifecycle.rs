@@ -65,11 +65,18 @@ pub async fn run(
         let Some(e) = epoch else {
             let req = registration(&config, &cluster_id, incarnation, directory_id);
             match client
-                .send(RequestBody::BrokerRegistration(Box::new(req)), REGISTRATION_VERSION, interval * 5)
+                .send(
+                    RequestBody::BrokerRegistration(Box::new(req)),
+                    REGISTRATION_VERSION,
+                    interval * 5,
+                )
                 .await
             {
                 Ok(ResponseBody::BrokerRegistration(r)) if r.error_code == 0 => {
-                    tracing::info!(broker_epoch = r.broker_epoch, "registered with the controller");
+                    tracing::info!(
+                        broker_epoch = r.broker_epoch,
+                        "registered with the controller"
+                    );
                     epoch = Some(r.broker_epoch);
                     standing.send_replace(Standing::Fenced {
                         epoch: r.broker_epoch,
@@ -105,7 +112,11 @@ pub async fn run(
             ..Default::default()
         };
         match client
-            .send(RequestBody::BrokerHeartbeat(req), HEARTBEAT_VERSION, interval * 2)
+            .send(
+                RequestBody::BrokerHeartbeat(req),
+                HEARTBEAT_VERSION,
+                interval * 2,
+            )
             .await
         {
             Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
@@ -123,7 +134,10 @@ pub async fn run(
                 if r.error_code == ErrorCode::STALE_BROKER_EPOCH.code()
                     || r.error_code == ErrorCode::BROKER_ID_NOT_REGISTERED.code() =>
             {
-                tracing::warn!(broker_epoch = e, "the controller no longer knows this registration; registering again");
+                tracing::warn!(
+                    broker_epoch = e,
+                    "the controller no longer knows this registration; registering again"
+                );
                 epoch = None;
                 standing.send_replace(Standing::Unregistered);
             }
@@ -186,11 +200,17 @@ async fn controlled_shutdown(
             ..Default::default()
         };
         match client
-            .send(RequestBody::BrokerHeartbeat(req), HEARTBEAT_VERSION, Duration::from_secs(2))
+            .send(
+                RequestBody::BrokerHeartbeat(req),
+                HEARTBEAT_VERSION,
+                Duration::from_secs(2),
+            )
             .await
         {
             Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 && r.should_shut_down => {
-                tracing::info!("controlled shutdown: the controller moved this broker's leaderships");
+                tracing::info!(
+                    "controlled shutdown: the controller moved this broker's leaderships"
+                );
                 return;
             }
             Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code != 0 => return,

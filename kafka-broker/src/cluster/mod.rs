@@ -96,14 +96,20 @@ impl Runtime {
     /// Completes when the node must stop because it cannot be part of this cluster.
     pub async fn failed(&self) -> String {
         let mut rx = self.fatal.clone();
-        match rx.wait_for(Option::is_some).await {
-            Ok(why) => why.clone().unwrap_or_default(),
+        let why = rx
+            .wait_for(Option::is_some)
+            .await
+            .map(|why| why.clone().unwrap_or_default());
+        match why {
+            Ok(why) => why,
             Err(_) => std::future::pending().await,
         }
     }
 }
 
-fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + 'static {
+fn stopped(
+    mut rx: watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     async move {
         let _ = rx.wait_for(|s| *s).await;
     }
@@ -131,11 +137,15 @@ pub async fn start(
     let mut active = None;
     let state_rx = if roles.controller {
         let listener_cfg = config.controller_listener().ok_or_else(|| {
-            BrokerError::Config("controller.listener.names: no controller listener in listeners".into())
+            BrokerError::Config(
+                "controller.listener.names: no controller listener in listeners".into(),
+            )
         })?;
         let addr = listener_cfg.addr();
         let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| {
-            BrokerError::Config(format!("cannot listen on the controller listener {addr}: {e}"))
+            BrokerError::Config(format!(
+                "cannot listen on the controller listener {addr}: {e}"
+            ))
         })?;
         let ids: Vec<u64> = voters.iter().map(|(id, _)| *id).collect();
         let node = QuorumNode::open(&config.data_dir, me, &ids)?;
@@ -147,14 +157,19 @@ pub async fn start(
         };
         let (inbox_tx, inbox_rx) = tokio::sync::mpsc::channel(4096);
         let transport = Transport::connect(me, voters.clone());
-        let handle = quorum::driver::start(node, state, inbox_rx, transport, stopped(stop_rx.clone()));
+        let handle =
+            quorum::driver::start(node, state, inbox_rx, transport, stopped(stop_rx.clone()));
         let controller = ActiveController::start(config, handle.clone());
         let services = listener::Services {
             raft: Some(inbox_tx),
             follow: Some(follow::handler(handle.clone())),
             kafka: api::handler(controller.clone(), Arc::new(config.clone())),
         };
-        tokio::spawn(listener::serve(listener, services, stopped(stop_rx.clone())));
+        tokio::spawn(listener::serve(
+            listener,
+            services,
+            stopped(stop_rx.clone()),
+        ));
         tracing::info!(node = me, controller_listener = %addr, voters = ?voters, "controller quorum voter started");
         active = Some(controller);
         handle.watch()
@@ -222,13 +237,20 @@ async fn publish_images(broker: Arc<Broker>, node_id: i32, mut rx: watch::Receiv
     let mut previous: Option<SharedState> = None;
     loop {
         let current = rx.borrow_and_update().clone();
-        let unchanged = previous.as_ref().is_some_and(|p| p.offset == current.offset);
+        let unchanged = previous
+            .as_ref()
+            .is_some_and(|p| p.offset == current.offset);
         if !unchanged {
             let b = broker.clone();
             let prev = previous.clone();
             let cur = current.clone();
             let _ = tokio::task::spawn_blocking(move || {
-                publish::apply(&b, node_id, prev.as_ref().map(|p| &p.state.image), &cur.state.image);
+                publish::apply(
+                    &b,
+                    node_id,
+                    prev.as_ref().map(|p| &p.state.image),
+                    &cur.state.image,
+                );
             })
             .await;
             previous = Some(current);

@@ -17,7 +17,12 @@ pub const TOPIC_RESOURCE: i8 = 2;
 /// Applies `image` (after `previous`, `None` the first time) to the broker as node `node_id`.
 /// Failures (a log that cannot be opened) are logged: the partition stays offline and is
 /// tried again with the next image.
-pub fn apply(broker: &Broker, node_id: i32, previous: Option<&MetadataImage>, image: &MetadataImage) {
+pub fn apply(
+    broker: &Broker,
+    node_id: i32,
+    previous: Option<&MetadataImage>,
+    image: &MetadataImage,
+) {
     for topic in image.topics() {
         let before = previous.and_then(|p| p.topic(&topic.name));
         let configs: BTreeMap<String, String> = image
@@ -28,7 +33,8 @@ pub fn apply(broker: &Broker, node_id: i32, previous: Option<&MetadataImage>, im
         let partitions = topic.partitions.len() as i32;
         let known = broker.topic(&topic.name).is_some_and(|t| t.id == topic.id);
         if !known
-            || before.is_none_or(|b| b.id != topic.id || b.partitions.len() != topic.partitions.len())
+            || before
+                .is_none_or(|b| b.id != topic.id || b.partitions.len() != topic.partitions.len())
             || configs_before != Some(&configs) && !(configs_before.is_none() && configs.is_empty())
         {
             if let Err(e) = broker.sync_topic(&topic.name, topic.id, partitions, configs) {
@@ -51,7 +57,10 @@ pub fn apply(broker: &Broker, node_id: i32, previous: Option<&MetadataImage>, im
         }
     }
     if let Some(previous) = previous {
-        for gone in previous.topics().filter(|t| image.topic_by_id(&t.id).is_none()) {
+        for gone in previous
+            .topics()
+            .filter(|t| image.topic_by_id(&t.id).is_none())
+        {
             broker.forget_topic(&gone.name);
         }
     }
@@ -84,7 +93,13 @@ fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &Part
         let was = !hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
         hosted.become_follower(part.leader_epoch).map(|()| {
             if !was {
-                tracing::info!(topic, partition = index, leader = part.leader, leader_epoch = part.leader_epoch, "follower");
+                tracing::info!(
+                    topic,
+                    partition = index,
+                    leader = part.leader,
+                    leader_epoch = part.leader_epoch,
+                    "follower"
+                );
             }
         })
     };

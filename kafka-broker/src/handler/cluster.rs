@@ -50,13 +50,16 @@ pub(super) async fn handle(
 
 async fn forward(link: &ClusterLink, body: RequestBody, version: i16) -> ResponseBody {
     let before = link.current().offset;
-    let answer = match link.client.send(body.clone(), version, FORWARD_TIMEOUT).await {
+    let answer = match link
+        .client
+        .send(body.clone(), version, FORWARD_TIMEOUT)
+        .await
+    {
         Ok(a) => a,
         Err(e) => {
             tracing::warn!(error = %e, "a request for the controller was not answered");
-            return crate::cluster::api::refusal(&body).unwrap_or_else(|| {
-                ResponseBody::DescribeQuorum(Default::default())
-            });
+            return crate::cluster::api::refusal(&body)
+                .unwrap_or_else(|| ResponseBody::DescribeQuorum(Default::default()));
         }
     };
     // Wait until the image here shows the change (best effort, bounded).
@@ -131,14 +134,12 @@ fn broker_list(image: &MetadataImage, listener: &str) -> Vec<(i32, String, i32, 
         .collect()
 }
 
-/// The node clients should send controller requests to: the active controller when it is
-/// one of the live brokers (a combined node), else this broker (which forwards them).
-fn controller_for_clients(link: &ClusterLink, brokers: &[(i32, String, i32, Option<String>)]) -> i32 {
-    let leader = link.current().leader.map(|l| l as i32);
-    match leader {
-        Some(l) if brokers.iter().any(|b| b.0 == l) => l,
-        _ => link.node_id,
-    }
+/// The node clients should send controller requests to: this broker, which forwards them
+/// (as Kafka's brokers name a live broker, never a controller, in KRaft mode). Naming the
+/// active controller instead would send clients to a node that may have just died: the
+/// metadata names the old leader until the quorum elects a new one.
+fn controller_for_clients(link: &ClusterLink) -> i32 {
+    link.node_id
 }
 
 async fn metadata(
@@ -170,7 +171,9 @@ async fn metadata(
     let brokers = broker_list(image, &link.listener_name);
     let topics = match &req.topics {
         None => image.topics().map(|t| describe(image, t)).collect(),
-        Some(t) if t.is_empty() && version == 0 => image.topics().map(|t| describe(image, t)).collect(),
+        Some(t) if t.is_empty() && version == 0 => {
+            image.topics().map(|t| describe(image, t)).collect()
+        }
         Some(list) => list
             .iter()
             .map(|t| {
@@ -186,7 +189,10 @@ async fn metadata(
                         } else {
                             ErrorCode::UNKNOWN_TOPIC_ID.code()
                         },
-                        name: t.name.clone().or_else(|| (version < 12).then(|| KStr::from_static(""))),
+                        name: t
+                            .name
+                            .clone()
+                            .or_else(|| (version < 12).then(|| KStr::from_static(""))),
                         topic_id: t.topic_id,
                         ..Default::default()
                     },
@@ -207,7 +213,7 @@ async fn metadata(
             (8..=10).contains(&version) && req.include_cluster_authorized_operations,
             authorized::CLUSTER,
         ),
-        controller_id: controller_for_clients(link, &brokers),
+        controller_id: controller_for_clients(link),
         brokers: brokers
             .into_iter()
             .map(|(node_id, host, port, rack)| MetadataResponseBroker {
@@ -256,8 +262,10 @@ async fn auto_create_topics(link: &ClusterLink, names: Vec<KStr>) {
         other => tracing::debug!(answer = ?other.err(), "auto-creation not answered"),
     }
     let names: Vec<String> = names.iter().map(ToString::to_string).collect();
-    link.wait_for(CATCH_UP, |s| names.iter().all(|n| s.image.topic(n).is_some()))
-        .await;
+    link.wait_for(CATCH_UP, |s| {
+        names.iter().all(|n| s.image.topic(n).is_some())
+    })
+    .await;
 }
 
 fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {
@@ -309,7 +317,7 @@ fn describe_cluster(link: &ClusterLink, req: &DescribeClusterRequest) -> Respons
     }
     ResponseBody::DescribeCluster(DescribeClusterResponse {
         cluster_id: KStr::from(state.state.cluster_id.clone().unwrap_or_default()),
-        controller_id: controller_for_clients(link, &brokers),
+        controller_id: controller_for_clients(link),
         endpoint_type: req.endpoint_type,
         brokers: brokers
             .into_iter()
