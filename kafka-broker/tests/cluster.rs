@@ -397,12 +397,39 @@ async fn three_controllers_and_two_brokers() {
         ],
         FAST,
     );
+    c.node(4).settings.push("broker.rack=rack-a".into());
+    c.node(5).settings.push("broker.rack=rack-b".into());
     c.start_all();
     until_brokers(&mut c, &[4, 5]).await;
     let bootstrap = c.bootstrap();
     if let Some((ids, _)) = kcat_brokers(&bootstrap) {
         assert_eq!(ids, [4, 5]);
     }
+    // The racks the brokers registered with are what Metadata reports.
+    let m = metadata(&c.addr(5), Some(&[])).await.unwrap();
+    let racks: Vec<(i32, Option<String>)> = m
+        .brokers
+        .iter()
+        .map(|b| (b.node_id, b.rack.as_deref().map(str::to_owned)))
+        .collect();
+    assert_eq!(
+        racks,
+        [
+            (4, Some("rack-a".to_owned())),
+            (5, Some("rack-b".to_owned()))
+        ]
+    );
+    // DescribeQuorum through a broker: the controllers vote, the brokers observe.
+    let addr4 = c.addr(4);
+    let (leader, voters, observers) = c
+        .eventually("DescribeQuorum answers", Duration::from_secs(10), || {
+            let a = addr4.clone();
+            async move { harness::describe_quorum(&a).await }
+        })
+        .await;
+    assert!((1..=3).contains(&leader), "{leader}");
+    assert_eq!(voters, [1, 2, 3]);
+    assert_eq!(observers, [4, 5]);
     let a = admin(&bootstrap).await;
     let r = a.create_topics(&[NewTopic::new("rf2", 4, 2)], false).await;
     assert!(r[0].is_ok(), "{r:?}\n{}", c.logs());
@@ -411,8 +438,10 @@ async fn three_controllers_and_two_brokers() {
     let refused = a.create_topics(&[NewTopic::new("rf3", 1, 3)], false).await;
     assert!(refused[0].is_err(), "{refused:?}");
 
-    // Each controller killed in turn (the leader among them): the brokers find the next.
-    for victim in 1..=3 {
+    // Each controller killed in turn, the leader first: the brokers find the next.
+    let mut order = vec![leader];
+    order.extend((1..=3).filter(|&i| i != leader));
+    for victim in order {
         c.kill(victim);
         let started = std::time::Instant::now();
         let topic = format!("after-controller-{victim}");

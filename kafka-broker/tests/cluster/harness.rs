@@ -34,6 +34,8 @@ pub(crate) struct Node {
     starts: u32,
     child: Option<Child>,
     log_path: PathBuf,
+    /// More `key=value` settings of this node alone.
+    pub(crate) settings: Vec<String>,
 }
 
 pub(crate) struct Cluster {
@@ -72,6 +74,7 @@ impl Cluster {
                     starts: 0,
                     child: None,
                     log_path: PathBuf::new(),
+                    settings: Vec::new(),
                 },
             );
         }
@@ -169,6 +172,7 @@ impl Cluster {
             settings.push(format!("advertised.listeners={a}"));
         }
         settings.extend(extra);
+        settings.extend(node.settings.iter().cloned());
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-broker"));
         for kv in &settings {
             cmd.arg("--set").arg(kv);
@@ -261,6 +265,48 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// DescribeQuorum (v2) through one broker: (leader id, voter ids, observer ids).
+pub(crate) async fn describe_quorum(addr: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
+    use kafka_protocol::messages::DescribeQuorumRequest;
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg).await.ok()?;
+    let req = DescribeQuorumRequest {
+        topics: vec![TopicData {
+            topic_name: kafka_protocol::KStr::from_static("__cluster_metadata"),
+            partitions: vec![PartitionData {
+                partition_index: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        conn.request_at(RequestBody::DescribeQuorum(req), 2),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let ResponseBody::DescribeQuorum(r) = answer else {
+        return None;
+    };
+    let p = r.topics.first()?.partitions.first()?;
+    if r.error_code != 0 || p.error_code != 0 {
+        return None;
+    }
+    let mut voters: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id).collect();
+    let mut observers: Vec<i32> = p.observers.iter().map(|v| v.replica_id).collect();
+    voters.sort_unstable();
+    observers.sort_unstable();
+    Some((p.leader_id, voters, observers))
 }
 
 /// A Metadata request (v12) to one broker: every topic, or `topics`.
