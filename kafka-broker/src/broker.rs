@@ -785,6 +785,24 @@ impl Broker {
             .map_or(-1, |p| p.leader_epoch())
     }
 
+    /// The name of the listener clients are given by default (the client listener).
+    pub fn client_listener_name(&self) -> String {
+        self.config
+            .client_listener()
+            .map_or_else(|| "PLAINTEXT".to_owned(), |l| l.name.clone())
+    }
+
+    /// Host and port clients of `listener` should connect to: that listener's advertised
+    /// address, or the client listener's.
+    pub fn advertised_host_port_on(&self, listener: &str) -> (String, i32) {
+        if listener != self.client_listener_name() {
+            if let Some(l) = self.config.advertised_listener(listener) {
+                return (l.host, i32::from(l.port));
+            }
+        }
+        self.advertised_host_port()
+    }
+
     /// Host and port clients should connect to.
     pub fn advertised_host_port(&self) -> (String, i32) {
         let addr = self.config.advertised_addr();

@@ -145,7 +145,24 @@ pub async fn run(
         }
         let _ = stop_timers.send(());
     };
-    let result = server::serve(listener, broker, shutdown).await;
+    // The other broker listeners of `listeners` (the client listener is `listener`; the
+    // controller listener belongs to the quorum).
+    let mut listeners = vec![(listener, broker.client_listener_name())];
+    for l in &broker.config.listeners {
+        if l.name == listeners[0].1 || broker.config.is_controller_listener(&l.name) {
+            continue;
+        }
+        let bound = tokio::net::TcpListener::bind(l.addr()).await.map_err(|e| {
+            BrokerError::Config(format!(
+                "listeners: cannot listen on {} ({}): {e}",
+                l.addr(),
+                l.name
+            ))
+        })?;
+        tracing::info!(listener = %l.name, addr = %l.addr(), "also listening on {}", l.addr());
+        listeners.push((bound, l.name.clone()));
+    }
+    let result = server::serve_listeners(listeners, broker, shutdown).await;
     if let Some(rt) = cluster {
         rt.stop();
     }

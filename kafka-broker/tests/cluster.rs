@@ -26,7 +26,7 @@ mod peers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use harness::{Cluster, Role, broker_ids, metadata, partitions};
+use harness::{Cluster, PartitionRow, Role, broker_ids, metadata, partitions};
 use kafka_net::Admin;
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
@@ -80,11 +80,7 @@ async fn until_brokers(c: &mut Cluster, expected: &[i32]) {
 }
 
 /// The partitions of `topic` as every running broker sees them, once they agree.
-async fn agreed_partitions(
-    c: &mut Cluster,
-    topic: &str,
-    count: usize,
-) -> Vec<(i32, i32, Vec<i32>, Vec<i32>)> {
+async fn agreed_partitions(c: &mut Cluster, topic: &str, count: usize) -> Vec<PartitionRow> {
     let addrs: Vec<String> = c
         .brokers()
         .into_iter()
@@ -117,7 +113,7 @@ async fn agreed_partitions(
 
 /// Replicas: `rf` distinct brokers of `brokers` each; leader the first replica and in the ISR;
 /// every broker leads some partition when there are enough.
-fn check_placement(parts: &[(i32, i32, Vec<i32>, Vec<i32>)], rf: usize, brokers: &[i32]) {
+fn check_placement(parts: &[PartitionRow], rf: usize, brokers: &[i32]) {
     let mut leads: BTreeMap<i32, usize> = BTreeMap::new();
     for (index, leader, replicas, isr) in parts {
         let distinct: BTreeSet<i32> = replicas.iter().copied().collect();
@@ -157,7 +153,7 @@ fn python(args: &[&str]) -> Option<serde_json::Value> {
 }
 
 /// The partitions a python admin script printed, in the harness's form.
-fn python_partitions(v: &serde_json::Value) -> Vec<(i32, i32, Vec<i32>, Vec<i32>)> {
+fn python_partitions(v: &serde_json::Value) -> Vec<PartitionRow> {
     let ints = |v: &serde_json::Value| -> Vec<i32> {
         v.as_array()
             .unwrap()
@@ -399,6 +395,20 @@ async fn three_controllers_and_two_brokers() {
     );
     c.node(4).settings.push("broker.rack=rack-a".into());
     c.node(5).settings.push("broker.rack=rack-b".into());
+    // A second broker listener on each broker: its clients are given its endpoints.
+    let mut internal = BTreeMap::new();
+    for id in [4, 5] {
+        let (plain, other) = (c.nodes[&id].port.unwrap(), harness::free_port());
+        internal.insert(id, other);
+        let both = format!("PLAINTEXT://127.0.0.1:{plain},INTERNAL://127.0.0.1:{other}");
+        let n = c.node(id);
+        n.settings.push(format!("listeners={both}"));
+        n.settings.push(format!("advertised.listeners={both}"));
+        n.settings.push(
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"
+                .into(),
+        );
+    }
     c.start_all();
     until_brokers(&mut c, &[4, 5]).await;
     let bootstrap = c.bootstrap();
@@ -418,6 +428,26 @@ async fn three_controllers_and_two_brokers() {
             (4, Some("rack-a".to_owned())),
             (5, Some("rack-b".to_owned()))
         ]
+    );
+    let ports = |m: &kafka_protocol::messages::MetadataResponse| -> Vec<(i32, u16)> {
+        m.brokers
+            .iter()
+            .map(|b| (b.node_id, b.port as u16))
+            .collect()
+    };
+    let plain: Vec<(i32, u16)> = [4, 5]
+        .iter()
+        .map(|&id| (id, c.nodes[&id].port.unwrap()))
+        .collect();
+    assert_eq!(ports(&m), plain);
+    let via_internal = metadata(&format!("127.0.0.1:{}", internal[&4]), Some(&[]))
+        .await
+        .unwrap();
+    let expected: Vec<(i32, u16)> = internal.iter().map(|(&id, &p)| (id, p)).collect();
+    assert_eq!(
+        ports(&via_internal),
+        expected,
+        "the INTERNAL listener's endpoints"
     );
     // DescribeQuorum through a broker: the controllers vote, the brokers observe.
     let addr4 = c.addr(4);

@@ -34,10 +34,11 @@ pub(super) async fn handle(
     link: &ClusterLink,
     body: &RequestBody,
     version: i16,
+    listener: &str,
 ) -> Option<ResponseBody> {
     match body {
-        RequestBody::Metadata(r) => Some(metadata(broker, link, r, version).await),
-        RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r)),
+        RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
+        RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),
         RequestBody::CreateTopics(_)
         | RequestBody::DeleteTopics(_)
         | RequestBody::CreatePartitions(_)
@@ -147,6 +148,7 @@ async fn metadata(
     link: &ClusterLink,
     req: &MetadataRequest,
     version: i16,
+    listener: &str,
 ) -> ResponseBody {
     let auto_create =
         broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
@@ -168,7 +170,7 @@ async fn metadata(
     }
     let state = link.current();
     let image = &state.state.image;
-    let brokers = broker_list(image, &link.listener_name);
+    let brokers = broker_list(image, listener);
     let topics = match &req.topics {
         None => image.topics().map(|t| describe(image, t)).collect(),
         Some(t) if t.is_empty() && version == 0 => {
@@ -300,10 +302,14 @@ fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic 
 /// DescribeCluster v1's endpoint type of controllers.
 const ENDPOINT_CONTROLLERS: i8 = 2;
 
-fn describe_cluster(link: &ClusterLink, req: &DescribeClusterRequest) -> ResponseBody {
+fn describe_cluster(
+    link: &ClusterLink,
+    req: &DescribeClusterRequest,
+    listener: &str,
+) -> ResponseBody {
     let state = link.current();
     let image = &state.state.image;
-    let brokers = broker_list(image, &link.listener_name);
+    let brokers = broker_list(image, listener);
     if req.endpoint_type == ENDPOINT_CONTROLLERS {
         // Brokers do not answer for the controllers (Kafka: UNSUPPORTED_VERSION there).
         return ResponseBody::DescribeCluster(DescribeClusterResponse {

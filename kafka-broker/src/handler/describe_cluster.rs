@@ -7,8 +7,8 @@ use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse, 
 use super::authorized;
 use crate::broker::Broker;
 
-pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest) -> ResponseBody {
-    let (host, port) = broker.advertised_host_port();
+pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest, listener: &str) -> ResponseBody {
+    let (host, port) = broker.advertised_host_port_on(listener);
     ResponseBody::DescribeCluster(DescribeClusterResponse {
         cluster_id: KStr::from(broker.cluster_id.clone()),
         controller_id: broker.config.node_id,

@@ -50,8 +50,8 @@ pub(crate) struct CoordinatorNode {
 }
 
 impl CoordinatorNode {
-    pub(crate) fn of(broker: &Broker) -> Self {
-        let (host, port) = broker.advertised_host_port();
+    pub(crate) fn of(broker: &Broker, listener: &str) -> Self {
+        let (host, port) = broker.advertised_host_port_on(listener);
         Self {
             node_id: broker.config.node_id,
             host,

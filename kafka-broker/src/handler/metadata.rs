@@ -13,9 +13,14 @@ use super::authorized;
 use crate::broker::Broker;
 use crate::topics::TopicMeta;
 
-pub(super) fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> ResponseBody {
+pub(super) fn handle(
+    broker: &Broker,
+    req: MetadataRequest,
+    version: i16,
+    listener: &str,
+) -> ResponseBody {
     let node = broker.config.node_id;
-    let (host, port) = broker.advertised_host_port();
+    let (host, port) = broker.advertised_host_port_on(listener);
     // Before v4 a Metadata request always allowed auto-creation.
     let auto_create =
         broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);

@@ -143,8 +143,20 @@ pub async fn dispatch_from(
     incoming: Incoming,
     peer: Option<SocketAddr>,
 ) -> Reply {
+    let listener = broker.client_listener_name();
+    dispatch_on(broker, incoming, peer, &listener).await
+}
+
+/// [`dispatch_from`] for a request that came in on `listener` (the endpoints Metadata and
+/// FindCoordinator give are that listener's).
+pub async fn dispatch_on(
+    broker: &Arc<Broker>,
+    incoming: Incoming,
+    peer: Option<SocketAddr>,
+    listener: &str,
+) -> Reply {
     match incoming {
-        Incoming::Decoded(r) => handle_from(broker, r, peer).await,
+        Incoming::Decoded(r) => handle_on(broker, r, peer, listener).await,
         Incoming::Produce { frame, .. } => produce_frame(broker, &frame).await,
     }
 }
@@ -196,6 +208,16 @@ pub async fn handle_from(
     incoming: IncomingRequest,
     peer: Option<SocketAddr>,
 ) -> Reply {
+    let listener = broker.client_listener_name();
+    handle_on(broker, incoming, peer, &listener).await
+}
+
+async fn handle_on(
+    broker: &Arc<Broker>,
+    incoming: IncomingRequest,
+    peer: Option<SocketAddr>,
+    listener: &str,
+) -> Reply {
     if incoming.prefix.api_key == ApiKey::Produce as i16 {
         return produce_frame(broker, &incoming.frame).await;
     }
@@ -242,7 +264,7 @@ pub async fn handle_from(
         );
     }
     if let Some(link) = broker.cluster() {
-        if let Some(body) = cluster::handle(broker, link, &req.body, version).await {
+        if let Some(body) = cluster::handle(broker, link, &req.body, version, listener).await {
             return encode(correlation_id, &body, version);
         }
     }
@@ -266,16 +288,16 @@ pub async fn handle_from(
         RequestBody::InitProducerId(r) => init_producer_id::handle(broker, r),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
         RequestBody::ApiVersions(_) => api_versions::handle(version, broker.cluster().is_some()),
-        RequestBody::Metadata(r) => metadata::handle(broker, r, version),
+        RequestBody::Metadata(r) => metadata::handle(broker, r, version, listener),
         RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),
         RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),
         RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
-        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, r),
+        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, r, listener),
         RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
         RequestBody::FindCoordinator(r) => {
-            groups::find_coordinator(&groups::CoordinatorNode::of(broker), r, version)
+            groups::find_coordinator(&groups::CoordinatorNode::of(broker, listener), r, version)
         }
         RequestBody::JoinGroup(r) => {
             let host = client_host(peer);

@@ -19,6 +19,7 @@ pub(crate) async fn serve(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
     queued: Arc<Semaphore>,
+    listener: Arc<str>,
 ) {
     let _ = sock.set_nodelay(true);
     let (rd, wr) = sock.into_split();
@@ -112,7 +113,7 @@ pub(crate) async fn serve(
             None
         };
         let reply = tokio::select! {
-            reply = handler::dispatch_from(&broker, incoming, Some(peer)) => reply,
+            reply = handler::dispatch_on(&broker, incoming, Some(peer), &listener) => reply,
             // A long poll (or any wait) for a client that has gone is not finished: its
             // queued requests and their memory go now, not when the wait would have ended.
             Ok(()) = gone.changed() => {

@@ -23,6 +23,17 @@ pub async fn serve(
     broker: Arc<Broker>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
+    let name = broker.client_listener_name();
+    serve_listeners(vec![(listener, name)], broker, shutdown).await
+}
+
+/// [`serve`] on several listeners, each with its name (`listeners`): a connection's
+/// Metadata and FindCoordinator answers give the endpoints of the listener it came in on.
+pub async fn serve_listeners(
+    listeners: Vec<(TcpListener, String)>,
+    broker: Arc<Broker>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
     let limit = Arc::new(Semaphore::new(broker.config.max_connections));
     let per_ip = Arc::new(limits::PerIp::new(
         broker.config.max_connections_per_ip,
@@ -33,11 +44,33 @@ pub async fn serve(
     let queued = Arc::new(Semaphore::new(broker.config.queued_max_request_bytes));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
+    // One accept task per listener, feeding this loop.
+    let (accepted_tx, mut accepted_rx) = tokio::sync::mpsc::channel(64);
+    let mut acceptors = JoinSet::new();
+    for (listener, name) in listeners {
+        let tx = accepted_tx.clone();
+        let name: Arc<str> = name.into();
+        acceptors.spawn(async move {
+            loop {
+                let accepted = listener.accept().await;
+                let failed = accepted.is_err();
+                if tx.send((accepted, name.clone())).await.is_err() {
+                    return;
+                }
+                if failed {
+                    // Out of file descriptors and similar: back off instead of spinning (the
+                    // connection stays in the listen backlog for the next try).
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        });
+    }
+    drop(accepted_tx);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
+            Some((accepted, listener_name)) = accepted_rx.recv() => match accepted {
                 Ok((sock, peer)) => {
                     let Some(ip_slot) = per_ip.acquire(peer.ip()) else {
                         refused.refused(peer, "max.connections.per.ip", per_ip.limit(peer.ip()));
@@ -53,23 +86,19 @@ pub async fn serve(
                     let stop = stop_rx.clone();
                     let queued = Arc::clone(&queued);
                     conns.spawn(async move {
-                        connection::serve(b, sock, peer, stop, queued).await;
+                        connection::serve(b, sock, peer, stop, queued, listener_name).await;
                         drop(permit);
                         drop(ip_slot);
                     });
                 }
-                Err(e) => {
-                    // Out of file descriptors and similar: back off instead of spinning (the
-                    // connection stays in the listen backlog for the next try).
-                    accept_failures.failed(&e);
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
+                Err(e) => accept_failures.failed(&e),
             },
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
     tracing::info!("shutting down: no new connections; finishing requests in flight");
-    drop(listener);
+    acceptors.abort_all();
+    while acceptors.join_next().await.is_some() {}
     let _ = stop_tx.send(true);
     let drained = tokio::time::timeout(Duration::from_secs(30), async {
         while conns.join_next().await.is_some() {}

@@ -45,7 +45,7 @@ pub(crate) struct Cluster {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -342,11 +342,11 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
     }
 }
 
-/// A topic's partitions as (index, leader, replicas, isr), sorted.
-pub(crate) fn partitions(
-    m: &MetadataResponse,
-    topic: &str,
-) -> Option<Vec<(i32, i32, Vec<i32>, Vec<i32>)>> {
+/// A partition as (index, leader, replicas, isr).
+pub(crate) type PartitionRow = (i32, i32, Vec<i32>, Vec<i32>);
+
+/// A topic's partitions, sorted.
+pub(crate) fn partitions(m: &MetadataResponse, topic: &str) -> Option<Vec<PartitionRow>> {
     let t = m
         .topics
         .iter()

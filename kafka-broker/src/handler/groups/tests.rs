@@ -108,7 +108,7 @@ fn the_coordinator_is_this_broker() {
         ..Default::default()
     };
     let broker = Broker::open(config).unwrap();
-    let node = CoordinatorNode::of(&broker);
+    let node = CoordinatorNode::of(&broker, "PLAINTEXT");
     assert_eq!(
         (node.node_id, node.host.as_str(), node.port),
         (5, "kafka.example", 29092)
