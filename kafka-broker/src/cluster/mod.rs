@@ -107,12 +107,8 @@ impl Runtime {
     }
 }
 
-fn stopped(
-    mut rx: watch::Receiver<bool>,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
 }
 
 /// Starts the cluster side of a node: on controllers the quorum voter, the active controller

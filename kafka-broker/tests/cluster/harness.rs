@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, MetadataResponse, RequestBody, ResponseBody};
+use kafka_protocol::messages::{
+    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse, RequestBody,
+    ResponseBody, describe_quorum_request,
+};
 
 /// A node's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,11 +299,40 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
     }
 }
 
+/// A DescribeQuorum request (for `__cluster_metadata`-0) at `version` to one broker.
+pub(crate) async fn describe_quorum(addr: &str, version: i16) -> Option<DescribeQuorumResponse> {
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg).await.ok()?;
+    let req = DescribeQuorumRequest {
+        topics: vec![describe_quorum_request::TopicData {
+            topic_name: kafka_protocol::KStr::from_static("__cluster_metadata"),
+            partitions: vec![describe_quorum_request::PartitionData::default()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        conn.request_at(RequestBody::DescribeQuorum(req), version),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    match answer {
+        ResponseBody::DescribeQuorum(q) => Some(q),
+        _ => None,
+    }
+}
+
+/// One partition as (index, leader, replicas, isr).
+pub(crate) type PartitionRow = (i32, i32, Vec<i32>, Vec<i32>);
+
 /// A topic's partitions as (index, leader, replicas, isr), sorted.
-pub(crate) fn partitions(
-    m: &MetadataResponse,
-    topic: &str,
-) -> Option<Vec<(i32, i32, Vec<i32>, Vec<i32>)>> {
+pub(crate) fn partitions(m: &MetadataResponse, topic: &str) -> Option<Vec<PartitionRow>> {
     let t = m
         .topics
         .iter()
