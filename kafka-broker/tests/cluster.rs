@@ -5,7 +5,8 @@
 //!   AdminClient see them and a controller; topics created with replication factor 3 through
 //!   confluent-kafka, kafka-python and our `kafka-net` admin have 3 replicas on distinct
 //!   brokers, leaders spread over them, and every broker answers the same metadata; a
-//!   replication factor above the broker count is INVALID_REPLICATION_FACTOR.
+//!   replication factor above the broker count is INVALID_REPLICATION_FACTOR; DescribeQuorum
+//!   v0-2 through every broker names the same leader (v2 with the voters' endpoints).
 //! - SIGKILL of each node in turn, the active controller first: another controller leads and
 //!   a topic creation and a config change succeed within 10 s; a topic created just before
 //!   the kill is still there; the killed broker is fenced and its partitions get new leaders;
@@ -26,7 +27,7 @@ mod peers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use harness::{Cluster, PartitionRow, Role, broker_ids, metadata, partitions};
+use harness::{Cluster, PartitionRow, Role, broker_ids, describe_quorum_at, metadata, partitions};
 use kafka_net::Admin;
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
@@ -184,6 +185,31 @@ async fn three_combined_nodes_are_one_cluster_to_every_client() {
     c.start_all();
     until_brokers(&mut c, &[1, 2, 3]).await;
     let bootstrap = c.bootstrap();
+
+    // DescribeQuorum in every version, through every broker (forwarded to the leader).
+    let mut leaders = BTreeSet::new();
+    for id in [1, 2, 3] {
+        for version in 0..=2 {
+            let addr = c.addr(id);
+            let q = c
+                .eventually(
+                    &format!("DescribeQuorum v{version} through node {id}"),
+                    Duration::from_secs(10),
+                    || {
+                        let addr = addr.clone();
+                        async move { describe_quorum_at(&addr, version).await }
+                    },
+                )
+                .await;
+            assert_eq!(q.error_code, 0, "v{version} via {id}: {q:?}");
+            let p = &q.topics[0].partitions[0];
+            assert!((1..=3).contains(&p.leader_id), "v{version} via {id}: {q:?}");
+            assert_eq!(p.current_voters.len(), 3, "v{version} via {id}: {q:?}");
+            assert_eq!(q.nodes.len(), if version >= 2 { 3 } else { 0 }, "{q:?}");
+            leaders.insert(p.leader_id);
+        }
+    }
+    assert_eq!(leaders.len(), 1, "one leader: {leaders:?}");
 
     if let Some((ids, controller)) = kcat_brokers(&bootstrap) {
         assert_eq!(ids, [1, 2, 3]);

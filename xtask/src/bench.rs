@@ -26,6 +26,16 @@
 //! settings, each phase in a child process of its own (records/s, MB/s, client CPU per
 //! record, peak RSS, the ratio ours/librdkafka). It prints progress and a table; the JSON
 //! goes to `target/bench-consumer.json`, and with `--json` it is also the last line printed.
+//!
+//! `cargo xtask bench cluster [--quick] [--rounds N] [--session-timeout-ms MS] [--json]`:
+//! builds `kafka-broker` in release, then runs `kafka-bench`'s `cluster_bench` example (default
+//! features; our `kafka-net` as the client) against three combined nodes of it on loopback:
+//! controller failover (SIGKILL of the active controller to the first CreateTopics that
+//! succeeds), broker failover (SIGKILL of a partition leader to a live leader for every
+//! partition; mostly `broker.session.timeout.ms`, default 3000 here), CreateTopics of 1,000
+//! partitions (to the response and to every broker's metadata), min/median/max over the rounds
+//! (default 10, `--quick` 3), and each node's peak RSS. It prints progress and a table; the JSON
+//! goes to `target/bench-cluster.json`, and with `--json` it is also the last line printed.
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +46,7 @@ use crate::Error;
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
         return Err("bench: say what to measure: \
-             `cargo xtask bench codec|net|broker|producer|consumer [--quick]`"
+             `cargo xtask bench codec|net|broker|producer|consumer|cluster [--quick]`"
             .into());
     };
     match what.as_str() {
@@ -45,8 +55,10 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
         "broker" => broker(root, rest),
         "producer" => client(root, "producer", rest),
         "consumer" => client(root, "consumer", rest),
+        "cluster" => cluster(root, rest),
         other => Err(format!(
-            "bench: unknown benchmark {other} (known: codec, net, broker, producer, consumer)"
+            "bench: unknown benchmark {other} \
+             (known: codec, net, broker, producer, consumer, cluster)"
         )
         .into()),
     }
@@ -179,6 +191,59 @@ fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
     crate::cargo(root, &args)
 }
 
+/// `bench cluster`: the `cluster_bench` example of kafka-bench against three release brokers.
+fn cluster(root: &Path, rest: &[String]) -> Result<(), Error> {
+    let args = cluster_args(&target_dir(root), rest)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building cluster_bench in release and running it (progress below)");
+    crate::cargo(root, &args)
+}
+
+/// The `cargo` arguments that run `cluster_bench` for `cargo xtask bench cluster <rest>`.
+fn cluster_args(target: &Path, rest: &[String]) -> Result<Vec<String>, Error> {
+    let exe = target
+        .join("release")
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX));
+    let out = target.join("bench-cluster.json");
+    let mut args: Vec<String> = [
+        "run",
+        "--release",
+        "-p",
+        "kafka-bench",
+        "--example",
+        "cluster_bench",
+        "--",
+        "--broker",
+    ]
+    .map(String::from)
+    .into();
+    args.push(exe.to_string_lossy().into_owned());
+    args.push("--out".into());
+    args.push(out.to_string_lossy().into_owned());
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" | "--json" => args.push(a.clone()),
+            "--rounds" | "--session-timeout-ms" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("bench cluster: {a} needs a value"))?;
+                if !v.parse::<u64>().is_ok_and(|n| n > 0) {
+                    return Err(
+                        format!("bench cluster: {a} takes a positive number, not {v}").into(),
+                    );
+                }
+                args.push(a.clone());
+                args.push(v.clone());
+            }
+            other => return Err(format!("bench cluster: unknown argument {other}").into()),
+        }
+    }
+    Ok(args)
+}
+
 fn codec(root: &Path, rest: &[String]) -> Result<(), Error> {
     let target = target_dir(root);
     let criterion_dir = target.join("criterion");
@@ -283,5 +348,78 @@ fn fmt_ns(ns: f64) -> String {
         format!("{:.2} µs", ns / 1e3)
     } else {
         format!("{ns:.0} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn cluster_arguments_reach_the_example() {
+        let target = Path::new("/t");
+        let args = cluster_args(
+            target,
+            &strings(&[
+                "--quick",
+                "--rounds",
+                "5",
+                "--json",
+                "--session-timeout-ms",
+                "6000",
+            ]),
+        )
+        .unwrap_or_default();
+        let exe = format!("/t/release/kafka-broker{}", std::env::consts::EXE_SUFFIX);
+        assert_eq!(
+            args,
+            strings(&[
+                "run",
+                "--release",
+                "-p",
+                "kafka-bench",
+                "--example",
+                "cluster_bench",
+                "--",
+                "--broker",
+                &exe,
+                "--out",
+                "/t/bench-cluster.json",
+                "--quick",
+                "--rounds",
+                "5",
+                "--json",
+                "--session-timeout-ms",
+                "6000",
+            ])
+        );
+        assert_eq!(cluster_args(target, &[]).map(|a| a.len()).ok(), Some(11));
+    }
+
+    #[test]
+    fn cluster_arguments_are_checked() {
+        let target = Path::new("/t");
+        for bad in [
+            &["--rounds"][..],
+            &["--rounds", "many"],
+            &["--rounds", "0"],
+            &["--session-timeout-ms", "-1"],
+            &["--full"],
+        ] {
+            assert!(cluster_args(target, &strings(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_benchmarks_name_cluster() {
+        let e = run(Path::new("/t"), &strings(&["nope"]))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("cluster"), "{e}");
     }
 }

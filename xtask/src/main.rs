@@ -21,7 +21,8 @@ fn usage() -> &'static str {
        bench net [--quick] [--seconds N] round trips/s on one loopback connection, 1/5/32 in flight\n  \
        bench broker [--quick]            produce/consume throughput and latency of kafka-broker (librdkafka)\n  \
        bench producer [--quick|--full] [--rounds N] [--json]\n                                         our producer vs librdkafka against our broker\n  \
-       bench consumer [--quick|--full] [--rounds N] [--json]\n                                         our consumer vs librdkafka reading from our broker\n"
+       bench consumer [--quick|--full] [--rounds N] [--json]\n                                         our consumer vs librdkafka reading from our broker\n  \
+       bench cluster [--quick] [--rounds N] [--session-timeout-ms MS] [--json]\n                                         failover and CreateTopics timings of 3 broker nodes\n"
 }
 
 fn workspace_root() -> PathBuf {

@@ -101,7 +101,9 @@ pub async fn handle(
     let refused = refusal(&body);
     let answer = match body {
         RequestBody::ApiVersions(_) => return Some(api_versions(ErrorCode::NONE)),
-        RequestBody::DescribeQuorum(_) => return Some(describe_quorum(active, config).await),
+        RequestBody::DescribeQuorum(_) => {
+            return Some(describe_quorum(active, config, version).await);
+        }
         RequestBody::BrokerRegistration(r) => active
             .run(move |c, image, now| c.register_broker(image, &r, version, now))
             .await
@@ -328,8 +330,13 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
     }
 }
 
-/// DescribeQuorum from the leader: `__cluster_metadata`-0 with the voters' progress.
-async fn describe_quorum(active: &ActiveController, config: &BrokerConfig) -> ResponseBody {
+/// DescribeQuorum from the leader: `__cluster_metadata`-0 with the voters' progress, and
+/// (v2+, which alone carries them) the voters' endpoints.
+async fn describe_quorum(
+    active: &ActiveController,
+    config: &BrokerConfig,
+    version: i16,
+) -> ResponseBody {
     let quorum = active.quorum();
     let Some(status) = quorum.status().await else {
         return refusal(&RequestBody::DescribeQuorum(Default::default()))
@@ -377,6 +384,25 @@ async fn describe_quorum(active: &ActiveController, config: &BrokerConfig) -> Re
         .first()
         .cloned()
         .unwrap_or_else(|| "CONTROLLER".into());
+    // Versions 0 and 1 cannot carry the endpoints (a field that is not ignorable).
+    let nodes = if version >= 2 {
+        config
+            .quorum_voters
+            .iter()
+            .map(|v| describe_quorum_response::Node {
+                node_id: v.id,
+                listeners: vec![describe_quorum_response::Listener {
+                    name: KStr::from(listener.clone()),
+                    host: KStr::from(v.host.clone()),
+                    port: v.port,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     ResponseBody::DescribeQuorum(DescribeQuorumResponse {
         topics: vec![describe_quorum_response::TopicData {
             topic_name: KStr::from_static("__cluster_metadata"),
@@ -391,20 +417,7 @@ async fn describe_quorum(active: &ActiveController, config: &BrokerConfig) -> Re
             }],
             ..Default::default()
         }],
-        nodes: config
-            .quorum_voters
-            .iter()
-            .map(|v| describe_quorum_response::Node {
-                node_id: v.id,
-                listeners: vec![describe_quorum_response::Listener {
-                    name: KStr::from(listener.clone()),
-                    host: KStr::from(v.host.clone()),
-                    port: v.port,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            })
-            .collect(),
+        nodes,
         ..Default::default()
     })
 }

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, MetadataResponse, RequestBody, ResponseBody};
+use kafka_protocol::messages::{
+    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse, RequestBody,
+    ResponseBody, describe_quorum_request,
+};
 
 /// A node's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,35 +272,7 @@ impl Drop for Cluster {
 
 /// DescribeQuorum (v2) through one broker: (leader id, voter ids, observer ids).
 pub(crate) async fn describe_quorum(addr: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
-    use kafka_protocol::messages::DescribeQuorumRequest;
-    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
-    let cfg = ConnectionConfig {
-        connect_timeout: Duration::from_secs(2),
-        handshake: false,
-        ..Default::default()
-    };
-    let conn = Connection::connect(addr, cfg).await.ok()?;
-    let req = DescribeQuorumRequest {
-        topics: vec![TopicData {
-            topic_name: kafka_protocol::KStr::from_static("__cluster_metadata"),
-            partitions: vec![PartitionData {
-                partition_index: 0,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let answer = tokio::time::timeout(
-        Duration::from_secs(10),
-        conn.request_at(RequestBody::DescribeQuorum(req), 2),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    let ResponseBody::DescribeQuorum(r) = answer else {
-        return None;
-    };
+    let r = describe_quorum_at(addr, 2).await?;
     let p = r.topics.first()?.partitions.first()?;
     if r.error_code != 0 || p.error_code != 0 {
         return None;
@@ -342,10 +317,39 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
     }
 }
 
-/// A partition as (index, leader, replicas, isr).
+/// A DescribeQuorum request (for `__cluster_metadata`-0) at `version` to one broker.
+pub(crate) async fn describe_quorum_at(addr: &str, version: i16) -> Option<DescribeQuorumResponse> {
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg).await.ok()?;
+    let req = DescribeQuorumRequest {
+        topics: vec![describe_quorum_request::TopicData {
+            topic_name: kafka_protocol::KStr::from_static("__cluster_metadata"),
+            partitions: vec![describe_quorum_request::PartitionData::default()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        conn.request_at(RequestBody::DescribeQuorum(req), version),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    match answer {
+        ResponseBody::DescribeQuorum(q) => Some(q),
+        _ => None,
+    }
+}
+
+/// One partition as (index, leader, replicas, isr).
 pub(crate) type PartitionRow = (i32, i32, Vec<i32>, Vec<i32>);
 
-/// A topic's partitions, sorted.
+/// A topic's partitions as (index, leader, replicas, isr), sorted.
 pub(crate) fn partitions(m: &MetadataResponse, topic: &str) -> Option<Vec<PartitionRow>> {
     let t = m
         .topics
