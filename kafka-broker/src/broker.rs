@@ -41,6 +41,8 @@ pub struct Broker {
     pub decompression: crate::replica::MemoryBudget,
     /// This data directory's id (`directory.id` in `meta.properties`).
     pub directory_id: Uuid,
+    /// The `__consumer_offsets` partitions the group coordinator writes to.
+    offsets_log: Arc<OffsetsPartitions>,
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
@@ -137,6 +139,7 @@ impl Broker {
             config,
             cluster_id,
             directory_id,
+            offsets_log: Arc::clone(&offsets_log),
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
@@ -441,6 +444,42 @@ impl Broker {
         self.host_partitions(topic, index, index + 1, &configs)?;
         self.partition(topic, index)
             .ok_or_else(|| self.partition_error(topic, index))
+    }
+
+    /// In a cluster: this broker leads `__consumer_offsets` partition `index` (hosted): its
+    /// groups and offsets are loaded into the group coordinator, and the coordinator writes
+    /// there. Once per leadership.
+    pub(crate) fn lead_offsets_partition(&self, index: i32) {
+        if self.offsets_log.has(index) {
+            return;
+        }
+        let Some(part) = self.partition(OFFSETS_TOPIC, index) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let records = crate::offsets_topic::read_partition(&part);
+        let loaded = records.len();
+        self.groups.replay(records);
+        self.offsets_log.set_one(index, Some(part));
+        tracing::info!(
+            partition = index,
+            records = loaded,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded the groups of {OFFSETS_TOPIC}-{index}: this broker coordinates them"
+        );
+    }
+
+    /// In a cluster: this broker no longer leads `__consumer_offsets` partition `index`; the
+    /// coordinator stops writing there (its commits answer NOT_COORDINATOR, and clients find
+    /// the new coordinator).
+    pub(crate) fn follow_offsets_partition(&self, index: i32) {
+        if self.offsets_log.has(index) {
+            self.offsets_log.set_one(index, None);
+            tracing::info!(
+                partition = index,
+                "no longer coordinating the groups of {OFFSETS_TOPIC}-{index}"
+            );
+        }
     }
 
     /// In a cluster: forgets a topic the controller deleted (its logs too).

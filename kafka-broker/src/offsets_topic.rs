@@ -6,7 +6,7 @@
 //! locks; nothing takes the coordinator's lock while holding a partition lock (partition
 //! locks are private to [`Partition`], whose methods never call the coordinator).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, RwLock};
 
 use bytes::BytesMut;
 use kafka_protocol::error_code::ErrorCode;
@@ -22,22 +22,49 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// Largest decompressed size accepted for one batch read back at start-up.
 const MAX_BATCH_BYTES: usize = 64 << 20;
 
-/// The partitions of `__consumer_offsets`, known once the broker has hosted them.
+/// The partitions of `__consumer_offsets` the group coordinator writes to: on a single node
+/// every partition once hosted; in a cluster those this broker leads.
 #[derive(Debug, Default)]
 pub struct OffsetsPartitions {
-    partitions: OnceLock<Vec<Option<Arc<Partition>>>>,
+    partitions: RwLock<Vec<Option<Arc<Partition>>>>,
 }
 
 impl OffsetsPartitions {
-    /// Sets the partitions (index = partition; `None` for one that is offline). Only the
-    /// first call counts.
+    /// Sets the partitions (index = partition; `None` for one that is offline).
     pub fn set(&self, partitions: Vec<Option<Arc<Partition>>>) {
-        let _ = self.partitions.set(partitions);
+        *self
+            .partitions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = partitions;
     }
 
-    fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
+    /// Sets one partition (`None`: not written here).
+    pub fn set_one(&self, index: i32, partition: Option<Arc<Partition>>) {
+        let Ok(i) = usize::try_from(index) else {
+            return;
+        };
+        let mut all = self
+            .partitions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if all.len() <= i {
+            all.resize(i + 1, None);
+        }
+        all[i] = partition;
+    }
+
+    /// Whether partition `index` is written here.
+    pub fn has(&self, index: i32) -> bool {
+        self.partition(index).is_some()
+    }
+
+    fn partition(&self, index: i32) -> Option<Arc<Partition>> {
         let i = usize::try_from(index).ok()?;
-        self.partitions.get()?.get(i)?.as_ref()
+        self.partitions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(i)?
+            .clone()
     }
 }
 

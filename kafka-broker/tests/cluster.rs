@@ -519,3 +519,102 @@ async fn three_controllers_and_two_brokers() {
     }
     c.assert_running();
 }
+
+fn kcat_group_read(bootstrap: &str, group: &str, topic: &str) -> Option<Vec<String>> {
+    let out = peers::run(
+        "kcat",
+        &[
+            "-b",
+            bootstrap,
+            "-G",
+            group,
+            topic,
+            "-X",
+            "auto.offset.reset=earliest",
+            "-e",
+            "-q",
+        ],
+    )?;
+    Some(out.lines().map(str::to_owned).collect())
+}
+
+fn kcat_produce(bootstrap: &str, topic: &str, lines: &[String]) -> Option<()> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lines");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    peers::run(
+        "kcat",
+        &[
+            "-b",
+            bootstrap,
+            "-P",
+            "-t",
+            topic,
+            "-X",
+            "acks=1",
+            "-l",
+            file.to_str().unwrap(),
+        ],
+    )
+    .map(|_| ())
+}
+
+/// Consumer groups in a cluster: FindCoordinator answers the leader of the group's
+/// `__consumer_offsets` partition (the topic is created through the controller by the first
+/// FindCoordinator), and that broker coordinates the group: kcat's group consumers on
+/// different bootstrap brokers share its committed offsets. (Replication factor 1 for the
+/// offsets topic: with more replicas its commits wait for followers, which replication
+/// brings.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
+    let mut c = Cluster::new(
+        &[Role::Combined; 3],
+        &[
+            "broker.heartbeat.interval.ms=500",
+            "broker.session.timeout.ms=3000",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=6",
+            "default.replication.factor=1",
+        ],
+    );
+    c.start_all();
+    until_brokers(&mut c, &[1, 2, 3]).await;
+    let a = admin(&c.bootstrap()).await;
+    let r = a
+        .create_topics(&[NewTopic::new("grouped", 1, 1)], false)
+        .await;
+    assert!(r[0].is_ok(), "{r:?}");
+    agreed_partitions(&mut c, "grouped", 1).await;
+    let first: Vec<String> = (0..20).map(|i| format!("record-{i}")).collect();
+    if kcat_produce(&c.addr(1), "grouped", &first).is_none() {
+        return;
+    }
+    let read = kcat_group_read(&c.addr(2), "g-cluster", "grouped").unwrap();
+    assert_eq!(read, first, "{}", c.logs());
+    kcat_produce(&c.addr(1), "grouped", &["record-20".to_owned()]).unwrap();
+    // Another bootstrap broker, the same coordinator: only the record after the commit.
+    let read = kcat_group_read(&c.addr(3), "g-cluster", "grouped").unwrap();
+    assert_eq!(read, ["record-20"], "{}", c.logs());
+
+    // Every broker names the same coordinator: the leader of the group's partition.
+    let p = kafka_broker::group::partition_for("g-cluster", 6);
+    let m = metadata(&c.addr(1), Some(&["__consumer_offsets"]))
+        .await
+        .unwrap();
+    let offsets = partitions(&m, "__consumer_offsets").unwrap();
+    assert_eq!(offsets.len(), 6);
+    let leader = offsets[p as usize].1;
+    for id in 1..=3 {
+        let cfg = ClusterConfig {
+            bootstrap: vec![c.addr(id)],
+            ..Default::default()
+        };
+        let cluster = kafka_net::cluster::Cluster::connect(cfg).await.unwrap();
+        let coordinator = cluster
+            .coordinator(kafka_net::cluster::CoordinatorType::Group, "g-cluster")
+            .await
+            .unwrap();
+        assert_eq!(coordinator, leader, "via broker {id}");
+    }
+    c.assert_running();
+}

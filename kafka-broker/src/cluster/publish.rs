@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::image::{MetadataImage, PartitionImage};
 use crate::broker::Broker;
+use crate::offsets_topic::OFFSETS_TOPIC;
 
 /// ConfigRecord's resource type of topics.
 pub const TOPIC_RESOURCE: i8 = 2;
@@ -50,10 +51,17 @@ pub fn apply(
                 .filter(|b| b.id == topic.id)
                 .and_then(|b| b.partitions.get(&index))
                 == Some(part);
-            if same && broker.partition(&topic.name, index).is_some() {
-                continue;
+            if !(same && broker.partition(&topic.name, index).is_some()) {
+                take_role(broker, node_id, &topic.name, index, part);
             }
-            take_role(broker, node_id, &topic.name, index, part);
+            // The group coordinator follows the leadership of the offsets partitions.
+            if topic.name == OFFSETS_TOPIC {
+                if part.leader == node_id {
+                    broker.lead_offsets_partition(index);
+                } else {
+                    broker.follow_offsets_partition(index);
+                }
+            }
         }
     }
     if let Some(previous) = previous {

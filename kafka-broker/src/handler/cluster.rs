@@ -7,21 +7,23 @@
 use std::time::Duration;
 
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest,
-    MetadataResponse, RequestBody, ResponseBody,
+    CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse, FindCoordinatorRequest,
+    MetadataRequest, MetadataResponse, RequestBody, ResponseBody,
 };
 use kafka_protocol::{KStr, Uuid};
 
 use super::authorized;
+use super::groups::CoordinatorNode;
 use crate::broker::Broker;
 use crate::cluster::ClusterLink;
 use crate::cluster::image::{MetadataImage, TopicImage};
+use crate::offsets_topic::OFFSETS_TOPIC;
 
 /// How long a forwarded request may take, retries over controllers included.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -39,6 +41,9 @@ pub(super) async fn handle(
     match body {
         RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
         RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),
+        RequestBody::FindCoordinator(r) => {
+            Some(find_coordinator(broker, link, r.clone(), version, listener).await)
+        }
         RequestBody::CreateTopics(_)
         | RequestBody::DeleteTopics(_)
         | RequestBody::CreatePartitions(_)
@@ -297,6 +302,134 @@ fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic 
             .collect(),
         ..Default::default()
     }
+}
+
+/// FindCoordinator from the image: a group's coordinator is the leader of its
+/// `__consumer_offsets` partition. The first request creates the topic through the
+/// controller (`offsets.topic.num.partitions`, replication factor
+/// `offsets.topic.replication.factor` or the live broker count if fewer, compacted) and is
+/// answered COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does; clients ask again.
+async fn find_coordinator(
+    broker: &Broker,
+    link: &ClusterLink,
+    req: FindCoordinatorRequest,
+    version: i16,
+    listener: &str,
+) -> ResponseBody {
+    let wants_groups = if version >= 1 {
+        req.key_type == super::groups::KEY_TYPE_GROUP
+    } else {
+        true
+    };
+    let missing = link.current().state.image.topic(OFFSETS_TOPIC).is_none();
+    if wants_groups && missing {
+        create_offsets_topic(broker, link).await;
+    }
+    let state = link.current();
+    let image = &state.state.image;
+    let partitions = broker.groups.config().offsets_topic_num_partitions;
+    let locate = |key: &KStr, key_type: i8| -> Result<CoordinatorNode, (ErrorCode, String)> {
+        if key_type == super::groups::KEY_TYPE_TRANSACTION {
+            return Err((
+                ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                format!("no transaction coordinator yet (transactional id {key})"),
+            ));
+        }
+        if key_type != super::groups::KEY_TYPE_GROUP {
+            return Err((
+                ErrorCode::INVALID_REQUEST,
+                format!("unknown coordinator key type {key_type}"),
+            ));
+        }
+        let unavailable = |why: String| (ErrorCode::COORDINATOR_NOT_AVAILABLE, why);
+        let topic = image
+            .topic(OFFSETS_TOPIC)
+            .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC} is being created")))?;
+        let p = crate::group::partition_for(key, partitions);
+        let leader = topic
+            .partitions
+            .get(&p)
+            .map(|part| part.leader)
+            .filter(|&l| l >= 0)
+            .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC}-{p} has no leader")))?;
+        let b = image
+            .broker(leader)
+            .filter(|b| !b.fenced)
+            .ok_or_else(|| unavailable(format!("the leader of {OFFSETS_TOPIC}-{p} is not live")))?;
+        let e = b
+            .endpoints
+            .iter()
+            .find(|e| e.name == listener)
+            .ok_or_else(|| unavailable(format!("broker {leader} has no {listener} listener")))?;
+        Ok(CoordinatorNode {
+            node_id: leader,
+            host: e.host.clone(),
+            port: i32::from(e.port),
+        })
+    };
+    super::groups::find_coordinator_with(&locate, req, version)
+}
+
+async fn create_offsets_topic(broker: &Broker, link: &ClusterLink) {
+    let live = link
+        .current()
+        .state
+        .image
+        .brokers()
+        .filter(|b| !b.fenced)
+        .count();
+    let rf = i16::try_from(live)
+        .unwrap_or(i16::MAX)
+        .min(broker.config.offsets_topic_replication_factor)
+        .max(1);
+    let configs = [
+        ("cleanup.policy", "compact".to_owned()),
+        (
+            "segment.bytes",
+            broker.config.offsets_topic_segment_bytes.to_string(),
+        ),
+    ];
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: KStr::from_static(OFFSETS_TOPIC),
+            num_partitions: broker.groups.config().offsets_topic_num_partitions,
+            replication_factor: rf,
+            configs: configs
+                .into_iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: KStr::from_static(k),
+                    value: Some(KStr::from(v)),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    match link
+        .client
+        .send(RequestBody::CreateTopics(req), 5, Duration::from_secs(5))
+        .await
+    {
+        Ok(ResponseBody::CreateTopics(r)) => {
+            for t in &r.topics {
+                if t.error_code == 0 {
+                    tracing::info!(
+                        partitions = t.num_partitions,
+                        replication_factor = rf,
+                        "created {OFFSETS_TOPIC} for the first group"
+                    );
+                } else if t.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
+                    tracing::warn!(error = ?ErrorCode::from(t.error_code), message = ?t.error_message,
+                        "{OFFSETS_TOPIC} was not created");
+                }
+            }
+        }
+        other => tracing::debug!(answer = ?other.err(), "{OFFSETS_TOPIC} creation not answered"),
+    }
+    link.wait_for(CATCH_UP, |s| s.image.topic(OFFSETS_TOPIC).is_some())
+        .await;
 }
 
 /// DescribeCluster v1's endpoint type of controllers.

@@ -45,8 +45,6 @@ pub(crate) struct CoordinatorNode {
     pub(crate) node_id: i32,
     pub(crate) host: String,
     pub(crate) port: i32,
-    /// Why no node coordinates groups (answered COORDINATOR_NOT_AVAILABLE).
-    pub(crate) unavailable: Option<String>,
 }
 
 impl CoordinatorNode {
@@ -56,13 +54,6 @@ impl CoordinatorNode {
             node_id: broker.config.node_id,
             host,
             port,
-            // In a cluster the group coordinator moves with the leadership of the
-            // `__consumer_offsets` partitions, which comes with replication.
-            unavailable: broker.cluster().map(|_| {
-                "consumer groups are not coordinated in a cluster yet (they come with \
-                 replication of __consumer_offsets)"
-                    .to_owned()
-            }),
         }
     }
 }
@@ -80,8 +71,8 @@ pub(crate) struct ClientInfo<'a> {
 pub(crate) type TopicPartitions<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 /// Key types of FindCoordinator.
-const KEY_TYPE_GROUP: i8 = 0;
-const KEY_TYPE_TRANSACTION: i8 = 1;
+pub(crate) const KEY_TYPE_GROUP: i8 = 0;
+pub(crate) const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
 /// READ, DELETE, DESCRIBE).
@@ -100,17 +91,9 @@ pub(crate) fn find_coordinator(
     req: FindCoordinatorRequest,
     version: i16,
 ) -> ResponseBody {
-    let key_type = if version >= 1 {
-        req.key_type
-    } else {
-        KEY_TYPE_GROUP
-    };
-    let answer = |key: &KStr| -> Result<(), (ErrorCode, String)> {
-        if let Some(why) = &node.unavailable {
-            return Err((ErrorCode::COORDINATOR_NOT_AVAILABLE, why.clone()));
-        }
-        match key_type {
-            KEY_TYPE_GROUP => Ok(()),
+    find_coordinator_with(
+        &|key, key_type| match key_type {
+            KEY_TYPE_GROUP => Ok(node.clone()),
             KEY_TYPE_TRANSACTION => Err((
                 ErrorCode::COORDINATOR_NOT_AVAILABLE,
                 format!("no transaction coordinator yet (transactional id {key})"),
@@ -119,15 +102,33 @@ pub(crate) fn find_coordinator(
                 ErrorCode::INVALID_REQUEST,
                 format!("unknown coordinator key type {other}"),
             )),
-        }
+        },
+        req,
+        version,
+    )
+}
+
+/// Where a coordinator key (`key`, of `key_type`) is coordinated, or why it is not.
+pub(crate) type Locate<'a> = &'a dyn Fn(&KStr, i8) -> Result<CoordinatorNode, (ErrorCode, String)>;
+
+/// FindCoordinator with `locate` answering each key (v4+ asks for several at once).
+pub(crate) fn find_coordinator_with(
+    locate: Locate<'_>,
+    req: FindCoordinatorRequest,
+    version: i16,
+) -> ResponseBody {
+    let key_type = if version >= 1 {
+        req.key_type
+    } else {
+        KEY_TYPE_GROUP
     };
     let response = if version >= 4 {
         FindCoordinatorResponse {
             coordinators: req
                 .coordinator_keys
                 .iter()
-                .map(|key| match answer(key) {
-                    Ok(()) => Coordinator {
+                .map(|key| match locate(key, key_type) {
+                    Ok(node) => Coordinator {
                         key: key.clone(),
                         node_id: node.node_id,
                         host: s(node.host.clone()),
@@ -148,8 +149,8 @@ pub(crate) fn find_coordinator(
             ..Default::default()
         }
     } else {
-        match answer(&req.key) {
-            Ok(()) => FindCoordinatorResponse {
+        match locate(&req.key, key_type) {
+            Ok(node) => FindCoordinatorResponse {
                 node_id: node.node_id,
                 host: s(node.host.clone()),
                 port: node.port,

@@ -121,7 +121,6 @@ fn find_coordinator_every_version() {
         node_id: 3,
         host: "broker.local".into(),
         port: 19092,
-        unavailable: None,
     };
     for v in 0..=6 {
         let req = if v >= 4 {
