@@ -624,6 +624,50 @@ pub enum AlterOp<'a> {
     Subtract(&'a str, &'a str),
 }
 
+impl<'a> AlterOp<'a> {
+    /// The operations of one IncrementalAlterConfigs resource (0 SET, 1 DELETE, 2 APPEND,
+    /// 3 SUBTRACT), checked as Kafka checks them: a key named twice, or an unknown
+    /// operation, is INVALID_REQUEST.
+    pub fn from_request(
+        configs: &'a [kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+    ) -> Result<Vec<Self>, BrokerError> {
+        no_duplicates(configs.iter().map(|e| e.name.as_str()))?;
+        configs
+            .iter()
+            .map(|e| {
+                let name = e.name.as_str();
+                let value = e.value.as_ref().map_or("", |v| v.as_str());
+                Ok(match e.config_operation {
+                    0 => Self::Set(name, value),
+                    1 => Self::Delete(name),
+                    2 => Self::Append(name, value),
+                    3 => Self::Subtract(name, value),
+                    other => {
+                        return Err(BrokerError::kafka(
+                            ErrorCode::INVALID_REQUEST,
+                            format!("unknown config operation {other} for {name}"),
+                        ));
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Kafka refuses a resource that names a key twice (INVALID_REQUEST).
+pub fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), BrokerError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_REQUEST,
+                format!("config {n} is given more than once"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl TopicConfig {
     /// The overrides after `ops`, applied in order (APPEND and SUBTRACT start from the
     /// current value, the default if not overridden). Only the key and operation are checked

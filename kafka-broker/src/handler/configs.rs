@@ -253,20 +253,6 @@ fn apply_topic(
     broker.alter_topic_configs(name, validate_only, change)
 }
 
-/// Kafka refuses a resource that names a key twice (INVALID_REQUEST).
-fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), BrokerError> {
-    let mut seen = std::collections::BTreeSet::new();
-    for n in names {
-        if !seen.insert(n) {
-            return Err(BrokerError::kafka(
-                ErrorCode::INVALID_REQUEST,
-                format!("config {n} is given more than once"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 pub(super) fn alter(broker: &Broker, req: AlterConfigsRequest) -> ResponseBody {
     let responses = req
         .resources
@@ -280,7 +266,7 @@ pub(super) fn alter(broker: &Broker, req: AlterConfigsRequest) -> ResponseBody {
                 &r.resource_name,
                 req.validate_only,
                 |_| {
-                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    crate::topic_config::no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
                     Ok(r.configs
                         .iter()
                         .filter_map(|e| Some((e.name.to_string(), e.value.as_ref()?.to_string())))
@@ -320,27 +306,7 @@ pub(super) fn incremental_alter(
                 &r.resource_name,
                 req.validate_only,
                 |current| {
-                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
-                    let ops = r
-                        .configs
-                        .iter()
-                        .map(|e| {
-                            let name = e.name.as_str();
-                            let value = e.value.as_ref().map_or("", |v| v.as_str());
-                            Ok(match e.config_operation {
-                                0 => AlterOp::Set(name, value),
-                                1 => AlterOp::Delete(name),
-                                2 => AlterOp::Append(name, value),
-                                3 => AlterOp::Subtract(name, value),
-                                other => {
-                                    return Err(BrokerError::kafka(
-                                        ErrorCode::INVALID_REQUEST,
-                                        format!("unknown config operation {other}"),
-                                    ));
-                                }
-                            })
-                        })
-                        .collect::<Result<Vec<_>, BrokerError>>()?;
+                    let ops = AlterOp::from_request(&r.configs)?;
                     current.altered(&broker.config, &ops)
                 },
             );

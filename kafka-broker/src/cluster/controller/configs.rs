@@ -52,20 +52,6 @@ fn check_broker_value(key: &str, value: &str) -> Result<(), BrokerError> {
     topic_config::parse_broker_default(key, spec.name, value).map(|_| ())
 }
 
-/// Kafka refuses a resource that names a key twice (INVALID_REQUEST).
-fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), BrokerError> {
-    let mut seen = BTreeSet::new();
-    for n in names {
-        if !seen.insert(n) {
-            return Err(refused(
-                ErrorCode::INVALID_REQUEST,
-                format!("config {n} is given more than once"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The `ConfigRecord`s that turn `old` into `new`.
 fn diff(
     resource_type: i8,
@@ -192,27 +178,7 @@ impl Controller {
             } else {
                 let resource_name = r.resource_name.as_str();
                 let change = move |broker: &BrokerConfig, resource_type: i8, old: &Overrides| {
-                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
-                    let ops = r
-                        .configs
-                        .iter()
-                        .map(|e| {
-                            let name = e.name.as_str();
-                            let value = e.value.as_ref().map_or("", |v| v.as_str());
-                            Ok(match e.config_operation {
-                                0 => AlterOp::Set(name, value),
-                                1 => AlterOp::Delete(name),
-                                2 => AlterOp::Append(name, value),
-                                3 => AlterOp::Subtract(name, value),
-                                other => {
-                                    return Err(refused(
-                                        ErrorCode::INVALID_REQUEST,
-                                        format!("unknown config operation {other} for {name}"),
-                                    ));
-                                }
-                            })
-                        })
-                        .collect::<Result<Vec<_>, BrokerError>>()?;
+                    let ops = AlterOp::from_request(&r.configs)?;
                     if resource_type == RESOURCE_TOPIC {
                         TopicConfig::lenient(broker, resource_name, old).altered(broker, &ops)
                     } else {
@@ -272,7 +238,7 @@ impl Controller {
                 ))
             } else {
                 let change = move |_: &BrokerConfig, _: i8, _: &Overrides| {
-                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    crate::topic_config::no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
                     Ok(r.configs
                         .iter()
                         .filter_map(|e| Some((e.name.to_string(), e.value.as_ref()?.to_string())))
