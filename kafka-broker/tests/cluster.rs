@@ -265,6 +265,66 @@ async fn three_combined_nodes_are_one_cluster_to_every_client() {
         .create_topics(&[NewTopic::new("rf4", 1, 4)], false)
         .await;
     let e = format!("{:?}", refused[0].as_ref().unwrap_err());
+    // A config change through one broker is what every broker describes.
+    let alter = ours
+        .incremental_alter_configs(
+            &[(
+                ConfigResource::topic("rf3-ours"),
+                vec![AlterConfigOp::set("retention.ms", "7200000")],
+            )],
+            false,
+        )
+        .await;
+    assert!(alter.iter().all(|r| r.1.is_ok()), "{alter:?}");
+    for id in 1..=3 {
+        let addr = c.addr(id);
+        c.eventually(
+            &format!("broker {id} describes the new retention.ms"),
+            Duration::from_secs(10),
+            || {
+                let addr = addr.clone();
+                async move {
+                    (harness::topic_config(&addr, "rf3-ours", "retention.ms").await?
+                        == Some("7200000".to_owned()))
+                    .then_some(())
+                }
+            },
+        )
+        .await;
+    }
+    // Deleted cluster-wide: gone from every broker's metadata and every node's disk.
+    let deleted = ours.delete_topics(&["rf3-ours"]).await;
+    assert!(deleted[0].1.is_ok(), "{deleted:?}");
+    let dirs: Vec<std::path::PathBuf> = c.nodes.values().map(|n| n.data_dir.clone()).collect();
+    let addrs: Vec<String> = (1..=3).map(|id| c.addr(id)).collect();
+    c.eventually(
+        "the deleted topic is gone everywhere",
+        Duration::from_secs(10),
+        || {
+            let dirs = dirs.clone();
+            let addrs = addrs.clone();
+            async move {
+                for a in &addrs {
+                    let m = metadata(a, None).await?;
+                    if m.topics
+                        .iter()
+                        .any(|t| t.name.as_deref() == Some("rf3-ours"))
+                    {
+                        return None;
+                    }
+                }
+                let on_disk = dirs.iter().any(|d| {
+                    std::fs::read_dir(d).is_ok_and(|entries| {
+                        entries
+                            .flatten()
+                            .any(|e| e.file_name().to_string_lossy().starts_with("rf3-ours-"))
+                    })
+                });
+                (!on_disk).then_some(())
+            }
+        },
+    )
+    .await;
     assert!(
         e.contains("INVALID_REPLICATION_FACTOR") || e.contains("InvalidReplicationFactor"),
         "{e}"

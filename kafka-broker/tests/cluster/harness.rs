@@ -32,7 +32,7 @@ pub(crate) struct Node {
     pub(crate) port: Option<u16>,
     /// The controller listener (controllers).
     pub(crate) controller_port: Option<u16>,
-    data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     logs: PathBuf,
     starts: u32,
     child: Option<Child>,
@@ -268,6 +268,45 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// A topic config as one broker describes it (DescribeConfigs v4).
+pub(crate) async fn topic_config(addr: &str, topic: &str, key: &str) -> Option<Option<String>> {
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg).await.ok()?;
+    let req = DescribeConfigsRequest {
+        resources: vec![DescribeConfigsResource {
+            resource_type: 2,
+            resource_name: kafka_protocol::KStr::from(topic.to_owned()),
+            configuration_keys: Some(vec![kafka_protocol::KStr::from(key.to_owned())]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        conn.request_at(RequestBody::DescribeConfigs(req), 4),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let ResponseBody::DescribeConfigs(r) = answer else {
+        return None;
+    };
+    let result = r.results.first().filter(|r| r.error_code == 0)?;
+    Some(
+        result
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == key)
+            .and_then(|c| c.value.as_deref().map(str::to_owned)),
+    )
 }
 
 /// DescribeQuorum (v2) through one broker: (leader id, voter ids, observer ids).
