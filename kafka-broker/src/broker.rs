@@ -43,6 +43,8 @@ pub struct Broker {
     pub directory_id: Uuid,
     /// The `__consumer_offsets` partitions the group coordinator writes to.
     offsets_log: Arc<OffsetsPartitions>,
+    /// In a cluster: the fetchers of the partitions this broker follows.
+    pub fetchers: crate::replication::ReplicaFetchers,
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
@@ -140,6 +142,7 @@ impl Broker {
             cluster_id,
             directory_id,
             offsets_log: Arc::clone(&offsets_log),
+            fetchers: crate::replication::ReplicaFetchers::default(),
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,

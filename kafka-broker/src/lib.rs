@@ -24,6 +24,7 @@ pub mod offsets_topic;
 pub mod producer_state;
 mod rate_limit;
 pub mod replica;
+pub mod replication;
 pub mod sendfile;
 pub mod server;
 pub mod topic_config;

@@ -621,10 +621,9 @@ fn kcat_produce(bootstrap: &str, topic: &str, lines: &[String]) -> Option<()> {
 
 /// Consumer groups in a cluster: FindCoordinator answers the leader of the group's
 /// `__consumer_offsets` partition (the topic is created through the controller by the first
-/// FindCoordinator), and that broker coordinates the group: kcat's group consumers on
-/// different bootstrap brokers share its committed offsets. (Replication factor 1 for the
-/// offsets topic: with more replicas its commits wait for followers, which replication
-/// brings.)
+/// FindCoordinator, replicated three times), and that broker coordinates the group: kcat's
+/// group consumers on different bootstrap brokers share its committed offsets (acknowledged
+/// once the offsets partition's followers have them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
     let mut c = Cluster::new(
@@ -632,9 +631,8 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
         &[
             "broker.heartbeat.interval.ms=500",
             "broker.session.timeout.ms=3000",
-            "offsets.topic.replication.factor=1",
+            "offsets.topic.replication.factor=3",
             "offsets.topic.num.partitions=6",
-            "default.replication.factor=1",
         ],
     );
     c.start_all();
@@ -663,6 +661,7 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
         .unwrap();
     let offsets = partitions(&m, "__consumer_offsets").unwrap();
     assert_eq!(offsets.len(), 6);
+    assert!(offsets.iter().all(|p| p.2.len() == 3), "{offsets:?}");
     let leader = offsets[p as usize].1;
     for id in 1..=3 {
         let cfg = ClusterConfig {
@@ -676,5 +675,137 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
             .unwrap();
         assert_eq!(coordinator, leader, "via broker {id}");
     }
+    c.assert_running();
+}
+
+/// The bytes of every segment file of `topic`-`partition` on a node, by file name.
+fn segment_files(dir: &std::path::Path, topic: &str, partition: i32) -> BTreeMap<String, Vec<u8>> {
+    let pdir = dir.join(format!("{topic}-{partition}"));
+    let mut out = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(&pdir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".log") {
+                out.insert(name, std::fs::read(e.path()).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// Replication between the brokers: a topic with replication factor 3 takes acks=all writes
+/// (kcat), its followers fetch them from the leader with Kafka's protocol, and every replica's
+/// log is the leader's byte for byte. The leader of a partition is SIGKILLed: the controller
+/// moves the leadership within the ISR, acks=all writes go on, nothing acknowledged is lost,
+/// and the killed broker comes back as a follower with the same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
+    let mut c = Cluster::new(&[Role::Combined; 3], FAST);
+    c.start_all();
+    until_brokers(&mut c, &[1, 2, 3]).await;
+    let a = admin(&c.bootstrap()).await;
+    let r = a
+        .create_topics(&[NewTopic::new("replicated", 2, 3)], false)
+        .await;
+    assert!(r[0].is_ok(), "{r:?}");
+    let parts = agreed_partitions(&mut c, "replicated", 2).await;
+    let first: Vec<String> = (0..500).map(|i| format!("r-{i}")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("first");
+    std::fs::write(&file, first.join("\n") + "\n").unwrap();
+    let bootstrap = c.bootstrap();
+    let produce = |bootstrap: &str, file: &std::path::Path| {
+        peers::run(
+            "kcat",
+            &[
+                "-b",
+                bootstrap,
+                "-P",
+                "-t",
+                "replicated",
+                "-X",
+                "acks=all",
+                "-X",
+                "message.timeout.ms=30000",
+                "-l",
+                file.to_str().unwrap(),
+            ],
+        )
+    };
+    if produce(&bootstrap, &file).is_none() {
+        return;
+    }
+    // Every replica's log is the leader's.
+    let dirs: Vec<std::path::PathBuf> = c.nodes.values().map(|n| n.data_dir.clone()).collect();
+    let same_everywhere = |dirs: &[std::path::PathBuf]| {
+        (0..2).all(|p| {
+            let files: Vec<_> = dirs
+                .iter()
+                .map(|d| segment_files(d, "replicated", p))
+                .collect();
+            !files[0].is_empty() && files.iter().all(|f| f == &files[0])
+        })
+    };
+    {
+        let dirs = dirs.clone();
+        c.eventually(
+            "every replica holds the leader's bytes",
+            Duration::from_secs(15),
+            || {
+                let ok = same_everywhere(&dirs);
+                async move { ok.then_some(()) }
+            },
+        )
+        .await;
+    }
+    // The leader of partition 0 dies; acks=all writes go on through the others.
+    let victim = parts[0].1;
+    c.kill(victim);
+    let survivors: Vec<String> = (1..=3)
+        .filter(|&i| i != victim)
+        .map(|i| c.addr(i))
+        .collect();
+    let second: Vec<String> = (500..800).map(|i| format!("r-{i}")).collect();
+    let file2 = dir.path().join("second");
+    std::fs::write(&file2, second.join("\n") + "\n").unwrap();
+    produce(&survivors.join(","), &file2).unwrap();
+    let out = peers::run(
+        "kcat",
+        &[
+            "-b",
+            &survivors[0],
+            "-C",
+            "-t",
+            "replicated",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ],
+    )
+    .unwrap();
+    let mut read: Vec<&str> = out.lines().collect();
+    read.sort_unstable();
+    let mut expected: Vec<&str> = first.iter().chain(&second).map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(
+        read,
+        expected,
+        "every acknowledged record, once\n{}",
+        c.logs()
+    );
+    // Back as a follower: the same bytes again.
+    c.start(victim);
+    until_brokers(&mut c, &[1, 2, 3]).await;
+    let dirs = dirs.clone();
+    c.eventually(
+        "the restarted broker catches up byte for byte",
+        Duration::from_secs(20),
+        || {
+            let ok = same_everywhere(&dirs);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
     c.assert_running();
 }

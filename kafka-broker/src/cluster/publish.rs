@@ -7,6 +7,7 @@
 //! image is seen to delete them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::image::{MetadataImage, PartitionImage};
 use crate::broker::Broker;
@@ -19,7 +20,7 @@ pub const TOPIC_RESOURCE: i8 = 2;
 /// Failures (a log that cannot be opened) are logged: the partition stays offline and is
 /// tried again with the next image.
 pub fn apply(
-    broker: &Broker,
+    broker: &Arc<Broker>,
     node_id: i32,
     previous: Option<&MetadataImage>,
     image: &MetadataImage,
@@ -52,7 +53,7 @@ pub fn apply(
                 .and_then(|b| b.partitions.get(&index))
                 == Some(part);
             if !(same && broker.partition(&topic.name, index).is_some()) {
-                take_role(broker, node_id, &topic.name, index, part);
+                take_role(broker, image, node_id, &topic.name, index, part);
             }
             // The group coordinator follows the leadership of the offsets partitions.
             if topic.name == OFFSETS_TOPIC {
@@ -74,7 +75,14 @@ pub fn apply(
     }
 }
 
-fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &PartitionImage) {
+fn take_role(
+    broker: &Arc<Broker>,
+    image: &MetadataImage,
+    node_id: i32,
+    topic: &str,
+    index: i32,
+    part: &PartitionImage,
+) {
     let hosted = match broker.host_replica(topic, index) {
         Ok(p) => p,
         Err(e) => {
@@ -90,6 +98,7 @@ fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &Part
             .filter(|&r| r != node_id)
             .collect();
         let was = hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
+        broker.fetchers.unfollow(topic, index);
         hosted
             .become_leader(part.leader_epoch, &followers, &part.isr)
             .map(|()| {
@@ -99,7 +108,7 @@ fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &Part
             })
     } else {
         let was = !hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
-        hosted.become_follower(part.leader_epoch).map(|()| {
+        let became = hosted.become_follower(part.leader_epoch).map(|()| {
             if !was {
                 tracing::info!(
                     topic,
@@ -109,7 +118,28 @@ fn take_role(broker: &Broker, node_id: i32, topic: &str, index: i32, part: &Part
                     "follower"
                 );
             }
-        })
+        });
+        // Fetched from the leader over its inter-broker listener; from nobody while there is
+        // no leader.
+        let listener = broker
+            .config
+            .effective_inter_broker_listener_name()
+            .unwrap_or_else(|| "PLAINTEXT".to_owned());
+        let addr = image.broker(part.leader).and_then(|b| {
+            b.endpoints
+                .iter()
+                .find(|e| e.name == listener)
+                .map(|e| format!("{}:{}", e.host, e.port))
+        });
+        match addr {
+            Some(addr) if became.is_ok() => {
+                broker
+                    .fetchers
+                    .follow(broker, topic, index, part.leader, addr, part.leader_epoch)
+            }
+            _ => broker.fetchers.unfollow(topic, index),
+        }
+        became
     };
     if let Err(e) = result {
         tracing::warn!(topic, partition = index, error = %e, "the image's role was not taken");

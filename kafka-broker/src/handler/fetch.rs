@@ -106,6 +106,14 @@ pub(super) async fn handle(
     }
     .min(broker.config.fetch_max_bytes);
     let deadline = Instant::now() + max_wait;
+    // A follower replicating (its replica id, v15+ in ReplicaState): it reads up to the log
+    // end, and its fetch offset is its log end, from which the high watermark follows.
+    let replica = if version >= 15 {
+        req.replica_state.replica_id
+    } else {
+        req.replica_id
+    };
+    let follower = (replica >= 0 && broker.cluster().is_some()).then_some(replica);
     let hosted: Vec<Option<Arc<Partition>>> = wanted
         .iter()
         .map(|w| {
@@ -116,8 +124,16 @@ pub(super) async fn handle(
             }
         })
         .collect();
+    if let Some(replica) = follower {
+        for (w, part) in wanted.iter().zip(&hosted) {
+            if let Some(part) = part {
+                part.update_follower(replica, w.offset);
+            }
+        }
+    }
     let watched: Vec<Arc<Partition>> = hosted.iter().flatten().cloned().collect();
     let plan = Plan {
+        follower: follower.is_some(),
         by_id,
         read_committed,
         response_max,
@@ -135,6 +151,8 @@ pub(super) async fn handle(
 
 /// What a fetch reads, the same for each of its attempts.
 struct Plan {
+    /// A follower's fetch: read up to the log end.
+    follower: bool,
     by_id: bool,
     read_committed: bool,
     /// The response's byte limit.
@@ -150,6 +168,7 @@ fn read_all<'w>(
     regions: &mut Regions,
 ) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
     let Plan {
+        follower,
         by_id,
         read_committed,
         response_max,
@@ -204,7 +223,9 @@ fn read_all<'w>(
             out.push((w, pd));
             continue;
         }
-        let upper = if read_committed {
+        let upper = if follower {
+            offsets.log_end
+        } else if read_committed {
             offsets.last_stable
         } else {
             offsets.high_watermark

@@ -510,7 +510,11 @@ impl Partition {
             );
         }
         drop(producers);
-        self.update_high_watermark();
+        // A leader with followers: the followers' long polls wait for new records, not for
+        // the high watermark (which moves only once they have fetched them).
+        if !self.update_high_watermark() && !lock(&self.replicas).followers.is_empty() {
+            self.wake();
+        }
         Ok((
             Appended {
                 base_offset: info.base_offset,
@@ -595,6 +599,12 @@ impl Partition {
     /// The offset and timestamp of the record with the largest timestamp.
     pub fn max_timestamp(&self) -> Result<Option<(i64, i64)>, BrokerError> {
         Ok(self.log().max_timestamp_offset()?)
+    }
+
+    /// The latest leader epoch in the log's epoch cache (-1 for none): what a follower asks
+    /// its leader about before it fetches (OffsetForLeaderEpoch).
+    pub fn latest_log_epoch(&self) -> i32 {
+        self.log().latest_epoch().unwrap_or(-1)
     }
 
     /// The largest epoch <= `epoch` and the end offset of that epoch.

@@ -1,0 +1,90 @@
+//! Replication, the follower side: one fetcher task per leader broker fetches the partitions
+//! this broker follows from it with Kafka's own protocol (Fetch with this broker's replica
+//! id and the leader epoch it knows; OffsetForLeaderEpoch first, to cut a divergent tail), and
+//! appends what it gets through the partition layer's follower path, bytes and offsets as the
+//! leader wrote them, taking the leader's high watermark. The leader side lives in the Fetch
+//! handler and the partition layer (each follower's log end from its fetch offset, the high
+//! watermark over the ISR).
+
+mod fetcher;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+
+/// What a follower fetches one partition with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Followed {
+    /// The leader epoch the image gives.
+    pub leader_epoch: i32,
+}
+
+/// The partitions this broker follows, by leader, and the fetcher task of each leader.
+#[derive(Debug, Default)]
+pub struct ReplicaFetchers {
+    by_leader: Mutex<HashMap<i32, Fetcher>>,
+}
+
+#[derive(Debug)]
+struct Fetcher {
+    addr: String,
+    partitions: watch::Sender<HashMap<(String, i32), Followed>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ReplicaFetchers {
+    /// Follows `topic`-`partition` from `leader` at `addr` (its inter-broker listener); it is
+    /// fetched from nowhere else.
+    pub fn follow(
+        &self,
+        broker: &Arc<Broker>,
+        topic: &str,
+        partition: i32,
+        leader: i32,
+        addr: String,
+        leader_epoch: i32,
+    ) {
+        let key = (topic.to_owned(), partition);
+        let mut all = lock(&self.by_leader);
+        for (id, f) in all.iter() {
+            if *id != leader {
+                f.partitions.send_if_modified(|p| p.remove(&key).is_some());
+            }
+        }
+        let fetcher = all.entry(leader).or_insert_with(|| {
+            let (tx, rx) = watch::channel(HashMap::new());
+            let weak: Weak<Broker> = Arc::downgrade(broker);
+            tokio::spawn(fetcher::run(weak, leader, addr.clone(), rx));
+            Fetcher {
+                addr: addr.clone(),
+                partitions: tx,
+            }
+        });
+        if fetcher.addr != addr {
+            tracing::info!(leader, old = %fetcher.addr, new = %addr, "the leader's address changed");
+        }
+        let followed = Followed { leader_epoch };
+        fetcher
+            .partitions
+            .send_if_modified(|p| p.insert(key, followed.clone()).as_ref() != Some(&followed));
+    }
+
+    /// Stops fetching `topic`-`partition` (this broker leads it now, or is no replica).
+    pub fn unfollow(&self, topic: &str, partition: i32) {
+        let key = (topic.to_owned(), partition);
+        for f in lock(&self.by_leader).values() {
+            f.partitions.send_if_modified(|p| p.remove(&key).is_some());
+        }
+    }
+
+    /// Stops every fetcher (their tasks end when they see no sender).
+    pub fn stop(&self) {
+        lock(&self.by_leader).clear();
+    }
+}
