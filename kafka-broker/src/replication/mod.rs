@@ -26,6 +26,7 @@ pub struct Followed {
 #[derive(Debug, Default)]
 pub struct ReplicaFetchers {
     by_leader: Mutex<HashMap<i32, Fetcher>>,
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -52,6 +53,9 @@ impl ReplicaFetchers {
     ) {
         let key = (topic.to_owned(), partition);
         let mut all = lock(&self.by_leader);
+        if self.stopped.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         for (id, f) in all.iter() {
             if *id != leader {
                 f.partitions.send_if_modified(|p| p.remove(&key).is_some());
@@ -83,8 +87,12 @@ impl ReplicaFetchers {
         }
     }
 
-    /// Stops every fetcher (their tasks end when they see no sender).
+    /// Stops every fetcher (their tasks end when they see no sender) and takes no new ones:
+    /// at shutdown, before the logs close.
     pub fn stop(&self) {
-        lock(&self.by_leader).clear();
+        let mut all = lock(&self.by_leader);
+        all.clear();
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 }

@@ -97,6 +97,8 @@ pub async fn serve_listeners(
         }
     }
     tracing::info!("shutting down: no new connections; finishing requests in flight");
+    // Replication stops first: nothing is appended to a follower's log once it closes.
+    broker.fetchers.stop();
     acceptors.abort_all();
     while acceptors.join_next().await.is_some() {}
     let _ = stop_tx.send(true);
