@@ -240,18 +240,26 @@ async fn metadata(
 /// Asks the controller to create `names` with the defaults (as a Metadata request with
 /// auto-creation does) and waits a little for them to appear here.
 async fn auto_create_topics(link: &ClusterLink, names: Vec<KStr>) {
+    let topics = names
+        .into_iter()
+        .map(|name| CreatableTopic {
+            name,
+            num_partitions: -1,
+            replication_factor: -1,
+            ..Default::default()
+        })
+        .collect();
+    create_for_clients(link, topics, "auto-creation").await;
+}
+
+/// Topics this broker creates on a client's behalf (auto-creation, `__consumer_offsets`):
+/// sent to the controller, refusals other than TOPIC_ALREADY_EXISTS logged, then a bounded
+/// wait until this broker's image has them.
+async fn create_for_clients(link: &ClusterLink, topics: Vec<CreatableTopic>, what: &str) {
+    let names: Vec<String> = topics.iter().map(|t| t.name.to_string()).collect();
     let req = CreateTopicsRequest {
-        topics: names
-            .iter()
-            .map(|n| CreatableTopic {
-                name: n.clone(),
-                num_partitions: -1,
-                replication_factor: -1,
-                ..Default::default()
-            })
-            .collect(),
+        topics,
         timeout_ms: 5_000,
-        validate_only: false,
         ..Default::default()
     };
     match link
@@ -261,14 +269,17 @@ async fn auto_create_topics(link: &ClusterLink, names: Vec<KStr>) {
     {
         Ok(ResponseBody::CreateTopics(r)) => {
             for t in &r.topics {
-                if t.error_code != 0 && t.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
-                    tracing::info!(topic = %t.name, error = ?ErrorCode::from(t.error_code), "auto-creation refused");
+                if t.error_code == 0 {
+                    tracing::info!(topic = %t.name, partitions = t.num_partitions,
+                        replication_factor = t.replication_factor, "{what}: created");
+                } else if t.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
+                    tracing::info!(topic = %t.name, error = ?ErrorCode::from(t.error_code),
+                        message = ?t.error_message, "{what}: refused");
                 }
             }
         }
-        other => tracing::debug!(answer = ?other.err(), "auto-creation not answered"),
+        other => tracing::debug!(answer = ?other.err(), "{what}: not answered"),
     }
-    let names: Vec<String> = names.iter().map(ToString::to_string).collect();
     link.wait_for(CATCH_UP, |s| {
         names.iter().all(|n| s.image.topic(n).is_some())
     })
@@ -329,18 +340,7 @@ async fn find_coordinator(
     let image = &state.state.image;
     let partitions = broker.groups.config().offsets_topic_num_partitions;
     let locate = |key: &KStr, key_type: i8| -> Result<CoordinatorNode, (ErrorCode, String)> {
-        if key_type == super::groups::KEY_TYPE_TRANSACTION {
-            return Err((
-                ErrorCode::COORDINATOR_NOT_AVAILABLE,
-                format!("no transaction coordinator yet (transactional id {key})"),
-            ));
-        }
-        if key_type != super::groups::KEY_TYPE_GROUP {
-            return Err((
-                ErrorCode::INVALID_REQUEST,
-                format!("unknown coordinator key type {key_type}"),
-            ));
-        }
+        super::groups::group_key(key, key_type)?;
         let unavailable = |why: String| (ErrorCode::COORDINATOR_NOT_AVAILABLE, why);
         let topic = image
             .topic(OFFSETS_TOPIC)
@@ -389,47 +389,21 @@ async fn create_offsets_topic(broker: &Broker, link: &ClusterLink) {
             broker.config.offsets_topic_segment_bytes.to_string(),
         ),
     ];
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: KStr::from_static(OFFSETS_TOPIC),
-            num_partitions: broker.groups.config().offsets_topic_num_partitions,
-            replication_factor: rf,
-            configs: configs
-                .into_iter()
-                .map(|(k, v)| CreatableTopicConfig {
-                    name: KStr::from_static(k),
-                    value: Some(KStr::from(v)),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        }],
-        timeout_ms: 5_000,
+    let topic = CreatableTopic {
+        name: KStr::from_static(OFFSETS_TOPIC),
+        num_partitions: broker.groups.config().offsets_topic_num_partitions,
+        replication_factor: rf,
+        configs: configs
+            .into_iter()
+            .map(|(k, v)| CreatableTopicConfig {
+                name: KStr::from_static(k),
+                value: Some(KStr::from(v)),
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     };
-    match link
-        .client
-        .send(RequestBody::CreateTopics(req), 5, Duration::from_secs(5))
-        .await
-    {
-        Ok(ResponseBody::CreateTopics(r)) => {
-            for t in &r.topics {
-                if t.error_code == 0 {
-                    tracing::info!(
-                        partitions = t.num_partitions,
-                        replication_factor = rf,
-                        "created {OFFSETS_TOPIC} for the first group"
-                    );
-                } else if t.error_code != ErrorCode::TOPIC_ALREADY_EXISTS.code() {
-                    tracing::warn!(error = ?ErrorCode::from(t.error_code), message = ?t.error_message,
-                        "{OFFSETS_TOPIC} was not created");
-                }
-            }
-        }
-        other => tracing::debug!(answer = ?other.err(), "{OFFSETS_TOPIC} creation not answered"),
-    }
-    link.wait_for(CATCH_UP, |s| s.image.topic(OFFSETS_TOPIC).is_some())
-        .await;
+    create_for_clients(link, vec![topic], "the first group's offsets topic").await;
 }
 
 /// DescribeCluster v1's endpoint type of controllers.

@@ -72,7 +72,7 @@ pub(crate) type TopicPartitions<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 /// Key types of FindCoordinator.
 pub(crate) const KEY_TYPE_GROUP: i8 = 0;
-pub(crate) const KEY_TYPE_TRANSACTION: i8 = 1;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
 /// READ, DELETE, DESCRIBE).
@@ -92,20 +92,25 @@ pub(crate) fn find_coordinator(
     version: i16,
 ) -> ResponseBody {
     find_coordinator_with(
-        &|key, key_type| match key_type {
-            KEY_TYPE_GROUP => Ok(node.clone()),
-            KEY_TYPE_TRANSACTION => Err((
-                ErrorCode::COORDINATOR_NOT_AVAILABLE,
-                format!("no transaction coordinator yet (transactional id {key})"),
-            )),
-            other => Err((
-                ErrorCode::INVALID_REQUEST,
-                format!("unknown coordinator key type {other}"),
-            )),
-        },
+        &|key, key_type| group_key(key, key_type).map(|()| node.clone()),
         req,
         version,
     )
+}
+
+/// Whether a FindCoordinator key is a group's (the only coordinator there is so far).
+pub(crate) fn group_key(key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
+    match key_type {
+        KEY_TYPE_GROUP => Ok(()),
+        KEY_TYPE_TRANSACTION => Err((
+            ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            format!("no transaction coordinator yet (transactional id {key})"),
+        )),
+        other => Err((
+            ErrorCode::INVALID_REQUEST,
+            format!("unknown coordinator key type {other}"),
+        )),
+    }
 }
 
 /// Where a coordinator key (`key`, of `key_type`) is coordinated, or why it is not.
