@@ -45,6 +45,8 @@ pub struct Broker {
     offsets_log: Arc<OffsetsPartitions>,
     /// In a cluster: the fetchers of the partitions this broker follows.
     pub fetchers: crate::replication::ReplicaFetchers,
+    /// In a cluster: the ISR changes this broker's led partitions ask the controller for.
+    pub isr: crate::replication::IsrManager,
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
@@ -143,6 +145,7 @@ impl Broker {
             directory_id,
             offsets_log: Arc::clone(&offsets_log),
             fetchers: crate::replication::ReplicaFetchers::default(),
+            isr: crate::replication::IsrManager::default(),
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
@@ -153,6 +156,7 @@ impl Broker {
             last_producer_expiry: AtomicI64::new(now_ms()),
         };
         if clustered {
+            broker.replicas.roles_from_metadata();
             return Ok(broker);
         }
         for t in broker.all_topics() {
@@ -478,8 +482,10 @@ impl Broker {
     pub(crate) fn follow_offsets_partition(&self, index: i32) {
         if self.offsets_log.has(index) {
             self.offsets_log.set_one(index, None);
+            let groups = self.groups.unload(index);
             tracing::info!(
                 partition = index,
+                groups,
                 "no longer coordinating the groups of {OFFSETS_TOPIC}-{index}"
             );
         }

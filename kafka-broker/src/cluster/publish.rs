@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::image::{MetadataImage, PartitionImage};
 use crate::broker::Broker;
 use crate::offsets_topic::OFFSETS_TOPIC;
+use crate::replica::Leadership;
 
 /// ConfigRecord's resource type of topics.
 pub const TOPIC_RESOURCE: i8 = 2;
@@ -99,8 +100,15 @@ fn take_role(
             .collect();
         let was = hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
         broker.fetchers.unfollow(topic, index);
+        let leadership = Leadership {
+            leader_epoch: part.leader_epoch,
+            partition_epoch: part.partition_epoch,
+            local_id: node_id,
+            followers: &followers,
+            isr: &part.isr,
+        };
         hosted
-            .become_leader(part.leader_epoch, &followers, &part.isr)
+            .lead(&leadership, crate::broker::now_ms())
             .map(|()| {
                 if !was {
                     tracing::info!(topic, partition = index, leader_epoch = part.leader_epoch, isr = ?part.isr, "leader");
