@@ -1027,3 +1027,146 @@ async fn lagging_followers_leave_the_isr_and_come_back() {
     }
     c.assert_running();
 }
+
+/// The whole record batches with a base offset at or past `from` in a replica's segment
+/// files, in offset order (each: base offset i64, length i32, then `length` bytes).
+fn batches_from(dir: &std::path::Path, topic: &str, partition: i32, from: i64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for bytes in segment_files(dir, topic, partition).into_values() {
+        let mut at = 0usize;
+        while let Some(head) = bytes.get(at..at + 12) {
+            let base = i64::from_be_bytes(head[..8].try_into().unwrap());
+            let len = i32::from_be_bytes(head[8..12].try_into().unwrap());
+            let Some(end) = usize::try_from(len).ok().map(|l| at + 12 + l) else {
+                break;
+            };
+            let Some(batch) = bytes.get(at..end) else {
+                break;
+            };
+            if base >= from {
+                out.push(batch.to_vec());
+            }
+            at = end;
+        }
+    }
+    out
+}
+
+/// A follower that was stopped while its leader trimmed the log past the follower's end
+/// (DeleteRecords) starts its log again at the leader's log start, catches up and rejoins the
+/// ISR; the follower that kept up trims too. Every replica then holds the same batches from
+/// the new log start, and nothing below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_leaders_log_start_starts_again_there() {
+    use kafka_protocol::KStr;
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::{DeleteRecordsRequest, RequestBody, ResponseBody};
+    let mut c = Cluster::new(
+        &[Role::Controller, Role::Broker, Role::Broker, Role::Broker],
+        &[
+            "broker.heartbeat.interval.ms=500",
+            "broker.session.timeout.ms=60000",
+            "replica.lag.time.max.ms=1500",
+            "replica.fetch.wait.max.ms=200",
+            "replica.fetch.backoff.ms=100",
+        ],
+    );
+    c.start_all();
+    until_brokers(&mut c, &[2, 3, 4]).await;
+    let a = admin(&c.bootstrap()).await;
+    let r = a.create_topics(&[NewTopic::new("trim", 1, 3)], false).await;
+    assert!(r[0].is_ok(), "{r:?}");
+    let parts = agreed_partitions(&mut c, "trim", 1).await;
+    let leader = parts[0].1;
+    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
+    let at = c.addr(leader);
+    {
+        let at = at.clone();
+        c.eventually("the leader takes writes", Duration::from_secs(10), || {
+            let at = at.clone();
+            async move { (produce_one(&at, "trim", -1, "first").await.0 == 0).then_some(()) }
+        })
+        .await;
+    }
+    for i in 0..9 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("a-{i}")).await.0, 0);
+    }
+    c.signal(followers[0], "STOP");
+    // Acknowledged once the stopped follower is out of the ISR.
+    for i in 0..10 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("b-{i}")).await.0, 0);
+    }
+    let conn = kafka_net::connection::Connection::connect(
+        &at,
+        kafka_net::connection::ConnectionConfig::default(),
+    )
+    .await
+    .unwrap();
+    let req = DeleteRecordsRequest {
+        topics: vec![DeleteRecordsTopic {
+            name: KStr::from_static("trim"),
+            partitions: vec![DeleteRecordsPartition {
+                partition_index: 0,
+                offset: 15,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    let ResponseBody::DeleteRecords(d) = conn
+        .request_at(RequestBody::DeleteRecords(req), 2)
+        .await
+        .unwrap()
+    else {
+        panic!("not a DeleteRecords answer")
+    };
+    let p = &d.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.low_watermark), (0, 15), "{d:?}");
+    for i in 0..5 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("c-{i}")).await.0, 0);
+    }
+    c.signal(followers[0], "CONT");
+    {
+        let at = at.clone();
+        c.eventually(
+            "the ISR grows back to three",
+            Duration::from_secs(20),
+            || {
+                let at = at.clone();
+                async move { (isr_of(&at, "trim").await? == vec![2, 3, 4]).then_some(()) }
+            },
+        )
+        .await;
+    }
+    let dirs: Vec<std::path::PathBuf> = [2, 3, 4]
+        .iter()
+        .map(|id| c.nodes[id].data_dir.clone())
+        .collect();
+    let got = c
+        .eventually(
+            "every replica holds the same batches from the log start",
+            Duration::from_secs(15),
+            || {
+                let all: Vec<_> = dirs
+                    .iter()
+                    .map(|d| batches_from(d, "trim", 0, 15))
+                    .collect();
+                let ok = all[0].len() == 10 && all.iter().all(|b| b == &all[0]);
+                async move { ok.then_some(all) }
+            },
+        )
+        .await;
+    assert_eq!(got[0].len(), 10, "offsets 15..25");
+    // The restarted follower holds nothing below the leader's log start.
+    let lagging = &c.nodes[&followers[0]].data_dir;
+    assert_eq!(
+        batches_from(lagging, "trim", 0, 0),
+        batches_from(lagging, "trim", 0, 15),
+        "the follower started again at 15"
+    );
+    c.assert_running();
+}

@@ -881,6 +881,38 @@ impl Partition {
         Ok(())
     }
 
+    /// A follower whose log ends below its leader's log start (the leader deleted what it
+    /// would fetch next): the log starts again, empty, at the leader's log start (Kafka's
+    /// `truncateFullyAndStartAt`).
+    pub fn restart_at(&self, offset: i64) -> Result<(), BrokerError> {
+        let mut producers = self.producers();
+        let mut log = self.log();
+        log.truncate_fully_and_start_at(offset)?;
+        *producers = ProducerStates::default();
+        drop(log);
+        drop(producers);
+        self.wake();
+        Ok(())
+    }
+
+    /// A follower takes its leader's log start offset (retention or DeleteRecords there),
+    /// within its own high watermark: the segments below it go here too.
+    pub fn follow_log_start(&self, leader_log_start: i64) -> Result<(), BrokerError> {
+        let moved = {
+            let mut log = self.log();
+            let target = leader_log_start.min(log.high_watermark());
+            if target <= log.log_start_offset() {
+                return Ok(());
+            }
+            log.delete_records_before(target)?;
+            true
+        };
+        if moved {
+            self.wake();
+        }
+        Ok(())
+    }
+
     // ----- reads -----
 
     pub fn offsets(&self) -> Offsets {

@@ -143,6 +143,24 @@ pub(super) async fn run(
                                     }
                                 }
                                 part.set_high_watermark_from_leader(pd.high_watermark);
+                                if let Err(e) = part.follow_log_start(pd.log_start_offset) {
+                                    tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                                        "the leader's log start offset was not taken");
+                                }
+                            }
+                            ErrorCode::OFFSET_OUT_OF_RANGE
+                                if pd.log_start_offset > part.log_end_offset() =>
+                            {
+                                // Behind the leader's log start: what would come next is
+                                // gone there, so the log starts again where the leader's does.
+                                tracing::info!(topic = %key.0, partition = key.1,
+                                    log_end = part.log_end_offset(), leader_log_start = pd.log_start_offset,
+                                    "behind the leader's log start; starting the log again there");
+                                if let Err(e) = part.restart_at(pd.log_start_offset) {
+                                    tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                                        "the log could not start again at the leader's log start");
+                                    retry_later = true;
+                                }
                             }
                             ErrorCode::OFFSET_OUT_OF_RANGE => {
                                 // Ahead of the leader's log (a divergent tail): check again.
