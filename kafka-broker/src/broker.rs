@@ -264,9 +264,10 @@ impl Broker {
     /// runs and hosts it again with the high watermark, leader epoch and producer state a
     /// restart would give it. `__consumer_offsets` partitions are not reopened: the group
     /// coordinator loads its groups only at start, so one that was offline stays offline
-    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns how many
-    /// partitions came back.
-    pub fn retry_offline(&self) -> usize {
+    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns the
+    /// partitions that came back (in a cluster they take their role from the metadata next:
+    /// [`crate::cluster::publish::retake`]).
+    pub fn retry_offline(&self) -> Vec<TopicPartition> {
         for part in self.partitions() {
             if part.topic == OFFSETS_TOPIC || !part.log_failed() {
                 continue;
@@ -281,7 +282,7 @@ impl Broker {
                 true,
             );
         }
-        let mut back = 0;
+        let mut back = Vec::new();
         for tp in self.logs.retryable_offline() {
             if tp.topic == OFFSETS_TOPIC {
                 continue;
@@ -304,11 +305,11 @@ impl Broker {
                 });
             match hosted {
                 Ok(part) => {
-                    back += 1;
                     self.push_log_configs(&tp.topic);
                     tracing::info!(partition = %tp, log_end_offset = part.log_end_offset(),
                         high_watermark = part.high_watermark(), leader_epoch = part.leader_epoch(),
                         "offline partition reopened and served again");
+                    back.push(tp);
                 }
                 Err(e) => {
                     tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");

@@ -76,6 +76,20 @@ pub fn apply(
     }
 }
 
+/// Takes the role the current image gives a partition hosted again outside an image change
+/// (an offline partition reopened).
+pub fn retake(broker: &Arc<Broker>, topic: &str, index: i32) {
+    let Some(link) = broker.cluster() else { return };
+    let shared = link.current();
+    let image = &shared.state.image;
+    let Some(part) = image.topic(topic).and_then(|t| t.partitions.get(&index)) else {
+        return;
+    };
+    if part.replicas.contains(&link.node_id) {
+        take_role(broker, image, link.node_id, topic, index, part);
+    }
+}
+
 fn take_role(
     broker: &Arc<Broker>,
     image: &MetadataImage,
