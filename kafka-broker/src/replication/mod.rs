@@ -1,10 +1,15 @@
-//! Replication, the follower side: one fetcher task per leader broker fetches the partitions
-//! this broker follows from it with Kafka's own protocol (Fetch with this broker's replica
-//! id and the leader epoch it knows; OffsetForLeaderEpoch first, to cut a divergent tail), and
-//! appends what it gets through the partition layer's follower path, bytes and offsets as the
-//! leader wrote them, taking the leader's high watermark. The leader side lives in the Fetch
-//! handler and the partition layer (each follower's log end from its fetch offset, the high
-//! watermark over the ISR).
+//! Replication between brokers.
+//!
+//! - The follower side ([`ReplicaFetchers`], `fetcher`): `num.replica.fetchers` fetcher tasks
+//!   per leader broker fetch the partitions this broker follows from it with Kafka's own
+//!   protocol (Fetch with this broker's replica id and the leader epoch it knows;
+//!   OffsetForLeaderEpoch first, to cut a divergent tail), and append what they get through
+//!   the partition layer's follower path, bytes and offsets as the leader wrote them, taking
+//!   the leader's high watermark and log start.
+//! - The leader side lives in the Fetch handler and the partition layer (each follower's log
+//!   end and caught-up time from its fetches, the high watermark over the ISR); [`isr`]
+//!   carries the ISR changes the partitions ask for to the controller.
+//! - [`ReplicationConfig`]: the `replica.*` keys.
 
 mod config;
 mod fetcher;
