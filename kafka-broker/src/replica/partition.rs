@@ -617,6 +617,8 @@ impl Partition {
     pub fn isr_changed(&self, leader_epoch: i32, partition_epoch: i32, isr: &[i32]) {
         {
             let mut r = lock(&self.replicas);
+            // Answered either way: the next change may be asked for.
+            r.pending = None;
             if r.role != Role::Leader
                 || leader_epoch != self.leader_epoch()
                 || partition_epoch < r.partition_epoch
