@@ -82,6 +82,8 @@ pub struct Follower {
     pub replica_id: i32,
     /// The follower's log end offset, as its last fetch said; -1 until it fetched.
     pub log_end_offset: i64,
+    /// The follower's log start offset, as its last fetch said; -1 until it fetched.
+    pub log_start_offset: i64,
     pub in_sync: bool,
 }
 
@@ -239,6 +241,7 @@ impl Partition {
                 .map(|&replica_id| Follower {
                     replica_id,
                     log_end_offset: -1,
+                    log_start_offset: -1,
                     in_sync: isr.contains(&replica_id),
                 })
                 .collect();
@@ -349,13 +352,24 @@ impl Partition {
         self.update_high_watermark();
     }
 
-    /// A follower fetched from `log_end_offset` (the replication layer calls this for each
-    /// fetch from a follower). Returns whether the high watermark moved.
-    pub fn update_follower(&self, replica_id: i32, log_end_offset: i64) -> bool {
+    /// A follower fetched from `log_end_offset`, its log starting at `log_start_offset` (-1:
+    /// it did not say; the fetch handler calls this for each fetch from a follower). Returns
+    /// whether the high watermark moved.
+    pub fn update_follower(
+        &self,
+        replica_id: i32,
+        log_end_offset: i64,
+        log_start_offset: i64,
+    ) -> bool {
         {
             let mut r = lock(&self.replicas);
             match r.followers.iter_mut().find(|f| f.replica_id == replica_id) {
-                Some(f) => f.log_end_offset = f.log_end_offset.max(log_end_offset),
+                Some(f) => {
+                    f.log_end_offset = f.log_end_offset.max(log_end_offset);
+                    if log_start_offset >= 0 {
+                        f.log_start_offset = log_start_offset;
+                    }
+                }
                 None => return false,
             }
         }

@@ -151,10 +151,10 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         started + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    assert!(!p.update_follower(2, 5), "one follower is not enough");
+    assert!(!p.update_follower(2, 5, 0), "one follower is not enough");
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
-    assert!(p.update_follower(3, 5));
+    assert!(p.update_follower(3, 5, 0));
     waiter.await.unwrap().unwrap();
     assert_eq!(
         Instant::now(),
@@ -188,7 +188,7 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 8);
+    p.update_follower(2, 8, 0);
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
     p.set_in_sync(3, false);
@@ -402,7 +402,7 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         append(&p, 6, "a");
         p.become_leader(1, &[9], &[9]).unwrap();
         append(&p, 4, "b");
-        p.update_follower(9, 6);
+        p.update_follower(9, 6, 0);
         assert_eq!(p.high_watermark(), 6);
         m.checkpoint_high_watermarks().unwrap();
         assert_eq!(
