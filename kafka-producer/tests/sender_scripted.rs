@@ -686,3 +686,122 @@ async fn a_broker_that_takes_nothing_gets_no_new_records_after_the_availability_
     );
     assert_eq!(excluded, 0, "records still went to the stalled broker");
 }
+
+/// KIP-951: broker 1, which the metadata names as the leader of "moving", refuses every
+/// produce with NOT_LEADER_OR_FOLLOWER and names broker 2 (epoch 1) with its address; the
+/// metadata never lists broker 2 at all. Every record lands on broker 2, in order, without a
+/// Metadata request after the first refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_naming_the_new_leader_moves_the_producer_there_at_once() {
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let handler_log = log.clone();
+    let addrs: Arc<Mutex<BTreeMap<i32, String>>> = Arc::default();
+    let handler_addrs = addrs.clone();
+    let fake = FakeCluster::builder(2)
+        .handler(move |ctx: &Ctx, req: &Request| {
+            let RequestBody::Produce(p) = &req.body else {
+                return handle(&handler_log, req);
+            };
+            if ctx.node != 1 {
+                return handle(&handler_log, req);
+            }
+            let addr = handler_addrs.lock().unwrap()[&2].clone();
+            let (host, port) = addr.rsplit_once(':').unwrap();
+            let responses = p
+                .topic_data
+                .iter()
+                .map(|t| produce_response::TopicProduceResponse {
+                    name: t.name.clone(),
+                    partition_responses: t
+                        .partition_data
+                        .iter()
+                        .map(|d| produce_response::PartitionProduceResponse {
+                            index: d.index,
+                            error_code: ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+                            base_offset: -1,
+                            current_leader: produce_response::LeaderIdAndEpoch {
+                                leader_id: 2,
+                                leader_epoch: 1,
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            Some(Reply::Send(ResponseBody::Produce(ProduceResponse {
+                responses,
+                node_endpoints: vec![produce_response::NodeEndpoint {
+                    node_id: 2,
+                    host: KStr::from(host.to_owned()),
+                    port: port.parse().unwrap(),
+                    rack: None,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })))
+        })
+        .start()
+        .await;
+    *addrs.lock().unwrap() = fake.addrs.clone();
+    fake.add_topic("moving", support::Topic::led_by(&[1]));
+    fake.state().brokers.remove(&2);
+    // A retry backoff longer than the delivery timeout: a retry that waited for it would
+    // fail its record.
+    let cfg = config(
+        &fake,
+        &[
+            ("bootstrap.servers", &fake.addr(1)),
+            ("retry.backoff.ms", "60000"),
+            ("retry.backoff.max.ms", "60000"),
+            ("delivery.timeout.ms", "3000"),
+            ("linger.ms", "0"),
+        ],
+    );
+    let p = Producer::new(cfg).await.unwrap();
+    let mut futs = Vec::new();
+    for i in 0..20 {
+        let rec = ProducerRecord::new("moving", Bytes::from(format!("m{i}"))).partition(0);
+        futs.push(p.enqueue(rec).await.unwrap());
+    }
+    for (i, f) in futs.into_iter().enumerate() {
+        let md = tokio::time::timeout(Duration::from_secs(20), f)
+            .await
+            .expect("a record never resolved")
+            .unwrap_or_else(|e| panic!("record {i} failed: {e}"));
+        assert_eq!(md.offset, i as i64);
+    }
+    let got = log.lock().unwrap().parts[&("moving".to_owned(), 0)]
+        .values
+        .clone();
+    let want: Vec<Bytes> = (0..20).map(|i| Bytes::from(format!("m{i}"))).collect();
+    assert_eq!(got, want);
+    {
+        let s = fake.state();
+        let first_produce = s
+            .log
+            .iter()
+            .position(|l| l.api() == ApiKey::Produce)
+            .unwrap();
+        assert!(
+            s.log[first_produce..]
+                .iter()
+                .all(|l| l.api() != ApiKey::Metadata),
+            "no Metadata request after the refusal"
+        );
+        assert!(
+            s.log
+                .iter()
+                .any(|l| l.api() == ApiKey::Produce && l.node == 1)
+        );
+        assert!(
+            s.log
+                .iter()
+                .any(|l| l.api() == ApiKey::Produce && l.node == 2)
+        );
+    }
+    assert_eq!(p.metrics().records_errored, 0);
+    p.close(Duration::from_secs(5)).await;
+    fake.assert_clean();
+}
