@@ -1,5 +1,6 @@
 //! Failover and metadata timings of a cluster of three combined `kafka-broker` nodes
-//! (`process.roles=broker,controller`), each a child process on 127.0.0.1:
+//! (`process.roles=broker,controller`), each a child process on 127.0.0.1 (started, killed
+//! and restarted by `kafka_bench::cluster`):
 //!
 //! 1. **Controller failover**: the active controller (named by DescribeQuorum, sent through a
 //!    broker, which forwards it) is SIGKILLed; timed from the kill until a CreateTopics of a
@@ -40,13 +41,13 @@
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
 //! the same object to a file.
 
-use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use kafka_bench::cluster::{Cluster, NODES, Stat, left, ms, partitions};
-use kafka_bench::harness::{Error, TempDir};
+use kafka_bench::cluster::{
+    BenchOptions, Cluster, NODES, Stat, left, ms, partitions, print_stats, progress_flush, run_main,
+};
+use kafka_bench::harness::Error;
 
 /// The longest a round may take with the default session timeout.
 const ROUND_LIMIT: Duration = Duration::from_secs(60);
@@ -56,121 +57,28 @@ const FAILOVER_PARTITIONS: i32 = 6;
 const BIG_PARTITIONS: i32 = 1000;
 /// Poll interval of the failover measurements.
 const FAILOVER_POLL: Duration = Duration::from_millis(15);
-/// `broker.heartbeat.interval.ms` (at most a third of the session timeout).
-const HEARTBEAT_MS: u64 = 500;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Everything (the nodes, the data directory) is dropped inside `bench`, before the exit.
-    match rt.block_on(bench(&args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-struct Options {
-    broker: PathBuf,
-    rounds: usize,
-    session_timeout_ms: u64,
-    json: bool,
-    out: Option<PathBuf>,
-    dir: Option<PathBuf>,
-}
-
-fn parse(args: &[String]) -> Result<Options, Error> {
-    let mut quick = false;
-    let mut rounds = None;
-    let mut broker = None;
-    let mut session_timeout_ms = 3000;
-    let mut json = false;
-    let mut out = None;
-    let mut dir = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--json" => json = true,
-            "--rounds" => {
-                let n: usize = it.next().ok_or("--rounds needs a number")?.parse()?;
-                if !(1..=1000).contains(&n) {
-                    return Err("--rounds: 1 to 1000".into());
-                }
-                rounds = Some(n);
-            }
-            "--session-timeout-ms" => {
-                let ms: u64 = it
-                    .next()
-                    .ok_or("--session-timeout-ms needs a number")?
-                    .parse()?;
-                if !(300..=120_000).contains(&ms) {
-                    return Err("--session-timeout-ms: 300 to 120000".into());
-                }
-                session_timeout_ms = ms;
-            }
-            "--broker" => broker = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?)),
-            "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a path")?)),
-            "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    Ok(Options {
-        broker: broker.ok_or("say where the broker binary is: --broker PATH")?,
-        rounds: rounds.unwrap_or(if quick { 3 } else { 10 }),
-        session_timeout_ms,
-        json,
-        out,
-        dir,
-    })
+        .build();
+    run_main(rt, bench(&args))
 }
 
 async fn bench(args: &[String]) -> Result<(), Error> {
-    let opts = parse(args)?;
-    let heartbeat_ms = HEARTBEAT_MS.min(opts.session_timeout_ms / 3);
-    let round_limit =
-        ROUND_LIMIT + 2 * Duration::from_millis(opts.session_timeout_ms.saturating_sub(3000));
-    // On disk (the temp dir), not in memory: the metadata log's writes are part of what a
-    // controller does.
-    let tmp = TempDir::new(
-        Some(opts.dir.clone().unwrap_or_else(std::env::temp_dir)),
-        "kafka-cluster-bench",
-    )?;
+    let opts = BenchOptions::parse(args, 10, 3, 1000)?;
+    let round_limit = opts.round_limit(ROUND_LIMIT);
+    let mut cluster = Cluster::for_bench(&opts, "kafka-cluster-bench")?;
     println!(
         "cluster bench: {NODES} combined nodes, {} round(s), broker.session.timeout.ms={} \
-         broker.heartbeat.interval.ms={heartbeat_ms}, working in {}",
+         broker.heartbeat.interval.ms={}, working in {}",
         opts.rounds,
         opts.session_timeout_ms,
-        tmp.0.display()
+        opts.heartbeat_ms(),
+        cluster.dir().display()
     );
-    // Declared after `tmp`, so dropped (the nodes killed) before the directory is removed.
-    let mut cluster = Cluster::new(
-        &opts.broker,
-        &tmp.0,
-        &[
-            format!("broker.heartbeat.interval.ms={heartbeat_ms}"),
-            format!("broker.session.timeout.ms={}", opts.session_timeout_ms),
-        ],
-    )?;
-    let started = Instant::now();
-    cluster.start_all(started + ROUND_LIMIT).await?;
-    println!(
-        "  the nodes (pids {}) formed a cluster in {:.0} ms",
-        cluster.pids(),
-        ms(started.elapsed())
-    );
-    progress_flush();
+    cluster.start_all(Instant::now() + ROUND_LIMIT).await?;
 
     let mut rounds = Vec::new();
     for r in 0..opts.rounds {
@@ -198,29 +106,10 @@ async fn bench(args: &[String]) -> Result<(), Error> {
         }
     }
     cluster.check_running()?;
-    let rss = cluster.peak_rss_kib();
 
     let stats = summarize(&rounds);
-    print_table(
-        &stats,
-        &rss,
-        opts.session_timeout_ms,
-        heartbeat_ms,
-        opts.rounds,
-    );
-    let json = to_json(&stats, &rss, &opts, heartbeat_ms);
-    if let Some(out) = &opts.out {
-        std::fs::write(out, &json)?;
-        println!("cluster bench: JSON in {}", out.display());
-    }
-    if opts.json {
-        println!("{json}");
-    }
-    Ok(())
-}
-
-fn progress_flush() {
-    let _ = std::io::stdout().flush();
+    print_table(&stats, &cluster, &opts);
+    opts.emit("cluster bench", &to_json(&stats, &cluster, &opts))
 }
 
 /// What one round measured, in ms.
@@ -421,53 +310,35 @@ fn summarize(rounds: &[RoundResult]) -> Vec<Stat> {
     ]
 }
 
-fn print_table(stats: &[Stat], rss: &[(i32, u64)], session_ms: u64, heartbeat_ms: u64, n: usize) {
+fn print_table(stats: &[Stat], cluster: &Cluster, opts: &BenchOptions) {
+    let session_ms = opts.session_timeout_ms;
     println!(
-        "\ncluster bench: {NODES} combined nodes, {n} round(s), \
-         broker.session.timeout.ms={session_ms}, broker.heartbeat.interval.ms={heartbeat_ms}"
+        "\ncluster bench: {NODES} combined nodes, {} round(s), \
+         broker.session.timeout.ms={session_ms}, broker.heartbeat.interval.ms={}",
+        opts.rounds,
+        opts.heartbeat_ms()
     );
-    println!(
-        "{:<46} {:>10} {:>10} {:>10}",
-        "measurement (ms)", "min", "median", "max"
-    );
-    for s in stats {
-        let note = if s.key == "broker_failover_ms" {
+    print_stats(stats, |s| {
+        if s.key == "broker_failover_ms" {
             format!("  (session timeout {session_ms} ms)")
         } else {
             String::new()
-        };
-        println!(
-            "{:<46} {:>10.1} {:>10.1} {:>10.1}{note}",
-            s.label,
-            s.min(),
-            s.median(),
-            s.max()
-        );
-    }
-    let rss: Vec<String> = rss
-        .iter()
-        .map(|(id, kib)| format!("node {id} {:.1} MiB", *kib as f64 / 1024.0))
-        .collect();
-    println!(
-        "peak RSS (VmHWM, highest over each node's processes): {}",
-        rss.join(", ")
-    );
+        }
+    });
+    println!("{}", cluster.peak_rss_line());
 }
 
-fn to_json(stats: &[Stat], rss: &[(i32, u64)], opts: &Options, heartbeat_ms: u64) -> String {
+fn to_json(stats: &[Stat], cluster: &Cluster, opts: &BenchOptions) -> String {
     let results: Vec<String> = stats.iter().map(|s| s.to_json(1)).collect();
-    let rss: Vec<String> = rss
-        .iter()
-        .map(|(id, kib)| format!("\"{id}\":{kib}"))
-        .collect();
     format!(
         "{{\"bench\":\"cluster\",\"nodes\":{NODES},\"rounds\":{},\
-         \"broker_session_timeout_ms\":{},\"broker_heartbeat_interval_ms\":{heartbeat_ms},\
+         \"broker_session_timeout_ms\":{},\"broker_heartbeat_interval_ms\":{},\
          \"failover_partitions\":{FAILOVER_PARTITIONS},\"create_partitions\":{BIG_PARTITIONS},\
-         \"results\":{{{}}},\"peak_rss_kib\":{{{}}}}}",
+         \"results\":{{{}}},\"peak_rss_kib\":{}}}",
         opts.rounds,
         opts.session_timeout_ms,
+        opts.heartbeat_ms(),
         results.join(","),
-        rss.join(",")
+        cluster.peak_rss_json()
     )
 }

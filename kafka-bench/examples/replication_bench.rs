@@ -53,16 +53,16 @@
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
 //! the same object to a file.
 
-use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_bench::cluster::{Cluster, NODES, Stat, left, ms, partitions};
-use kafka_bench::harness::{Error, TempDir, num};
+use kafka_bench::cluster::{
+    BenchOptions, Cluster, NODES, Stat, left, ms, partitions, print_stats, progress_flush, run_main,
+};
+use kafka_bench::harness::{Error, num};
 use kafka_consumer::{Consumer, ConsumerConfig, TopicPartition};
 use kafka_producer::{
     DeliveryHandler, Producer, ProducerConfig, ProducerError, ProducerRecord, RecordMetadata,
@@ -94,8 +94,6 @@ const ROUND_LIMIT: Duration = Duration::from_secs(60);
 const FAILOVER_PARTITIONS: i32 = 3;
 /// Poll interval of the failover Metadata.
 const FAILOVER_POLL: Duration = Duration::from_millis(15);
-/// `broker.heartbeat.interval.ms` (at most a third of the session timeout).
-const HEARTBEAT_MS: u64 = 500;
 /// The RF3 topics' `min.insync.replicas`.
 const MIN_ISR: &str = "2";
 
@@ -103,133 +101,38 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // Two workers: the producer's sender task and the application's loop (and the latency
     // consumer) run side by side, as in an application.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Everything (the nodes, the data directory) is dropped inside `bench`, before the exit.
-    match rt.block_on(bench(&args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+        .build();
+    run_main(rt, bench(&args))
 }
 
-struct Options {
-    broker: PathBuf,
-    quick: bool,
-    rounds: usize,
-    session_timeout_ms: u64,
-    json: bool,
-    out: Option<PathBuf>,
-    dir: Option<PathBuf>,
+/// Records per throughput phase.
+fn records(opts: &BenchOptions) -> u64 {
+    if opts.quick { RECORDS_QUICK } else { RECORDS }
 }
 
-impl Options {
-    fn records(&self) -> u64 {
-        if self.quick { RECORDS_QUICK } else { RECORDS }
-    }
-
-    fn latency_seconds(&self) -> u64 {
-        if self.quick { 3 } else { LATENCY_SECONDS }
-    }
-}
-
-fn parse(args: &[String]) -> Result<Options, Error> {
-    let mut quick = false;
-    let mut rounds = None;
-    let mut broker = None;
-    let mut session_timeout_ms = 3000;
-    let mut json = false;
-    let mut out = None;
-    let mut dir = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--json" => json = true,
-            "--rounds" => {
-                let n: usize = it.next().ok_or("--rounds needs a number")?.parse()?;
-                if !(1..=100).contains(&n) {
-                    return Err("--rounds: 1 to 100".into());
-                }
-                rounds = Some(n);
-            }
-            "--session-timeout-ms" => {
-                let ms: u64 = it
-                    .next()
-                    .ok_or("--session-timeout-ms needs a number")?
-                    .parse()?;
-                if !(300..=120_000).contains(&ms) {
-                    return Err("--session-timeout-ms: 300 to 120000".into());
-                }
-                session_timeout_ms = ms;
-            }
-            "--broker" => broker = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?)),
-            "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a path")?)),
-            "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    Ok(Options {
-        broker: broker.ok_or("say where the broker binary is: --broker PATH")?,
-        quick,
-        rounds: rounds.unwrap_or(if quick { 3 } else { 5 }),
-        session_timeout_ms,
-        json,
-        out,
-        dir,
-    })
-}
-
-fn progress_flush() {
-    let _ = std::io::stdout().flush();
+/// Seconds of the latency phase.
+fn latency_seconds(opts: &BenchOptions) -> u64 {
+    if opts.quick { 3 } else { LATENCY_SECONDS }
 }
 
 async fn bench(args: &[String]) -> Result<(), Error> {
-    let opts = parse(args)?;
-    let heartbeat_ms = HEARTBEAT_MS.min(opts.session_timeout_ms / 3);
-    let round_limit =
-        ROUND_LIMIT + 2 * Duration::from_millis(opts.session_timeout_ms.saturating_sub(3000));
-    let tmp = TempDir::new(
-        Some(opts.dir.clone().unwrap_or_else(std::env::temp_dir)),
-        "kafka-replication-bench",
-    )?;
+    let opts = BenchOptions::parse(args, 5, 3, 100)?;
+    let round_limit = opts.round_limit(ROUND_LIMIT);
+    let mut cluster = Cluster::for_bench(&opts, "kafka-replication-bench")?;
     println!(
         "replication bench: {NODES} combined nodes, {} round(s), {} x {RECORD_BYTES} B per \
-         produce phase, broker.session.timeout.ms={} broker.heartbeat.interval.ms={heartbeat_ms}, \
+         produce phase, broker.session.timeout.ms={} broker.heartbeat.interval.ms={}, \
          working in {}",
         opts.rounds,
-        opts.records(),
+        records(&opts),
         opts.session_timeout_ms,
-        tmp.0.display()
+        opts.heartbeat_ms(),
+        cluster.dir().display()
     );
-    // Declared after `tmp`, so dropped (the nodes killed) before the directory is removed.
-    let mut cluster = Cluster::new(
-        &opts.broker,
-        &tmp.0,
-        &[
-            format!("broker.heartbeat.interval.ms={heartbeat_ms}"),
-            format!("broker.session.timeout.ms={}", opts.session_timeout_ms),
-        ],
-    )?;
-    let started = Instant::now();
-    cluster.start_all(started + ADMIN_LIMIT).await?;
-    println!(
-        "  the nodes (pids {}) formed a cluster in {:.0} ms",
-        cluster.pids(),
-        ms(started.elapsed())
-    );
-    progress_flush();
+    cluster.start_all(Instant::now() + ADMIN_LIMIT).await?;
 
     // 1. Throughput, RF1 and RF3 interleaved.
     let mut produce = Vec::new();
@@ -238,7 +141,7 @@ async fn bench(args: &[String]) -> Result<(), Error> {
         let mut round = [None, None];
         for rf in order {
             let tag = format!("produce round {}/{} RF{rf}", r + 1, opts.rounds);
-            let phase = throughput(&mut cluster, r, rf, opts.records())
+            let phase = throughput(&mut cluster, r, rf, records(&opts))
                 .await
                 .map_err(|e| format!("{tag} failed: {e}\n{}", cluster.log_tails()))?;
             println!(
@@ -273,7 +176,7 @@ async fn bench(args: &[String]) -> Result<(), Error> {
     }
 
     // 2. End-to-end latency at a fixed rate.
-    let seconds = opts.latency_seconds();
+    let seconds = latency_seconds(&opts);
     print!(
         "  latency: {LATENCY_BYTES} B, acks=all, RF3, min.insync.replicas={MIN_ISR}, {RATE} \
          records/s for {seconds} s ... "
@@ -320,19 +223,13 @@ async fn bench(args: &[String]) -> Result<(), Error> {
         failovers.push(res);
     }
     cluster.check_running()?;
-    let rss = cluster.peak_rss_kib();
 
     let summary = Summary::new(&produce, &failovers);
-    summary.print(&latency, &rss, &opts, heartbeat_ms);
-    let json = summary.to_json(&latency, &rss, &opts, heartbeat_ms);
-    if let Some(out) = &opts.out {
-        std::fs::write(out, format!("{json}\n"))?;
-        println!("replication bench: JSON in {}", out.display());
-    }
-    if opts.json {
-        println!("{json}");
-    }
-    Ok(())
+    summary.print(&latency, &cluster, &opts);
+    opts.emit(
+        "replication bench",
+        &summary.to_json(&latency, &cluster, &opts),
+    )
 }
 
 // ----- 1. throughput -----
@@ -829,7 +726,7 @@ impl Summary {
         }
     }
 
-    fn print(&self, latency: &Latency, rss: &[(i32, u64)], opts: &Options, heartbeat_ms: u64) {
+    fn print(&self, latency: &Latency, cluster: &Cluster, opts: &BenchOptions) {
         println!(
             "\nreplication bench: {NODES} combined nodes on one machine, {} round(s); \
              median [min - max] over the rounds",
@@ -838,13 +735,13 @@ impl Summary {
         println!(
             "produce, acks=all, our producer (linger.ms=5, idempotent), {PARTITIONS} partitions, \
              {} x {RECORD_BYTES} B per phase:",
-            opts.records()
+            records(opts)
         );
         println!(
-            "| {:<30} | {:>26} | {:>20} | {:>22} |",
+            "| {:<30} | {:>26} | {:>22} | {:>22} |",
             "case", "records/s", "MB/s", "broker CPU µs/record"
         );
-        println!("|{:-<32}|{:-<28}|{:-<22}|{:-<24}|", "", "", "", "");
+        println!("|{:-<32}|{:-<28}|{:-<24}|{:-<24}|", "", "", "", "");
         let cell =
             |s: &Stat, d: usize| format!("{:.d$} [{:.d$} - {:.d$}]", s.median(), s.min(), s.max());
         for ((name, c), lost) in [
@@ -855,7 +752,7 @@ impl Summary {
         .zip(self.lost)
         {
             println!(
-                "| {:<30} | {:>26} | {:>20} | {:>22} |{}",
+                "| {:<30} | {:>26} | {:>22} | {:>22} |{}",
                 name,
                 cell(&c[0], 0),
                 cell(&c[1], 1),
@@ -876,7 +773,7 @@ impl Summary {
             "end-to-end latency ({LATENCY_BYTES} B, acks=all, RF3, linger.ms=0, {RATE} \
              records/s for {} s, {}/{} received): p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, \
              max {:.2} ms; send to acknowledgement: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            opts.latency_seconds(),
+            latency_seconds(opts),
             latency.received,
             latency.sent,
             latency.end_to_end[0],
@@ -889,39 +786,15 @@ impl Summary {
         );
         println!(
             "leader failover after SIGKILL (broker.session.timeout.ms={}, \
-             broker.heartbeat.interval.ms={heartbeat_ms}):",
-            opts.session_timeout_ms
+             broker.heartbeat.interval.ms={}):",
+            opts.session_timeout_ms,
+            opts.heartbeat_ms()
         );
-        println!(
-            "{:<46} {:>10} {:>10} {:>10}",
-            "measurement (ms)", "min", "median", "max"
-        );
-        for s in &self.failover {
-            println!(
-                "{:<46} {:>10.1} {:>10.1} {:>10.1}",
-                s.label,
-                s.min(),
-                s.median(),
-                s.max()
-            );
-        }
-        let rss: Vec<String> = rss
-            .iter()
-            .map(|(id, kib)| format!("node {id} {:.1} MiB", *kib as f64 / 1024.0))
-            .collect();
-        println!(
-            "peak RSS (VmHWM, highest over each node's processes): {}",
-            rss.join(", ")
-        );
+        print_stats(&self.failover, |_| String::new());
+        println!("{}", cluster.peak_rss_line());
     }
 
-    fn to_json(
-        &self,
-        latency: &Latency,
-        rss: &[(i32, u64)],
-        opts: &Options,
-        heartbeat_ms: u64,
-    ) -> String {
+    fn to_json(&self, latency: &Latency, cluster: &Cluster, opts: &BenchOptions) -> String {
         let group = |stats: &[Stat], d: usize| {
             stats
                 .iter()
@@ -938,13 +811,9 @@ impl Summary {
                 num(v[3], 3)
             )
         };
-        let rss: Vec<String> = rss
-            .iter()
-            .map(|(id, kib)| format!("\"{id}\":{kib}"))
-            .collect();
         format!(
             "{{\"bench\":\"replication\",\"nodes\":{NODES},\"quick\":{},\"rounds\":{},\
-             \"broker_session_timeout_ms\":{},\"broker_heartbeat_interval_ms\":{heartbeat_ms},\
+             \"broker_session_timeout_ms\":{},\"broker_heartbeat_interval_ms\":{},\
              \"produce\":{{\"acks\":\"all\",\"producer\":\"kafka-producer, linger.ms=5, \
              batch.size=16384, idempotent, compression none\",\"partitions\":{PARTITIONS},\
              \"record_bytes\":{RECORD_BYTES},\"records_per_phase\":{},\
@@ -955,23 +824,24 @@ impl Summary {
              \"linger_ms\":0,\"rate_per_sec\":{RATE},\"seconds\":{},\"sent\":{},\"received\":{},\
              \"end_to_end\":{},\"acknowledged\":{}}},\
              \"failover\":{{\"partitions\":{FAILOVER_PARTITIONS},\"results\":{{{}}}}},\
-             \"peak_rss_kib\":{{{}}}}}",
+             \"peak_rss_kib\":{}}}",
             opts.quick,
             opts.rounds,
             opts.session_timeout_ms,
-            opts.records(),
+            opts.heartbeat_ms(),
+            records(opts),
             self.lost[0],
             group(&self.cases[0], 2),
             self.lost[1],
             group(&self.cases[1], 2),
             group(&self.ratios, 3),
-            opts.latency_seconds(),
+            latency_seconds(opts),
             latency.sent,
             latency.received,
             q(&latency.end_to_end),
             q(&latency.ack),
             group(&self.failover, 1),
-            rss.join(",")
+            cluster.peak_rss_json()
         )
     }
 }
