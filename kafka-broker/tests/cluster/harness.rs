@@ -202,6 +202,18 @@ impl Cluster {
         child.wait().unwrap();
     }
 
+    /// Sends `signal` (`STOP`, `CONT`, ...) to a running node with kill(1).
+    pub(crate) fn signal(&mut self, id: i32, signal: &str) {
+        let node = self.node(id);
+        let pid = node.child.as_ref().expect("the node is not running").id();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} {pid} failed");
+    }
+
     /// Every node's output, for a failure message.
     pub(crate) fn logs(&self) -> String {
         self.nodes
