@@ -20,11 +20,11 @@
 //! fenced it; so that a node listed again is one whose new process registered), the node is
 //! restarted on its data directory, and the next step waits until every broker lists the three
 //! brokers again and DescribeQuorum shows every voter caught up (restart to rejoin is reported
-//! too). A restarted node is not put back into the ISRs of existing
-//! partitions (no replication yet), so every step works on a topic created after the last
-//! restart; the round's topics are deleted at its end (and gone from every broker before the
-//! next round starts), which also keeps the brokers' memory bounded. The peak RSS (`VmHWM`) of
-//! each node, the highest over its processes, is reported at the end.
+//! too). Every step works on a topic created after the last restart (with every replica in
+//! sync, whether or not the restarted node is back in the ISRs of older ones yet); the round's
+//! topics are deleted at its end (and gone from every broker before the next round starts),
+//! which also keeps the brokers' memory bounded. The peak RSS (`VmHWM`) of each node, the
+//! highest over its processes, is reported at the end.
 //!
 //! `--rounds N` rounds (default 10, `--quick` 3), each doing the three steps in turn; each
 //! measurement is reported as min / median / max over the rounds. A round that takes more than
