@@ -2,8 +2,8 @@
 //!
 //! One task per producer. It owns the in-flight requests (so that closing can fail every one
 //! of them), the per-broker in-flight counts, the producer id and epoch of an idempotent
-//! producer, and the metadata refreshes that unknown leaders or stale-metadata errors call
-//! for. Requests to one broker are queued on its connection by this task alone, in drain
+//! producer, and the metadata refreshes that unknown leaders, stale-metadata errors and
+//! failed connections call for. Requests to one broker are queued on its connection by this task alone, in drain
 //! order, so batches of a partition reach the broker in the order they were drained.
 //!
 //! A Produce v10+ answer that refuses a partition with NOT_LEADER_OR_FOLLOWER (or
@@ -325,7 +325,13 @@ impl Sender {
                 self.connecting.remove(&node);
                 match res {
                     Ok(c) => { self.conns.insert(node, c); }
-                    Err(e) => tracing::debug!(node, error = %e, "producer cannot connect"),
+                    Err(e) => {
+                        tracing::debug!(node, error = %e, "producer cannot connect");
+                        // The broker may be gone and its partitions led elsewhere by now
+                        // (Java's client asks for metadata on a failed connection too):
+                        // without this the records wait for `metadata.max.age.ms`.
+                        let _ = self.request_refresh(Instant::now());
+                    }
                 }
             }
             res = poll_opt(&mut self.init), if self.init.is_some() => {

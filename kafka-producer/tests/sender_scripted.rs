@@ -414,6 +414,49 @@ async fn records_for_a_partition_without_a_working_leader_expire() {
     p.close(Duration::from_secs(5)).await;
 }
 
+/// A leader that cannot be reached (killed, say) sends the producer back to the metadata, so
+/// records go to the partition's new leader once the cluster names one, not after
+/// `metadata.max.age.ms` (5 minutes here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_leader_makes_the_producer_look_up_the_new_one() {
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let fake = fake(1, log.clone()).await;
+    // Broker 3 is advertised where nothing listens, and leads "moving".
+    let dead = support::dead_addr();
+    let (host, port) = dead.rsplit_once(':').unwrap();
+    fake.state()
+        .brokers
+        .insert(3, (host.to_owned(), port.parse().unwrap()));
+    fake.add_topic("moving", Topic::led_by(&[3]));
+    let cfg = config(
+        &fake,
+        &[
+            ("acks", "all"),
+            ("linger.ms", "0"),
+            ("delivery.timeout.ms", "60000"),
+            ("metadata.max.age.ms", "300000"),
+        ],
+    );
+    let p = Producer::new(cfg).await.unwrap();
+    assert_eq!(p.partitions_for("moving").await.unwrap()[0].leader, 3);
+    // The cluster moves the leadership to broker 1; the producer has not looked yet.
+    fake.add_topic("moving", Topic::led_by(&[1]));
+    let rec = ProducerRecord::new("moving", Bytes::from_static(b"after")).partition(0);
+    let md = tokio::time::timeout(Duration::from_secs(30), p.send(rec))
+        .await
+        .expect("the record waited for the metadata's maximum age")
+        .unwrap();
+    assert_eq!((md.partition, md.offset), (0, 0));
+    let produces = fake.requests(ApiKey::Produce);
+    assert!(!produces.is_empty() && produces.iter().all(|r| r.node == 1));
+    assert_eq!(
+        log.lock().unwrap().parts[&("moving".to_owned(), 0)].values,
+        vec![Bytes::from_static(b"after")]
+    );
+    p.close(Duration::from_secs(5)).await;
+    fake.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_never_hangs_on_a_broker_that_does_not_answer() {
     let log = Arc::new(Mutex::new(FakeLog::default()));
