@@ -213,6 +213,8 @@ pub struct BrokerConfig {
     pub producer_id_expiration_check_interval_ms: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
     pub group: crate::group::GroupConfig,
+    /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`).
+    pub txn: crate::txn::TxnConfig,
     /// Replication settings (`replica.lag.time.max.ms`, `replica.fetch.*`,
     /// `num.replica.fetchers`).
     pub replication: crate::replication::ReplicationConfig,
@@ -290,6 +292,7 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
             group: crate::group::GroupConfig::default(),
+            txn: crate::txn::TxnConfig::default(),
             replication: crate::replication::ReplicationConfig::default(),
         }
     }
@@ -334,8 +337,6 @@ const IGNORED_KNOWN: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
     "zookeeper.connect",
 ];
 
@@ -585,6 +586,15 @@ impl BrokerConfig {
             {
                 if !self
                     .group
+                    .apply(k, v)
+                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
+                {
+                    return Ok(Applied::Unknown);
+                }
+            }
+            k if k.starts_with("transaction.") || k == "transactional.id.expiration.ms" => {
+                if !self
+                    .txn
                     .apply(k, v)
                     .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
                 {
