@@ -257,6 +257,14 @@ impl TransactionManager {
         };
         let id = f.transactional_id.clone();
         let Some(md) = self.txns.get_mut(&id) else {
+            if let AfterWrite::Answer(request, kind)
+            | AfterWrite::Prepared {
+                answer: Some((request, kind, _)),
+                ..
+            } = f.then
+            {
+                self.answer(request, kind.with(ErrorCode::NOT_COORDINATOR));
+            }
             return;
         };
         match result {
