@@ -42,6 +42,10 @@ pub(crate) struct AccumulatorConfig {
     pub(crate) guarantee_order: bool,
 }
 
+/// The batches per producer and partition a broker remembers for duplicate detection
+/// (Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
+pub(crate) const DUPLICATE_WINDOW: usize = 5;
+
 /// One partition's queue and its in-flight bookkeeping, under one lock.
 #[derive(Debug, Default)]
 pub(crate) struct PartitionQueue {
@@ -424,13 +428,21 @@ impl Accumulator {
     /// the first batch fails: a broker takes a producer it does not know at any sequence (as
     /// Kafka does since KIP-360), so a second batch in flight behind a refused first one
     /// would be appended before it.
+    ///
+    /// And, idempotent, while [`DUPLICATE_WINDOW`] batches of the partition are unanswered,
+    /// whichever connections they went on: after a leader change batches may still wait at
+    /// the old leader while later ones go to the new one, and a retry must stay within the
+    /// batches the broker remembers, or a batch written once would be refused as out of
+    /// sequence instead of answered as a duplicate.
     fn muted(&self, q: &PartitionQueue) -> bool {
         if q.in_flight == 0 {
             return false;
         }
         self.cfg.guarantee_order
             || (self.cfg.idempotent
-                && (!q.producer_known || q.deque.front().is_some_and(|b| b.producer.is_some())))
+                && (q.in_flight >= DUPLICATE_WINDOW
+                    || !q.producer_known
+                    || q.deque.front().is_some_and(|b| b.producer.is_some())))
     }
 
     /// Takes up to one batch per partition led by each of `nodes`, at most `max_request_size`
@@ -926,6 +938,38 @@ mod tests {
         view.verify_crc().unwrap();
         assert_eq!(view.producer_epoch(), 1);
         assert_eq!(view.base_sequence(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idempotent_partition_has_at_most_the_duplicate_window_in_flight() {
+        let mut c = cfg();
+        c.idempotent = true;
+        let a = acc(c);
+        let t: Arc<str> = "t".into();
+        for _ in 0..120 {
+            let _ = put(&a, &t, 0, &[0u8; 90]).await;
+        }
+        let now = Instant::now();
+        let pid = Some((7, 0));
+        let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        let (first, _) = d.remove(&1).unwrap().remove(0);
+        a.in_flight_done(&first.tp);
+        a.complete(first, Ok((0, None)));
+        // Drained on every call, as if each went on another connection (a leader change):
+        // the partition stops once DUPLICATE_WINDOW batches are unanswered.
+        let mut sent = Vec::new();
+        for _ in 0..10 {
+            let mut d = a.drain(now, &nodes(&[1, 2]), leader, pid).unwrap();
+            sent.extend(d.remove(&1).unwrap_or_default());
+        }
+        assert_eq!(sent.len(), DUPLICATE_WINDOW);
+        // One answered: one more may go.
+        let (b, _) = sent.remove(0);
+        a.in_flight_done(&b.tp);
+        a.complete(b, Ok((0, None)));
+        let d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        assert_eq!(d.get(&1).map_or(0, Vec::len), 1);
+        assert!(a.drain(now, &nodes(&[1]), leader, pid).unwrap().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
