@@ -19,6 +19,7 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "cluster/harness.rs"]
+#[allow(dead_code)]
 mod harness;
 #[path = "common/peers.rs"]
 #[allow(dead_code)]
@@ -27,8 +28,10 @@ mod peers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use harness::{Cluster, PartitionRow, Role, broker_ids, describe_quorum_at, metadata, partitions};
-use kafka_net::Admin;
+use harness::{
+    Cluster, PartitionRow, Role, admin, agreed_partitions, broker_ids, describe_quorum_at,
+    metadata, partitions, segment_files, until_brokers,
+};
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
 
@@ -39,78 +42,6 @@ const FAST: &[&str] = &[
     "broker.heartbeat.interval.ms=500",
     "broker.session.timeout.ms=3000",
 ];
-
-async fn admin(bootstrap: &str) -> Admin {
-    let cfg = ClusterConfig {
-        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
-        ..Default::default()
-    };
-    Admin::connect(cfg)
-        .await
-        .unwrap()
-        .with_timeout(Duration::from_secs(15))
-}
-
-/// Waits until every running broker lists exactly `expected` as brokers.
-async fn until_brokers(c: &mut Cluster, expected: &[i32]) {
-    let addrs: Vec<String> = c
-        .brokers()
-        .into_iter()
-        .filter(|id| c.nodes[id].is_running())
-        .map(|id| c.addr(id))
-        .collect();
-    let expected = expected.to_vec();
-    c.eventually(
-        &format!("every broker lists the brokers {expected:?}"),
-        Duration::from_secs(30),
-        || {
-            let addrs = addrs.clone();
-            let expected = expected.clone();
-            async move {
-                for a in &addrs {
-                    let m = metadata(a, Some(&[])).await?;
-                    if broker_ids(&m) != expected {
-                        return None;
-                    }
-                }
-                Some(())
-            }
-        },
-    )
-    .await;
-}
-
-/// The partitions of `topic` as every running broker sees them, once they agree.
-async fn agreed_partitions(c: &mut Cluster, topic: &str, count: usize) -> Vec<PartitionRow> {
-    let addrs: Vec<String> = c
-        .brokers()
-        .into_iter()
-        .filter(|id| c.nodes[id].is_running())
-        .map(|id| c.addr(id))
-        .collect();
-    let topic = topic.to_owned();
-    c.eventually(
-        &format!("every broker answers the same metadata for {topic}"),
-        Duration::from_secs(15),
-        || {
-            let addrs = addrs.clone();
-            let topic = topic.clone();
-            async move {
-                let mut seen = None;
-                for a in &addrs {
-                    let m = metadata(a, Some(&[&topic])).await?;
-                    let p = partitions(&m, &topic)?;
-                    if p.len() != count || seen.as_ref().is_some_and(|s| s != &p) {
-                        return None;
-                    }
-                    seen = Some(p);
-                }
-                seen
-            }
-        },
-    )
-    .await
-}
 
 /// Replicas: `rf` distinct brokers of `brokers` each; leader the first replica and in the ISR;
 /// every broker leads some partition when there are enough.
@@ -676,21 +607,6 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
         assert_eq!(coordinator, leader, "via broker {id}");
     }
     c.assert_running();
-}
-
-/// The bytes of every segment file of `topic`-`partition` on a node, by file name.
-fn segment_files(dir: &std::path::Path, topic: &str, partition: i32) -> BTreeMap<String, Vec<u8>> {
-    let pdir = dir.join(format!("{topic}-{partition}"));
-    let mut out = BTreeMap::new();
-    if let Ok(entries) = std::fs::read_dir(&pdir) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".log") {
-                out.insert(name, std::fs::read(e.path()).unwrap_or_default());
-            }
-        }
-    }
-    out
 }
 
 /// Replication between the brokers: a topic with replication factor 3 takes acks=all writes
