@@ -45,6 +45,8 @@ pub struct Broker {
     offsets_log: Arc<OffsetsPartitions>,
     /// In a cluster: the fetchers of the partitions this broker follows.
     pub fetchers: crate::replication::ReplicaFetchers,
+    /// In a cluster: the ISR changes this broker's led partitions ask the controller for.
+    pub isr: crate::replication::IsrManager,
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
@@ -143,6 +145,7 @@ impl Broker {
             directory_id,
             offsets_log: Arc::clone(&offsets_log),
             fetchers: crate::replication::ReplicaFetchers::default(),
+            isr: crate::replication::IsrManager::default(),
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
@@ -153,6 +156,7 @@ impl Broker {
             last_producer_expiry: AtomicI64::new(now_ms()),
         };
         if clustered {
+            broker.replicas.roles_from_metadata();
             return Ok(broker);
         }
         for t in broker.all_topics() {
@@ -260,9 +264,10 @@ impl Broker {
     /// runs and hosts it again with the high watermark, leader epoch and producer state a
     /// restart would give it. `__consumer_offsets` partitions are not reopened: the group
     /// coordinator loads its groups only at start, so one that was offline stays offline
-    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns how many
-    /// partitions came back.
-    pub fn retry_offline(&self) -> usize {
+    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns the
+    /// partitions that came back (in a cluster they take their role from the metadata next:
+    /// [`crate::cluster::publish::retake`]).
+    pub fn retry_offline(&self) -> Vec<TopicPartition> {
         for part in self.partitions() {
             if part.topic == OFFSETS_TOPIC || !part.log_failed() {
                 continue;
@@ -277,7 +282,7 @@ impl Broker {
                 true,
             );
         }
-        let mut back = 0;
+        let mut back = Vec::new();
         for tp in self.logs.retryable_offline() {
             if tp.topic == OFFSETS_TOPIC {
                 continue;
@@ -300,11 +305,11 @@ impl Broker {
                 });
             match hosted {
                 Ok(part) => {
-                    back += 1;
                     self.push_log_configs(&tp.topic);
                     tracing::info!(partition = %tp, log_end_offset = part.log_end_offset(),
                         high_watermark = part.high_watermark(), leader_epoch = part.leader_epoch(),
                         "offline partition reopened and served again");
+                    back.push(tp);
                 }
                 Err(e) => {
                     tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");
@@ -478,8 +483,10 @@ impl Broker {
     pub(crate) fn follow_offsets_partition(&self, index: i32) {
         if self.offsets_log.has(index) {
             self.offsets_log.set_one(index, None);
+            let groups = self.groups.unload(index);
             tracing::info!(
                 partition = index,
+                groups,
                 "no longer coordinating the groups of {OFFSETS_TOPIC}-{index}"
             );
         }

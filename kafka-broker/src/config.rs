@@ -175,6 +175,9 @@ pub struct BrokerConfig {
     pub producer_id_expiration_check_interval_ms: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
     pub group: crate::group::GroupConfig,
+    /// Replication settings (`replica.lag.time.max.ms`, `replica.fetch.*`,
+    /// `num.replica.fetchers`).
+    pub replication: crate::replication::ReplicationConfig,
 }
 
 impl Default for BrokerConfig {
@@ -248,6 +251,7 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
             group: crate::group::GroupConfig::default(),
+            replication: crate::replication::ReplicationConfig::default(),
         }
     }
 }
@@ -520,6 +524,18 @@ impl BrokerConfig {
                     )));
                 }
                 self.offsets_topic_segment_bytes = n;
+            }
+            k if k == "num.replica.fetchers"
+                || k.starts_with("replica.lag.")
+                || k.starts_with("replica.fetch.") =>
+            {
+                if !self
+                    .replication
+                    .apply(k, v)
+                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
+                {
+                    return Ok(Applied::Unknown);
+                }
             }
             k if k.starts_with("group.")
                 || k.starts_with("offsets.retention.")

@@ -97,7 +97,15 @@ pub async fn run(
             loop {
                 tick.tick().await;
                 let b = b.clone();
-                let _ = tokio::task::spawn_blocking(move || b.retry_offline()).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    let back = b.retry_offline();
+                    if b.cluster().is_some() {
+                        for tp in back {
+                            cluster::publish::retake(&b, &tp.topic, tp.partition);
+                        }
+                    }
+                })
+                .await;
             }
         })
     };

@@ -179,6 +179,8 @@ pub struct ProduceRules {
     pub timestamp_window: Option<(i64, i64)>,
     /// `cleanup.policy` includes `compact`: records must have keys.
     pub compacted: bool,
+    /// `min.insync.replicas`: the ISR an acks=all produce needs.
+    pub min_insync_replicas: usize,
 }
 
 /// Every topic-level setting, typed. Built only by [`TopicConfig::defaults`] and
@@ -301,7 +303,7 @@ impl TopicConfig {
             max_compaction_lag_ms: cfg.cleaner_max_compaction_lag_ms,
             min_cleanable_dirty_ratio: cfg.cleaner_min_cleanable_ratio,
             min_compaction_lag_ms: cfg.cleaner_min_compaction_lag_ms,
-            min_insync_replicas: 1,
+            min_insync_replicas: cfg.min_insync_replicas,
             retention_bytes: cfg.retention_bytes,
             retention_ms: cfg.retention_ms,
             segment_bytes: cfg
@@ -309,7 +311,7 @@ impl TopicConfig {
                 .clamp(crate::log::MIN_SEGMENT_BYTES, crate::log::MAX_SEGMENT_BYTES),
             segment_index_bytes: 10 * 1024 * 1024,
             segment_ms: cfg.roll_ms,
-            unclean_leader_election_enable: false,
+            unclean_leader_election_enable: cfg.unclean_leader_election_enable,
             overrides: BTreeMap::new(),
         }
     }
@@ -484,6 +486,7 @@ impl TopicConfig {
                 ),
             ),
             compacted: self.compact,
+            min_insync_replicas: usize::try_from(self.min_insync_replicas).unwrap_or(1),
         }
     }
 
@@ -588,13 +591,13 @@ fn broker_default(cfg: &BrokerConfig, key: &str) -> String {
         "max.compaction.lag.ms" => cfg.cleaner_max_compaction_lag_ms.to_string(),
         "min.cleanable.dirty.ratio" => cfg.cleaner_min_cleanable_ratio.to_string(),
         "min.compaction.lag.ms" => cfg.cleaner_min_compaction_lag_ms.to_string(),
-        "min.insync.replicas" => "1".into(),
+        "min.insync.replicas" => cfg.min_insync_replicas.to_string(),
         "retention.bytes" => cfg.retention_bytes.to_string(),
         "retention.ms" => cfg.retention_ms.to_string(),
         "segment.bytes" => cfg.segment_bytes.to_string(),
         "segment.index.bytes" => "10485760".into(),
         "segment.ms" => cfg.roll_ms.to_string(),
-        "unclean.leader.election.enable" => "false".into(),
+        "unclean.leader.election.enable" => cfg.unclean_leader_election_enable.to_string(),
         _ => String::new(),
     }
 }
@@ -873,6 +876,7 @@ mod tests {
                 max_message_bytes: 2048,
                 timestamp_window: None,
                 compacted: true,
+                min_insync_replicas: 2,
             }
         );
     }

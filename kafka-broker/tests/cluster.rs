@@ -725,3 +725,334 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
     .await;
     c.assert_running();
 }
+
+/// One record produced to `topic`-0 straight to the broker at `addr` with these acks; the
+/// partition's error code, and its base offset.
+async fn produce_one(addr: &str, topic: &str, acks: i16, value: &str) -> (i16, i64) {
+    harness::produce(addr, topic, 0, acks, &[value], Duration::from_secs(10))
+        .await
+        .unwrap()
+}
+
+/// The ISR of `topic`-0 as the broker at `addr` lists it, sorted.
+async fn isr_of(addr: &str, topic: &str) -> Option<Vec<i32>> {
+    let m = metadata(addr, Some(&[topic])).await?;
+    let mut isr = partitions(&m, topic)?.first()?.3.clone();
+    isr.sort_unstable();
+    Some(isr)
+}
+
+/// The leader's view of its followers (Kafka's ISR rules, `replica.lag.time.max.ms` set to
+/// 1.5 s): a stopped follower (SIGSTOP: it still holds its registration, so only its leader
+/// can find it lagging; the session timeout is a minute) leaves the ISR and acks=all writes
+/// go on with the other two of `min.insync.replicas=2`; with both followers stopped the ISR is
+/// the leader alone and acks=all is NOT_ENOUGH_REPLICAS (nothing written; acks=1 still
+/// works); resumed, both catch up and join the ISR again, and every replica holds the
+/// leader's bytes. One controller and three brokers, so stopping brokers leaves the quorum
+/// alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_followers_leave_the_isr_and_come_back() {
+    let mut c = Cluster::new(
+        &[Role::Controller, Role::Broker, Role::Broker, Role::Broker],
+        &[
+            "broker.heartbeat.interval.ms=500",
+            "broker.session.timeout.ms=60000",
+            "replica.lag.time.max.ms=1500",
+            "replica.fetch.wait.max.ms=200",
+            "replica.fetch.backoff.ms=100",
+        ],
+    );
+    c.start_all();
+    until_brokers(&mut c, &[2, 3, 4]).await;
+    let a = admin(&c.bootstrap()).await;
+    let r = a
+        .create_topics(
+            &[NewTopic::new("isr", 1, 3).config("min.insync.replicas", "2")],
+            false,
+        )
+        .await;
+    assert!(r[0].is_ok(), "{r:?}");
+    let parts = agreed_partitions(&mut c, "isr", 1).await;
+    let leader = parts[0].1;
+    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
+    let at = c.addr(leader);
+    // The leader takes writes once it has applied its leadership.
+    {
+        let at = at.clone();
+        c.eventually("the leader takes writes", Duration::from_secs(10), || {
+            let at = at.clone();
+            async move { (produce_one(&at, "isr", -1, "all-first").await.0 == 0).then_some(()) }
+        })
+        .await;
+    }
+    let mut written = vec!["all-first".to_owned()];
+    for i in 0..20 {
+        let v = format!("all-{i}");
+        let (code, _) = produce_one(&at, "isr", -1, &v).await;
+        assert_eq!(code, 0, "acks=all with the whole ISR\n{}", c.logs());
+        written.push(v);
+    }
+
+    // One follower stops. The next acks=all write waits: the stopped follower does not fetch
+    // it, so the leader finds it lagging after replica.lag.time.max.ms (long before any
+    // fencing) and the ISR shrinks to two, which is enough for min.insync.replicas=2. (An
+    // idle partition keeps its ISR, as in Kafka: a follower that has everything is not
+    // behind.)
+    c.signal(followers[0], "STOP");
+    let (code, _) = produce_one(&at, "isr", -1, "all-waits").await;
+    assert_eq!(code, 0, "acks=all once the ISR shrank\n{}", c.logs());
+    written.push("all-waits".into());
+    let expected: Vec<i32> = {
+        let mut e = vec![leader, followers[1]];
+        e.sort_unstable();
+        e
+    };
+    {
+        let (at, expected) = (at.clone(), expected.clone());
+        c.eventually("the ISR shrinks to two", Duration::from_secs(10), || {
+            let at = at.clone();
+            let expected = expected.clone();
+            async move { (isr_of(&at, "isr").await? == expected).then_some(()) }
+        })
+        .await;
+    }
+    for i in 20..30 {
+        let v = format!("all-{i}");
+        let (code, _) = produce_one(&at, "isr", -1, &v).await;
+        assert_eq!(
+            code,
+            0,
+            "acks=all on 2 of 3 with min.insync.replicas=2\n{}",
+            c.logs()
+        );
+        written.push(v);
+    }
+
+    // Both stopped: after a write the other follower lags too and the ISR is the leader
+    // alone; acks=all is refused before anything is written.
+    c.signal(followers[1], "STOP");
+    let end_before = produce_one(&at, "isr", 1, "one-a").await;
+    assert_eq!(end_before.0, 0, "acks=1 needs only the leader");
+    written.push("one-a".into());
+    {
+        let at = at.clone();
+        c.eventually(
+            "the ISR shrinks to the leader",
+            Duration::from_secs(20),
+            || {
+                let at = at.clone();
+                async move { (isr_of(&at, "isr").await? == vec![leader]).then_some(()) }
+            },
+        )
+        .await;
+    }
+    let (code, _) = produce_one(&at, "isr", -1, "refused").await;
+    assert_eq!(
+        code,
+        19,
+        "NOT_ENOUGH_REPLICAS with an ISR of 1 and min.insync.replicas=2\n{}",
+        c.logs()
+    );
+    let (code, offset) = produce_one(&at, "isr", 1, "one-b").await;
+    assert_eq!(
+        (code, offset),
+        (0, end_before.1 + 1),
+        "the refused record took no offset"
+    );
+    written.push("one-b".into());
+
+    // Resumed: both catch up and are back in the ISR; acks=all works again.
+    c.signal(followers[0], "CONT");
+    c.signal(followers[1], "CONT");
+    {
+        let at = at.clone();
+        c.eventually(
+            "the ISR grows back to three",
+            Duration::from_secs(20),
+            || {
+                let at = at.clone();
+                async move { (isr_of(&at, "isr").await? == vec![2, 3, 4]).then_some(()) }
+            },
+        )
+        .await;
+    }
+    let (code, _) = produce_one(&at, "isr", -1, "all-last").await;
+    assert_eq!(code, 0, "acks=all with the ISR back\n{}", c.logs());
+    written.push("all-last".into());
+    let dirs: Vec<std::path::PathBuf> = [2, 3, 4]
+        .iter()
+        .map(|id| c.nodes[id].data_dir.clone())
+        .collect();
+    c.eventually(
+        "every replica holds the leader's bytes",
+        Duration::from_secs(15),
+        || {
+            let files: Vec<_> = dirs.iter().map(|d| segment_files(d, "isr", 0)).collect();
+            let ok = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+    // Read back by kcat: every written record once, in order, and not the refused one.
+    if let Some(out) = peers::run(
+        "kcat",
+        &[
+            "-b",
+            &c.bootstrap(),
+            "-C",
+            "-t",
+            "isr",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ],
+    ) {
+        let read: Vec<&str> = out.lines().collect();
+        assert_eq!(read, written.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    c.assert_running();
+}
+
+/// The whole record batches with a base offset at or past `from` in a replica's segment
+/// files, in offset order (each: base offset i64, length i32, then `length` bytes).
+fn batches_from(dir: &std::path::Path, topic: &str, partition: i32, from: i64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for bytes in segment_files(dir, topic, partition).into_values() {
+        let mut at = 0usize;
+        while let Some(head) = bytes.get(at..at + 12) {
+            let base = i64::from_be_bytes(head[..8].try_into().unwrap());
+            let len = i32::from_be_bytes(head[8..12].try_into().unwrap());
+            let Some(end) = usize::try_from(len).ok().map(|l| at + 12 + l) else {
+                break;
+            };
+            let Some(batch) = bytes.get(at..end) else {
+                break;
+            };
+            if base >= from {
+                out.push(batch.to_vec());
+            }
+            at = end;
+        }
+    }
+    out
+}
+
+/// A follower that was stopped while its leader trimmed the log past the follower's end
+/// (DeleteRecords) starts its log again at the leader's log start, catches up and rejoins the
+/// ISR; the follower that kept up trims too. Every replica then holds the same batches from
+/// the new log start, and nothing below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_leaders_log_start_starts_again_there() {
+    use kafka_protocol::KStr;
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::{DeleteRecordsRequest, RequestBody, ResponseBody};
+    let mut c = Cluster::new(
+        &[Role::Controller, Role::Broker, Role::Broker, Role::Broker],
+        &[
+            "broker.heartbeat.interval.ms=500",
+            "broker.session.timeout.ms=60000",
+            "replica.lag.time.max.ms=1500",
+            "replica.fetch.wait.max.ms=200",
+            "replica.fetch.backoff.ms=100",
+        ],
+    );
+    c.start_all();
+    until_brokers(&mut c, &[2, 3, 4]).await;
+    let a = admin(&c.bootstrap()).await;
+    let r = a.create_topics(&[NewTopic::new("trim", 1, 3)], false).await;
+    assert!(r[0].is_ok(), "{r:?}");
+    let parts = agreed_partitions(&mut c, "trim", 1).await;
+    let leader = parts[0].1;
+    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
+    let at = c.addr(leader);
+    {
+        let at = at.clone();
+        c.eventually("the leader takes writes", Duration::from_secs(10), || {
+            let at = at.clone();
+            async move { (produce_one(&at, "trim", -1, "first").await.0 == 0).then_some(()) }
+        })
+        .await;
+    }
+    for i in 0..9 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("a-{i}")).await.0, 0);
+    }
+    c.signal(followers[0], "STOP");
+    // Acknowledged once the stopped follower is out of the ISR.
+    for i in 0..10 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("b-{i}")).await.0, 0);
+    }
+    let conn = kafka_net::connection::Connection::connect(
+        &at,
+        kafka_net::connection::ConnectionConfig::default(),
+    )
+    .await
+    .unwrap();
+    let req = DeleteRecordsRequest {
+        topics: vec![DeleteRecordsTopic {
+            name: KStr::from_static("trim"),
+            partitions: vec![DeleteRecordsPartition {
+                partition_index: 0,
+                offset: 15,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    let ResponseBody::DeleteRecords(d) = conn
+        .request_at(RequestBody::DeleteRecords(req), 2)
+        .await
+        .unwrap()
+    else {
+        panic!("not a DeleteRecords answer")
+    };
+    let p = &d.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.low_watermark), (0, 15), "{d:?}");
+    for i in 0..5 {
+        assert_eq!(produce_one(&at, "trim", -1, &format!("c-{i}")).await.0, 0);
+    }
+    c.signal(followers[0], "CONT");
+    {
+        let at = at.clone();
+        c.eventually(
+            "the ISR grows back to three",
+            Duration::from_secs(20),
+            || {
+                let at = at.clone();
+                async move { (isr_of(&at, "trim").await? == vec![2, 3, 4]).then_some(()) }
+            },
+        )
+        .await;
+    }
+    let dirs: Vec<std::path::PathBuf> = [2, 3, 4]
+        .iter()
+        .map(|id| c.nodes[id].data_dir.clone())
+        .collect();
+    let got = c
+        .eventually(
+            "every replica holds the same batches from the log start",
+            Duration::from_secs(15),
+            || {
+                let all: Vec<_> = dirs
+                    .iter()
+                    .map(|d| batches_from(d, "trim", 0, 15))
+                    .collect();
+                let ok = all[0].len() == 10 && all.iter().all(|b| b == &all[0]);
+                async move { ok.then_some(all) }
+            },
+        )
+        .await;
+    assert_eq!(got[0].len(), 10, "offsets 15..25");
+    // The restarted follower holds nothing below the leader's log start.
+    let lagging = &c.nodes[&followers[0]].data_dir;
+    assert_eq!(
+        batches_from(lagging, "trim", 0, 0),
+        batches_from(lagging, "trim", 0, 15),
+        "the follower started again at 15"
+    );
+    c.assert_running();
+}

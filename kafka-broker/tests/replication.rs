@@ -42,11 +42,6 @@ use std::time::{Duration, Instant};
 
 use harness::{Cluster, Role, admin, agreed_partitions, segment_files, until_brokers};
 use kafka_net::admin::NewTopic;
-use kafka_net::connection::{Connection, ConnectionConfig};
-use kafka_protocol::KStr;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, RequestBody, ResponseBody};
-use kafka_protocol::record::RecordBatchBuilder;
 use support::{
     Background, Load, Rng, check_read, disk_batches, disk_log_end, leaders_by_epoch,
     parse_produced, partition_state, python_client, read_kafka_python, read_kcat, read_ours,
@@ -137,7 +132,7 @@ async fn until_converged(c: &mut Cluster, topic: &str, partition: i32, at_least:
 }
 
 /// One Produce of `values` (one batch, no producer id) to `topic`-`partition` at `addr`:
-/// `Ok(base offset)`, or `Err` with the error code or why there was no answer within
+/// `Ok(base offset)`, or `Err` with the error code's name or why there was no answer within
 /// `timeout`.
 async fn produce_raw(
     addr: &str,
@@ -147,57 +142,13 @@ async fn produce_raw(
     values: &[String],
     timeout: Duration,
 ) -> Result<i64, String> {
-    let mut b = RecordBatchBuilder::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    for v in values {
-        b.append(now, None, Some(v.as_bytes()), &[]).unwrap();
-    }
-    let req = ProduceRequest {
-        acks,
-        timeout_ms: i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX),
-        topic_data: vec![TopicProduceData {
-            name: KStr::from(topic.to_owned()),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(b.build().unwrap()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let cfg = ConnectionConfig {
-        connect_timeout: Duration::from_secs(2),
-        handshake: false,
-        ..Default::default()
-    };
-    let conn = Connection::connect(addr, cfg)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let answer = tokio::time::timeout(
-        timeout + Duration::from_secs(2),
-        conn.request_at(RequestBody::Produce(req), 9),
-    )
-    .await
-    .map_err(|_| "no answer".to_owned())?
-    .map_err(|e| e.to_string())?;
-    let ResponseBody::Produce(r) = answer else {
-        return Err(format!("not a Produce answer: {answer:?}"));
-    };
-    let p = r
-        .responses
-        .first()
-        .and_then(|t| t.partition_responses.first())
-        .ok_or("an empty answer")?;
-    if p.error_code == 0 {
-        Ok(p.base_offset)
-    } else {
-        Err(format!(
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    match harness::produce(addr, topic, partition, acks, &values, timeout).await? {
+        (0, base) => Ok(base),
+        (code, _) => Err(format!(
             "{:?}",
-            kafka_protocol::error_code::ErrorCode::from(p.error_code)
-        ))
+            kafka_protocol::error_code::ErrorCode::from(code)
+        )),
     }
 }
 

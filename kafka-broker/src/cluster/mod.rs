@@ -215,6 +215,7 @@ pub async fn start(
                 standing: standing_rx,
             });
             broker.set_cluster(link.clone());
+            broker.isr.start(&broker, link.clone());
             tokio::spawn(publish_images(broker, config.node_id, state_rx));
             (Some(link), Some(lifecycle))
         }

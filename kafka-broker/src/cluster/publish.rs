@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::image::{MetadataImage, PartitionImage};
 use crate::broker::Broker;
 use crate::offsets_topic::OFFSETS_TOPIC;
+use crate::replica::Leadership;
 
 /// ConfigRecord's resource type of topics.
 pub const TOPIC_RESOURCE: i8 = 2;
@@ -75,6 +76,20 @@ pub fn apply(
     }
 }
 
+/// Takes the role the current image gives a partition hosted again outside an image change
+/// (an offline partition reopened).
+pub fn retake(broker: &Arc<Broker>, topic: &str, index: i32) {
+    let Some(link) = broker.cluster() else { return };
+    let shared = link.current();
+    let image = &shared.state.image;
+    let Some(part) = image.topic(topic).and_then(|t| t.partitions.get(&index)) else {
+        return;
+    };
+    if part.replicas.contains(&link.node_id) {
+        take_role(broker, image, link.node_id, topic, index, part);
+    }
+}
+
 fn take_role(
     broker: &Arc<Broker>,
     image: &MetadataImage,
@@ -99,8 +114,15 @@ fn take_role(
             .collect();
         let was = hosted.is_leader() && hosted.leader_epoch() == part.leader_epoch;
         broker.fetchers.unfollow(topic, index);
+        let leadership = Leadership {
+            leader_epoch: part.leader_epoch,
+            partition_epoch: part.partition_epoch,
+            local_id: node_id,
+            followers: &followers,
+            isr: &part.isr,
+        };
         hosted
-            .become_leader(part.leader_epoch, &followers, &part.isr)
+            .lead(&leadership, crate::broker::now_ms())
             .map(|()| {
                 if !was {
                     tracing::info!(topic, partition = index, leader_epoch = part.leader_epoch, isr = ?part.isr, "leader");

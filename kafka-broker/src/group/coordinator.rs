@@ -54,8 +54,30 @@ type OffsetKey = (String, String, i32);
 
 #[derive(Debug)]
 enum Waiter {
-    Join(oneshot::Sender<JoinResponse>),
-    Sync(oneshot::Sender<SyncResponse>),
+    /// A JoinGroup of this group, waiting.
+    Join(String, oneshot::Sender<JoinResponse>),
+    /// A SyncGroup of this group, waiting.
+    Sync(String, oneshot::Sender<SyncResponse>),
+}
+
+impl Waiter {
+    fn group(&self) -> &str {
+        match self {
+            Self::Join(g, _) | Self::Sync(g, _) => g,
+        }
+    }
+
+    /// Answers NOT_COORDINATOR (the client looks for the coordinator again).
+    fn not_coordinator(self) {
+        match self {
+            Self::Join(_, tx) => {
+                let _ = tx.send(JoinResponse::error("", ErrorCode::NOT_COORDINATOR));
+            }
+            Self::Sync(_, tx) => {
+                let _ = tx.send(SyncResponse::error(ErrorCode::NOT_COORDINATOR));
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -219,13 +241,13 @@ impl GroupCoordinator {
         while let Some(out) = inner.manager.poll_output() {
             match out {
                 Output::Join { request, response } => {
-                    if let Some(Waiter::Join(tx)) = inner.waiters.remove(&request) {
+                    if let Some(Waiter::Join(_, tx)) = inner.waiters.remove(&request) {
                         // The client may be gone; nothing to do then.
                         let _ = tx.send(response);
                     }
                 }
                 Output::Sync { request, response } => {
-                    if let Some(Waiter::Sync(tx)) = inner.waiters.remove(&request) {
+                    if let Some(Waiter::Sync(_, tx)) = inner.waiters.remove(&request) {
                         let _ = tx.send(response);
                     }
                 }
@@ -263,6 +285,7 @@ impl GroupCoordinator {
     pub fn join(&self, req: JoinRequest) -> impl Future<Output = JoinResponse> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let member_id = req.member_id.clone();
+        let group_id = req.group_id.clone();
         {
             let mut inner = self.lock();
             if inner.closed {
@@ -272,7 +295,7 @@ impl GroupCoordinator {
                 ));
             } else {
                 let id = inner.next_id();
-                inner.waiters.insert(id, Waiter::Join(tx));
+                inner.waiters.insert(id, Waiter::Join(group_id, tx));
                 let now = self.clock.now_ms();
                 inner.manager.join(id, req, now);
                 self.flush_detached(&mut inner);
@@ -293,7 +316,9 @@ impl GroupCoordinator {
                 let _ = tx.send(SyncResponse::error(ErrorCode::NOT_COORDINATOR));
             } else {
                 let id = inner.next_id();
-                inner.waiters.insert(id, Waiter::Sync(tx));
+                inner
+                    .waiters
+                    .insert(id, Waiter::Sync(req.group_id.clone(), tx));
                 let now = self.clock.now_ms();
                 inner.manager.sync(id, req, now);
                 self.flush_detached(&mut inner);
@@ -478,15 +503,29 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         inner.closed = true;
         for (_, waiter) in inner.waiters.drain() {
-            match waiter {
-                Waiter::Join(tx) => {
-                    let _ = tx.send(JoinResponse::error("", ErrorCode::NOT_COORDINATOR));
-                }
-                Waiter::Sync(tx) => {
-                    let _ = tx.send(SyncResponse::error(ErrorCode::NOT_COORDINATOR));
-                }
+            waiter.not_coordinator();
+        }
+    }
+
+    /// Stops coordinating the groups of `__consumer_offsets` partition `partition` (another
+    /// broker leads it now): they are forgotten, and their waiting JoinGroups and SyncGroups
+    /// answered NOT_COORDINATOR. Returns how many groups went.
+    pub fn unload(&self, partition: i32) -> usize {
+        let mut inner = self.lock();
+        let gone = inner.manager.unload(partition);
+        let config = inner.manager.config().clone();
+        let ids: Vec<RequestId> = inner
+            .waiters
+            .iter()
+            .filter(|(_, w)| config.partition_for(w.group()) == partition)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(w) = inner.waiters.remove(&id) {
+                w.not_coordinator();
             }
         }
+        gone
     }
 }
 

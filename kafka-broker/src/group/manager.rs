@@ -303,6 +303,23 @@ impl GroupManager {
             .collect()
     }
 
+    /// Forgets the groups (and their offsets and timers) of `__consumer_offsets` partition
+    /// `partition`: this broker no longer coordinates them, and loads them anew from the log
+    /// if it leads the partition again. Returns how many groups went.
+    pub fn unload(&mut self, partition: i32) -> usize {
+        let config = &self.config;
+        let before = self.groups.len();
+        self.groups
+            .retain(|id, _| config.partition_for(id) != partition);
+        let gone = before - self.groups.len();
+        for group in self.offsets.groups() {
+            if config.partition_for(&group) == partition {
+                self.offsets.remove_group(&group);
+            }
+        }
+        gone
+    }
+
     /// Rebuilds groups and offsets from `__consumer_offsets` records, in log order (the last
     /// record of a key wins; a tombstone deletes it). Meant for a fresh manager at start-up:
     /// groups with members come back Stable with their sessions starting at `now`, so

@@ -125,9 +125,12 @@ pub(super) async fn handle(
         })
         .collect();
     if let Some(replica) = follower {
+        let now = crate::broker::now_ms();
         for (w, part) in wanted.iter().zip(&hosted) {
             if let Some(part) = part {
-                part.update_follower(replica, w.offset);
+                if let Some(change) = part.update_follower(replica, w.offset, now) {
+                    broker.isr.submit(part, change);
+                }
             }
         }
     }

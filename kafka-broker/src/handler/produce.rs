@@ -52,6 +52,11 @@ pub(super) async fn handle(
                 let part = broker
                     .partition(name, index)
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
+                // acks=all: refused before anything is written while the ISR is too small.
+                if acks == -1 {
+                    part.check_min_insync(rules.min_insync_replicas)
+                        .map_err(plain)?;
+                }
                 let records = p.records_bytes(frame).unwrap_or_default();
                 // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
                 let records = crate::convert::produced(records, req.version(), budget)
@@ -66,7 +71,7 @@ pub(super) async fn handle(
             .await;
             let resp = match result {
                 Ok((a, wait)) => {
-                    pending.push(wait);
+                    pending.push(wait.with_min_insync(rules.min_insync_replicas));
                     pending_at.push((responses.len(), partition_responses.len()));
                     PartitionProduceResponse {
                         index,

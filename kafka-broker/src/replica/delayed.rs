@@ -51,6 +51,7 @@ pub async fn complete_append(
         partition,
         required,
         sync,
+        min_insync,
     } = pending;
     if let Some((flusher, offset)) = sync {
         let durable = flusher.sync_to_async(offset).await?;
@@ -73,6 +74,19 @@ pub async fn complete_append(
             ));
         }
         if partition.high_watermark() >= required {
+            // Kafka's `checkEnoughReplicasReachOffset`: replicated, but by fewer replicas
+            // than the topic asks for (the ISR shrank while the produce waited).
+            let isr = partition.maximal_isr_count();
+            if isr < min_insync {
+                return Err(BrokerError::kafka(
+                    ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    format!(
+                        "{}-{}: written, but the in-sync replicas ({isr}) are fewer than \
+                         min.insync.replicas ({min_insync})",
+                        partition.topic, partition.index
+                    ),
+                ));
+            }
             return Ok(());
         }
         if tokio::time::timeout_at(deadline, changed).await.is_err() {

@@ -33,7 +33,8 @@ use bytes::BytesMut;
 pub use budget::MemoryBudget;
 pub use delayed::Acks;
 pub use partition::{
-    Appended, BatchSummary, Follower, Offsets, Partition, PendingAck, Role, SyncNeeded,
+    Appended, BatchSummary, Follower, IsrChange, Leadership, Offsets, Partition, PendingAck, Role,
+    SyncNeeded,
 };
 pub use validate::{BadRecord, Refused};
 
@@ -51,6 +52,9 @@ pub struct ReplicaManager {
     /// The high watermarks read from the checkpoint at start, taken by the partitions as they
     /// are hosted.
     checkpointed: Mutex<HashMap<TopicPartition, i64>>,
+    /// A hosted partition starts led here with no followers (a single node); in a cluster
+    /// it waits for the role the metadata gives it.
+    lead_on_host: std::sync::atomic::AtomicBool,
 }
 
 impl ReplicaManager {
@@ -66,12 +70,21 @@ impl ReplicaManager {
             io: Arc::new(StdIo),
             partitions: RwLock::new(HashMap::new()),
             checkpointed: Mutex::new(checkpointed),
+            lead_on_host: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
+    /// In a cluster: partitions hosted from now on take no role until the metadata gives
+    /// them one (a replica that led itself for a moment could acknowledge a write nobody
+    /// else has).
+    pub fn roles_from_metadata(&self) {
+        self.lead_on_host
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
     /// Hosts a partition over its open log, led by this broker with no followers (a single
-    /// node leads every partition; the cluster layer will say otherwise). A new log starts
-    /// leader epoch 0 in its leader epoch cache.
+    /// node leads every partition; in a cluster, see [`Self::roles_from_metadata`], it takes
+    /// no role here). A new log starts leader epoch 0 in its leader epoch cache.
     pub fn host(
         &self,
         topic: &str,
@@ -85,7 +98,9 @@ impl ReplicaManager {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&TopicPartition::new(topic, index));
         let partition = Arc::new(Partition::new(topic, index, log, producers, hw));
-        partition.become_leader(partition.leader_epoch(), &[], &[])?;
+        if self.lead_on_host.load(std::sync::atomic::Ordering::Acquire) {
+            partition.become_leader(partition.leader_epoch(), &[], &[])?;
+        }
         self.partitions
             .write()
             .unwrap_or_else(PoisonError::into_inner)

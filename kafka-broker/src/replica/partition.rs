@@ -66,24 +66,88 @@ pub struct PendingAck {
     /// The offset after the appended batches.
     pub(crate) required: i64,
     pub(crate) sync: SyncNeeded,
+    /// acks=all: the ISR must still hold this many replicas once the batch is replicated
+    /// (`min.insync.replicas`; else NOT_ENOUGH_REPLICAS_AFTER_APPEND). 0: not checked.
+    pub(crate) min_insync: usize,
 }
 
 impl PendingAck {
+    /// Checks `min.insync.replicas` once the batch is replicated (acks=all).
+    pub fn with_min_insync(mut self, min_insync: usize) -> Self {
+        self.min_insync = min_insync;
+        self
+    }
+
     /// Whether nothing is left to wait for (no fsync due, the high watermark covers it).
     pub fn is_acknowledged(&self) -> bool {
         self.sync.is_none() && self.partition.high_watermark() >= self.required
     }
 }
 
-/// A replica of this partition on another broker, as the leader tracks it (filled by the
-/// replication layer from followers' fetches).
+/// A replica of this partition on another broker, as the leader tracks it (Kafka's
+/// `Replica` state, filled from the follower's fetches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Follower {
     pub replica_id: i32,
     /// The follower's log end offset, as its last fetch said; -1 until it fetched.
     pub log_end_offset: i64,
+    /// Member of the ISR the controller committed.
     pub in_sync: bool,
+    /// The last time the follower was known to have everything the leader had (its fetch
+    /// reached the leader's log end, or the log end of its previous fetch); 0 for never.
+    pub last_caught_up_ms: i64,
+    /// The leader's log end at the follower's previous fetch, and when that fetch came.
+    last_fetch_leader_end: i64,
+    last_fetch_ms: i64,
 }
+
+impl Follower {
+    fn new(replica_id: i32, in_sync: bool, now_ms: i64) -> Self {
+        Self {
+            replica_id,
+            log_end_offset: -1,
+            in_sync,
+            // An in-sync follower gets a whole `replica.lag.time.max.ms` from the leadership
+            // change before it can be found lagging.
+            last_caught_up_ms: if in_sync { now_ms } else { 0 },
+            last_fetch_leader_end: -1,
+            last_fetch_ms: 0,
+        }
+    }
+
+    /// Kafka's `Replica.isCaughtUp`: it has the leader's log end, or had it within `max_lag_ms`.
+    fn caught_up(&self, leader_end: i64, now_ms: i64, max_lag_ms: i64) -> bool {
+        self.log_end_offset == leader_end || now_ms - self.last_caught_up_ms <= max_lag_ms
+    }
+}
+
+/// The leadership a leader takes from the metadata (the image's partition record).
+#[derive(Debug, Clone, Copy)]
+pub struct Leadership<'a> {
+    pub leader_epoch: i32,
+    /// The partition epoch of `isr` (it moves with every ISR change).
+    pub partition_epoch: i32,
+    /// This broker's id (the leader's own entry of the ISR; -1 on a single node).
+    pub local_id: i32,
+    /// The other replicas.
+    pub followers: &'a [i32],
+    /// The committed in-sync replicas (the leader's own id may be among them).
+    pub isr: &'a [i32],
+}
+
+/// An ISR change a leader asks the controller for (AlterPartition), made against the ISR of
+/// `partition_epoch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    /// The whole new ISR, the leader first.
+    pub isr: Vec<i32>,
+}
+
+/// How long after a refused or unanswered ISR change the leader waits before it asks again
+/// (the metadata it was refused for is usually on its way).
+pub const ISR_CHANGE_RETRY_MS: i64 = 500;
 
 /// Whether this broker leads the partition or follows another broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +159,77 @@ pub enum Role {
 #[derive(Debug)]
 struct Replicas {
     role: Role,
+    /// This broker's replica id (-1 on a single node).
+    local_id: i32,
     followers: Vec<Follower>,
+    /// The partition epoch of the committed ISR the followers' `in_sync` flags hold.
+    partition_epoch: i32,
+    /// An ISR change sent to the controller and not answered yet: no other is sent meanwhile,
+    /// and the high watermark counts its new members too (Kafka's "maximal ISR": an
+    /// expansion counts at once, a shrink only once committed).
+    pending: Option<PendingIsr>,
+    /// Where the current leader epoch started in the log: a follower joins the ISR only once
+    /// it has everything from there.
+    epoch_start_offset: i64,
+}
+
+#[derive(Debug)]
+struct PendingIsr {
+    isr: Vec<i32>,
+    /// When the controller refused it or did not answer: it no longer counts, and a new
+    /// change may be sent [`ISR_CHANGE_RETRY_MS`] later.
+    failed_at_ms: Option<i64>,
+}
+
+impl Replicas {
+    /// Whether a follower counts for the high watermark and the acks=all condition.
+    fn in_maximal_isr(&self, f: &Follower) -> bool {
+        f.in_sync
+            || self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.failed_at_ms.is_none() && p.isr.contains(&f.replica_id))
+    }
+
+    /// Whether a new ISR change may be sent now.
+    fn may_change(&mut self, now_ms: i64) -> bool {
+        match &self.pending {
+            None => true,
+            Some(PendingIsr {
+                failed_at_ms: Some(at),
+                ..
+            }) if now_ms - at >= ISR_CHANGE_RETRY_MS => {
+                self.pending = None;
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// The committed ISR with `add` and without `remove`, the leader first.
+    fn isr_with(&self, add: Option<i32>, remove: &[i32]) -> Vec<i32> {
+        std::iter::once(self.local_id)
+            .chain(
+                self.followers
+                    .iter()
+                    .filter(|f| f.in_sync || add == Some(f.replica_id))
+                    .map(|f| f.replica_id)
+                    .filter(|id| !remove.contains(id)),
+            )
+            .collect()
+    }
+
+    fn propose(&mut self, leader_epoch: i32, isr: Vec<i32>) -> IsrChange {
+        self.pending = Some(PendingIsr {
+            isr: isr.clone(),
+            failed_at_ms: None,
+        });
+        IsrChange {
+            leader_epoch,
+            partition_epoch: self.partition_epoch,
+            isr,
+        }
+    }
 }
 
 pub struct Partition {
@@ -157,7 +291,11 @@ impl Partition {
             leader_epoch: AtomicI32::new(epoch),
             replicas: Mutex::new(Replicas {
                 role: Role::Follower,
+                local_id: -1,
                 followers: Vec::new(),
+                partition_epoch: -1,
+                pending: None,
+                epoch_start_offset: 0,
             }),
             changed: Notify::new(),
             append_failures: Mutex::new(RateLimit::new(APPEND_FAILURE_LOG_INTERVAL)),
@@ -221,29 +359,85 @@ impl Partition {
     }
 
     /// Becomes leader at `epoch` with these followers (by replica id; all in sync when they are
-    /// in `isr`). The epoch starts at the log end in the leader epoch cache, persisted before
-    /// this returns. An epoch older than the current one is refused (FENCED_LEADER_EPOCH).
+    /// in `isr`), as a single node or a test does: partition epoch 0, no local id.
     pub fn become_leader(
         &self,
         epoch: i32,
         followers: &[i32],
         isr: &[i32],
     ) -> Result<(), BrokerError> {
-        self.check_new_epoch(epoch)?;
-        self.log().assign_epoch_at_end(epoch)?;
+        self.lead(
+            &Leadership {
+                leader_epoch: epoch,
+                partition_epoch: 0,
+                local_id: -1,
+                followers,
+                isr,
+            },
+            crate::broker::now_ms(),
+        )
+    }
+
+    /// Takes the leadership the metadata gives. A new leader epoch starts at the log end in
+    /// the leader epoch cache (persisted before this returns) and forgets what the followers
+    /// fetched; the same epoch again (a new ISR or replica set from the controller) keeps each
+    /// follower's fetch state and takes the ISR unless it is older than the one held (an
+    /// AlterPartition answer may arrive before the metadata that records it). An epoch older
+    /// than the current one is refused (FENCED_LEADER_EPOCH).
+    pub fn lead(&self, l: &Leadership<'_>, now_ms: i64) -> Result<(), BrokerError> {
+        self.check_new_epoch(l.leader_epoch)?;
+        let same = self.is_leader() && self.leader_epoch() == l.leader_epoch;
+        if same {
+            {
+                let mut r = lock(&self.replicas);
+                r.local_id = l.local_id;
+                let take_isr = l.partition_epoch >= r.partition_epoch;
+                let mut followers = Vec::with_capacity(l.followers.len());
+                for &id in l.followers {
+                    let mut f = r
+                        .followers
+                        .iter()
+                        .find(|f| f.replica_id == id)
+                        .copied()
+                        .unwrap_or_else(|| Follower::new(id, l.isr.contains(&id), now_ms));
+                    if take_isr {
+                        f.in_sync = l.isr.contains(&id);
+                    }
+                    followers.push(f);
+                }
+                r.followers = followers;
+                if take_isr {
+                    if l.partition_epoch > r.partition_epoch {
+                        // The change in flight was made against an older ISR: it is
+                        // committed, or will be refused.
+                        r.pending = None;
+                    }
+                    r.partition_epoch = l.partition_epoch;
+                }
+            }
+            self.update_high_watermark();
+            self.wake();
+            return Ok(());
+        }
+        let start = {
+            let mut log = self.log();
+            log.assign_epoch_at_end(l.leader_epoch)?;
+            log.log_end_offset()
+        };
         {
             let mut r = lock(&self.replicas);
             r.role = Role::Leader;
-            r.followers = followers
+            r.local_id = l.local_id;
+            r.partition_epoch = l.partition_epoch;
+            r.pending = None;
+            r.epoch_start_offset = start;
+            r.followers = l
+                .followers
                 .iter()
-                .map(|&replica_id| Follower {
-                    replica_id,
-                    log_end_offset: -1,
-                    in_sync: isr.contains(&replica_id),
-                })
+                .map(|&id| Follower::new(id, l.isr.contains(&id), now_ms))
                 .collect();
         }
-        self.leader_epoch.store(epoch, Ordering::Release);
+        self.leader_epoch.store(l.leader_epoch, Ordering::Release);
         self.update_high_watermark();
         self.wake();
         Ok(())
@@ -257,6 +451,7 @@ impl Partition {
             let mut r = lock(&self.replicas);
             r.role = Role::Follower;
             r.followers.clear();
+            r.pending = None;
         }
         self.leader_epoch.store(epoch, Ordering::Release);
         self.wake();
@@ -329,7 +524,7 @@ impl Partition {
             let hw = r
                 .followers
                 .iter()
-                .filter(|f| f.in_sync)
+                .filter(|f| r.in_maximal_isr(f))
                 .map(|f| f.log_end_offset)
                 .fold(local, i64::min);
             let moved = hw > log.high_watermark();
@@ -349,20 +544,108 @@ impl Partition {
         self.update_high_watermark();
     }
 
-    /// A follower fetched from `log_end_offset` (the replication layer calls this for each
-    /// fetch from a follower). Returns whether the high watermark moved.
-    pub fn update_follower(&self, replica_id: i32, log_end_offset: i64) -> bool {
-        {
+    /// A follower fetched from `fetch_offset` at `now_ms` (the Fetch handler calls this for
+    /// each of a follower's partitions): its log end, its caught-up time (Kafka's
+    /// `Replica.updateFetchState`) and the high watermark follow. Returns the ISR expansion
+    /// to ask the controller for when a follower out of the ISR has caught up: it has the
+    /// high watermark and everything since the current leader epoch started.
+    pub fn update_follower(
+        &self,
+        replica_id: i32,
+        fetch_offset: i64,
+        now_ms: i64,
+    ) -> Option<IsrChange> {
+        let change = {
+            let log = self.log();
+            let (leader_end, hw) = (log.log_end_offset(), log.high_watermark());
             let mut r = lock(&self.replicas);
-            match r.followers.iter_mut().find(|f| f.replica_id == replica_id) {
-                Some(f) => f.log_end_offset = f.log_end_offset.max(log_end_offset),
-                None => return false,
+            if r.role != Role::Leader {
+                return None;
             }
-        }
-        self.update_high_watermark()
+            let start = r.epoch_start_offset;
+            let f = r
+                .followers
+                .iter_mut()
+                .find(|f| f.replica_id == replica_id)?;
+            if fetch_offset >= leader_end {
+                f.last_caught_up_ms = f.last_caught_up_ms.max(now_ms);
+            } else if fetch_offset >= f.last_fetch_leader_end {
+                f.last_caught_up_ms = f.last_caught_up_ms.max(f.last_fetch_ms);
+            }
+            f.log_end_offset = fetch_offset;
+            f.last_fetch_leader_end = leader_end;
+            f.last_fetch_ms = now_ms;
+            let joins = !f.in_sync && fetch_offset >= hw && fetch_offset >= start;
+            drop(log);
+            if joins && r.may_change(now_ms) {
+                let isr = r.isr_with(Some(replica_id), &[]);
+                Some(r.propose(self.leader_epoch(), isr))
+            } else {
+                None
+            }
+        };
+        self.update_high_watermark();
+        change
     }
 
-    /// Puts a follower in or out of the in-sync set (after the controller agreed).
+    /// The ISR shrink to ask the controller for (Kafka's `maybeShrinkIsr`, run every half
+    /// `replica.lag.time.max.ms`): the in-sync followers that have not caught up with the
+    /// leader's log end within `max_lag_ms` leave.
+    pub fn isr_shrink(&self, now_ms: i64, max_lag_ms: i64) -> Option<IsrChange> {
+        let leader_end = self.log_end_offset();
+        let mut r = lock(&self.replicas);
+        if r.role != Role::Leader {
+            return None;
+        }
+        let lagging: Vec<i32> = r
+            .followers
+            .iter()
+            .filter(|f| f.in_sync && !f.caught_up(leader_end, now_ms, max_lag_ms))
+            .map(|f| f.replica_id)
+            .collect();
+        if lagging.is_empty() || !r.may_change(now_ms) {
+            return None;
+        }
+        tracing::info!(topic = %self.topic, partition = self.index, out = ?lagging, leader_end,
+            "followers fell behind for more than replica.lag.time.max.ms; shrinking the ISR");
+        let isr = r.isr_with(None, &lagging);
+        Some(r.propose(self.leader_epoch(), isr))
+    }
+
+    /// The controller's answer to an ISR change: the ISR it committed at `partition_epoch`
+    /// (taken when it is for the current leader epoch and not older than the one held).
+    pub fn isr_changed(&self, leader_epoch: i32, partition_epoch: i32, isr: &[i32]) {
+        {
+            let mut r = lock(&self.replicas);
+            // Answered either way: the next change may be asked for.
+            r.pending = None;
+            if r.role != Role::Leader
+                || leader_epoch != self.leader_epoch()
+                || partition_epoch < r.partition_epoch
+            {
+                return;
+            }
+            for f in &mut r.followers {
+                f.in_sync = isr.contains(&f.replica_id);
+            }
+            r.partition_epoch = partition_epoch;
+            r.pending = None;
+        }
+        self.update_high_watermark();
+        // A shrink can complete produces waiting for the follower that left.
+        self.wake();
+    }
+
+    /// The controller refused the change in flight, or did not answer: it no longer counts;
+    /// another may be sent after [`ISR_CHANGE_RETRY_MS`].
+    pub fn isr_change_failed(&self, now_ms: i64) {
+        if let Some(p) = lock(&self.replicas).pending.as_mut() {
+            p.failed_at_ms = Some(now_ms);
+        }
+        self.wake();
+    }
+
+    /// Puts a follower in or out of the in-sync set, as if the controller had agreed (tests).
     pub fn set_in_sync(&self, replica_id: i32, in_sync: bool) {
         {
             let mut r = lock(&self.replicas);
@@ -373,6 +656,43 @@ impl Partition {
         self.update_high_watermark();
         // A shrink can complete produces waiting for the follower that left.
         self.wake();
+    }
+
+    /// The size of the committed ISR, the leader included (what `min.insync.replicas` is
+    /// checked against before an acks=all append).
+    pub fn in_sync_count(&self) -> usize {
+        let r = lock(&self.replicas);
+        1 + r.followers.iter().filter(|f| f.in_sync).count()
+    }
+
+    /// Refuses an acks=all append while the ISR is smaller than `min_insync`
+    /// (NOT_ENOUGH_REPLICAS; nothing is written).
+    pub fn check_min_insync(&self, min_insync: usize) -> Result<(), BrokerError> {
+        let isr = self.in_sync_count();
+        if isr < min_insync {
+            return Err(BrokerError::kafka(
+                ErrorCode::NOT_ENOUGH_REPLICAS,
+                format!(
+                    "{}-{}: the in-sync replicas ({isr}) are fewer than min.insync.replicas \
+                     ({min_insync})",
+                    self.topic, self.index
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The size of the maximal ISR (the committed one and an expansion in flight): what
+    /// `min.insync.replicas` is checked against once an acks=all append is replicated.
+    pub fn maximal_isr_count(&self) -> usize {
+        let r = lock(&self.replicas);
+        1 + r.followers.iter().filter(|f| r.in_maximal_isr(f)).count()
+    }
+
+    /// The committed ISR and its partition epoch, the leader first.
+    pub fn isr(&self) -> (Vec<i32>, i32) {
+        let r = lock(&self.replicas);
+        (r.isr_with(None, &[]), r.partition_epoch)
     }
 
     /// The followers the leader tracks.
@@ -478,6 +798,7 @@ impl Partition {
                     partition: Arc::clone(self),
                     required: meta.last_offset + 1,
                     sync: None,
+                    min_insync: 0,
                 };
                 return Ok((appended, pending));
             }
@@ -527,6 +848,7 @@ impl Partition {
                 partition: Arc::clone(self),
                 required: info.last_offset + 1,
                 sync,
+                min_insync: 0,
             },
         ))
     }
@@ -558,6 +880,38 @@ impl Partition {
         drop(log);
         drop(producers);
         self.wake();
+        Ok(())
+    }
+
+    /// A follower whose log ends below its leader's log start (the leader deleted what it
+    /// would fetch next): the log starts again, empty, at the leader's log start (Kafka's
+    /// `truncateFullyAndStartAt`).
+    pub fn restart_at(&self, offset: i64) -> Result<(), BrokerError> {
+        let mut producers = self.producers();
+        let mut log = self.log();
+        log.truncate_fully_and_start_at(offset)?;
+        *producers = ProducerStates::default();
+        drop(log);
+        drop(producers);
+        self.wake();
+        Ok(())
+    }
+
+    /// A follower takes its leader's log start offset (retention or DeleteRecords there),
+    /// within its own high watermark: the segments below it go here too.
+    pub fn follow_log_start(&self, leader_log_start: i64) -> Result<(), BrokerError> {
+        let moved = {
+            let mut log = self.log();
+            let target = leader_log_start.min(log.high_watermark());
+            if target <= log.log_start_offset() {
+                return Ok(());
+            }
+            log.delete_records_before(target)?;
+            true
+        };
+        if moved {
+            self.wake();
+        }
         Ok(())
     }
 

@@ -151,10 +151,12 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         started + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    assert!(!p.update_follower(2, 5), "one follower is not enough");
+    p.update_follower(2, 5, 0);
+    assert_eq!(p.high_watermark(), 0, "one follower is not enough");
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
-    assert!(p.update_follower(3, 5));
+    assert_eq!(p.update_follower(3, 5, 0), None, "in sync already");
+    assert_eq!(p.high_watermark(), 5);
     waiter.await.unwrap().unwrap();
     assert_eq!(
         Instant::now(),
@@ -188,7 +190,7 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 8);
+    p.update_follower(2, 8, 0);
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
     p.set_in_sync(3, false);
@@ -402,7 +404,7 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         append(&p, 6, "a");
         p.become_leader(1, &[9], &[9]).unwrap();
         append(&p, 4, "b");
-        p.update_follower(9, 6);
+        p.update_follower(9, 6, 0);
         assert_eq!(p.high_watermark(), 6);
         m.checkpoint_high_watermarks().unwrap();
         assert_eq!(
@@ -437,4 +439,145 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         None,
     );
     assert_eq!(g.high_watermark(), 0);
+}
+
+fn lead(p: &Partition, epoch: i32, partition_epoch: i32, isr: &[i32], now_ms: i64) {
+    p.lead(
+        &Leadership {
+            leader_epoch: epoch,
+            partition_epoch,
+            local_id: 1,
+            followers: &[2, 3],
+            isr,
+        },
+        now_ms,
+    )
+    .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up() {
+    const LAG: i64 = 30_000;
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), "t", LogConfig::default());
+    lead(&p, 1, 0, &[1, 2, 3], 1_000);
+    assert_eq!(p.isr(), (vec![1, 2, 3], 0));
+    append(&p, 5, "a");
+    assert_eq!(p.update_follower(2, 5, 1_500), None);
+    // Follower 3 never fetches: within the lag it stays, after it it is asked out; follower 2
+    // has the log end and stays.
+    assert_eq!(p.isr_shrink(1_000 + LAG, LAG), None);
+    let shrink = p.isr_shrink(1_001 + LAG, LAG).unwrap();
+    assert_eq!(
+        shrink,
+        IsrChange {
+            leader_epoch: 1,
+            partition_epoch: 0,
+            isr: vec![1, 2],
+        }
+    );
+    assert_eq!(p.isr_shrink(1_002 + LAG, LAG), None, "one change at a time");
+    // Until the controller commits the shrink, follower 3 still holds the high watermark back
+    // and counts for min.insync.replicas.
+    assert_eq!(p.high_watermark(), 0);
+    assert_eq!(p.in_sync_count(), 3);
+    p.check_min_insync(3).unwrap();
+    let (_, pending) = append(&p, 1, "b");
+    let waiter = tokio::spawn(delayed::complete_append(
+        pending.with_min_insync(3),
+        Acks::All,
+        Instant::now() + Duration::from_secs(30),
+    ));
+    tokio::task::yield_now().await;
+    p.update_follower(2, 6, 32_000);
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished(), "follower 3 is still in the ISR");
+    p.isr_changed(1, 1, &[1, 2]);
+    assert_eq!(p.isr(), (vec![1, 2], 1));
+    assert_eq!(p.high_watermark(), 6);
+    // Replicated, but by fewer than min.insync.replicas once the ISR shrank.
+    let err = waiter.await.unwrap().unwrap_err();
+    assert_eq!(
+        err.error_code(),
+        ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    );
+    // Before an append the committed ISR is checked.
+    let err = p.check_min_insync(3).unwrap_err();
+    assert_eq!(err.error_code(), ErrorCode::NOT_ENOUGH_REPLICAS);
+    p.check_min_insync(2).unwrap();
+
+    // Follower 3 comes back: behind the high watermark it stays out; at it, it is asked in,
+    // and counts for the high watermark at once (the maximal ISR).
+    assert_eq!(p.update_follower(3, 2, 40_000), None);
+    let grow = p.update_follower(3, 6, 40_100).unwrap();
+    assert_eq!(grow.isr, vec![1, 2, 3]);
+    assert_eq!(grow.partition_epoch, 1);
+    assert_eq!(p.maximal_isr_count(), 3);
+    assert_eq!(p.in_sync_count(), 2);
+    // Refused: it no longer counts, and is asked again only after a pause.
+    p.isr_change_failed(40_200);
+    assert_eq!(p.maximal_isr_count(), 2);
+    assert_eq!(p.update_follower(3, 6, 40_300), None);
+    let grow = p
+        .update_follower(3, 6, 40_200 + partition::ISR_CHANGE_RETRY_MS)
+        .unwrap();
+    assert_eq!(grow.isr, vec![1, 2, 3]);
+    p.isr_changed(1, 2, &[1, 2, 3]);
+    assert_eq!(p.isr(), (vec![1, 2, 3], 2));
+
+    // Metadata older than the AlterPartition answer is not taken; newer is, and the
+    // followers keep what they fetched.
+    lead(&p, 1, 1, &[1, 2], 41_000);
+    assert_eq!(p.isr(), (vec![1, 2, 3], 2));
+    lead(&p, 1, 3, &[1, 3], 41_000);
+    assert_eq!(p.isr(), (vec![1, 3], 3));
+    let f2 = p
+        .followers()
+        .into_iter()
+        .find(|f| f.replica_id == 2)
+        .unwrap();
+    assert_eq!(f2.log_end_offset, 6);
+
+    // A new leader epoch: a follower joins only with everything written since it started,
+    // even where the high watermark is further back (a tail the last epoch did not commit).
+    append(&p, 1, "c");
+    assert_eq!((p.high_watermark(), p.log_end_offset()), (6, 7));
+    lead(&p, 2, 4, &[1, 3], 50_000);
+    assert_eq!(
+        p.update_follower(2, 6, 50_100),
+        None,
+        "before the epoch's start"
+    );
+    assert_eq!(p.update_follower(3, 7, 50_100), None);
+    assert_eq!(p.high_watermark(), 7);
+    let grow = p.update_follower(2, 7, 50_200).unwrap();
+    assert_eq!((grow.leader_epoch, grow.partition_epoch), (2, 4));
+    assert_eq!(grow.isr, vec![1, 2, 3]);
+}
+
+#[test]
+fn a_follower_that_keeps_up_with_a_busy_leader_stays_in_sync() {
+    const LAG: i64 = 10_000;
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), "t", LogConfig::default());
+    lead(&p, 1, 0, &[1, 2, 3], 0);
+    // The leader takes a batch before every fetch, so no fetch ever reaches its log end;
+    // each fetch reaches the log end of the previous one, which counts as caught up then.
+    let mut now = 0;
+    for _ in 0..30 {
+        append(&p, 1, "x");
+        let end = p.log_end_offset();
+        p.update_follower(2, end - 1, now);
+        p.update_follower(3, end - 1, now);
+        now += 1_000;
+    }
+    assert_eq!(p.isr_shrink(now, LAG), None);
+    // Follower 3 stops fetching: it is out once the lag passes.
+    for _ in 0..11 {
+        append(&p, 1, "y");
+        let end = p.log_end_offset();
+        p.update_follower(2, end - 1, now);
+        now += 1_000;
+    }
+    assert_eq!(p.isr_shrink(now, LAG).unwrap().isr, vec![1, 2]);
 }

@@ -340,6 +340,7 @@ mod tests {
             max_message_bytes,
             timestamp_window: None,
             compacted: false,
+            min_insync_replicas: 1,
         }
     }
 

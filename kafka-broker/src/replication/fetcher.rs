@@ -20,19 +20,12 @@ use kafka_protocol::messages::{
 };
 use tokio::sync::watch;
 
-use super::Followed;
+use super::{Followed, ReplicationConfig};
 use crate::broker::{Broker, now_ms};
 use crate::replica::Partition;
 
-/// Kafka's `replica.fetch.wait.max.ms`, `replica.fetch.max.bytes` and
-/// `replica.fetch.response.max.bytes` defaults.
-const WAIT_MAX_MS: i32 = 500;
-const PARTITION_MAX_BYTES: i32 = 1 << 20;
-const RESPONSE_MAX_BYTES: i32 = 10 << 20;
 const FETCH_VERSION: i16 = 12;
 const EPOCH_VERSION: i16 = 4;
-/// The wait after a failure before the next try.
-const BACKOFF: Duration = Duration::from_millis(200);
 
 type Key = (String, i32);
 
@@ -41,7 +34,10 @@ pub(super) async fn run(
     leader: i32,
     addr: String,
     mut partitions: watch::Receiver<HashMap<Key, Followed>>,
+    settings: ReplicationConfig,
 ) {
+    // `replica.fetch.backoff.ms`: the wait after a failure before the next try.
+    let backoff = Duration::from_millis(settings.fetch_backoff_ms);
     let mut conn: Option<Connection> = None;
     // The leader epoch each partition was last checked (truncated) for.
     let mut checked: HashMap<Key, i32> = HashMap::new();
@@ -70,7 +66,7 @@ pub(super) async fn run(
                     Err(e) => {
                         tracing::debug!(leader, %addr, error = %e, "cannot reach the leader to fetch");
                         drop(b);
-                        if wait_or_change(&mut partitions, BACKOFF).await.is_err() {
+                        if wait_or_change(&mut partitions, backoff).await.is_err() {
                             return;
                         }
                         continue;
@@ -108,12 +104,12 @@ pub(super) async fn run(
             .collect();
         if ready.is_empty() {
             drop(b);
-            if wait_or_change(&mut partitions, BACKOFF).await.is_err() {
+            if wait_or_change(&mut partitions, backoff).await.is_err() {
                 return;
             }
             continue;
         }
-        let req = fetch_request(b.config.node_id, &ready);
+        let req = fetch_request(b.config.node_id, &ready, &settings);
         let node = b.config.node_id;
         drop(b);
         let answer = tokio::select! {
@@ -147,6 +143,24 @@ pub(super) async fn run(
                                     }
                                 }
                                 part.set_high_watermark_from_leader(pd.high_watermark);
+                                if let Err(e) = part.follow_log_start(pd.log_start_offset) {
+                                    tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                                        "the leader's log start offset was not taken");
+                                }
+                            }
+                            ErrorCode::OFFSET_OUT_OF_RANGE
+                                if pd.log_start_offset > part.log_end_offset() =>
+                            {
+                                // Behind the leader's log start: what would come next is
+                                // gone there, so the log starts again where the leader's does.
+                                tracing::info!(topic = %key.0, partition = key.1,
+                                    log_end = part.log_end_offset(), leader_log_start = pd.log_start_offset,
+                                    "behind the leader's log start; starting the log again there");
+                                if let Err(e) = part.restart_at(pd.log_start_offset) {
+                                    tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                                        "the log could not start again at the leader's log start");
+                                    retry_later = true;
+                                }
                             }
                             ErrorCode::OFFSET_OUT_OF_RANGE => {
                                 // Ahead of the leader's log (a divergent tail): check again.
@@ -161,7 +175,7 @@ pub(super) async fn run(
                     }
                 }
                 drop(b);
-                if retry_later && wait_or_change(&mut partitions, BACKOFF).await.is_err() {
+                if retry_later && wait_or_change(&mut partitions, backoff).await.is_err() {
                     return;
                 }
             }
@@ -170,7 +184,7 @@ pub(super) async fn run(
                 tracing::debug!(leader, %addr, error = %e, "a fetch from the leader failed");
                 conn = None;
                 drop(b);
-                if wait_or_change(&mut partitions, BACKOFF).await.is_err() {
+                if wait_or_change(&mut partitions, backoff).await.is_err() {
                     return;
                 }
             }
@@ -189,7 +203,11 @@ async fn wait_or_change(
     }
 }
 
-fn fetch_request(me: i32, ready: &[(&Key, &Arc<Partition>, i32)]) -> FetchRequest {
+fn fetch_request(
+    me: i32,
+    ready: &[(&Key, &Arc<Partition>, i32)],
+    settings: &ReplicationConfig,
+) -> FetchRequest {
     let mut topics: Vec<FetchTopic> = Vec::new();
     for (key, part, epoch) in ready {
         let offsets = part.offsets();
@@ -199,7 +217,7 @@ fn fetch_request(me: i32, ready: &[(&Key, &Arc<Partition>, i32)]) -> FetchReques
             fetch_offset: offsets.log_end,
             last_fetched_epoch: -1,
             log_start_offset: offsets.log_start,
-            partition_max_bytes: PARTITION_MAX_BYTES,
+            partition_max_bytes: settings.fetch_max_bytes,
             ..Default::default()
         };
         match topics.iter_mut().find(|t| t.topic.as_str() == key.0) {
@@ -213,9 +231,9 @@ fn fetch_request(me: i32, ready: &[(&Key, &Arc<Partition>, i32)]) -> FetchReques
     }
     FetchRequest {
         replica_id: me,
-        max_wait_ms: WAIT_MAX_MS,
-        min_bytes: 1,
-        max_bytes: RESPONSE_MAX_BYTES,
+        max_wait_ms: settings.fetch_wait_max_ms,
+        min_bytes: settings.fetch_min_bytes,
+        max_bytes: settings.fetch_response_max_bytes,
         isolation_level: 0,
         topics,
         ..Default::default()

@@ -1,12 +1,22 @@
-//! Replication, the follower side: one fetcher task per leader broker fetches the partitions
-//! this broker follows from it with Kafka's own protocol (Fetch with this broker's replica
-//! id and the leader epoch it knows; OffsetForLeaderEpoch first, to cut a divergent tail), and
-//! appends what it gets through the partition layer's follower path, bytes and offsets as the
-//! leader wrote them, taking the leader's high watermark. The leader side lives in the Fetch
-//! handler and the partition layer (each follower's log end from its fetch offset, the high
-//! watermark over the ISR).
+//! Replication between brokers.
+//!
+//! - The follower side ([`ReplicaFetchers`], `fetcher`): `num.replica.fetchers` fetcher tasks
+//!   per leader broker fetch the partitions this broker follows from it with Kafka's own
+//!   protocol (Fetch with this broker's replica id and the leader epoch it knows;
+//!   OffsetForLeaderEpoch first, to cut a divergent tail), and append what they get through
+//!   the partition layer's follower path, bytes and offsets as the leader wrote them, taking
+//!   the leader's high watermark and log start.
+//! - The leader side lives in the Fetch handler and the partition layer (each follower's log
+//!   end and caught-up time from its fetches, the high watermark over the ISR); [`isr`]
+//!   carries the ISR changes the partitions ask for to the controller.
+//! - [`ReplicationConfig`]: the `replica.*` keys.
 
+mod config;
 mod fetcher;
+pub mod isr;
+
+pub use config::ReplicationConfig;
+pub use isr::IsrManager;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -22,10 +32,12 @@ pub struct Followed {
     pub leader_epoch: i32,
 }
 
-/// The partitions this broker follows, by leader, and the fetcher task of each leader.
+/// The partitions this broker follows, by leader, and the fetcher tasks of each leader
+/// (`num.replica.fetchers` of them, keyed by leader and number; a partition always goes to
+/// the same one).
 #[derive(Debug, Default)]
 pub struct ReplicaFetchers {
-    by_leader: Mutex<HashMap<i32, Fetcher>>,
+    by_leader: Mutex<HashMap<(i32, usize), Fetcher>>,
     stopped: std::sync::atomic::AtomicBool,
 }
 
@@ -52,19 +64,24 @@ impl ReplicaFetchers {
         leader_epoch: i32,
     ) {
         let key = (topic.to_owned(), partition);
+        let slot = (
+            leader,
+            fetcher_of(topic, partition, broker.config.replication.num_fetchers),
+        );
         let mut all = lock(&self.by_leader);
         if self.stopped.load(std::sync::atomic::Ordering::Acquire) {
             return;
         }
         for (id, f) in all.iter() {
-            if *id != leader {
+            if *id != slot {
                 f.partitions.send_if_modified(|p| p.remove(&key).is_some());
             }
         }
-        let fetcher = all.entry(leader).or_insert_with(|| {
+        let fetcher = all.entry(slot).or_insert_with(|| {
             let (tx, rx) = watch::channel(HashMap::new());
             let weak: Weak<Broker> = Arc::downgrade(broker);
-            tokio::spawn(fetcher::run(weak, leader, addr.clone(), rx));
+            let settings = broker.config.replication.clone();
+            tokio::spawn(fetcher::run(weak, leader, addr.clone(), rx, settings));
             Fetcher {
                 addr: addr.clone(),
                 partitions: tx,
@@ -94,5 +111,31 @@ impl ReplicaFetchers {
         all.clear();
         self.stopped
             .store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Kafka's `AbstractFetcherManager.getFetcherId`: which of a leader's fetchers takes a
+/// partition, `abs(31 * topic.hashCode + partition) % fetchers` with Java's `String.hashCode`.
+fn fetcher_of(topic: &str, partition: i32, fetchers: usize) -> usize {
+    let hash = topic
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    let n = 31i32.wrapping_mul(hash).wrapping_add(partition);
+    // Kafka's Utils.abs: i32::MIN counts as 0.
+    let abs = if n == i32::MIN { 0 } else { n.unsigned_abs() };
+    abs as usize % fetchers.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn partitions_spread_over_the_fetchers_as_in_kafka() {
+        // "t".hashCode() == 116: 31 * 116 + p.
+        assert_eq!(super::fetcher_of("t", 0, 4), 3596 % 4);
+        assert_eq!(super::fetcher_of("t", 3, 5), 3599 % 5);
+        assert_eq!(super::fetcher_of("anything", 7, 1), 0);
+        let used: std::collections::BTreeSet<usize> =
+            (0..12).map(|p| super::fetcher_of("orders", p, 3)).collect();
+        assert_eq!(used.len(), 3);
     }
 }

@@ -15,11 +15,14 @@ use std::time::{Duration, Instant};
 use kafka_net::Admin;
 use kafka_net::cluster::ClusterConfig;
 use kafka_net::connection::{Connection, ConnectionConfig};
+use kafka_protocol::KStr;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse, RequestBody,
-    ResponseBody, describe_quorum_request,
+    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, RequestBody, ResponseBody, describe_quorum_request,
 };
+use kafka_protocol::record::RecordBatchBuilder;
 
 /// A node's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,22 +254,16 @@ impl Cluster {
         child.wait().unwrap();
     }
 
-    /// Sends `signal` (`STOP`, `CONT`, ...) to a running node.
+    /// Sends `signal` (`STOP`, `CONT`, ...) to a running node with kill(1).
     pub(crate) fn signal(&mut self, id: i32, signal: &str) {
-        let pid = self.nodes[&id]
-            .child
-            .as_ref()
-            .expect("the node is not running")
-            .id();
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(pid.to_string())
+        let node = self.node(id);
+        let pid = node.child.as_ref().expect("the node is not running").id();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
             .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "kill -{signal} {pid} (node {id}): {status}"
-        );
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} {pid} failed");
     }
 
     /// The tail of every node's output (its current start), for a failure message.
@@ -591,4 +588,62 @@ pub(crate) fn segment_files(
         }
     }
     out
+}
+
+/// One Produce (v9) of `values` as one batch (no producer id) to `topic`-`partition`
+/// straight to the broker at `addr`: the partition's error code and base offset, or why
+/// there was no answer within `timeout` (the request's own timeout, plus 2 s).
+pub(crate) async fn produce(
+    addr: &str,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    values: &[&str],
+    timeout: Duration,
+) -> Result<(i16, i64), String> {
+    let mut b = RecordBatchBuilder::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    for v in values {
+        b.append(now, None, Some(v.as_bytes()), &[]).unwrap();
+    }
+    let req = ProduceRequest {
+        acks,
+        timeout_ms: i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX),
+        topic_data: vec![TopicProduceData {
+            name: KStr::from(topic.to_owned()),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(b.build().unwrap()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let answer = tokio::time::timeout(
+        timeout + Duration::from_secs(2),
+        conn.request_at(RequestBody::Produce(req), 9),
+    )
+    .await
+    .map_err(|_| "no answer".to_owned())?
+    .map_err(|e| e.to_string())?;
+    let ResponseBody::Produce(r) = answer else {
+        return Err(format!("not a Produce answer: {answer:?}"));
+    };
+    let p = r
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .ok_or("an empty answer")?;
+    Ok((p.error_code, p.base_offset))
 }

@@ -358,3 +358,26 @@ fn replaying_the_records_rebuilds_the_coordinator() {
         ErrorCode::REBALANCE_IN_PROGRESS
     );
 }
+
+#[test]
+fn unloading_a_partition_forgets_only_its_groups() {
+    let mut h = H::new();
+    let parts = topics(&[("t", 1)]);
+    let partitions = h.m.config().offsets_topic_num_partitions;
+    // Two groups on different partitions of __consumer_offsets.
+    let first = "g0".to_owned();
+    let other = (1..100)
+        .map(|i| format!("g{i}"))
+        .find(|g| h.m.config().partition_for(g) != h.m.config().partition_for(&first))
+        .unwrap();
+    assert!(partitions > 1);
+    for g in [&first, &other] {
+        h.stable_group(g, &["a"], &parts);
+    }
+    let p = h.m.config().partition_for(&first);
+    assert_eq!(h.m.unload(p), 1);
+    assert!(h.m.group(&first).is_none());
+    assert!(h.m.group(&other).is_some());
+    assert_eq!(h.m.list(&[], &[]).len(), 1);
+    assert_eq!(h.m.unload(p), 0);
+}
