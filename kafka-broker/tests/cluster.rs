@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use harness::{
     Cluster, PartitionRow, Role, admin, agreed_partitions, broker_ids, describe_quorum_at,
-    metadata, partitions, segment_files, until_brokers,
+    metadata, partitions, segment_files, until_brokers, until_same_bytes,
 };
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
@@ -652,27 +652,8 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
         return;
     }
     // Every replica's log is the leader's.
-    let dirs: Vec<std::path::PathBuf> = c.nodes.values().map(|n| n.data_dir.clone()).collect();
-    let same_everywhere = |dirs: &[std::path::PathBuf]| {
-        (0..2).all(|p| {
-            let files: Vec<_> = dirs
-                .iter()
-                .map(|d| segment_files(d, "replicated", p))
-                .collect();
-            !files[0].is_empty() && files.iter().all(|f| f == &files[0])
-        })
-    };
-    {
-        let dirs = dirs.clone();
-        c.eventually(
-            "every replica holds the leader's bytes",
-            Duration::from_secs(15),
-            || {
-                let ok = same_everywhere(&dirs);
-                async move { ok.then_some(()) }
-            },
-        )
-        .await;
+    for p in 0..2 {
+        until_same_bytes(&mut c, "replicated", p, &[1, 2, 3], Duration::from_secs(15)).await;
     }
     // The leader of partition 0 dies; acks=all writes go on through the others.
     let victim = parts[0].1;
@@ -713,16 +694,9 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
     // Back as a follower: the same bytes again.
     c.start(victim);
     until_brokers(&mut c, &[1, 2, 3]).await;
-    let dirs = dirs.clone();
-    c.eventually(
-        "the restarted broker catches up byte for byte",
-        Duration::from_secs(20),
-        || {
-            let ok = same_everywhere(&dirs);
-            async move { ok.then_some(()) }
-        },
-    )
-    .await;
+    for p in 0..2 {
+        until_same_bytes(&mut c, "replicated", p, &[1, 2, 3], Duration::from_secs(20)).await;
+    }
     c.assert_running();
 }
 
@@ -879,20 +853,7 @@ async fn lagging_followers_leave_the_isr_and_come_back() {
     let (code, _) = produce_one(&at, "isr", -1, "all-last").await;
     assert_eq!(code, 0, "acks=all with the ISR back\n{}", c.logs());
     written.push("all-last".into());
-    let dirs: Vec<std::path::PathBuf> = [2, 3, 4]
-        .iter()
-        .map(|id| c.nodes[id].data_dir.clone())
-        .collect();
-    c.eventually(
-        "every replica holds the leader's bytes",
-        Duration::from_secs(15),
-        || {
-            let files: Vec<_> = dirs.iter().map(|d| segment_files(d, "isr", 0)).collect();
-            let ok = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
-            async move { ok.then_some(()) }
-        },
-    )
-    .await;
+    until_same_bytes(&mut c, "isr", 0, &[2, 3, 4], Duration::from_secs(15)).await;
     // Read back by kcat: every written record once, in order, and not the refused one.
     if let Some(out) = peers::run(
         "kcat",

@@ -40,7 +40,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use harness::{Cluster, Role, admin, agreed_partitions, segment_files, until_brokers};
+use harness::{
+    Cluster, Role, admin, agreed_partitions, segment_files, until_brokers, until_same_bytes,
+};
 use kafka_net::admin::NewTopic;
 use support::{
     Background, Load, Rng, check_read, disk_batches, disk_log_end, leaders_by_epoch,
@@ -49,11 +51,12 @@ use support::{
 };
 
 /// Fast failure detection: heartbeats every 250 ms, a broker fenced after 2 s of silence, a
-/// follower out of the ISR after 2 s behind.
+/// follower out of the ISR after 2 s behind, a failed replica fetch retried after 100 ms.
 const SETTINGS: &[&str] = &[
     "broker.heartbeat.interval.ms=250",
     "broker.session.timeout.ms=2000",
     "replica.lag.time.max.ms=2000",
+    "replica.fetch.backoff.ms=100",
 ];
 
 const ALL: [i32; 3] = [1, 2, 3];
@@ -71,27 +74,6 @@ async fn create_topic(c: &mut Cluster, topic: &str, partitions: i32, min_insync:
         .await;
     assert!(r[0].is_ok(), "creating {topic}: {r:?}\n{}", c.logs());
     agreed_partitions(c, topic, partitions as usize).await;
-}
-
-/// Waits until the replicas of `topic`-`partition` on `nodes` hold the same bytes (and some).
-async fn until_same_bytes(c: &mut Cluster, topic: &str, partition: i32, nodes: &[i32]) {
-    let dirs: Vec<PathBuf> = nodes
-        .iter()
-        .map(|id| c.nodes[id].data_dir.clone())
-        .collect();
-    c.eventually(
-        &format!("{topic}-{partition}: the replicas on {nodes:?} hold the same bytes"),
-        Duration::from_secs(30),
-        || {
-            let files: Vec<_> = dirs
-                .iter()
-                .map(|d| segment_files(d, topic, partition))
-                .collect();
-            let same = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
-            async move { same.then_some(()) }
-        },
-    )
-    .await;
 }
 
 /// The bytes of a replica's log (its segment files one after the other).
@@ -278,7 +260,7 @@ async fn acknowledged_writes_survive_twenty_leader_kills() {
     }
     for (t, n) in topics {
         for p in 0..n {
-            until_same_bytes(&mut c, t, p, &ALL).await;
+            until_same_bytes(&mut c, t, p, &ALL, Duration::from_secs(30)).await;
         }
     }
     c.assert_running();
@@ -320,7 +302,7 @@ async fn a_leader_that_died_with_unreplicated_writes_truncates_them() {
     .await
     .unwrap_or_else(|e| panic!("acks=all to the leader: {e}\n{}", c.logs()));
     assert_eq!(base, 0);
-    until_same_bytes(&mut c, TOPIC, 0, &ALL).await;
+    until_same_bytes(&mut c, TOPIC, 0, &ALL, Duration::from_secs(30)).await;
 
     // The followers stop; the leader takes acks=1 writes alone. The first may still reach
     // the followers (their pending long polls are answered into their sockets); after a
@@ -378,7 +360,7 @@ async fn a_leader_that_died_with_unreplicated_writes_truncates_them() {
 
     // The old leader comes back as a follower: it cuts what it took alone and fetches.
     c.start(old);
-    until_same_bytes(&mut c, TOPIC, 0, &ALL).await;
+    until_same_bytes(&mut c, TOPIC, 0, &ALL, Duration::from_secs(30)).await;
     let batches = disk_batches(&old_dir, TOPIC, 0);
     let on_disk: Vec<(i64, String)> = batches
         .iter()
@@ -533,15 +515,32 @@ async fn partitions(net: &netns::Net) {
         );
     };
     let at_cut = load.acked();
+    let everyone_at_cut = everyone.acked();
     wait_for_acks(&mut c, &load, at_cut + 20, "after the majority elected").await;
+    let everyone_during = everyone.acked() - everyone_at_cut;
+    // What the cut-off leader took alone starts where the new leader's epoch starts.
     let cut_end = disk_log_end(&c.nodes[&cut].data_dir, TOPIC, 0);
+    let new_start = disk_batches(&c.nodes[&s1.leader].data_dir, TOPIC, 0)
+        .iter()
+        .find(|b| b.leader_epoch >= s1.leader_epoch)
+        .map_or_else(
+            || disk_log_end(&c.nodes[&s1.leader].data_dir, TOPIC, 0),
+            |b| b.base_offset,
+        );
+    assert!(
+        cut_end > new_start,
+        "the cut-off leader appended the acks=all writes it could not replicate (its log ends \
+         at {cut_end}, the new leader's epoch starts at {new_start})"
+    );
     let leader_bytes = log_bytes(&c.nodes[&s1.leader].data_dir, TOPIC, 0).len();
     net.heal_peers(cut).unwrap();
     until_isr_full(&mut c, &[(TOPIC, 1)], &ALL, Duration::from_secs(30)).await;
     until_converged(&mut c, TOPIC, 0, leader_bytes).await;
     eprintln!(
         "({:.0?}) node {cut} cut off at epoch {}: {} acks=all writes to it refused ({:?}); \
-         node {} led at epoch {}; healed (its log had ended at {cut_end}), the logs agree",
+         node {} led at epoch {} from offset {new_start} ({everyone_during} acknowledgements \
+         meanwhile to the producer that knows every broker); healed, node {cut} cut its log \
+         from {cut_end} and the logs agree",
         started.elapsed(),
         s0.leader_epoch,
         refused.len(),
@@ -597,7 +596,7 @@ async fn partitions(net: &netns::Net) {
 
     let produced = load.finish().await.merge(everyone.finish().await);
     produced.assert_none_failed("our producers", || c.logs());
-    until_same_bytes(&mut c, TOPIC, 0, &ALL).await;
+    until_same_bytes(&mut c, TOPIC, 0, &ALL, Duration::from_secs(30)).await;
     let batches = disk_batches(&c.nodes[&1].data_dir, TOPIC, 0);
     let took_alone: Vec<&String> = batches
         .iter()
@@ -618,7 +617,9 @@ async fn partitions(net: &netns::Net) {
     for (epoch, nodes) in &led {
         assert_eq!(nodes.len(), 1, "epoch {epoch} led by {nodes:?}");
     }
-    let mut acked_by_epoch: BTreeMap<i32, usize> = BTreeMap::new();
+    // Acknowledged records by epoch and producer ("all": bootstrapped on every broker,
+    // "maj": on the majority of the first partition).
+    let mut acked_by_epoch: BTreeMap<(i32, &str), usize> = BTreeMap::new();
     for b in &batches {
         let leader = led.get(&b.leader_epoch);
         assert!(
@@ -627,12 +628,14 @@ async fn partitions(net: &netns::Net) {
             b.base_offset,
             b.leader_epoch
         );
-        let n = produced
+        for a in produced
             .acked
             .iter()
             .filter(|a| (b.base_offset..=b.last_offset).contains(&a.offset))
-            .count();
-        *acked_by_epoch.entry(b.leader_epoch).or_default() += n;
+        {
+            let tag = a.value.rsplit(':').next().unwrap_or("");
+            *acked_by_epoch.entry((b.leader_epoch, tag)).or_default() += 1;
+        }
     }
     for (epoch, who) in [
         (s0.leader_epoch, cut),
@@ -646,7 +649,7 @@ async fn partitions(net: &netns::Net) {
         );
     }
     eprintln!(
-        "({:.0?}) acknowledged records by leader epoch: {:?}; leaders: {led:?}",
+        "({:.0?}) acknowledged records by (leader epoch, producer): {:?}; leaders: {led:?}",
         started.elapsed(),
         acked_by_epoch
     );

@@ -571,6 +571,34 @@ pub(crate) async fn agreed_partitions(
     .await
 }
 
+/// Waits, at most `timeout`, until the replicas of `topic`-`partition` on `nodes` hold the
+/// same segment files, byte for byte (and some).
+pub(crate) async fn until_same_bytes(
+    c: &mut Cluster,
+    topic: &str,
+    partition: i32,
+    nodes: &[i32],
+    timeout: Duration,
+) {
+    let dirs: Vec<PathBuf> = nodes
+        .iter()
+        .map(|id| c.nodes[id].data_dir.clone())
+        .collect();
+    c.eventually(
+        &format!("{topic}-{partition}: the replicas on {nodes:?} hold the same bytes"),
+        timeout,
+        || {
+            let files: Vec<_> = dirs
+                .iter()
+                .map(|d| segment_files(d, topic, partition))
+                .collect();
+            let same = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
+            async move { same.then_some(()) }
+        },
+    )
+    .await;
+}
+
 /// The bytes of every segment file of `topic`-`partition` on a node, by file name.
 pub(crate) fn segment_files(
     dir: &std::path::Path,

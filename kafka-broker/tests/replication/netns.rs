@@ -5,11 +5,15 @@
 //! counter, so concurrent tests and runs never share one; everything is deleted on drop, also
 //! when the test fails.
 //!
-//! Two kinds of partition:
+//! Two kinds of partition, with `ip` alone (`tc` may lack its filter actions in a container,
+//! `iptables` and `nft` may be missing):
 //! - [`Net::cut_from_peers`]: blackhole routes inside the node namespaces, between one node and
 //!   every other node; the clients still reach it (an old leader that clients can talk to and
 //!   its replicas cannot).
 //! - [`Net::isolate`]: the node's veth port in the hub set down; nobody reaches it.
+//!
+//! Namespaces left by a test process that was killed (its pid is gone) are deleted by the
+//! next [`Net::create`].
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -51,6 +55,7 @@ impl Net {
     /// Namespaces for nodes `ids` and the clients, all on one bridge. `Err` says why they
     /// could not be made (no `ip`, not root, no namespaces in this container...).
     pub(crate) fn create(ids: &[i32]) -> Result<Self, String> {
+        remove_leftovers();
         let k = NEXT.fetch_add(1, Ordering::Relaxed);
         let prefix = format!("krs{}x{k}", std::process::id());
         // A third octet per net, for readable logs; the nets never see each other anyway.
@@ -187,6 +192,25 @@ impl Net {
     /// Node `id`'s port in the hub up again.
     pub(crate) fn reconnect(&self, id: i32) -> Result<(), String> {
         ip(&["-n", &self.hub, "link", "set", &Self::port(id), "up"])
+    }
+}
+
+/// Deletes the namespaces of test processes that are gone (`krs<pid>x...`).
+fn remove_leftovers() {
+    let Ok(entries) = std::fs::read_dir("/var/run/netns") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("krs")
+            .and_then(|rest| rest.split('x').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = ip(&["netns", "del", &name]);
+            }
+        }
     }
 }
 
