@@ -155,7 +155,7 @@ async fn confluent_kafkas_acknowledged_writes_survive_twenty_leader_kills() {
             while an earlier one is still unanswered at the old leader; once more than 5 are \
             written past it, its retry is out of the new leader's 5-batch duplicate window and \
             gets OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms, so a record written \
-            once is reported failed (about 2 runs in 7)"]
+            once is reported failed (3 runs in 9 here)"]
 async fn our_producers_acknowledged_writes_survive_twenty_leader_kills() {
     leader_kills(Writer::Ours).await;
 }
