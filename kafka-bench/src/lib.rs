@@ -1,6 +1,8 @@
-//! Inputs shared by the benchmarks, peak-RSS and CPU reporting, and the child-process
-//! harness of the client benchmarks ([`harness`]).
+//! Inputs shared by the benchmarks, peak-RSS and CPU reporting, the child-process harness
+//! of the client benchmarks ([`harness`]) and the three-node cluster of the cluster
+//! benchmarks ([`cluster`]).
 
+pub mod cluster;
 pub mod harness;
 
 use bytes::Bytes;

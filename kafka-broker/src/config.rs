@@ -19,6 +19,41 @@ pub enum TimestampType {
     LogAppendTime,
 }
 
+/// The replica selectors `replica.selector.class` can name (Kafka's class names; a broker
+/// cannot load classes, so only the ones Kafka ships are known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaSelectorClass {
+    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: a consumer that names its
+    /// rack (`client.rack`) reads from an in-sync replica in that rack, the leader if it is
+    /// there (see [`crate::replica::selector`]).
+    RackAware,
+}
+
+impl ReplicaSelectorClass {
+    /// Kafka's class name of the rack-aware selector.
+    pub const RACK_AWARE: &'static str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
+    /// The selector a `replica.selector.class` value names; empty is none (the leader only).
+    pub fn parse(key: &str, v: &str) -> Result<Option<Self>, BrokerError> {
+        match v.trim() {
+            "" => Ok(None),
+            Self::RACK_AWARE => Ok(Some(Self::RackAware)),
+            other => Err(BrokerError::Config(format!(
+                "{key}={other}: unknown replica selector; the one known is {} (empty for \
+                 reads from the leader only)",
+                Self::RACK_AWARE
+            ))),
+        }
+    }
+
+    /// The class name, as DescribeConfigs shows it.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Self::RackAware => Self::RACK_AWARE,
+        }
+    }
+}
+
 /// Everything the broker reads from its configuration.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -57,6 +92,9 @@ pub struct BrokerConfig {
     pub quorum_fetch_timeout_ms: u64,
     /// `broker.rack`.
     pub broker_rack: Option<String>,
+    /// `replica.selector.class`: how a partition leader picks the replica a consumer should
+    /// read from (KIP-392); `None` (Kafka's default): the leader itself, always.
+    pub replica_selector: Option<ReplicaSelectorClass>,
     /// `min.insync.replicas`: the broker default of the topic key.
     pub min_insync_replicas: i32,
     /// `offsets.topic.replication.factor` (Kafka's default 3; the controller clamps it to the
@@ -175,6 +213,8 @@ pub struct BrokerConfig {
     pub producer_id_expiration_check_interval_ms: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
     pub group: crate::group::GroupConfig,
+    /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`).
+    pub txn: crate::txn::TxnConfig,
     /// Replication settings (`replica.lag.time.max.ms`, `replica.fetch.*`,
     /// `num.replica.fetchers`).
     pub replication: crate::replication::ReplicationConfig,
@@ -202,6 +242,7 @@ impl Default for BrokerConfig {
             quorum_election_timeout_ms: 1_000,
             quorum_fetch_timeout_ms: 2_000,
             broker_rack: None,
+            replica_selector: None,
             min_insync_replicas: 1,
             offsets_topic_replication_factor: 3,
             unclean_leader_election_enable: false,
@@ -251,6 +292,7 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
             group: crate::group::GroupConfig::default(),
+            txn: crate::txn::TxnConfig::default(),
             replication: crate::replication::ReplicationConfig::default(),
         }
     }
@@ -295,8 +337,6 @@ const IGNORED_KNOWN: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
     "zookeeper.connect",
 ];
 
@@ -349,6 +389,9 @@ impl BrokerConfig {
                 self.quorum_fetch_timeout_ms = positive(key, parse(key, v)?)?
             }
             "broker.rack" => self.broker_rack = (!v.is_empty()).then(|| v.to_owned()),
+            "replica.selector.class" => {
+                self.replica_selector = ReplicaSelectorClass::parse(key, v)?
+            }
             "min.insync.replicas" => self.min_insync_replicas = positive(key, parse(key, v)?)?,
             "offsets.topic.replication.factor" => {
                 self.offsets_topic_replication_factor = positive(key, parse(key, v)?)?
@@ -549,6 +592,15 @@ impl BrokerConfig {
                     return Ok(Applied::Unknown);
                 }
             }
+            k if k.starts_with("transaction.") || k == "transactional.id.expiration.ms" => {
+                if !self
+                    .txn
+                    .apply(k, v)
+                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
+                {
+                    return Ok(Applied::Unknown);
+                }
+            }
             _ if IGNORED_KNOWN.contains(&key) => {}
             _ => return Ok(Applied::Unknown),
         }
@@ -664,6 +716,30 @@ mod tests {
         }
         c.apply("connections.max.idle.ms", "1000").unwrap();
         assert_eq!(c.connections_max_idle_ms, 1000);
+    }
+
+    #[test]
+    fn replica_selector_class() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.replica_selector, None);
+        c.apply("replica.selector.class", ReplicaSelectorClass::RACK_AWARE)
+            .unwrap();
+        assert_eq!(c.replica_selector, Some(ReplicaSelectorClass::RackAware));
+        assert_eq!(
+            c.replica_selector.map(ReplicaSelectorClass::class_name),
+            Some("org.apache.kafka.common.replica.RackAwareReplicaSelector")
+        );
+        c.apply("replica.selector.class", " ").unwrap();
+        assert_eq!(c.replica_selector, None);
+        let e = c
+            .apply("replica.selector.class", "com.example.MySelector")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("replica.selector.class=com.example.MySelector"),
+            "{e}"
+        );
+        assert!(e.contains("RackAwareReplicaSelector"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod sendfile;
 pub mod server;
 pub mod topic_config;
 pub mod topics;
+pub mod txn;
 
 /// The partition type's old home; it lives in [`replica`] now.
 pub use replica::partition;

@@ -36,6 +36,8 @@ pub enum ConfigType {
     Long = 5,
     Double = 6,
     List = 7,
+    /// A class name (`replica.selector.class`).
+    Class = 8,
 }
 
 /// One topic-level key: its type and the broker key its default comes from.

@@ -169,6 +169,15 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
             assert_eq!(p.current_leader.leader_id, broker.config.node_id);
         }
     }
+    // Fetch v9-11 carry the epoch but have no CurrentLeader: the error alone, answered.
+    for version in [9, 11] {
+        let ResponseBody::Fetch(r) = ask(fetch(epoch + 1), ApiKey::Fetch, version).await else {
+            panic!()
+        };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, unknown, "v{version}");
+        assert_eq!(p.current_leader.leader_id, -1, "v{version}");
+    }
     // A new leader epoch (as the cluster layer will set): the old one is fenced everywhere.
     broker
         .partition("epochs", 0)

@@ -119,7 +119,7 @@ pub(crate) async fn run(shared: Arc<Shared>, cluster: Cluster) {
                         tracing::debug!(error = %e, "metadata refresh failed");
                     }
                 }
-                handle(&shared, done);
+                handle(&shared, done, &cluster);
             }
             () = shared.wake.notified() => {}
             r = meta_rx.changed() => {
@@ -139,9 +139,9 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn handle(shared: &Shared, done: Done) {
+fn handle(shared: &Shared, done: Done, cluster: &Cluster) {
     let t = now();
-    {
+    let hints = {
         let mut st = shared.lock();
         match done {
             Done::Fetch {
@@ -158,6 +158,13 @@ fn handle(shared: &Shared, done: Done) {
             }
             Done::Metadata(_) => {}
         }
+        st.take_leader_hints()
+    };
+    // KIP-951: the leaders the answers named, for every user of the metadata cache (the
+    // brokers they named become connectable).
+    let (hints, endpoints) = hints;
+    if !hints.is_empty() {
+        cluster.apply_leader_hints(&hints, &endpoints);
     }
     shared.changed.notify_waiters();
 }

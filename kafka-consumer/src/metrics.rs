@@ -14,6 +14,11 @@ pub struct ConsumerMetrics {
     pub bytes_consumed: u64,
     /// Record-set bytes received in Fetch answers.
     pub bytes_fetched: u64,
+    /// The same, by the broker that answered (the partition leader, or the preferred read
+    /// replica it named: KIP-392).
+    pub bytes_fetched_by_node: BTreeMap<i32, u64>,
+    /// Partitions whose leader moved at once on an answer's leader hint (KIP-951).
+    pub leader_hints_taken: u64,
     /// Fetch requests answered (successfully or not).
     pub fetch_requests: u64,
     /// Fetch requests that failed as a whole (connection lost, timeout, broker error).
@@ -50,6 +55,8 @@ pub(crate) struct Counters {
     pub records_consumed: u64,
     pub bytes_consumed: u64,
     pub bytes_fetched: u64,
+    pub bytes_fetched_by_node: BTreeMap<i32, u64>,
+    pub leader_hints_taken: u64,
     pub fetch_requests: u64,
     pub fetch_errors: u64,
     pub fetch_latency_total: Duration,

@@ -4,11 +4,18 @@
 //! Pure: the driver asks what to send ([`ConsumerState::plan_fetches`],
 //! [`ConsumerState::lookups`]), sends it, and hands the answers back with `now`; `poll`
 //! drains records with [`ConsumerState::drain`].
+//!
+//! Where a partition is fetched from: its leader, or the preferred read replica the leader
+//! named (KIP-392; the consumer sends `client.rack` as the Fetch's `RackId`) until
+//! `metadata.max.age.ms` passes or that replica answers with an error or not at all, when
+//! the leader is asked again. A leader that refuses a partition names the new leader
+//! (KIP-951): the consumer moves there at once and hands the hint to the driver for the
+//! shared metadata cache ([`ConsumerState::take_leader_hints`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use kafka_net::MetadataSnapshot;
+use kafka_net::{BrokerInfo, LeaderHint, MetadataSnapshot};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::FetchResponse;
 
@@ -114,6 +121,10 @@ pub struct ConsumerState {
     /// What was last committed, per partition (auto-commit skips unchanged positions).
     pub(crate) last_committed: BTreeMap<TopicPartition, OffsetAndMetadata>,
     pub(crate) closed: bool,
+    /// Leader hints taken from Fetch answers, with the answers' endpoints, for the driver to
+    /// put into the metadata cache.
+    leader_hints: Vec<LeaderHint>,
+    hint_endpoints: Vec<BrokerInfo>,
 }
 
 impl ConsumerState {
@@ -146,7 +157,17 @@ impl ConsumerState {
             space_freed: false,
             last_committed: BTreeMap::new(),
             closed: false,
+            leader_hints: Vec::new(),
+            hint_endpoints: Vec::new(),
         }
+    }
+
+    /// The leader hints taken since the last call, with the endpoints the answers listed
+    /// (for [`kafka_net::Cluster::apply_leader_hints`]).
+    pub fn take_leader_hints(&mut self) -> (Vec<LeaderHint>, Vec<BrokerInfo>) {
+        let hints = std::mem::take(&mut self.leader_hints);
+        let endpoints = std::mem::take(&mut self.hint_endpoints);
+        (hints, endpoints)
     }
 
     pub fn settings(&self) -> &StateSettings {
@@ -329,6 +350,17 @@ impl ConsumerState {
                     topic_id: t.topic_id,
                 }
             });
+            // An answer from a broker behind the one whose hint moved the leader: keep the
+            // newer leader.
+            let older = self.subs.get(&tp).is_some_and(|p| {
+                info.is_some_and(|i| {
+                    i.topic_id == p.leader.topic_id
+                        && matches!((i.epoch, p.leader.epoch), (Some(new), Some(old)) if new < old)
+                })
+            });
+            if older {
+                continue;
+            }
             if self.subs.update_leader(&tp, info.unwrap_or_default()) {
                 self.drop_buffered(&tp);
             }
@@ -446,8 +478,10 @@ impl ConsumerState {
                 p.fetch_in_flight = false;
             }
         }
-        let matched = result.and_then(|(resp, version)| {
+        let mut endpoints = Vec::new();
+        let matched = result.and_then(|(mut resp, version)| {
             let throttle = resp.throttle_time_ms;
+            endpoints = std::mem::take(&mut resp.node_endpoints);
             plan.match_response(resp, version).map(|m| (m, throttle))
         });
         let (answers, throttle) = match matched {
@@ -465,6 +499,12 @@ impl ConsumerState {
                 self.nodes.entry(plan.node).or_default().retry_at =
                     Some(now + self.settings.retry_backoff);
                 for pp in &plan.partitions {
+                    // A preferred replica that fails is left for the leader (Kafka clears it).
+                    if let Some(p) = self.subs.get_mut(&pp.tp) {
+                        if p.leader.node != plan.node {
+                            p.preferred_replica = None;
+                        }
+                    }
                     self.subs.back_off(&pp.tp, now);
                 }
                 return false;
@@ -476,9 +516,19 @@ impl ConsumerState {
             self.nodes.entry(plan.node).or_default().retry_at = Some(now + wait);
         }
         let mut buffered = false;
+        let hints_before = self.leader_hints.len();
         for (pp, data) in answers {
             let Some(data) = data else { continue };
             buffered |= self.on_partition(plan.node, pp, data, now);
+        }
+        if self.leader_hints.len() > hints_before {
+            self.hint_endpoints
+                .extend(endpoints.into_iter().map(|e| BrokerInfo {
+                    node_id: e.node_id,
+                    host: e.host.to_string(),
+                    port: e.port,
+                    rack: e.rack.as_ref().map(ToString::to_string),
+                }));
         }
         buffered
     }
@@ -508,6 +558,8 @@ impl ConsumerState {
             p.log_start_offset = Some(data.log_start_offset);
         }
         if data.preferred_read_replica >= 0 && data.preferred_read_replica != node {
+            tracing::debug!(tp = %pp.tp, leader = node, replica = data.preferred_read_replica,
+                "fetching from the preferred read replica the leader named");
             p.preferred_replica = Some((data.preferred_read_replica, now + ttl));
         }
         let from_leader = node == p.leader.node;
@@ -538,6 +590,7 @@ impl ConsumerState {
                 p.fetch_offset = cf.end_offset;
                 p.buffered += 1;
                 self.counters.bytes_fetched += cf.size as u64;
+                *self.counters.bytes_fetched_by_node.entry(node).or_default() += cf.size as u64;
                 self.buffered_bytes += cf.size;
                 self.counters.buffered_bytes_max =
                     self.counters.buffered_bytes_max.max(self.buffered_bytes);
@@ -556,6 +609,31 @@ impl ConsumerState {
                     return false;
                 }
                 self.subs.on_out_of_range(&pp.tp, pp.token, pp.fetch_offset);
+                false
+            }
+            ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH
+                if newer_leader(&p.leader, &data.current_leader) =>
+            {
+                // KIP-951: the answer names a newer leader; go there now.
+                let hint = LeaderHint {
+                    topic: pp.tp.topic.to_string(),
+                    partition: pp.tp.partition,
+                    leader_id: data.current_leader.leader_id,
+                    leader_epoch: data.current_leader.leader_epoch,
+                };
+                tracing::debug!(tp = %pp.tp, %code, leader = hint.leader_id,
+                    epoch = hint.leader_epoch, "the answer named the new leader");
+                let leader = LeaderInfo {
+                    node: hint.leader_id,
+                    epoch: Some(hint.leader_epoch),
+                    topic_id: p.leader.topic_id,
+                };
+                p.preferred_replica = None;
+                self.leader_hints.push(hint);
+                self.counters.leader_hints_taken += 1;
+                if self.subs.update_leader(&pp.tp, leader) {
+                    self.drop_buffered(&pp.tp);
+                }
                 false
             }
             ErrorCode::NOT_LEADER_OR_FOLLOWER
@@ -694,6 +772,8 @@ impl ConsumerState {
             records_consumed: c.records_consumed,
             bytes_consumed: c.bytes_consumed,
             bytes_fetched: c.bytes_fetched,
+            bytes_fetched_by_node: c.bytes_fetched_by_node.clone(),
+            leader_hints_taken: c.leader_hints_taken,
             fetch_requests: c.fetch_requests,
             fetch_errors: c.fetch_errors,
             fetch_latency_avg: c.latency_avg(),
@@ -727,6 +807,17 @@ impl ConsumerState {
             })
             .collect()
     }
+}
+
+/// Whether a Fetch answer's `CurrentLeader` names a leader newer than `known` (an epoch
+/// after the known one, or any epoch when none is known).
+fn newer_leader(
+    known: &LeaderInfo,
+    hint: &kafka_protocol::messages::fetch_response::LeaderIdAndEpoch,
+) -> bool {
+    hint.leader_id >= 0
+        && hint.leader_epoch >= 0
+        && known.epoch.is_none_or(|e| hint.leader_epoch > e)
 }
 
 #[cfg(test)]

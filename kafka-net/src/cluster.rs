@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::connection::{Connection, ConnectionConfig};
 use crate::error::NetError;
-use crate::metadata::{BrokerInfo, MetadataSnapshot, TopicInfo};
+use crate::metadata::{BrokerInfo, LeaderHint, MetadataSnapshot, TopicInfo};
 
 /// Settings of the cluster client, with Kafka's client key names and defaults.
 #[derive(Debug, Clone)]
@@ -248,6 +248,27 @@ impl Cluster {
         ));
         self.inner.meta.send_replace(snap.clone());
         Ok(snap)
+    }
+
+    /// Takes leader hints from a Produce or Fetch answer into the cache (KIP-951; see
+    /// [`MetadataSnapshot::with_leader_hints`]). Returns, for each hint, whether the cache now
+    /// has a leader for its partition at least as new as the hint (taken now, or before).
+    pub fn apply_leader_hints(&self, hints: &[LeaderHint], endpoints: &[BrokerInfo]) -> Vec<bool> {
+        if hints.is_empty() {
+            return Vec::new();
+        }
+        self.inner
+            .meta
+            .send_if_modified(|snap| match snap.with_leader_hints(hints, endpoints) {
+                Some(next) => {
+                    tracing::debug!(?hints, "leaders taken from an answer's hints");
+                    *snap = Arc::new(next);
+                    true
+                }
+                None => false,
+            });
+        let meta = self.metadata();
+        hints.iter().map(|h| meta.knows_leader(h)).collect()
     }
 
     /// Waits until `topic` has metadata with a leader for every partition, refreshing as

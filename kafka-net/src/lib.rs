@@ -24,5 +24,5 @@ pub use codec::KafkaCodec;
 pub use conn_state::{ConnConfig, ConnState, Outcome};
 pub use connection::{Connection, ConnectionConfig};
 pub use error::NetError;
-pub use metadata::{BrokerInfo, MetadataSnapshot, PartitionInfo, TopicInfo};
+pub use metadata::{BrokerInfo, LeaderHint, MetadataSnapshot, PartitionInfo, TopicInfo};
 pub use versions::ApiVersions;

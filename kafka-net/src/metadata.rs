@@ -1,4 +1,11 @@
 //! The cluster metadata cache: brokers, topics, partitions, leaders, epochs, topic ids.
+//!
+//! Besides Metadata answers, the cache takes leader hints (KIP-951): a Produce or Fetch
+//! answer that refuses a partition for leadership names its current leader and epoch, and
+//! the leader's endpoint. A hint moves the partition's leader at once when its epoch is newer
+//! than the cached one and its broker is known (cached, or among the answer's endpoints), as
+//! Kafka's `Metadata.updatePartitionLeadership` does; anything else is left to the next
+//! Metadata refresh.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -62,6 +69,15 @@ impl TopicInfo {
     pub fn partition(&self, p: i32) -> Option<&PartitionInfo> {
         self.partitions.iter().find(|x| x.partition == p)
     }
+}
+
+/// A partition's leader as a broker's answer named it (KIP-951's `CurrentLeader`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderHint {
+    pub topic: String,
+    pub partition: i32,
+    pub leader_id: i32,
+    pub leader_epoch: i32,
 }
 
 /// What the client knows of the cluster at one moment. Each refresh makes a new snapshot with
@@ -167,6 +183,68 @@ impl MetadataSnapshot {
     pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
         self.topics.get(name)
     }
+
+    /// The snapshot with the leaders of `hints` taken in (see the module docs): `None` when
+    /// no hint is newer than what is cached. `endpoints` are the brokers the answer listed;
+    /// those that lead a taken partition are added to (or replace in) the broker list. The
+    /// new snapshot has the next version and keeps `fetched_at` (the next periodic refresh is
+    /// not put off).
+    pub fn with_leader_hints(
+        &self,
+        hints: &[LeaderHint],
+        endpoints: &[BrokerInfo],
+    ) -> Option<Self> {
+        let mut next: Option<Self> = None;
+        for h in hints {
+            if h.leader_id < 0 || h.leader_epoch < 0 {
+                continue;
+            }
+            let current = next.as_ref().unwrap_or(self);
+            let Some(p) = current
+                .topics
+                .get(&h.topic)
+                .and_then(|t| t.partition(h.partition))
+            else {
+                continue;
+            };
+            if p.leader_epoch >= 0 && h.leader_epoch <= p.leader_epoch {
+                continue;
+            }
+            let endpoint = endpoints.iter().find(|b| b.node_id == h.leader_id);
+            if endpoint.is_none() && !current.brokers.contains_key(&h.leader_id) {
+                continue;
+            }
+            let snap = next.get_or_insert_with(|| Self {
+                version: self.version + 1,
+                ..self.clone()
+            });
+            if let Some(b) = endpoint {
+                snap.brokers.insert(b.node_id, b.clone());
+            }
+            if let Some(p) = snap
+                .topics
+                .get_mut(&h.topic)
+                .and_then(|t| t.partitions.iter_mut().find(|p| p.partition == h.partition))
+            {
+                p.leader = h.leader_id;
+                p.leader_epoch = h.leader_epoch;
+                p.error = ErrorCode::NONE;
+            }
+        }
+        next
+    }
+
+    /// Whether the cached leader of the hint's partition is at least as new as the hint.
+    pub fn knows_leader(&self, hint: &LeaderHint) -> bool {
+        self.topics
+            .get(&hint.topic)
+            .and_then(|t| t.partition(hint.partition))
+            .is_some_and(|p| {
+                p.leader >= 0
+                    && p.leader_epoch >= hint.leader_epoch
+                    && self.brokers.contains_key(&p.leader)
+            })
+    }
 }
 
 #[cfg(test)]
@@ -221,5 +299,83 @@ mod tests {
         assert!(s3.topic("a").is_none());
         assert!(s3.topic("b").is_some_and(TopicInfo::is_ready));
         assert_eq!(s3.version, 3);
+    }
+
+    fn hint(topic: &str, partition: i32, leader_id: i32, leader_epoch: i32) -> LeaderHint {
+        LeaderHint {
+            topic: topic.into(),
+            partition,
+            leader_id,
+            leader_epoch,
+        }
+    }
+
+    fn broker(node_id: i32, host: &str) -> BrokerInfo {
+        BrokerInfo {
+            node_id,
+            host: host.into(),
+            port: 9092,
+            rack: Some("r".into()),
+        }
+    }
+
+    #[test]
+    fn a_newer_leader_hint_moves_the_leader_at_once() {
+        let mut resp = response(&[("a", 1)]);
+        resp.topics[0].partitions[0].leader_epoch = 3;
+        let s1 = MetadataSnapshot::from_response(
+            &resp,
+            &MetadataSnapshot::default(),
+            true,
+            Instant::now(),
+        );
+        // Broker 2 is not cached: taken with the answer's endpoint.
+        let s2 = s1
+            .with_leader_hints(&[hint("a", 0, 2, 4)], &[broker(2, "h2")])
+            .unwrap();
+        assert_eq!(s2.version, s1.version + 1);
+        assert_eq!(s2.fetched_at, s1.fetched_at);
+        assert_eq!(
+            s2.leader_for("a", 0).map(BrokerInfo::addr).as_deref(),
+            Some("h2:9092")
+        );
+        assert_eq!(s2.topic("a").unwrap().partitions[0].leader_epoch, 4);
+        assert!(s2.knows_leader(&hint("a", 0, 2, 4)));
+        assert!(!s1.knows_leader(&hint("a", 0, 2, 4)));
+        // A cached broker needs no endpoint.
+        let s3 = s2.with_leader_hints(&[hint("a", 0, 1, 5)], &[]).unwrap();
+        assert_eq!(s3.leader_for("a", 0).map(|b| b.node_id), Some(1));
+    }
+
+    #[test]
+    fn stale_or_unusable_hints_change_nothing() {
+        let mut resp = response(&[("a", 1)]);
+        resp.topics[0].partitions[0].leader_epoch = 3;
+        let s1 = MetadataSnapshot::from_response(
+            &resp,
+            &MetadataSnapshot::default(),
+            true,
+            Instant::now(),
+        );
+        for h in [
+            hint("a", 0, 1, 3),  // same epoch
+            hint("a", 0, 1, 2),  // older
+            hint("a", 0, -1, 7), // no leader
+            hint("a", 0, 1, -1), // no epoch
+            hint("a", 0, 9, 4),  // unknown broker, no endpoint
+            hint("a", 5, 1, 4),  // unknown partition
+            hint("b", 0, 1, 4),  // unknown topic
+        ] {
+            assert!(
+                s1.with_leader_hints(std::slice::from_ref(&h), &[broker(2, "h2")])
+                    .is_none(),
+                "{h:?}"
+            );
+        }
+        // An endpoint of a broker that leads nothing hinted is not added.
+        let s2 = s1
+            .with_leader_hints(&[hint("a", 0, 1, 4)], &[broker(7, "h7")])
+            .unwrap();
+        assert!(!s2.brokers.contains_key(&7));
     }
 }

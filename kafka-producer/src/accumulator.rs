@@ -397,7 +397,12 @@ impl Accumulator {
 
     /// How long the first batch has waited and how long it should wait.
     fn wait_times(&self, first: &ProducerBatch, now: Instant) -> (Duration, Duration) {
-        if first.retry {
+        if first.retry && first.retry_now {
+            (
+                now.saturating_duration_since(first.last_attempt),
+                Duration::ZERO,
+            )
+        } else if first.retry {
             let exp = self
                 .cfg
                 .retry_backoff
@@ -504,6 +509,7 @@ impl Accumulator {
                     *size += bytes.len();
                     batch.attempts += 1;
                     batch.last_attempt = now;
+                    batch.retry_now = false;
                     q.in_flight += 1;
                     out.entry(node).or_default().push((batch, bytes));
                 }
@@ -525,8 +531,19 @@ impl Accumulator {
 
     /// Puts a batch back for a retry: at the front of its deque, before batches with higher
     /// sequence numbers, so the partition's order is kept.
-    pub(crate) fn reenqueue(&self, mut batch: ProducerBatch, error: String) {
+    pub(crate) fn reenqueue(&self, batch: ProducerBatch, error: String) {
+        self.put_back(batch, error, false);
+    }
+
+    /// [`Self::reenqueue`] without the retry backoff: the partition's leader moved since the
+    /// failed attempt (KIP-951), so the retry goes to the new leader at once.
+    pub(crate) fn reenqueue_now(&self, batch: ProducerBatch, error: String) {
+        self.put_back(batch, error, true);
+    }
+
+    fn put_back(&self, mut batch: ProducerBatch, error: String, now: bool) {
         batch.retry = true;
+        batch.retry_now = now;
         batch.last_error = Some(error);
         let queue = self.queue(&batch.tp.topic, batch.tp.partition);
         let mut q = lock(&queue);
@@ -943,6 +960,15 @@ mod tests {
         let d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
         assert!(d[&1][0].0.retry);
         assert_eq!(d[&1][0].0.attempts, 2);
+        // A retry whose leader moved (KIP-951) does not back off; its next retry does again.
+        let mut d = d;
+        let (b, _) = d.remove(&1).unwrap().remove(0);
+        a.in_flight_done(&b.tp);
+        a.reenqueue_now(b, "leader moved".into());
+        let d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        let (b, _) = &d[&1][0];
+        assert_eq!(b.attempts, 3);
+        assert!(!b.retry_now);
     }
 
     #[tokio::test(start_paused = true)]

@@ -71,6 +71,9 @@ pub(crate) struct ProducerBatch {
     pub(crate) producer: Option<ProducerFields>,
     /// A retried batch waits `retry.backoff.ms` after its last attempt.
     pub(crate) retry: bool,
+    /// ... unless its partition's leader moved since (KIP-951: the answer named the new
+    /// leader), when it goes again at once. Cleared when it is sent.
+    pub(crate) retry_now: bool,
     /// The error of the last failed attempt, for the message of a delivery timeout.
     pub(crate) last_error: Option<String>,
 }
@@ -120,6 +123,7 @@ impl ProducerBatch {
             attempts: 0,
             producer: None,
             retry: false,
+            retry_now: false,
             last_error: None,
         }
     }
@@ -302,6 +306,7 @@ impl ProducerBatch {
             attempts: self.attempts,
             producer: Some(fields),
             retry: false,
+            retry_now: false,
             last_error: Some(reason.clone()),
         };
         let halves = [

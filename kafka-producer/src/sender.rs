@@ -2,9 +2,14 @@
 //!
 //! One task per producer. It owns the in-flight requests (so that closing can fail every one
 //! of them), the per-broker in-flight counts, the producer id and epoch of an idempotent
-//! producer, and the metadata refreshes that unknown leaders or stale-metadata errors call
-//! for. Requests to one broker are queued on its connection by this task alone, in drain
+//! producer, and the metadata refreshes that unknown leaders, stale-metadata errors and
+//! failed connections call for. Requests to one broker are queued on its connection by this task alone, in drain
 //! order, so batches of a partition reach the broker in the order they were drained.
+//!
+//! A Produce v10+ answer that refuses a partition with NOT_LEADER_OR_FOLLOWER (or
+//! FENCED_LEADER_EPOCH) names the current leader (KIP-951): the hint goes into the metadata
+//! cache at once, and the batch is retried on the new leader without a metadata refresh and
+//! without the retry backoff, as Kafka's producer does.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -14,10 +19,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use kafka_net::{Cluster, Connection, MetadataSnapshot, NetError, Outcome};
+use kafka_net::{BrokerInfo, Cluster, Connection, LeaderHint, MetadataSnapshot, NetError, Outcome};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{
-    ApiKey, InitProducerIdRequest, ProduceRequest, RequestBody, ResponseBody, produce_request,
+    ApiKey, InitProducerIdRequest, ProduceRequest, ProduceResponse, RequestBody, ResponseBody,
+    produce_request,
 };
 use kafka_protocol::{KStr, Response};
 use tokio::sync::watch;
@@ -55,6 +61,16 @@ struct Idempotence {
     last_acked: HashMap<TopicPartition, i32>,
     /// A fatal error (fenced): every later batch fails with it.
     fatal: Option<String>,
+}
+
+/// One partition's answer in a Produce response.
+struct PartitionAnswer {
+    code: ErrorCode,
+    base_offset: i64,
+    log_append: Option<i64>,
+    message: Option<String>,
+    /// The answer named a new leader that the metadata cache now has (KIP-951).
+    leader_moved: bool,
 }
 
 struct InFlight {
@@ -309,7 +325,13 @@ impl Sender {
                 self.connecting.remove(&node);
                 match res {
                     Ok(c) => { self.conns.insert(node, c); }
-                    Err(e) => tracing::debug!(node, error = %e, "producer cannot connect"),
+                    Err(e) => {
+                        tracing::debug!(node, error = %e, "producer cannot connect");
+                        // The broker may be gone and its partitions led elsewhere by now
+                        // (Java's client asks for metadata on a failed connection too):
+                        // without this the records wait for `metadata.max.age.ms`.
+                        let _ = self.request_refresh(Instant::now());
+                    }
                 }
             }
             res = poll_opt(&mut self.init), if self.init.is_some() => {
@@ -579,7 +601,11 @@ impl Sender {
                     }
                     return;
                 };
+                let moved = self.take_leader_hints(&resp);
                 for b in req.batches {
+                    let leader_moved = moved
+                        .iter()
+                        .any(|(t, p)| **t == *b.tp.topic && *p == b.tp.partition);
                     let part = resp
                         .responses
                         .iter()
@@ -599,7 +625,14 @@ impl Sender {
                             let message = p.error_message.as_deref().map(str::to_owned);
                             let log_append =
                                 (p.log_append_time_ms >= 0).then_some(p.log_append_time_ms);
-                            self.handle_partition(b, code, p.base_offset, log_append, message);
+                            let answer = PartitionAnswer {
+                                code,
+                                base_offset: p.base_offset,
+                                log_append,
+                                message,
+                                leader_moved,
+                            };
+                            self.handle_partition(b, answer);
                         }
                     }
                 }
@@ -607,14 +640,56 @@ impl Sender {
         }
     }
 
-    fn handle_partition(
-        &mut self,
-        batch: ProducerBatch,
-        code: ErrorCode,
-        base_offset: i64,
-        log_append: Option<i64>,
-        message: Option<String>,
-    ) {
+    /// KIP-951: takes the leaders an answer names for refused partitions into the metadata
+    /// cache; returns the partitions whose cached leader is now at least as new as the hint.
+    fn take_leader_hints(&self, resp: &ProduceResponse) -> Vec<(String, i32)> {
+        let refused = [
+            ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            ErrorCode::FENCED_LEADER_EPOCH,
+        ];
+        let hints: Vec<LeaderHint> = resp
+            .responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(move |p| (t, p)))
+            .filter(|(_, p)| refused.contains(&ErrorCode(p.error_code)))
+            .filter(|(_, p)| p.current_leader.leader_id >= 0 && p.current_leader.leader_epoch >= 0)
+            .map(|(t, p)| LeaderHint {
+                topic: t.name.to_string(),
+                partition: p.index,
+                leader_id: p.current_leader.leader_id,
+                leader_epoch: p.current_leader.leader_epoch,
+            })
+            .collect();
+        if hints.is_empty() {
+            return Vec::new();
+        }
+        let endpoints: Vec<BrokerInfo> = resp
+            .node_endpoints
+            .iter()
+            .map(|e| BrokerInfo {
+                node_id: e.node_id,
+                host: e.host.to_string(),
+                port: e.port,
+                rack: e.rack.as_ref().map(ToString::to_string),
+            })
+            .collect();
+        let known = self.cluster.apply_leader_hints(&hints, &endpoints);
+        hints
+            .into_iter()
+            .zip(known)
+            .filter(|(_, k)| *k)
+            .map(|(h, _)| (h.topic, h.partition))
+            .collect()
+    }
+
+    fn handle_partition(&mut self, batch: ProducerBatch, answer: PartitionAnswer) {
+        let PartitionAnswer {
+            code,
+            base_offset,
+            log_append,
+            message,
+            leader_moved,
+        } = answer;
         tracing::trace!(tp = %batch.tp, seq = ?batch.producer.map(|f| f.base_sequence), %code, base_offset, "produce answer");
         let kafka = |b: &ProducerBatch, msg: Option<String>| ProducerError::Kafka {
             topic: b.tp.topic.to_string(),
@@ -662,6 +737,13 @@ impl Sender {
                 let e = kafka(&batch, message);
                 self.idem.fatal = Some(e.to_string());
                 self.fail(batch, e);
+            }
+            // The answer named the new leader and the cache has it: straight there.
+            ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH if leader_moved => {
+                let e = kafka(&batch, message);
+                let msg = e.to_string();
+                tracing::debug!(tp = %batch.tp, %code, "retrying on the leader the answer named");
+                self.retry_or_fail_with(batch, e, msg, true, true);
             }
             c if c.is_retriable() => {
                 if matches!(
@@ -722,6 +804,18 @@ impl Sender {
         msg: String,
         retriable: bool,
     ) {
+        self.retry_or_fail_with(batch, e, msg, retriable, false);
+    }
+
+    /// [`Self::retry_or_fail`]; `now`: the retry skips the backoff (its leader moved).
+    fn retry_or_fail_with(
+        &mut self,
+        batch: ProducerBatch,
+        e: ProducerError,
+        msg: String,
+        retriable: bool,
+        now_retry: bool,
+    ) {
         let now = Instant::now();
         let age = batch.age(now);
         let closing = *self.shutdown.borrow() == Shutdown::Force;
@@ -731,7 +825,11 @@ impl Sender {
             && age < self.cfg.delivery_timeout
         {
             Counters::add(&self.counters.records_retried, batch.record_count() as u64);
-            self.acc.reenqueue(batch, msg);
+            if now_retry {
+                self.acc.reenqueue_now(batch, msg);
+            } else {
+                self.acc.reenqueue(batch, msg);
+            }
             self.acc.wake.notify_one();
             return;
         }

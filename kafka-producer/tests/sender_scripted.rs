@@ -414,6 +414,49 @@ async fn records_for_a_partition_without_a_working_leader_expire() {
     p.close(Duration::from_secs(5)).await;
 }
 
+/// A leader that cannot be reached (killed, say) sends the producer back to the metadata, so
+/// records go to the partition's new leader once the cluster names one, not after
+/// `metadata.max.age.ms` (5 minutes here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_leader_makes_the_producer_look_up_the_new_one() {
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let fake = fake(1, log.clone()).await;
+    // Broker 3 is advertised where nothing listens, and leads "moving".
+    let dead = support::dead_addr();
+    let (host, port) = dead.rsplit_once(':').unwrap();
+    fake.state()
+        .brokers
+        .insert(3, (host.to_owned(), port.parse().unwrap()));
+    fake.add_topic("moving", Topic::led_by(&[3]));
+    let cfg = config(
+        &fake,
+        &[
+            ("acks", "all"),
+            ("linger.ms", "0"),
+            ("delivery.timeout.ms", "60000"),
+            ("metadata.max.age.ms", "300000"),
+        ],
+    );
+    let p = Producer::new(cfg).await.unwrap();
+    assert_eq!(p.partitions_for("moving").await.unwrap()[0].leader, 3);
+    // The cluster moves the leadership to broker 1; the producer has not looked yet.
+    fake.add_topic("moving", Topic::led_by(&[1]));
+    let rec = ProducerRecord::new("moving", Bytes::from_static(b"after")).partition(0);
+    let md = tokio::time::timeout(Duration::from_secs(30), p.send(rec))
+        .await
+        .expect("the record waited for the metadata's maximum age")
+        .unwrap();
+    assert_eq!((md.partition, md.offset), (0, 0));
+    let produces = fake.requests(ApiKey::Produce);
+    assert!(!produces.is_empty() && produces.iter().all(|r| r.node == 1));
+    assert_eq!(
+        log.lock().unwrap().parts[&("moving".to_owned(), 0)].values,
+        vec![Bytes::from_static(b"after")]
+    );
+    p.close(Duration::from_secs(5)).await;
+    fake.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_never_hangs_on_a_broker_that_does_not_answer() {
     let log = Arc::new(Mutex::new(FakeLog::default()));
@@ -685,4 +728,123 @@ async fn a_broker_that_takes_nothing_gets_no_new_records_after_the_availability_
         "the control sent nothing to the stalled broker"
     );
     assert_eq!(excluded, 0, "records still went to the stalled broker");
+}
+
+/// KIP-951: broker 1, which the metadata names as the leader of "moving", refuses every
+/// produce with NOT_LEADER_OR_FOLLOWER and names broker 2 (epoch 1) with its address; the
+/// metadata never lists broker 2 at all. Every record lands on broker 2, in order, without a
+/// Metadata request after the first refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_naming_the_new_leader_moves_the_producer_there_at_once() {
+    let log = Arc::new(Mutex::new(FakeLog::default()));
+    let handler_log = log.clone();
+    let addrs: Arc<Mutex<BTreeMap<i32, String>>> = Arc::default();
+    let handler_addrs = addrs.clone();
+    let fake = FakeCluster::builder(2)
+        .handler(move |ctx: &Ctx, req: &Request| {
+            let RequestBody::Produce(p) = &req.body else {
+                return handle(&handler_log, req);
+            };
+            if ctx.node != 1 {
+                return handle(&handler_log, req);
+            }
+            let addr = handler_addrs.lock().unwrap()[&2].clone();
+            let (host, port) = addr.rsplit_once(':').unwrap();
+            let responses = p
+                .topic_data
+                .iter()
+                .map(|t| produce_response::TopicProduceResponse {
+                    name: t.name.clone(),
+                    partition_responses: t
+                        .partition_data
+                        .iter()
+                        .map(|d| produce_response::PartitionProduceResponse {
+                            index: d.index,
+                            error_code: ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+                            base_offset: -1,
+                            current_leader: produce_response::LeaderIdAndEpoch {
+                                leader_id: 2,
+                                leader_epoch: 1,
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            Some(Reply::Send(ResponseBody::Produce(ProduceResponse {
+                responses,
+                node_endpoints: vec![produce_response::NodeEndpoint {
+                    node_id: 2,
+                    host: KStr::from(host.to_owned()),
+                    port: port.parse().unwrap(),
+                    rack: None,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })))
+        })
+        .start()
+        .await;
+    *addrs.lock().unwrap() = fake.addrs.clone();
+    fake.add_topic("moving", support::Topic::led_by(&[1]));
+    fake.state().brokers.remove(&2);
+    // A retry backoff longer than the delivery timeout: a retry that waited for it would
+    // fail its record.
+    let cfg = config(
+        &fake,
+        &[
+            ("bootstrap.servers", &fake.addr(1)),
+            ("retry.backoff.ms", "60000"),
+            ("retry.backoff.max.ms", "60000"),
+            ("delivery.timeout.ms", "3000"),
+            ("linger.ms", "0"),
+        ],
+    );
+    let p = Producer::new(cfg).await.unwrap();
+    let mut futs = Vec::new();
+    for i in 0..20 {
+        let rec = ProducerRecord::new("moving", Bytes::from(format!("m{i}"))).partition(0);
+        futs.push(p.enqueue(rec).await.unwrap());
+    }
+    for (i, f) in futs.into_iter().enumerate() {
+        let md = tokio::time::timeout(Duration::from_secs(20), f)
+            .await
+            .expect("a record never resolved")
+            .unwrap_or_else(|e| panic!("record {i} failed: {e}"));
+        assert_eq!(md.offset, i as i64);
+    }
+    let got = log.lock().unwrap().parts[&("moving".to_owned(), 0)]
+        .values
+        .clone();
+    let want: Vec<Bytes> = (0..20).map(|i| Bytes::from(format!("m{i}"))).collect();
+    assert_eq!(got, want);
+    {
+        let s = fake.state();
+        let first_produce = s
+            .log
+            .iter()
+            .position(|l| l.api() == ApiKey::Produce)
+            .unwrap();
+        assert!(
+            s.log[first_produce..]
+                .iter()
+                .all(|l| l.api() != ApiKey::Metadata),
+            "no Metadata request after the refusal"
+        );
+        assert!(
+            s.log
+                .iter()
+                .any(|l| l.api() == ApiKey::Produce && l.node == 1)
+        );
+        assert!(
+            s.log
+                .iter()
+                .any(|l| l.api() == ApiKey::Produce && l.node == 2)
+        );
+    }
+    assert_eq!(p.metrics().records_errored, 0);
+    p.close(Duration::from_secs(5)).await;
+    fake.assert_clean();
 }

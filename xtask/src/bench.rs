@@ -11,7 +11,8 @@
 //! `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which compiles the bundled
 //! librdkafka) against it: produce/consume throughput, end-to-end latency, broker CPU and peak
 //! RSS, disk write speed. It prints progress, a table and JSON; the JSON also goes to
-//! `target/bench-broker.json`.
+//! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
+//! `--quick` when given) on three nodes of the same build.
 //!
 //! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json]`: builds `kafka-broker`
 //! in release, then runs `kafka-bench`'s `producer_bench` example (feature `rdkafka`): our
@@ -36,6 +37,18 @@
 //! partitions (to the response and to every broker's metadata), min/median/max over the rounds
 //! (default 10, `--quick` 3), and each node's peak RSS. It prints progress and a table; the JSON
 //! goes to `target/bench-cluster.json`, and with `--json` it is also the last line printed.
+//!
+//! `cargo xtask bench replication [--quick] [--rounds N] [--session-timeout-ms MS] [--json]`:
+//! builds `kafka-broker` in release, then runs `kafka-bench`'s `replication_bench` example
+//! (default features; our `kafka-producer` and `kafka-consumer` as the clients) against three
+//! combined nodes of it on loopback: produce throughput with acks=all at replication factor 3
+//! (`min.insync.replicas=2`) against 1 in interleaved rounds (records/s, MB/s, broker CPU per
+//! record, the RF3/RF1 ratio of each round), end-to-end latency at 2,000 records/s (acks=all,
+//! RF3; p50/p99/p99.9/max), and the time from a SIGKILL of a partition leader to an acks=all
+//! record acknowledged by the new leader and to Metadata naming it (mostly
+//! `broker.session.timeout.ms`, default 3000 here; min/median/max over the rounds, default 5,
+//! `--quick` 3), and each node's peak RSS. It prints progress and a table; the JSON goes to
+//! `target/bench-replication.json`, and with `--json` it is also the last line printed.
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +59,7 @@ use crate::Error;
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
     let Some((what, rest)) = args.split_first() else {
         return Err("bench: say what to measure: \
-             `cargo xtask bench codec|net|broker|producer|consumer|cluster [--quick]`"
+             `cargo xtask bench codec|net|broker|producer|consumer|cluster|replication [--quick]`"
             .into());
     };
     match what.as_str() {
@@ -55,10 +68,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), Error> {
         "broker" => broker(root, rest),
         "producer" => client(root, "producer", rest),
         "consumer" => client(root, "consumer", rest),
-        "cluster" => cluster(root, rest),
+        "cluster" => cluster(root, "cluster", rest),
+        "replication" => cluster(root, "replication", rest),
         other => Err(format!(
             "bench: unknown benchmark {other} \
-             (known: codec, net, broker, producer, consumer, cluster)"
+             (known: codec, net, broker, producer, consumer, cluster, replication)"
         )
         .into()),
     }
@@ -125,16 +139,24 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
         "--json",
         &out,
     ];
+    let mut quick = Vec::new();
     for a in rest {
         match a.as_str() {
-            "--quick" => args.push("--quick"),
+            "--quick" => {
+                args.push("--quick");
+                quick.push(a.clone());
+            }
             other => return Err(format!("bench broker: unknown argument {other}").into()),
         }
     }
+    let replication = cluster_args(&target, "replication", &quick)?;
+    let replication: Vec<&str> = replication.iter().map(String::as_str).collect();
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
     println!("bench: building broker_bench (bundled librdkafka) in release and running it");
-    crate::cargo(root, &args)
+    crate::cargo(root, &args)?;
+    println!("bench: building replication_bench in release and running it on three nodes");
+    crate::cargo(root, &replication)
 }
 
 /// `bench producer` / `bench consumer`: the `<client>_bench` example of kafka-bench (ours vs
@@ -191,34 +213,30 @@ fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
     crate::cargo(root, &args)
 }
 
-/// `bench cluster`: the `cluster_bench` example of kafka-bench against three release brokers.
-fn cluster(root: &Path, rest: &[String]) -> Result<(), Error> {
-    let args = cluster_args(&target_dir(root), rest)?;
+/// `bench cluster` / `bench replication`: the `<name>_bench` example of kafka-bench against
+/// three release brokers.
+fn cluster(root: &Path, name: &str, rest: &[String]) -> Result<(), Error> {
+    let args = cluster_args(&target_dir(root), name, rest)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
-    println!("bench: building cluster_bench in release and running it (progress below)");
+    println!("bench: building {name}_bench in release and running it (progress below)");
     crate::cargo(root, &args)
 }
 
-/// The `cargo` arguments that run `cluster_bench` for `cargo xtask bench cluster <rest>`.
-fn cluster_args(target: &Path, rest: &[String]) -> Result<Vec<String>, Error> {
+/// The `cargo` arguments that run `<name>_bench` (`cluster` or `replication`, which take the
+/// same options) for `cargo xtask bench <name> <rest>`, its JSON in `bench-<name>.json`.
+fn cluster_args(target: &Path, name: &str, rest: &[String]) -> Result<Vec<String>, Error> {
     let exe = target
         .join("release")
         .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX));
-    let out = target.join("bench-cluster.json");
-    let mut args: Vec<String> = [
-        "run",
-        "--release",
-        "-p",
-        "kafka-bench",
-        "--example",
-        "cluster_bench",
-        "--",
-        "--broker",
-    ]
-    .map(String::from)
-    .into();
+    let out = target.join(format!("bench-{name}.json"));
+    let mut args: Vec<String> = ["run", "--release", "-p", "kafka-bench", "--example"]
+        .map(String::from)
+        .into();
+    args.push(format!("{name}_bench"));
+    args.push("--".into());
+    args.push("--broker".into());
     args.push(exe.to_string_lossy().into_owned());
     args.push("--out".into());
     args.push(out.to_string_lossy().into_owned());
@@ -229,16 +247,16 @@ fn cluster_args(target: &Path, rest: &[String]) -> Result<Vec<String>, Error> {
             "--rounds" | "--session-timeout-ms" => {
                 let v = it
                     .next()
-                    .ok_or_else(|| format!("bench cluster: {a} needs a value"))?;
+                    .ok_or_else(|| format!("bench {name}: {a} needs a value"))?;
                 if !v.parse::<u64>().is_ok_and(|n| n > 0) {
                     return Err(
-                        format!("bench cluster: {a} takes a positive number, not {v}").into(),
+                        format!("bench {name}: {a} takes a positive number, not {v}").into(),
                     );
                 }
                 args.push(a.clone());
                 args.push(v.clone());
             }
-            other => return Err(format!("bench cluster: unknown argument {other}").into()),
+            other => return Err(format!("bench {name}: unknown argument {other}").into()),
         }
     }
     Ok(args)
@@ -364,6 +382,7 @@ mod tests {
         let target = Path::new("/t");
         let args = cluster_args(
             target,
+            "cluster",
             &strings(&[
                 "--quick",
                 "--rounds",
@@ -397,7 +416,29 @@ mod tests {
                 "6000",
             ])
         );
-        assert_eq!(cluster_args(target, &[]).map(|a| a.len()).ok(), Some(11));
+        assert_eq!(
+            cluster_args(target, "cluster", &[]).map(|a| a.len()).ok(),
+            Some(11)
+        );
+        let replication =
+            cluster_args(target, "replication", &strings(&["--quick"])).unwrap_or_default();
+        assert_eq!(
+            replication,
+            strings(&[
+                "run",
+                "--release",
+                "-p",
+                "kafka-bench",
+                "--example",
+                "replication_bench",
+                "--",
+                "--broker",
+                &exe,
+                "--out",
+                "/t/bench-replication.json",
+                "--quick",
+            ])
+        );
     }
 
     #[test]
@@ -410,16 +451,21 @@ mod tests {
             &["--session-timeout-ms", "-1"],
             &["--full"],
         ] {
-            assert!(cluster_args(target, &strings(bad)).is_err(), "{bad:?}");
+            for name in ["cluster", "replication"] {
+                assert!(
+                    cluster_args(target, name, &strings(bad)).is_err(),
+                    "{bad:?}"
+                );
+            }
         }
     }
 
     #[test]
-    fn unknown_benchmarks_name_cluster() {
+    fn unknown_benchmarks_name_cluster_and_replication() {
         let e = run(Path::new("/t"), &strings(&["nope"]))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(e.contains("cluster"), "{e}");
+        assert!(e.contains("cluster") && e.contains("replication"), "{e}");
     }
 }

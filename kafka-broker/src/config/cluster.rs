@@ -557,6 +557,8 @@ impl BrokerConfig {
 
     fn validate_numbers(&self) -> Result<(), BrokerError> {
         self.replication.validate().map_err(config_error)?;
+        self.txn.validate().map_err(config_error)?;
+        self.group.validate().map_err(config_error)?;
         if self.min_insync_replicas < 1 {
             return Err(config_error(format!(
                 "min.insync.replicas must be at least 1, got {}",

@@ -32,6 +32,8 @@ fn broker_config_type(name: &str) -> ConfigType {
     match name {
         "auto.create.topics.enable" | "delete.topic.enable" => ConfigType::Boolean,
         "log.dirs" => ConfigType::List,
+        "broker.rack" => ConfigType::String,
+        "replica.selector.class" => ConfigType::Class,
         "log.retention.ms"
         | "log.roll.ms"
         | "log.retention.bytes"
@@ -117,6 +119,12 @@ fn broker_entries(broker: &Broker) -> Vec<Entry> {
         ),
     ]
     .into_iter()
+    // Unset keys with no default value (Kafka shows them as null) are left out.
+    .chain(c.broker_rack.clone().map(|r| ("broker.rack", r)))
+    .chain(
+        c.replica_selector
+            .map(|s| ("replica.selector.class", s.class_name().to_owned())),
+    )
     .map(|(name, value)| Entry { name, value })
     .collect()
 }

@@ -3,6 +3,16 @@
 //! only when one of the partitions it names changes). Sessions are not kept: every
 //! fetch is a full fetch and the answer's session id is 0 (KIP-227 allows that). Record data
 //! is planned as file regions and sent with `sendfile` (see [`crate::sendfile`]).
+//!
+//! Who reads what, in a cluster (Kafka's rules):
+//! - A follower replicating (a replica id) reads the leader's log up to its end; only the
+//!   leader answers it.
+//! - A consumer's fetch that carries client metadata (v11+) may be answered by any replica,
+//!   up to that replica's high watermark (KIP-392); older consumers read from the leader
+//!   only. With `replica.selector.class` set, the leader may instead answer with a preferred
+//!   read replica and no records ([`crate::replica::selector`]), and the consumer goes there.
+//! - Partitions refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the current
+//!   leader from v16 (KIP-951, [`super::leader_hints`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,14 +21,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
+use super::leader_hints::LeaderHints;
 use crate::broker::Broker;
+use crate::cluster::active::SharedState;
+use crate::config::ReplicaSelectorClass;
 use crate::convert::FetchFormat;
+use crate::replica::selector::{self, ReplicaView};
 use crate::replica::{Partition, delayed};
 use crate::sendfile::Regions;
 
@@ -31,14 +45,18 @@ struct Wanted {
     offset: i64,
     max_bytes: usize,
     current_leader_epoch: i32,
+    /// The fetching follower's log start offset (v5+; -1 otherwise).
+    log_start_offset: i64,
 }
 
-/// Answers a fetch. Record sets large enough to be chained by the encoder are placeholders
-/// whose file regions are in the returned [`Regions`] (sent with `sendfile`).
+/// Answers a fetch that came in on `listener`. Record sets large enough to be chained by the
+/// encoder are placeholders whose file regions are in the returned [`Regions`] (sent with
+/// `sendfile`).
 pub(super) async fn handle(
     broker: &Broker,
     req: FetchRequest,
     version: i16,
+    listener: &str,
 ) -> (ResponseBody, Regions) {
     if req.session_id != 0 {
         // We never hand out sessions, so an incremental fetch names one we do not know.
@@ -68,6 +86,7 @@ pub(super) async fn handle(
                 offset: p.fetch_offset,
                 max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
                 current_leader_epoch: p.current_leader_epoch,
+                log_start_offset: if version >= 5 { p.log_start_offset } else { -1 },
             };
             // A partition named twice is read once, as Kafka's map of the request's
             // partitions does (the last entry wins, in the first one's place): 200 copies of
@@ -114,11 +133,15 @@ pub(super) async fn handle(
         req.replica_id
     };
     let follower = (replica >= 0 && broker.cluster().is_some()).then_some(replica);
+    // A consumer with client metadata (KIP-392) may read from any replica hosted here.
+    let client_metadata = replica < 0 && version >= 11;
     let hosted: Vec<Option<Arc<Partition>>> = wanted
         .iter()
         .map(|w| {
             if w.topic.is_empty() {
                 None
+            } else if client_metadata {
+                broker.partition(&w.topic, w.partition)
             } else {
                 broker.led_partition(&w.topic, w.partition)
             }
@@ -128,12 +151,23 @@ pub(super) async fn handle(
         let now = crate::broker::now_ms();
         for (w, part) in wanted.iter().zip(&hosted) {
             if let Some(part) = part {
-                if let Some(change) = part.update_follower(replica, w.offset, now) {
+                if let Some(change) =
+                    part.update_follower(replica, w.offset, w.log_start_offset, now)
+                {
                     broker.isr.submit(part, change);
                 }
             }
         }
     }
+    let selection = match (broker.config.replica_selector, broker.cluster()) {
+        (Some(selector), Some(link)) if client_metadata => Some(Selection {
+            selector,
+            rack: req.rack_id.to_string(),
+            listener: listener.to_owned(),
+            state: link.current(),
+        }),
+        _ => None,
+    };
     let watched: Vec<Arc<Partition>> = hosted.iter().flatten().cloned().collect();
     let plan = Plan {
         follower: follower.is_some(),
@@ -141,15 +175,66 @@ pub(super) async fn handle(
         read_committed,
         response_max,
         format: FetchFormat::for_version(version),
+        selection,
+        names_itself: broker.cluster().is_none() && version >= 12,
     };
     let (parts, regions) = delayed::fetch_until(&watched, deadline, || {
         let mut regions = Regions::default();
-        let (parts, total, any_error) = read_all(broker, &wanted, &hosted, &plan, &mut regions);
-        let done = total >= min_bytes || any_error || min_bytes == 0;
+        let (parts, total, now) = read_all(broker, &wanted, &hosted, &plan, &mut regions);
+        let done = total >= min_bytes || now || min_bytes == 0;
         ((parts, regions), done)
     })
     .await;
-    (respond(parts, by_id, version), regions)
+    let hints = (version >= 16).then(|| LeaderHints::new(broker, listener));
+    (respond(parts, by_id, hints), regions)
+}
+
+/// What a leader needs to name a preferred read replica (KIP-392).
+struct Selection {
+    selector: ReplicaSelectorClass,
+    /// The consumer's `RackId` (empty: none).
+    rack: String,
+    /// The listener the consumer came in on: replicas without an endpoint there are left out.
+    listener: String,
+    /// The metadata image (brokers' racks and liveness).
+    state: SharedState,
+}
+
+impl Selection {
+    /// The replica other than this leader that the consumer fetching `part` at `offset`
+    /// should read from.
+    fn preferred(&self, broker: &Broker, part: &Partition, offset: i64) -> Option<i32> {
+        let image = &self.state.state.image;
+        let rack_of = |id: i32| image.broker(id).and_then(|b| b.rack.clone());
+        let reachable = |id: i32| {
+            image
+                .broker(id)
+                .is_some_and(|b| !b.fenced && b.endpoints.iter().any(|e| e.name == self.listener))
+        };
+        let me = broker.config.node_id;
+        let offsets = part.offsets();
+        let leader = ReplicaView {
+            broker_id: me,
+            rack: rack_of(me).or_else(|| broker.config.broker_rack.clone()),
+            log_start_offset: offsets.log_start,
+            log_end_offset: offsets.log_end,
+            in_sync: true,
+            reachable: true,
+        };
+        let followers: Vec<ReplicaView> = part
+            .followers()
+            .into_iter()
+            .map(|f| ReplicaView {
+                broker_id: f.replica_id,
+                rack: rack_of(f.replica_id),
+                log_start_offset: f.log_start_offset,
+                log_end_offset: f.log_end_offset,
+                in_sync: f.in_sync,
+                reachable: reachable(f.replica_id),
+            })
+            .collect();
+        selector::preferred_read_replica(self.selector, &self.rack, offset, &leader, &followers)
+    }
 }
 
 /// What a fetch reads, the same for each of its attempts.
@@ -161,8 +246,15 @@ struct Plan {
     /// The response's byte limit.
     response_max: usize,
     format: FetchFormat,
+    /// A consumer's fetch that a leader may send to another replica.
+    selection: Option<Selection>,
+    /// A single node answers an epoch it fences with itself as the leader (v12+, where the
+    /// field exists); a cluster names the image's leader from v16, as Kafka does.
+    names_itself: bool,
 }
 
+/// One read of every wanted partition: the answers, the record bytes read, and whether the
+/// fetch must be answered now whatever `min_bytes` says (an error, a preferred replica).
 fn read_all<'w>(
     broker: &Broker,
     wanted: &'w [Wanted],
@@ -178,7 +270,7 @@ fn read_all<'w>(
         ..
     } = *plan;
     let mut total = 0usize;
-    let mut any_error = false;
+    let mut answer_now = false;
     let mut out = Vec::with_capacity(wanted.len());
     for (w, part) in wanted.iter().zip(hosted) {
         let mut pd = PartitionData {
@@ -200,7 +292,7 @@ fn read_all<'w>(
                     .error_code()
                     .code()
             };
-            any_error = true;
+            answer_now = true;
             out.push((w, pd));
             continue;
         };
@@ -210,19 +302,29 @@ fn read_all<'w>(
         pd.log_start_offset = offsets.log_start;
         if let Err(code) = part.check_leader_epoch(w.current_leader_epoch) {
             pd.error_code = code.code();
-            // The leader as this broker knows it (a tagged field from v12; KIP-951).
-            pd.current_leader = LeaderIdAndEpoch {
-                leader_id: broker.config.node_id,
-                leader_epoch: part.leader_epoch(),
-                ..Default::default()
-            };
-            any_error = true;
+            if plan.names_itself {
+                pd.current_leader = LeaderIdAndEpoch {
+                    leader_id: broker.config.node_id,
+                    leader_epoch: part.leader_epoch(),
+                    ..Default::default()
+                };
+            }
+            answer_now = true;
             out.push((w, pd));
             continue;
         }
+        if let Some(selection) = plan.selection.as_ref().filter(|_| part.is_leader()) {
+            if let Some(replica) = selection.preferred(broker, part, w.offset) {
+                // Kafka skips the read: the consumer fetches from there next.
+                pd.preferred_read_replica = replica;
+                answer_now = true;
+                out.push((w, pd));
+                continue;
+            }
+        }
         if w.offset < offsets.log_start || w.offset > offsets.log_end {
             pd.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.code();
-            any_error = true;
+            answer_now = true;
             out.push((w, pd));
             continue;
         }
@@ -263,18 +365,37 @@ fn read_all<'w>(
                 }
                 Err(e) => {
                     pd.error_code = e.error_code().code();
-                    any_error = true;
+                    answer_now = true;
                 }
             }
         }
         out.push((w, pd));
     }
-    (out, total, any_error)
+    (out, total, answer_now)
 }
 
-fn respond(parts: Vec<(&Wanted, PartitionData)>, by_id: bool, _version: i16) -> ResponseBody {
+/// The answer, by topic in request order. With `hints` (v16+), partitions refused for
+/// leadership name the current leader, and the answer the leaders' endpoints.
+fn respond(
+    parts: Vec<(&Wanted, PartitionData)>,
+    by_id: bool,
+    mut hints: Option<LeaderHints>,
+) -> ResponseBody {
     let mut responses: Vec<FetchableTopicResponse> = Vec::new();
-    for (w, pd) in parts {
+    for (w, mut pd) in parts {
+        let refused = [
+            ErrorCode::NOT_LEADER_OR_FOLLOWER.code(),
+            ErrorCode::FENCED_LEADER_EPOCH.code(),
+        ];
+        if let Some(hints) = hints.as_mut().filter(|_| refused.contains(&pd.error_code)) {
+            if let Some((leader_id, leader_epoch)) = hints.leader_of(&w.topic, w.partition) {
+                pd.current_leader = LeaderIdAndEpoch {
+                    leader_id,
+                    leader_epoch,
+                    ..Default::default()
+                };
+            }
+        }
         let same = responses.last().is_some_and(|t| {
             if by_id {
                 t.topic_id == w.topic_id
@@ -298,8 +419,20 @@ fn respond(parts: Vec<(&Wanted, PartitionData)>, by_id: bool, _version: i16) -> 
             t.partitions.push(pd);
         }
     }
+    let node_endpoints = hints
+        .into_iter()
+        .flat_map(LeaderHints::endpoints)
+        .map(|e| NodeEndpoint {
+            node_id: e.node_id,
+            host: KStr::from(e.host),
+            port: e.port,
+            rack: e.rack.map(KStr::from),
+            ..Default::default()
+        })
+        .collect();
     ResponseBody::Fetch(FetchResponse {
         responses,
+        node_endpoints,
         ..Default::default()
     })
 }

@@ -11,6 +11,7 @@ mod describe_cluster;
 mod fetch;
 mod groups;
 mod init_producer_id;
+mod leader_hints;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
@@ -157,7 +158,7 @@ pub async fn dispatch_on(
 ) -> Reply {
     match incoming {
         Incoming::Decoded(r) => handle_on(broker, r, peer, listener).await,
-        Incoming::Produce { frame, .. } => produce_frame(broker, &frame).await,
+        Incoming::Produce { frame, .. } => produce_frame(broker, &frame, listener).await,
     }
 }
 
@@ -179,8 +180,8 @@ pub fn client_host(peer: Option<SocketAddr>) -> String {
     }
 }
 
-/// A Produce request, read through the borrowing view.
-async fn produce_frame(broker: &Broker, frame: &Bytes) -> Reply {
+/// A Produce request, read through the borrowing view; it came in on `listener`.
+async fn produce_frame(broker: &Broker, frame: &Bytes, listener: &str) -> Reply {
     let (header, request) = match ProduceRequestView::parse(frame) {
         Ok(v) => v,
         Err(e) => return Reply::Close(format!("undecodable request: {e}")),
@@ -190,7 +191,7 @@ async fn produce_frame(broker: &Broker, frame: &Bytes) -> Reply {
         Some((lo, hi)) if (lo..=hi).contains(&version) => {}
         _ => return Reply::Close(format!("Produce v{version} is not supported")),
     }
-    match produce::handle(broker, frame, &request).await {
+    match produce::handle(broker, frame, &request, listener).await {
         Some(body) => encode(header.correlation_id(), &body, version),
         None => Reply::Nothing,
     }
@@ -219,7 +220,7 @@ async fn handle_on(
     listener: &str,
 ) -> Reply {
     if incoming.prefix.api_key == ApiKey::Produce as i16 {
-        return produce_frame(broker, &incoming.frame).await;
+        return produce_frame(broker, &incoming.frame, listener).await;
     }
     let prefix = incoming.prefix;
     let req = match incoming.request {
@@ -270,7 +271,7 @@ async fn handle_on(
     }
     let body = match req.body {
         RequestBody::Fetch(r) => {
-            let (body, regions) = fetch::handle(broker, *r, version).await;
+            let (body, regions) = fetch::handle(broker, *r, version, listener).await;
             return match encode(correlation_id, &body, version) {
                 Reply::Chunks(chunks) if !regions.is_empty() => {
                     match regions.into_chunks(chunks) {

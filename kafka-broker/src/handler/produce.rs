@@ -1,26 +1,31 @@
 //! Produce: each partition's record set (up-converted for old clients) handed to the partition
 //! layer, which validates and appends it; the answers once their acknowledgement condition holds.
+//! A partition this broker of a cluster does not lead is refused before its records are read,
+//! with NOT_LEADER_OR_FOLLOWER and, from v10, the current leader (see [`super::leader_hints`]).
 
 use bytes::Bytes;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
 use kafka_protocol::messages::{ProduceResponse, ResponseBody};
 use kafka_protocol::view::{self, ProduceRequestView};
 
+use super::leader_hints::LeaderHints;
 use super::message;
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::replica::{Acks, delayed};
 
-/// Handles a produce request read through the borrowing view of `frame`; `None` for acks=0
-/// (no response is sent).
+/// Handles a produce request read through the borrowing view of `frame`, which came in on
+/// `listener`; `None` for acks=0 (no response is sent).
 pub(super) async fn handle(
     broker: &Broker,
     frame: &Bytes,
     req: &ProduceRequestView<'_>,
+    listener: &str,
 ) -> Option<ResponseBody> {
     let acks = req.acks();
     let acks_ok = (-1..=1).contains(&acks);
@@ -49,8 +54,9 @@ pub(super) async fn handle(
                         format!("acks must be -1, 0 or 1, got {acks}"),
                     )));
                 }
+                // Only the leader takes records (in a cluster a follower's replica refuses).
                 let part = broker
-                    .partition(name, index)
+                    .led_partition(name, index)
                     .ok_or_else(|| plain(broker.partition_error(name, index)))?;
                 // acks=all: refused before anything is written while the ISR is too small.
                 if acks == -1 {
@@ -130,8 +136,48 @@ pub(super) async fn handle(
     if acks == 0 {
         return None;
     }
+    let node_endpoints = if req.version() >= 10 {
+        name_leaders(broker, listener, &mut responses)
+    } else {
+        Vec::new()
+    };
     Some(ResponseBody::Produce(ProduceResponse {
         responses,
+        node_endpoints,
         ..Default::default()
     }))
+}
+
+/// KIP-951: every partition refused with NOT_LEADER_OR_FOLLOWER names its current leader;
+/// returns those leaders' endpoints (none on a single node).
+fn name_leaders(
+    broker: &Broker,
+    listener: &str,
+    responses: &mut [TopicProduceResponse],
+) -> Vec<NodeEndpoint> {
+    let mut hints = LeaderHints::new(broker, listener);
+    for t in responses.iter_mut() {
+        for p in &mut t.partition_responses {
+            if p.error_code != ErrorCode::NOT_LEADER_OR_FOLLOWER.code() {
+                continue;
+            }
+            if let Some((leader_id, leader_epoch)) = hints.leader_of(&t.name, p.index) {
+                p.current_leader = LeaderIdAndEpoch {
+                    leader_id,
+                    leader_epoch,
+                    ..Default::default()
+                };
+            }
+        }
+    }
+    hints
+        .endpoints()
+        .map(|e| NodeEndpoint {
+            node_id: e.node_id,
+            host: KStr::from(e.host),
+            port: e.port,
+            rack: e.rack.map(KStr::from),
+            ..Default::default()
+        })
+        .collect()
 }

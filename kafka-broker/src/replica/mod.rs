@@ -7,6 +7,7 @@
 //! - [`Partition`] is one of them: leader append (producer-state check, offsets and epoch
 //!   stamped), follower append (kept as the leader wrote it), truncation, the high watermark
 //!   over the in-sync replicas, the leader epoch and its fence check.
+//! - [`selector`] picks the replica a consumer should read from (KIP-392).
 //! - [`delayed`] holds the delayed operations: a produce waiting for its acks condition, a
 //!   fetch waiting for data, each woken only by the partitions it names.
 //!
@@ -22,6 +23,7 @@ pub mod budget;
 pub mod checkpoint;
 pub mod delayed;
 pub mod partition;
+pub mod selector;
 pub mod validate;
 
 use std::collections::HashMap;

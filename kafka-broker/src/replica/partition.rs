@@ -91,6 +91,8 @@ pub struct Follower {
     pub replica_id: i32,
     /// The follower's log end offset, as its last fetch said; -1 until it fetched.
     pub log_end_offset: i64,
+    /// The follower's log start offset, as its last fetch said; -1 until it fetched.
+    pub log_start_offset: i64,
     /// Member of the ISR the controller committed.
     pub in_sync: bool,
     /// The last time the follower was known to have everything the leader had (its fetch
@@ -106,6 +108,7 @@ impl Follower {
         Self {
             replica_id,
             log_end_offset: -1,
+            log_start_offset: -1,
             in_sync,
             // An in-sync follower gets a whole `replica.lag.time.max.ms` from the leadership
             // change before it can be found lagging.
@@ -544,8 +547,9 @@ impl Partition {
         self.update_high_watermark();
     }
 
-    /// A follower fetched from `fetch_offset` at `now_ms` (the Fetch handler calls this for
-    /// each of a follower's partitions): its log end, its caught-up time (Kafka's
+    /// A follower fetched from `fetch_offset` at `now_ms`, its log starting at
+    /// `log_start_offset` (-1: it did not say); the Fetch handler calls this for each of a
+    /// follower's partitions. Its log end, log start, caught-up time (Kafka's
     /// `Replica.updateFetchState`) and the high watermark follow. Returns the ISR expansion
     /// to ask the controller for when a follower out of the ISR has caught up: it has the
     /// high watermark and everything since the current leader epoch started.
@@ -553,6 +557,7 @@ impl Partition {
         &self,
         replica_id: i32,
         fetch_offset: i64,
+        log_start_offset: i64,
         now_ms: i64,
     ) -> Option<IsrChange> {
         let change = {
@@ -573,6 +578,9 @@ impl Partition {
                 f.last_caught_up_ms = f.last_caught_up_ms.max(f.last_fetch_ms);
             }
             f.log_end_offset = fetch_offset;
+            if log_start_offset >= 0 {
+                f.log_start_offset = log_start_offset;
+            }
             f.last_fetch_leader_end = leader_end;
             f.last_fetch_ms = now_ms;
             let joins = !f.in_sync && fetch_offset >= hw && fetch_offset >= start;

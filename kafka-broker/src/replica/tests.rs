@@ -151,11 +151,11 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         started + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 5, 0);
+    p.update_follower(2, 5, -1, 0);
     assert_eq!(p.high_watermark(), 0, "one follower is not enough");
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
-    assert_eq!(p.update_follower(3, 5, 0), None, "in sync already");
+    assert_eq!(p.update_follower(3, 5, -1, 0), None, "in sync already");
     assert_eq!(p.high_watermark(), 5);
     waiter.await.unwrap().unwrap();
     assert_eq!(
@@ -190,7 +190,7 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 8, 0);
+    p.update_follower(2, 8, -1, 0);
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
     p.set_in_sync(3, false);
@@ -404,7 +404,7 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         append(&p, 6, "a");
         p.become_leader(1, &[9], &[9]).unwrap();
         append(&p, 4, "b");
-        p.update_follower(9, 6, 0);
+        p.update_follower(9, 6, -1, 0);
         assert_eq!(p.high_watermark(), 6);
         m.checkpoint_high_watermarks().unwrap();
         assert_eq!(
@@ -463,7 +463,7 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     lead(&p, 1, 0, &[1, 2, 3], 1_000);
     assert_eq!(p.isr(), (vec![1, 2, 3], 0));
     append(&p, 5, "a");
-    assert_eq!(p.update_follower(2, 5, 1_500), None);
+    assert_eq!(p.update_follower(2, 5, -1, 1_500), None);
     // Follower 3 never fetches: within the lag it stays, after it it is asked out; follower 2
     // has the log end and stays.
     assert_eq!(p.isr_shrink(1_000 + LAG, LAG), None);
@@ -489,7 +489,7 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 6, 32_000);
+    p.update_follower(2, 6, -1, 32_000);
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished(), "follower 3 is still in the ISR");
     p.isr_changed(1, 1, &[1, 2]);
@@ -508,8 +508,8 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
 
     // Follower 3 comes back: behind the high watermark it stays out; at it, it is asked in,
     // and counts for the high watermark at once (the maximal ISR).
-    assert_eq!(p.update_follower(3, 2, 40_000), None);
-    let grow = p.update_follower(3, 6, 40_100).unwrap();
+    assert_eq!(p.update_follower(3, 2, -1, 40_000), None);
+    let grow = p.update_follower(3, 6, -1, 40_100).unwrap();
     assert_eq!(grow.isr, vec![1, 2, 3]);
     assert_eq!(grow.partition_epoch, 1);
     assert_eq!(p.maximal_isr_count(), 3);
@@ -517,9 +517,9 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     // Refused: it no longer counts, and is asked again only after a pause.
     p.isr_change_failed(40_200);
     assert_eq!(p.maximal_isr_count(), 2);
-    assert_eq!(p.update_follower(3, 6, 40_300), None);
+    assert_eq!(p.update_follower(3, 6, -1, 40_300), None);
     let grow = p
-        .update_follower(3, 6, 40_200 + partition::ISR_CHANGE_RETRY_MS)
+        .update_follower(3, 6, -1, 40_200 + partition::ISR_CHANGE_RETRY_MS)
         .unwrap();
     assert_eq!(grow.isr, vec![1, 2, 3]);
     p.isr_changed(1, 2, &[1, 2, 3]);
@@ -544,13 +544,13 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     assert_eq!((p.high_watermark(), p.log_end_offset()), (6, 7));
     lead(&p, 2, 4, &[1, 3], 50_000);
     assert_eq!(
-        p.update_follower(2, 6, 50_100),
+        p.update_follower(2, 6, -1, 50_100),
         None,
         "before the epoch's start"
     );
-    assert_eq!(p.update_follower(3, 7, 50_100), None);
+    assert_eq!(p.update_follower(3, 7, -1, 50_100), None);
     assert_eq!(p.high_watermark(), 7);
-    let grow = p.update_follower(2, 7, 50_200).unwrap();
+    let grow = p.update_follower(2, 7, -1, 50_200).unwrap();
     assert_eq!((grow.leader_epoch, grow.partition_epoch), (2, 4));
     assert_eq!(grow.isr, vec![1, 2, 3]);
 }
@@ -567,8 +567,8 @@ fn a_follower_that_keeps_up_with_a_busy_leader_stays_in_sync() {
     for _ in 0..30 {
         append(&p, 1, "x");
         let end = p.log_end_offset();
-        p.update_follower(2, end - 1, now);
-        p.update_follower(3, end - 1, now);
+        p.update_follower(2, end - 1, -1, now);
+        p.update_follower(3, end - 1, -1, now);
         now += 1_000;
     }
     assert_eq!(p.isr_shrink(now, LAG), None);
@@ -576,7 +576,7 @@ fn a_follower_that_keeps_up_with_a_busy_leader_stays_in_sync() {
     for _ in 0..11 {
         append(&p, 1, "y");
         let end = p.log_end_offset();
-        p.update_follower(2, end - 1, now);
+        p.update_follower(2, end - 1, -1, now);
         now += 1_000;
     }
     assert_eq!(p.isr_shrink(now, LAG).unwrap().isr, vec![1, 2]);

@@ -429,3 +429,163 @@ fn auto_commit_offers_only_moved_positions() {
     assert_eq!(moved.len(), 1);
     assert_eq!(moved[&tp(1)].offset, 3);
 }
+
+fn with_preferred(mut resp: FetchResponse, replica: i32) -> FetchResponse {
+    for p in &mut resp.responses[0].partitions {
+        p.preferred_read_replica = replica;
+    }
+    resp
+}
+
+#[test]
+fn the_preferred_read_replica_is_followed_until_it_fails() {
+    let now = Instant::now();
+    let mut st = state(
+        1,
+        1,
+        OffsetReset::Earliest,
+        settings(1 << 20, 1 << 20, 1 << 20),
+    );
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 1);
+    // The leader names replica 3 and sends no records.
+    let resp = with_preferred(answer(vec![(0, ErrorCode::NONE, None)]), 3);
+    assert!(!st.on_fetch(&plans[0], Ok((resp, 12)), Duration::ZERO, now));
+    // A replica the metadata does not know is not used.
+    let plans = st.plan_fetches(now, |n| n != 3);
+    assert_eq!(plans[0].node, 1);
+    st.on_fetch(&plans[0], Ok((answer(vec![]), 12)), Duration::ZERO, now);
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 3);
+    let data = records(0, 4);
+    let size = data.len() as u64;
+    let resp = answer(vec![(0, ErrorCode::NONE, Some(data))]);
+    assert!(st.on_fetch(&plans[0], Ok((resp, 12)), Duration::ZERO, now));
+    let m = st.metrics();
+    assert_eq!(m.bytes_fetched_by_node.get(&3), Some(&size));
+    assert_eq!(m.bytes_fetched_by_node.get(&1), None);
+    assert_eq!(drain_offsets(&mut st, 10).unwrap().len(), 4);
+    // The replica is past the fetch offset's range: back to the leader, no reset.
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 3);
+    let resp = answer(vec![(0, ErrorCode::OFFSET_OUT_OF_RANGE, None)]);
+    st.on_fetch(&plans[0], Ok((resp, 12)), Duration::ZERO, now);
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 1);
+    assert_eq!(st.metrics().offset_resets, 0);
+    // Named again; then the replica fails as a whole (connection lost): back to the leader.
+    let resp = with_preferred(answer(vec![(0, ErrorCode::NONE, None)]), 3);
+    st.on_fetch(&plans[0], Ok((resp, 12)), Duration::ZERO, now);
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 3);
+    let lost = ConsumerError::Net(kafka_net::NetError::Closed(None));
+    st.on_fetch(&plans[0], Err(lost), Duration::ZERO, now);
+    let later = now + Duration::from_secs(1);
+    let plans = st.plan_fetches(later, |_| true);
+    assert_eq!(plans[0].node, 1);
+    // And the lease runs out after metadata.max.age.ms.
+    let resp = with_preferred(answer(vec![(0, ErrorCode::NONE, None)]), 3);
+    st.on_fetch(&plans[0], Ok((resp, 12)), Duration::ZERO, later);
+    let expired = later + Duration::from_secs(301);
+    let plans = st.plan_fetches(expired, |_| true);
+    assert_eq!(plans[0].node, 1);
+}
+
+fn refused_with_leader(code: ErrorCode, leader_id: i32, leader_epoch: i32) -> FetchResponse {
+    let mut resp = answer(vec![(0, code, None)]);
+    resp.responses[0].partitions[0].current_leader =
+        kafka_protocol::messages::fetch_response::LeaderIdAndEpoch {
+            leader_id,
+            leader_epoch,
+            ..Default::default()
+        };
+    resp.node_endpoints = vec![kafka_protocol::messages::fetch_response::NodeEndpoint {
+        node_id: leader_id,
+        host: KStr::from_static("h2"),
+        port: 9093,
+        rack: Some(KStr::from_static("r2")),
+        ..Default::default()
+    }];
+    resp
+}
+
+#[test]
+fn a_leader_hint_moves_the_partition_at_once() {
+    let now = Instant::now();
+    let mut st = state(
+        1,
+        1,
+        OffsetReset::Earliest,
+        settings(1 << 20, 1 << 20, 1 << 20),
+    );
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans[0].node, 1);
+    let resp = refused_with_leader(ErrorCode::NOT_LEADER_OR_FOLLOWER, 2, 1);
+    st.on_fetch(&plans[0], Ok((resp, 16)), Duration::ZERO, now);
+    // No refresh, no backoff: the next fetch goes to node 2 now, with the new epoch.
+    assert!(!st.metadata_wanted);
+    let plans = st.plan_fetches(now, |_| true);
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].node, 2);
+    assert_eq!(plans[0].partitions[0].current_leader_epoch, Some(1));
+    let (hints, endpoints) = st.take_leader_hints();
+    assert_eq!(
+        hints,
+        [LeaderHint {
+            topic: "t".into(),
+            partition: 0,
+            leader_id: 2,
+            leader_epoch: 1,
+        }]
+    );
+    assert_eq!(endpoints.len(), 1);
+    assert_eq!(endpoints[0].addr(), "h2:9093");
+    assert_eq!(st.metrics().leader_hints_taken, 1);
+    assert!(st.take_leader_hints().0.is_empty());
+    // Metadata from a broker that has not seen the change does not move it back.
+    let mut meta = MetadataSnapshot {
+        version: 7,
+        ..Default::default()
+    };
+    meta.topics.insert(
+        "t".into(),
+        kafka_net::TopicInfo {
+            name: "t".into(),
+            topic_id: kafka_protocol::Uuid::ZERO,
+            is_internal: false,
+            partitions: vec![kafka_net::PartitionInfo {
+                partition: 0,
+                leader: 1,
+                leader_epoch: 0,
+                replicas: vec![1, 2],
+                isr: vec![1, 2],
+                offline: vec![],
+                error: ErrorCode::NONE,
+            }],
+            error: ErrorCode::NONE,
+        },
+    );
+    st.apply_metadata(&meta);
+    st.on_fetch(&plans[0], Ok((answer(vec![]), 16)), Duration::ZERO, now);
+    assert_eq!(st.plan_fetches(now, |_| true)[0].node, 2);
+}
+
+#[test]
+fn a_hint_no_newer_than_the_known_leader_is_a_plain_refusal() {
+    let now = Instant::now();
+    let mut st = state(
+        1,
+        1,
+        OffsetReset::Earliest,
+        settings(1 << 20, 1 << 20, 1 << 20),
+    );
+    let plans = st.plan_fetches(now, |_| true);
+    // Epoch 0 is what the consumer knows already.
+    let resp = refused_with_leader(ErrorCode::FENCED_LEADER_EPOCH, 2, 0);
+    st.on_fetch(&plans[0], Ok((resp, 16)), Duration::ZERO, now);
+    assert!(st.metadata_wanted);
+    assert!(st.plan_fetches(now, |_| true).is_empty(), "backing off");
+    assert!(st.take_leader_hints().0.is_empty());
+    let later = now + Duration::from_secs(1);
+    assert_eq!(st.plan_fetches(later, |_| true)[0].node, 1);
+}

@@ -3,6 +3,10 @@
 //! election). Each fake broker keeps its own copy of the partition `t-0` as a list of
 //! batches; the shared state says who leads at which epoch. Brokers answer ApiVersions,
 //! Metadata, Fetch, ListOffsets and OffsetForLeaderEpoch, and log every request.
+//!
+//! With leader hints on ([`FakeCluster::start_with_hints`]) the brokers speak Fetch v16 (by
+//! topic id) and refuse a fetch at a non-leader naming the leader and its endpoint (KIP-951),
+//! while Metadata keeps naming the leader it named first: only the hint can move a client.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,7 +35,12 @@ pub(crate) struct State {
     pub(crate) logs: [Vec<Bytes>; 2],
     pub(crate) seen: Vec<Seen>,
     addrs: Vec<(i32, String, i32)>,
+    /// KIP-951 mode: the (leader, epoch) Metadata keeps answering.
+    hints: Option<(i32, i32)>,
 }
+
+/// The topic id of `t` in leader-hint mode.
+const TOPIC_ID: kafka_protocol::Uuid = kafka_protocol::Uuid([9; 16]);
 
 pub(crate) struct FakeCluster {
     pub(crate) state: Arc<Mutex<State>>,
@@ -61,12 +70,22 @@ pub(crate) fn epoch_batch(base: i64, n: i64, epoch: i32) -> Bytes {
 
 impl FakeCluster {
     pub(crate) async fn start(logs: [Vec<Bytes>; 2]) -> Self {
+        Self::start_mode(logs, None).await
+    }
+
+    /// Leader-hint mode (see the module docs); Metadata always says node 1 leads epoch 0.
+    pub(crate) async fn start_with_hints(logs: [Vec<Bytes>; 2]) -> Self {
+        Self::start_mode(logs, Some((1, 0))).await
+    }
+
+    async fn start_mode(logs: [Vec<Bytes>; 2], hints: Option<(i32, i32)>) -> Self {
         let state = Arc::new(Mutex::new(State {
             leader: 1,
             epoch: 0,
             logs,
             seen: Vec::new(),
             addrs: Vec::new(),
+            hints,
         }));
         let mut tasks = Vec::new();
         let mut bootstrap = String::new();
@@ -147,7 +166,7 @@ fn answer(node: i32, state: &Mutex<State>, body: RequestBody) -> (ResponseBody, 
     match body {
         RequestBody::ApiVersions(_) => {
             let apis = [
-                (ApiKey::Fetch, 12),
+                (ApiKey::Fetch, if s.hints.is_some() { 16 } else { 12 }),
                 (ApiKey::ListOffsets, 7),
                 (ApiKey::Metadata, 12),
                 (ApiKey::OffsetForLeaderEpoch, 4),
@@ -168,6 +187,7 @@ fn answer(node: i32, state: &Mutex<State>, body: RequestBody) -> (ResponseBody, 
             (ResponseBody::ApiVersions(resp), None)
         }
         RequestBody::Metadata(_) => {
+            let (leader, epoch) = s.hints.unwrap_or((s.leader, s.epoch));
             let resp = MetadataResponse {
                 brokers: s
                     .addrs
@@ -184,12 +204,17 @@ fn answer(node: i32, state: &Mutex<State>, body: RequestBody) -> (ResponseBody, 
                 controller_id: 1,
                 topics: vec![metadata_response::MetadataResponseTopic {
                     name: Some(KStr::from_static(TOPIC)),
+                    topic_id: if s.hints.is_some() {
+                        TOPIC_ID
+                    } else {
+                        kafka_protocol::Uuid::ZERO
+                    },
                     partitions: vec![metadata_response::MetadataResponsePartition {
                         partition_index: 0,
-                        leader_id: s.leader,
-                        leader_epoch: s.epoch,
+                        leader_id: leader,
+                        leader_epoch: epoch,
                         replica_nodes: vec![1, 2],
-                        isr_nodes: vec![s.leader],
+                        isr_nodes: vec![leader],
                         ..Default::default()
                     }],
                     ..Default::default()
@@ -210,8 +235,23 @@ fn answer(node: i32, state: &Mutex<State>, body: RequestBody) -> (ResponseBody, 
                 ..Default::default()
             };
             let mut wait = None;
+            let mut node_endpoints = Vec::new();
             if node != s.leader {
                 pd.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.code();
+                if s.hints.is_some() {
+                    pd.current_leader = fetch_response::LeaderIdAndEpoch {
+                        leader_id: s.leader,
+                        leader_epoch: s.epoch,
+                        ..Default::default()
+                    };
+                    let (id, host, port) = s.addrs[(s.leader - 1) as usize].clone();
+                    node_endpoints.push(fetch_response::NodeEndpoint {
+                        node_id: id,
+                        host: KStr::from(host),
+                        port,
+                        ..Default::default()
+                    });
+                }
             } else if p.current_leader_epoch >= 0 && p.current_leader_epoch < s.epoch {
                 pd.error_code = ErrorCode::FENCED_LEADER_EPOCH.code();
             } else if p.fetch_offset > log_end(&log) {
@@ -232,12 +272,23 @@ fn answer(node: i32, state: &Mutex<State>, body: RequestBody) -> (ResponseBody, 
                 }
                 pd.records = Some(Bytes::from(data));
             }
+            let by_id = s.hints.is_some();
             let resp = FetchResponse {
                 responses: vec![fetch_response::FetchableTopicResponse {
-                    topic: KStr::from_static(TOPIC),
+                    topic: if by_id {
+                        KStr::default()
+                    } else {
+                        KStr::from_static(TOPIC)
+                    },
+                    topic_id: if by_id {
+                        TOPIC_ID
+                    } else {
+                        kafka_protocol::Uuid::ZERO
+                    },
                     partitions: vec![pd],
                     ..Default::default()
                 }],
+                node_endpoints,
                 ..Default::default()
             };
             (ResponseBody::Fetch(resp), wait)

@@ -1,6 +1,7 @@
 //! Leader moves on a scripted two-broker cluster: the consumer follows the new leader and
 //! detects, with OffsetForLeaderEpoch, that the new leader's log lost records it had read
-//! (KIP-320).
+//! (KIP-320); a refusal that names the new leader (KIP-951) moves it there while the
+//! metadata still names the old one.
 
 use std::time::Duration;
 
@@ -129,5 +130,37 @@ async fn truncation_without_a_reset_policy_is_reported() {
     let recs = poll_n(&c, 6, Duration::from_secs(10)).await;
     assert_eq!(recs.first().map(|r| r.offset), Some(7));
     assert_eq!(recs.len(), 6);
+    c.close(Duration::from_secs(2)).await.unwrap();
+}
+
+/// Both nodes hold 0..10 of epoch 0; node 2 then leads epoch 1 and writes 10..16. Metadata
+/// keeps naming node 1: only the refusal's leader hint can send the consumer to node 2.
+#[tokio::test]
+async fn a_refusal_naming_the_new_leader_moves_the_consumer_there() {
+    let cluster = FakeCluster::start_with_hints([
+        vec![epoch_batch(0, 10, 0)],
+        vec![epoch_batch(0, 10, 0), epoch_batch(10, 6, 1)],
+    ])
+    .await;
+    let t0 = TopicPartition::new(TOPIC, 0);
+    let c = Consumer::new(config(&cluster.bootstrap, OffsetReset::Earliest))
+        .await
+        .unwrap();
+    c.assign([t0.clone()]).unwrap();
+    assert_eq!(poll_n(&c, 10, Duration::from_secs(10)).await.len(), 10);
+    cluster.elect(2, 1);
+    let after = poll_n(&c, 6, Duration::from_secs(10)).await;
+    let got: Vec<(i64, Option<i32>)> = after.iter().map(|r| (r.offset, r.leader_epoch)).collect();
+    let want: Vec<(i64, Option<i32>)> = (10..16).map(|o| (o, Some(1))).collect();
+    assert_eq!(got, want, "read from the leader the refusal named");
+    let m = c.metrics();
+    assert_eq!(m.leader_hints_taken, 1, "{m:?}");
+    assert_eq!(m.log_truncations, 0, "{m:?}");
+    let seen = cluster.seen();
+    // Node 2 was asked with the hinted epoch (validated first, then fetched from 10).
+    assert!(seen.iter().any(|s| s.node == 2
+        && matches!(&s.body, RequestBody::Fetch(f)
+            if f.topics[0].partitions[0].fetch_offset == 10
+                && f.topics[0].partitions[0].current_leader_epoch == 1)));
     c.close(Duration::from_secs(2)).await.unwrap();
 }

@@ -614,6 +614,22 @@ fn invalid_combinations_are_refused_naming_the_key() {
         ..BrokerConfig::default()
     };
     refused(&c, &["offsets.topic.replication.factor"]);
+    let mut c = BrokerConfig::default();
+    c.apply("group.min.session.timeout.ms", "60000").unwrap();
+    c.apply("group.max.session.timeout.ms", "30000").unwrap();
+    refused(
+        &c,
+        &[
+            "group.min.session.timeout.ms",
+            "group.max.session.timeout.ms",
+        ],
+    );
+    let mut c = BrokerConfig::default();
+    c.apply("replica.lag.time.max.ms", "400").unwrap();
+    refused(
+        &c,
+        &["replica.fetch.wait.max.ms", "replica.lag.time.max.ms"],
+    );
 }
 
 #[test]
