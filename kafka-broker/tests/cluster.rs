@@ -19,6 +19,7 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "cluster/harness.rs"]
+#[allow(dead_code)]
 mod harness;
 #[path = "common/peers.rs"]
 #[allow(dead_code)]
@@ -27,8 +28,10 @@ mod peers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use harness::{Cluster, PartitionRow, Role, broker_ids, describe_quorum_at, metadata, partitions};
-use kafka_net::Admin;
+use harness::{
+    Cluster, PartitionRow, Role, admin, agreed_partitions, broker_ids, describe_quorum_at,
+    metadata, partitions, segment_files, until_brokers, until_same_bytes,
+};
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
 
@@ -39,78 +42,6 @@ const FAST: &[&str] = &[
     "broker.heartbeat.interval.ms=500",
     "broker.session.timeout.ms=3000",
 ];
-
-async fn admin(bootstrap: &str) -> Admin {
-    let cfg = ClusterConfig {
-        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
-        ..Default::default()
-    };
-    Admin::connect(cfg)
-        .await
-        .unwrap()
-        .with_timeout(Duration::from_secs(15))
-}
-
-/// Waits until every running broker lists exactly `expected` as brokers.
-async fn until_brokers(c: &mut Cluster, expected: &[i32]) {
-    let addrs: Vec<String> = c
-        .brokers()
-        .into_iter()
-        .filter(|id| c.nodes[id].is_running())
-        .map(|id| c.addr(id))
-        .collect();
-    let expected = expected.to_vec();
-    c.eventually(
-        &format!("every broker lists the brokers {expected:?}"),
-        Duration::from_secs(30),
-        || {
-            let addrs = addrs.clone();
-            let expected = expected.clone();
-            async move {
-                for a in &addrs {
-                    let m = metadata(a, Some(&[])).await?;
-                    if broker_ids(&m) != expected {
-                        return None;
-                    }
-                }
-                Some(())
-            }
-        },
-    )
-    .await;
-}
-
-/// The partitions of `topic` as every running broker sees them, once they agree.
-async fn agreed_partitions(c: &mut Cluster, topic: &str, count: usize) -> Vec<PartitionRow> {
-    let addrs: Vec<String> = c
-        .brokers()
-        .into_iter()
-        .filter(|id| c.nodes[id].is_running())
-        .map(|id| c.addr(id))
-        .collect();
-    let topic = topic.to_owned();
-    c.eventually(
-        &format!("every broker answers the same metadata for {topic}"),
-        Duration::from_secs(15),
-        || {
-            let addrs = addrs.clone();
-            let topic = topic.clone();
-            async move {
-                let mut seen = None;
-                for a in &addrs {
-                    let m = metadata(a, Some(&[&topic])).await?;
-                    let p = partitions(&m, &topic)?;
-                    if p.len() != count || seen.as_ref().is_some_and(|s| s != &p) {
-                        return None;
-                    }
-                    seen = Some(p);
-                }
-                seen
-            }
-        },
-    )
-    .await
-}
 
 /// Replicas: `rf` distinct brokers of `brokers` each; leader the first replica and in the ISR;
 /// every broker leads some partition when there are enough.
@@ -678,21 +609,6 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
     c.assert_running();
 }
 
-/// The bytes of every segment file of `topic`-`partition` on a node, by file name.
-fn segment_files(dir: &std::path::Path, topic: &str, partition: i32) -> BTreeMap<String, Vec<u8>> {
-    let pdir = dir.join(format!("{topic}-{partition}"));
-    let mut out = BTreeMap::new();
-    if let Ok(entries) = std::fs::read_dir(&pdir) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".log") {
-                out.insert(name, std::fs::read(e.path()).unwrap_or_default());
-            }
-        }
-    }
-    out
-}
-
 /// Replication between the brokers: a topic with replication factor 3 takes acks=all writes
 /// (kcat), its followers fetch them from the leader with Kafka's protocol, and every replica's
 /// log is the leader's byte for byte. The leader of a partition is SIGKILLed: the controller
@@ -736,27 +652,8 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
         return;
     }
     // Every replica's log is the leader's.
-    let dirs: Vec<std::path::PathBuf> = c.nodes.values().map(|n| n.data_dir.clone()).collect();
-    let same_everywhere = |dirs: &[std::path::PathBuf]| {
-        (0..2).all(|p| {
-            let files: Vec<_> = dirs
-                .iter()
-                .map(|d| segment_files(d, "replicated", p))
-                .collect();
-            !files[0].is_empty() && files.iter().all(|f| f == &files[0])
-        })
-    };
-    {
-        let dirs = dirs.clone();
-        c.eventually(
-            "every replica holds the leader's bytes",
-            Duration::from_secs(15),
-            || {
-                let ok = same_everywhere(&dirs);
-                async move { ok.then_some(()) }
-            },
-        )
-        .await;
+    for p in 0..2 {
+        until_same_bytes(&mut c, "replicated", p, &[1, 2, 3], Duration::from_secs(15)).await;
     }
     // The leader of partition 0 dies; acks=all writes go on through the others.
     let victim = parts[0].1;
@@ -797,55 +694,18 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
     // Back as a follower: the same bytes again.
     c.start(victim);
     until_brokers(&mut c, &[1, 2, 3]).await;
-    let dirs = dirs.clone();
-    c.eventually(
-        "the restarted broker catches up byte for byte",
-        Duration::from_secs(20),
-        || {
-            let ok = same_everywhere(&dirs);
-            async move { ok.then_some(()) }
-        },
-    )
-    .await;
+    for p in 0..2 {
+        until_same_bytes(&mut c, "replicated", p, &[1, 2, 3], Duration::from_secs(20)).await;
+    }
     c.assert_running();
 }
 
-/// One record produced to `topic`-0 straight to the broker at `addr` (Produce v9) with these
-/// acks; the partition's error code, and its base offset.
+/// One record produced to `topic`-0 straight to the broker at `addr` with these acks; the
+/// partition's error code, and its base offset.
 async fn produce_one(addr: &str, topic: &str, acks: i16, value: &str) -> (i16, i64) {
-    use kafka_protocol::KStr;
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_protocol::messages::{ProduceRequest, RequestBody, ResponseBody};
-    use kafka_protocol::record::RecordBatchBuilder;
-    let mut b = RecordBatchBuilder::new();
-    b.append(1_700_000_000_000, None, Some(value.as_bytes()), &[])
-        .unwrap();
-    let req = ProduceRequest {
-        acks,
-        timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData {
-            name: KStr::from(topic.to_owned()),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(b.build().unwrap()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let conn = kafka_net::connection::Connection::connect(
-        addr,
-        kafka_net::connection::ConnectionConfig::default(),
-    )
-    .await
-    .unwrap();
-    let ResponseBody::Produce(r) = conn.request_at(RequestBody::Produce(req), 9).await.unwrap()
-    else {
-        panic!("not a produce answer")
-    };
-    let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    harness::produce(addr, topic, 0, acks, &[value], Duration::from_secs(10))
+        .await
+        .unwrap()
 }
 
 /// The ISR of `topic`-0 as the broker at `addr` lists it, sorted.
@@ -993,20 +853,7 @@ async fn lagging_followers_leave_the_isr_and_come_back() {
     let (code, _) = produce_one(&at, "isr", -1, "all-last").await;
     assert_eq!(code, 0, "acks=all with the ISR back\n{}", c.logs());
     written.push("all-last".into());
-    let dirs: Vec<std::path::PathBuf> = [2, 3, 4]
-        .iter()
-        .map(|id| c.nodes[id].data_dir.clone())
-        .collect();
-    c.eventually(
-        "every replica holds the leader's bytes",
-        Duration::from_secs(15),
-        || {
-            let files: Vec<_> = dirs.iter().map(|d| segment_files(d, "isr", 0)).collect();
-            let ok = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
-            async move { ok.then_some(()) }
-        },
-    )
-    .await;
+    until_same_bytes(&mut c, "isr", 0, &[2, 3, 4], Duration::from_secs(15)).await;
     // Read back by kcat: every written record once, in order, and not the refused one.
     if let Some(out) = peers::run(
         "kcat",

@@ -29,10 +29,8 @@ mod peers;
 use std::time::Duration;
 
 use bytes::Bytes;
-use harness::{Cluster, Role, broker_ids, metadata};
-use kafka_net::Admin;
+use harness::{Cluster, Role, admin, broker_ids, metadata};
 use kafka_net::admin::NewTopic;
-use kafka_net::cluster::ClusterConfig;
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
@@ -90,17 +88,6 @@ async fn racked_cluster() -> Cluster {
     )
     .await;
     c
-}
-
-async fn admin(bootstrap: &str) -> Admin {
-    let cfg = ClusterConfig {
-        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
-        ..Default::default()
-    };
-    Admin::connect(cfg)
-        .await
-        .unwrap()
-        .with_timeout(Duration::from_secs(15))
 }
 
 /// Partition 0 of `topic` once every broker agrees on it with a full ISR: (leader, leader

@@ -1,8 +1,10 @@
-//! A cluster of real `kafka-broker` processes on 127.0.0.1: each node started with Kafka's
-//! keys through `--set` (`process.roles`, `node.id`, `controller.quorum.voters`, `listeners`,
-//! ...), its output in a file per start, SIGKILLed or SIGTERMed, restarted on its data
-//! directory. Ports are picked free by binding port 0 and letting go (the quorum's voters must
-//! be named before any node starts).
+//! A cluster of real `kafka-broker` processes: each node started with Kafka's keys through
+//! `--set` (`process.roles`, `node.id`, `controller.quorum.voters`, `listeners`, ...), its
+//! output in a file per start, SIGKILLed, stopped and continued, restarted on its data
+//! directory. On 127.0.0.1, ports are picked free by binding port 0 and letting go (the
+//! quorum's voters must be named before any node starts); a node may instead live in a network
+//! namespace of its own ([`Cluster::placed`]), started through `ip netns exec` and listening on
+//! that namespace's address.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -10,12 +12,17 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kafka_net::Admin;
+use kafka_net::cluster::ClusterConfig;
 use kafka_net::connection::{Connection, ConnectionConfig};
+use kafka_protocol::KStr;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse, RequestBody,
-    ResponseBody, describe_quorum_request,
+    DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, RequestBody, ResponseBody, describe_quorum_request,
 };
+use kafka_protocol::record::RecordBatchBuilder;
 
 /// A node's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +32,20 @@ pub(crate) enum Role {
     Broker,
 }
 
+/// Where a node runs: its network namespace (`None`: this one) and the address it listens on.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) netns: Option<String>,
+    pub(crate) host: String,
+}
+
+/// The lines of a node's output a failure message shows.
+const LOG_TAIL_LINES: usize = 80;
+
 pub(crate) struct Node {
     pub(crate) id: i32,
     pub(crate) role: Role,
+    pub(crate) place: Place,
     /// The client listener (brokers).
     pub(crate) port: Option<u16>,
     /// The controller listener (controllers).
@@ -59,17 +77,36 @@ pub(crate) fn free_port() -> u16 {
 impl Cluster {
     /// Nodes `1..` with these roles; `extra` are more `key=value` settings for every node.
     pub(crate) fn new(roles: &[Role], extra: &[&str]) -> Self {
+        let loopback = Place {
+            netns: None,
+            host: "127.0.0.1".to_owned(),
+        };
+        Self::build(roles, extra, |_| {
+            (loopback.clone(), free_port(), free_port())
+        })
+    }
+
+    /// Nodes `1..` with these roles, node `i + 1` in `places[i]` (its own namespace and
+    /// address: the ports are Kafka's usual 9092 for clients and 9093 for the controller).
+    pub(crate) fn placed(roles: &[Role], extra: &[&str], places: &[Place]) -> Self {
+        assert_eq!(roles.len(), places.len(), "one place per node");
+        Self::build(roles, extra, |i| (places[i].clone(), 9092, 9093))
+    }
+
+    fn build(roles: &[Role], extra: &[&str], place: impl Fn(usize) -> (Place, u16, u16)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut nodes = BTreeMap::new();
         for (i, role) in roles.iter().enumerate() {
             let id = i as i32 + 1;
-            let port = (*role != Role::Controller).then(free_port);
-            let controller_port = (*role != Role::Broker).then(free_port);
+            let (place, client, controller) = place(i);
+            let port = (*role != Role::Controller).then_some(client);
+            let controller_port = (*role != Role::Broker).then_some(controller);
             nodes.insert(
                 id,
                 Node {
                     id,
                     role: *role,
+                    place,
                     port,
                     controller_port,
                     data_dir: dir.path().join(format!("node{id}")),
@@ -83,7 +120,10 @@ impl Cluster {
         }
         let voters = nodes
             .values()
-            .filter_map(|n| n.controller_port.map(|p| format!("{}@127.0.0.1:{p}", n.id)))
+            .filter_map(|n| {
+                n.controller_port
+                    .map(|p| format!("{}@{}:{p}", n.id, n.place.host))
+            })
             .collect::<Vec<_>>()
             .join(",");
         Self {
@@ -102,7 +142,7 @@ impl Cluster {
     pub(crate) fn bootstrap(&self) -> String {
         self.brokers()
             .iter()
-            .map(|id| format!("127.0.0.1:{}", self.nodes[id].port.unwrap()))
+            .map(|id| self.addr(*id))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -117,7 +157,17 @@ impl Cluster {
     }
 
     pub(crate) fn addr(&self, id: i32) -> String {
-        format!("127.0.0.1:{}", self.nodes[&id].port.unwrap())
+        let n = &self.nodes[&id];
+        format!("{}:{}", n.place.host, n.port.unwrap())
+    }
+
+    /// The client listeners of the running brokers.
+    pub(crate) fn running_addrs(&self) -> Vec<String> {
+        self.brokers()
+            .into_iter()
+            .filter(|id| self.nodes[id].is_running())
+            .map(|id| self.addr(id))
+            .collect()
     }
 
     pub(crate) fn start_all(&mut self) {
@@ -138,26 +188,19 @@ impl Cluster {
         node.log_path = node.logs.join(format!("node-{}.log", node.starts));
         let out = File::create(&node.log_path).unwrap();
         let err = out.try_clone().unwrap();
+        let host = node.place.host.clone();
+        let plain = node.port.map(|p| format!("PLAINTEXT://{host}:{p}"));
+        let controller = node
+            .controller_port
+            .map(|p| format!("CONTROLLER://{host}:{p}"));
         let (roles, listeners, advertised) = match node.role {
             Role::Combined => (
                 "broker,controller",
-                format!(
-                    "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
-                    node.port.unwrap(),
-                    node.controller_port.unwrap()
-                ),
-                Some(format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap())),
+                format!("{},{}", plain.clone().unwrap(), controller.unwrap()),
+                plain,
             ),
-            Role::Controller => (
-                "controller",
-                format!("CONTROLLER://127.0.0.1:{}", node.controller_port.unwrap()),
-                None,
-            ),
-            Role::Broker => (
-                "broker",
-                format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap()),
-                Some(format!("PLAINTEXT://127.0.0.1:{}", node.port.unwrap())),
-            ),
+            Role::Controller => ("controller", controller.unwrap(), None),
+            Role::Broker => ("broker", plain.clone().unwrap(), plain),
         };
         let mut settings = vec![
             format!("process.roles={roles}"),
@@ -176,7 +219,16 @@ impl Cluster {
         }
         settings.extend(extra);
         settings.extend(node.settings.iter().cloned());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kafka-broker"));
+        let bin = env!("CARGO_BIN_EXE_kafka-broker");
+        // `ip netns exec` execs the broker: the child's pid is the broker's.
+        let mut cmd = match &node.place.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
         for kv in &settings {
             cmd.arg("--set").arg(kv);
         }
@@ -214,11 +266,23 @@ impl Cluster {
         assert!(ok, "kill -{signal} {pid} failed");
     }
 
-    /// Every node's output, for a failure message.
+    /// The tail of every node's output (its current start), for a failure message.
     pub(crate) fn logs(&self) -> String {
         self.nodes
             .values()
-            .map(|n| format!("===== node {} ({:?}) =====\n{}", n.id, n.role, n.log()))
+            .map(|n| {
+                let log = n.log();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+                format!(
+                    "===== node {} ({:?}), last {} lines of start {} =====\n{}",
+                    n.id,
+                    n.role,
+                    tail.len(),
+                    n.starts,
+                    tail.join("\n")
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -262,8 +326,19 @@ impl Cluster {
 }
 
 impl Node {
+    /// The output of the node's current (or last) start.
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The output of every start, oldest first.
+    pub(crate) fn all_logs(&self) -> String {
+        (1..=self.starts)
+            .map(|k| {
+                std::fs::read_to_string(self.logs.join(format!("node-{k}.log"))).unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub(crate) fn is_running(&self) -> bool {
@@ -427,4 +502,176 @@ pub(crate) fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
     let mut ids: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
     ids.sort_unstable();
     ids
+}
+
+/// Our admin client over `bootstrap` (`host:port,...`), 15 s per request.
+pub(crate) async fn admin(bootstrap: &str) -> Admin {
+    let cfg = ClusterConfig {
+        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+        ..Default::default()
+    };
+    Admin::connect(cfg)
+        .await
+        .unwrap()
+        .with_timeout(Duration::from_secs(15))
+}
+
+/// Waits until every running broker lists exactly `expected` as brokers.
+pub(crate) async fn until_brokers(c: &mut Cluster, expected: &[i32]) {
+    let addrs = c.running_addrs();
+    let expected = expected.to_vec();
+    c.eventually(
+        &format!("every broker lists the brokers {expected:?}"),
+        Duration::from_secs(30),
+        || {
+            let addrs = addrs.clone();
+            let expected = expected.clone();
+            async move {
+                for a in &addrs {
+                    let m = metadata(a, Some(&[])).await?;
+                    if broker_ids(&m) != expected {
+                        return None;
+                    }
+                }
+                Some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// The partitions of `topic` as every running broker sees them, once they agree.
+pub(crate) async fn agreed_partitions(
+    c: &mut Cluster,
+    topic: &str,
+    count: usize,
+) -> Vec<PartitionRow> {
+    let addrs = c.running_addrs();
+    let topic = topic.to_owned();
+    c.eventually(
+        &format!("every broker answers the same metadata for {topic}"),
+        Duration::from_secs(15),
+        || {
+            let addrs = addrs.clone();
+            let topic = topic.clone();
+            async move {
+                let mut seen = None;
+                for a in &addrs {
+                    let m = metadata(a, Some(&[&topic])).await?;
+                    let p = partitions(&m, &topic)?;
+                    if p.len() != count || seen.as_ref().is_some_and(|s| s != &p) {
+                        return None;
+                    }
+                    seen = Some(p);
+                }
+                seen
+            }
+        },
+    )
+    .await
+}
+
+/// Waits, at most `timeout`, until the replicas of `topic`-`partition` on `nodes` hold the
+/// same segment files, byte for byte (and some).
+pub(crate) async fn until_same_bytes(
+    c: &mut Cluster,
+    topic: &str,
+    partition: i32,
+    nodes: &[i32],
+    timeout: Duration,
+) {
+    let dirs: Vec<PathBuf> = nodes
+        .iter()
+        .map(|id| c.nodes[id].data_dir.clone())
+        .collect();
+    c.eventually(
+        &format!("{topic}-{partition}: the replicas on {nodes:?} hold the same bytes"),
+        timeout,
+        || {
+            let files: Vec<_> = dirs
+                .iter()
+                .map(|d| segment_files(d, topic, partition))
+                .collect();
+            let same = !files[0].is_empty() && files.iter().all(|f| f == &files[0]);
+            async move { same.then_some(()) }
+        },
+    )
+    .await;
+}
+
+/// The bytes of every segment file of `topic`-`partition` on a node, by file name.
+pub(crate) fn segment_files(
+    dir: &std::path::Path,
+    topic: &str,
+    partition: i32,
+) -> BTreeMap<String, Vec<u8>> {
+    let pdir = dir.join(format!("{topic}-{partition}"));
+    let mut out = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(&pdir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".log") {
+                out.insert(name, std::fs::read(e.path()).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// One Produce (v9) of `values` as one batch (no producer id) to `topic`-`partition`
+/// straight to the broker at `addr`: the partition's error code and base offset, or why
+/// there was no answer within `timeout` (the request's own timeout, plus 2 s).
+pub(crate) async fn produce(
+    addr: &str,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    values: &[&str],
+    timeout: Duration,
+) -> Result<(i16, i64), String> {
+    let mut b = RecordBatchBuilder::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    for v in values {
+        b.append(now, None, Some(v.as_bytes()), &[]).unwrap();
+    }
+    let req = ProduceRequest {
+        acks,
+        timeout_ms: i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX),
+        topic_data: vec![TopicProduceData {
+            name: KStr::from(topic.to_owned()),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(b.build().unwrap()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let cfg = ConnectionConfig {
+        connect_timeout: Duration::from_secs(2),
+        handshake: false,
+        ..Default::default()
+    };
+    let conn = Connection::connect(addr, cfg)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let answer = tokio::time::timeout(
+        timeout + Duration::from_secs(2),
+        conn.request_at(RequestBody::Produce(req), 9),
+    )
+    .await
+    .map_err(|_| "no answer".to_owned())?
+    .map_err(|e| e.to_string())?;
+    let ResponseBody::Produce(r) = answer else {
+        return Err(format!("not a Produce answer: {answer:?}"));
+    };
+    let p = r
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .ok_or("an empty answer")?;
+    Ok((p.error_code, p.base_offset))
 }
