@@ -151,11 +151,6 @@ async fn confluent_kafkas_acknowledged_writes_survive_twenty_leader_kills() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "kafka-producer bug: after a leader change it sends later batches of a partition \
-            while an earlier one is still unanswered at the old leader; once more than 5 are \
-            written past it, its retry is out of the new leader's 5-batch duplicate window and \
-            gets OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms, so a record written \
-            once is reported failed (3 runs in 9 here)"]
 async fn our_producers_acknowledged_writes_survive_twenty_leader_kills() {
     leader_kills(Writer::Ours).await;
 }

@@ -18,6 +18,10 @@ use super::api;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 
+/// The shortest and longest wait for one controller's answer.
+const MIN_ATTEMPT: Duration = Duration::from_millis(200);
+const MAX_ATTEMPT: Duration = Duration::from_secs(10);
+
 /// Requests to the active controller.
 pub struct ControllerClient {
     /// (id, `host:port` of its controller listener) of every voter.
@@ -98,7 +102,10 @@ impl ControllerClient {
                 let Some((id, addr)) = self.pick(&mut tried_leader) else {
                     break;
                 };
-                match self.send_to(id, &addr, body.clone(), version).await {
+                match self
+                    .send_to(id, &addr, body.clone(), version, deadline)
+                    .await
+                {
                     Ok(answer) if !api::is_not_controller(&answer) => return Ok(answer),
                     Ok(_) => last_error = format!("controller {id} is not the active controller"),
                     Err(e) => last_error = format!("controller {id} at {addr}: {e}"),
@@ -119,17 +126,25 @@ impl ControllerClient {
         }
     }
 
+    /// One attempt at one controller, bounded by the caller's deadline (at least
+    /// [`MIN_ATTEMPT`], at most [`MAX_ATTEMPT`]): a controller cut off from this broker must
+    /// not hold a heartbeat past the broker's session.
     async fn send_to(
         &self,
         id: i32,
         addr: &str,
         body: RequestBody,
         version: i16,
+        deadline: tokio::time::Instant,
     ) -> Result<ResponseBody, String> {
+        let limit = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .clamp(MIN_ATTEMPT, MAX_ATTEMPT);
         if let Some((active, config)) = &self.local {
             if i64::from(id) == active.quorum().id() as i64 {
-                return api::handle(active, config, body, version)
+                return tokio::time::timeout(limit, api::handle(active, config, body, version))
                     .await
+                    .map_err(|_| format!("no answer in {limit:?}"))?
                     .ok_or_else(|| "not a controller request".to_owned());
             }
         }
@@ -139,7 +154,7 @@ impl ControllerClient {
                 Some(c) => c.clone(),
                 None => {
                     let cfg = ConnectionConfig {
-                        connect_timeout: Duration::from_secs(2),
+                        connect_timeout: limit.min(Duration::from_secs(2)),
                         handshake: false,
                         ..Default::default()
                     };
@@ -151,9 +166,11 @@ impl ControllerClient {
                 }
             }
         };
-        let answer = tokio::time::timeout(Duration::from_secs(10), conn.request_at(body, version))
-            .await
-            .map_err(|_| "no answer in 10 s".to_owned())?;
+        let Ok(answer) = tokio::time::timeout(limit, conn.request_at(body, version)).await else {
+            // Likely cut off: the next attempt connects anew.
+            self.connections.lock().await.remove(&id);
+            return Err(format!("no answer in {limit:?}"));
+        };
         match answer {
             Ok(body) => Ok(body),
             Err(e) => {
