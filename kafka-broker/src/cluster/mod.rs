@@ -216,7 +216,12 @@ pub async fn start(
             });
             broker.set_cluster(link.clone());
             broker.isr.start(&broker, link.clone());
-            tokio::spawn(publish_images(broker, config.node_id, state_rx));
+            tokio::spawn(publish_images(
+                broker,
+                config.node_id,
+                state_rx,
+                link.standing.clone(),
+            ));
             (Some(link), Some(lifecycle))
         }
         _ => (None, None),
@@ -230,8 +235,25 @@ pub async fn start(
     })
 }
 
-/// Applies every new image to the broker (off the async threads: it opens files).
-async fn publish_images(broker: Arc<Broker>, node_id: i32, mut rx: watch::Receiver<SharedState>) {
+/// Applies every new image to the broker (off the async threads: it opens files), once the
+/// broker has caught up with the metadata log: as Kafka's broker waits for its initial
+/// catch-up, nothing is applied before the controller first unfences the broker (it does
+/// so once the broker has applied its own registration). A restarted node replaying its log
+/// would otherwise take leaderships of the past for a moment.
+async fn publish_images(
+    broker: Arc<Broker>,
+    node_id: i32,
+    mut rx: watch::Receiver<SharedState>,
+    mut standing: watch::Receiver<Standing>,
+) {
+    if standing
+        .wait_for(|s| matches!(s, Standing::Active { .. }))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    drop(standing);
     let mut previous: Option<SharedState> = None;
     loop {
         let current = rx.borrow_and_update().clone();
