@@ -716,16 +716,9 @@ async fn isr_of(addr: &str, topic: &str) -> Option<Vec<i32>> {
     Some(isr)
 }
 
-/// The leader's view of its followers (Kafka's ISR rules, `replica.lag.time.max.ms` set to
-/// 1.5 s): a stopped follower (SIGSTOP: it still holds its registration, so only its leader
-/// can find it lagging; the session timeout is a minute) leaves the ISR and acks=all writes
-/// go on with the other two of `min.insync.replicas=2`; with both followers stopped the ISR is
-/// the leader alone and acks=all is NOT_ENOUGH_REPLICAS (nothing written; acks=1 still
-/// works); resumed, both catch up and join the ISR again, and every replica holds the
-/// leader's bytes. One controller and three brokers, so stopping brokers leaves the quorum
-/// alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lagging_followers_leave_the_isr_and_come_back() {
+/// One controller and brokers 2, 3 and 4 with a 1.5 s `replica.lag.time.max.ms` and a minute
+/// of session timeout: only a leader can find a stopped (SIGSTOP) follower lagging. Started.
+async fn lagging_cluster() -> Cluster {
     let mut c = Cluster::new(
         &[Role::Controller, Role::Broker, Role::Broker, Role::Broker],
         &[
@@ -738,6 +731,20 @@ async fn lagging_followers_leave_the_isr_and_come_back() {
     );
     c.start_all();
     until_brokers(&mut c, &[2, 3, 4]).await;
+    c
+}
+
+/// The leader's view of its followers (Kafka's ISR rules, `replica.lag.time.max.ms` set to
+/// 1.5 s): a stopped follower (SIGSTOP: it still holds its registration, so only its leader
+/// can find it lagging; the session timeout is a minute) leaves the ISR and acks=all writes
+/// go on with the other two of `min.insync.replicas=2`; with both followers stopped the ISR is
+/// the leader alone and acks=all is NOT_ENOUGH_REPLICAS (nothing written; acks=1 still
+/// works); resumed, both catch up and join the ISR again, and every replica holds the
+/// leader's bytes. One controller and three brokers, so stopping brokers leaves the quorum
+/// alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_followers_leave_the_isr_and_come_back() {
+    let mut c = lagging_cluster().await;
     let a = admin(&c.bootstrap()).await;
     let r = a
         .create_topics(
@@ -910,18 +917,7 @@ async fn a_follower_behind_the_leaders_log_start_starts_again_there() {
         DeleteRecordsPartition, DeleteRecordsTopic,
     };
     use kafka_protocol::messages::{DeleteRecordsRequest, RequestBody, ResponseBody};
-    let mut c = Cluster::new(
-        &[Role::Controller, Role::Broker, Role::Broker, Role::Broker],
-        &[
-            "broker.heartbeat.interval.ms=500",
-            "broker.session.timeout.ms=60000",
-            "replica.lag.time.max.ms=1500",
-            "replica.fetch.wait.max.ms=200",
-            "replica.fetch.backoff.ms=100",
-        ],
-    );
-    c.start_all();
-    until_brokers(&mut c, &[2, 3, 4]).await;
+    let mut c = lagging_cluster().await;
     let a = admin(&c.bootstrap()).await;
     let r = a.create_topics(&[NewTopic::new("trim", 1, 3)], false).await;
     assert!(r[0].is_ok(), "{r:?}");

@@ -43,7 +43,9 @@ impl Default for GroupConfig {
     }
 }
 
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String>
+/// A setting's value parsed, or a message naming the key (shared by the `group.*`,
+/// `replica.*` and `transaction.*` settings).
+pub(crate) fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String>
 where
     T::Err: std::fmt::Display,
 {
@@ -53,7 +55,12 @@ where
         .map_err(|e| format!("{key}={value}: {e}"))
 }
 
-fn at_least<T: PartialOrd + std::fmt::Display>(key: &str, v: T, min: T) -> Result<T, String> {
+/// `v` if it is at least `min`, else a message naming the key.
+pub(crate) fn at_least<T: PartialOrd + std::fmt::Display>(
+    key: &str,
+    v: T,
+    min: T,
+) -> Result<T, String> {
     if v >= min {
         Ok(v)
     } else {

@@ -25,7 +25,7 @@
 //! | `records.rs` | `__consumer_offsets` keys and values |
 //! | `coordinator.rs` | the thread-safe async wrapper and its timer task |
 
-mod config;
+pub(crate) mod config;
 pub mod coordinator;
 mod join;
 mod manager;

@@ -1,5 +1,7 @@
 //! Replication settings, with Kafka's key names and defaults.
 
+use crate::group::config::{at_least, number};
+
 /// How followers fetch and how leaders judge them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicationConfig {
@@ -33,24 +35,6 @@ impl Default for ReplicationConfig {
             fetch_min_bytes: 1,
             fetch_backoff_ms: 1_000,
         }
-    }
-}
-
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .trim()
-        .parse()
-        .map_err(|e| format!("{key}={value}: {e}"))
-}
-
-fn at_least<T: PartialOrd + std::fmt::Display>(key: &str, v: T, min: T) -> Result<T, String> {
-    if v >= min {
-        Ok(v)
-    } else {
-        Err(format!("{key} must be at least {min}, got {v}"))
     }
 }
 

@@ -1,5 +1,7 @@
 //! The transaction coordinator's settings, with Kafka's key names and defaults.
 
+use crate::group::config::{at_least, number};
+
 /// Transaction coordinator configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnConfig {
@@ -38,24 +40,6 @@ impl Default for TxnConfig {
             abort_timed_out_interval_ms: 10_000,
             remove_expired_interval_ms: 3_600_000,
         }
-    }
-}
-
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .trim()
-        .parse()
-        .map_err(|e| format!("{key}={value}: {e}"))
-}
-
-fn at_least<T: PartialOrd + std::fmt::Display>(key: &str, v: T, min: T) -> Result<T, String> {
-    if v >= min {
-        Ok(v)
-    } else {
-        Err(format!("{key} must be at least {min}, got {v}"))
     }
 }
 
