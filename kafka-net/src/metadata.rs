@@ -152,6 +152,24 @@ impl MetadataSnapshot {
                 })
                 .collect();
             partitions.sort_by_key(|p| p.partition);
+            // Kafka's clients (KIP-320): an answer naming an older leader epoch than the one
+            // known (a broker that has not caught up, or an old leader cut off from the
+            // cluster) does not move the partition back; the rest of the answer is taken.
+            // Only for the same topic id: a topic deleted and made again starts its epochs
+            // anew, and without ids that cannot be told.
+            if let Some(before) = previous
+                .topics
+                .get(&name)
+                .filter(|b| !t.topic_id.is_zero() && b.topic_id == t.topic_id)
+            {
+                for p in &mut partitions {
+                    if let Some(old) = before.partition(p.partition) {
+                        if p.leader_epoch >= 0 && old.leader_epoch > p.leader_epoch {
+                            *p = old.clone();
+                        }
+                    }
+                }
+            }
             topics.insert(
                 name.clone(),
                 TopicInfo {
@@ -317,6 +335,42 @@ mod tests {
             port: 9092,
             rack: Some("r".into()),
         }
+    }
+
+    #[test]
+    fn an_answer_with_an_older_leader_epoch_does_not_move_the_leader_back() {
+        let now = Instant::now();
+        let answer = |leader: i32, epoch: i32| {
+            let mut r = response(&[("a", leader)]);
+            r.topics[0].partitions[0].leader_epoch = epoch;
+            r.topics[0].topic_id = kafka_protocol::Uuid([7; 16]);
+            r
+        };
+        let s1 =
+            MetadataSnapshot::from_response(&answer(1, 5), &MetadataSnapshot::default(), true, now);
+        let leader = |s: &MetadataSnapshot| {
+            let p = &s.topic("a").unwrap().partitions[0];
+            (p.leader, p.leader_epoch)
+        };
+        // A broker behind (or an old leader cut off) still names itself at epoch 4.
+        let s2 = MetadataSnapshot::from_response(&answer(2, 4), &s1, true, now);
+        assert_eq!(leader(&s2), (1, 5));
+        assert_eq!(
+            s2.version,
+            s1.version + 1,
+            "the rest of the answer is taken"
+        );
+        // A newer epoch moves it; an answer without epochs (old versions) too.
+        let s3 = MetadataSnapshot::from_response(&answer(2, 6), &s2, true, now);
+        assert_eq!(leader(&s3), (2, 6));
+        let s4 = MetadataSnapshot::from_response(&answer(3, -1), &s3, true, now);
+        assert_eq!(leader(&s4), (3, -1));
+        // Without topic ids an older epoch may be a topic made again: taken.
+        let s5 = MetadataSnapshot::from_response(&answer(1, 9), &s4, true, now);
+        let mut no_id = answer(2, 0);
+        no_id.topics[0].topic_id = kafka_protocol::Uuid::ZERO;
+        let s6 = MetadataSnapshot::from_response(&no_id, &s5, true, now);
+        assert_eq!(leader(&s6), (2, 0));
     }
 
     #[test]
