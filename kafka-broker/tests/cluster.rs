@@ -734,6 +734,30 @@ async fn lagging_cluster() -> Cluster {
     c
 }
 
+/// Creates a one-partition topic on [`lagging_cluster`]'s brokers and waits until its leader
+/// takes an acks=all write of `first` (it has applied its leadership). Returns the leader, the
+/// two followers and the leader's address.
+async fn lagging_topic(c: &mut Cluster, topic: NewTopic, first: &str) -> (i32, Vec<i32>, String) {
+    let name = topic.name.clone();
+    let r = admin(&c.bootstrap())
+        .await
+        .create_topics(&[topic], false)
+        .await;
+    assert!(r[0].is_ok(), "{r:?}");
+    let leader = agreed_partitions(c, &name, 1).await[0].1;
+    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
+    let at = c.addr(leader);
+    {
+        let (at, name, first) = (at.clone(), name.clone(), first.to_owned());
+        c.eventually("the leader takes writes", Duration::from_secs(10), || {
+            let (at, name, first) = (at.clone(), name.clone(), first.clone());
+            async move { (produce_one(&at, &name, -1, &first).await.0 == 0).then_some(()) }
+        })
+        .await;
+    }
+    (leader, followers, at)
+}
+
 /// The leader's view of its followers (Kafka's ISR rules, `replica.lag.time.max.ms` set to
 /// 1.5 s): a stopped follower (SIGSTOP: it still holds its registration, so only its leader
 /// can find it lagging; the session timeout is a minute) leaves the ISR and acks=all writes
@@ -745,27 +769,8 @@ async fn lagging_cluster() -> Cluster {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lagging_followers_leave_the_isr_and_come_back() {
     let mut c = lagging_cluster().await;
-    let a = admin(&c.bootstrap()).await;
-    let r = a
-        .create_topics(
-            &[NewTopic::new("isr", 1, 3).config("min.insync.replicas", "2")],
-            false,
-        )
-        .await;
-    assert!(r[0].is_ok(), "{r:?}");
-    let parts = agreed_partitions(&mut c, "isr", 1).await;
-    let leader = parts[0].1;
-    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
-    let at = c.addr(leader);
-    // The leader takes writes once it has applied its leadership.
-    {
-        let at = at.clone();
-        c.eventually("the leader takes writes", Duration::from_secs(10), || {
-            let at = at.clone();
-            async move { (produce_one(&at, "isr", -1, "all-first").await.0 == 0).then_some(()) }
-        })
-        .await;
-    }
+    let topic = NewTopic::new("isr", 1, 3).config("min.insync.replicas", "2");
+    let (leader, followers, at) = lagging_topic(&mut c, topic, "all-first").await;
     let mut written = vec!["all-first".to_owned()];
     for i in 0..20 {
         let v = format!("all-{i}");
@@ -918,21 +923,7 @@ async fn a_follower_behind_the_leaders_log_start_starts_again_there() {
     };
     use kafka_protocol::messages::{DeleteRecordsRequest, RequestBody, ResponseBody};
     let mut c = lagging_cluster().await;
-    let a = admin(&c.bootstrap()).await;
-    let r = a.create_topics(&[NewTopic::new("trim", 1, 3)], false).await;
-    assert!(r[0].is_ok(), "{r:?}");
-    let parts = agreed_partitions(&mut c, "trim", 1).await;
-    let leader = parts[0].1;
-    let followers: Vec<i32> = [2, 3, 4].into_iter().filter(|&b| b != leader).collect();
-    let at = c.addr(leader);
-    {
-        let at = at.clone();
-        c.eventually("the leader takes writes", Duration::from_secs(10), || {
-            let at = at.clone();
-            async move { (produce_one(&at, "trim", -1, "first").await.0 == 0).then_some(()) }
-        })
-        .await;
-    }
+    let (_, followers, at) = lagging_topic(&mut c, NewTopic::new("trim", 1, 3), "first").await;
     for i in 0..9 {
         assert_eq!(produce_one(&at, "trim", -1, &format!("a-{i}")).await.0, 0);
     }
