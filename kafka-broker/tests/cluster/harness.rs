@@ -66,12 +66,25 @@ pub(crate) struct Cluster {
     extra: Vec<String>,
 }
 
+/// A port free now and not handed out before by this test process (the kernel may give the
+/// same free port to two binds in a row once the first lets go, and two listeners of one
+/// cluster must not get the same one).
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 impl Cluster {
