@@ -107,6 +107,7 @@ impl OffsetsTopicSink {
             base_sequence: -1,
             records: count,
             max_timestamp: now,
+            transactional: false,
         };
         let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
         Ok((!pending.is_acknowledged()).then_some(pending))

@@ -29,6 +29,9 @@ pub struct BatchSummary {
     pub base_sequence: i32,
     pub records: i32,
     pub max_timestamp: i64,
+    /// The batch's transactional attribute: its records belong to the producer's open
+    /// transaction and stay invisible to read_committed until its marker.
+    pub transactional: bool,
 }
 
 /// Result of a produce to this partition.

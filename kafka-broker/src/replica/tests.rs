@@ -29,6 +29,7 @@ fn batch(n: usize, tag: &str) -> (BytesMut, BatchSummary) {
         base_sequence: -1,
         records: n as i32,
         max_timestamp: 1_000 + n as i64,
+        transactional: false,
     };
     (b.build_mut().unwrap(), summary)
 }
@@ -361,6 +362,7 @@ fn the_follower_side_keeps_idempotent_producer_state() {
         base_sequence: 0,
         records: 3,
         max_timestamp: 2,
+        transactional: false,
     };
     l.append_as_leader(b.build_mut().unwrap(), &[summary], 0)
         .unwrap();

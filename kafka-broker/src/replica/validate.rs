@@ -224,6 +224,7 @@ fn validate(
             base_sequence: b.base_sequence(),
             records: b.records_count(),
             max_timestamp: b.max_timestamp(),
+            transactional: b.is_transactional(),
         });
     }
     if !batches.remainder().is_empty() {
