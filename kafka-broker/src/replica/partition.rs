@@ -776,7 +776,11 @@ impl Partition {
     ) -> Result<(Appended, PendingAck), BrokerError> {
         self.require_leader()?;
         let mut producers = self.producers();
-        let idempotent = batches.iter().find(|b| b.producer_id >= 0);
+        // A batch with a producer id but no sequence is a coordinator's own (the group
+        // coordinator's transactional offset commits): not checked for order or duplicates.
+        let idempotent = batches
+            .iter()
+            .find(|b| b.producer_id >= 0 && b.base_sequence >= 0);
         if let Some(b) = idempotent {
             if batches.len() != 1 {
                 return Err(BrokerError::kafka(
