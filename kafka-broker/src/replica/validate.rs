@@ -1,8 +1,9 @@
 //! Validation of a producer's record set before the leader appends it, as Kafka's
 //! `LogValidator`: whole magic-2 batches with a valid CRC and well-formed records, no larger
 //! than `max.message.bytes` (each batch as sent, and each record once decompressed), no control
-//! or (yet) transactional batches, create times inside the topic's window, keys on compacted
-//! topics. Every record refused is named (the Produce answer's `record_errors`).
+//! batches (only coordinators write markers), producer fields as a client may send them (a
+//! producer id comes with a sequence, a transactional batch with a producer id), create times
+//! inside the topic's window, keys on compacted topics. Every record refused is named (the Produce answer's `record_errors`).
 //!
 //! Decompressed records take memory from the broker's [`super::budget::MemoryBudget`]: a check
 //! runs within an [`Allowance`] reserved for it, and a batch that needs more answers
@@ -131,10 +132,22 @@ fn validate(
             )
             .into());
         }
-        if b.is_transactional() {
+        if b.is_transactional() && b.producer_id() < 0 {
             return Err(BrokerError::kafka(
-                ErrorCode::INVALID_TXN_STATE,
-                "transactions are not supported by this broker yet",
+                ErrorCode::INVALID_RECORD,
+                "a transactional batch must carry a producer id",
+            )
+            .into());
+        }
+        if b.producer_id() >= 0 && b.base_sequence() < 0 {
+            // Only the broker's coordinators write batches without a sequence.
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_RECORD,
+                format!(
+                    "a batch of producer {} has no sequence ({})",
+                    b.producer_id(),
+                    b.base_sequence()
+                ),
             )
             .into());
         }
