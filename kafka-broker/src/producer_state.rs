@@ -737,4 +737,69 @@ mod tests {
         // Rebuilt state expires too.
         assert!(load(dir.path(), 107, 20_000, 1_000, rebuilt).is_empty());
     }
+
+    #[test]
+    fn transactions_open_complete_and_stay_unstable_until_replicated() {
+        let mut s = ProducerStates::default();
+        assert_eq!(s.check_txn(1, 0, true), Ok(()));
+        s.begin_txn(1, 0, 10, 0);
+        s.begin_txn(1, 0, 12, 0);
+        s.begin_txn(2, 0, 11, 0);
+        assert_eq!(s.first_unstable_offset(), Some(10), "opened at its first batch");
+        assert_eq!(s.check_txn(1, 0, false), Err(ErrorCode::INVALID_TXN_STATE));
+        assert_eq!(s.check_txn(1, -1, true), Err(ErrorCode::INVALID_PRODUCER_EPOCH));
+        // Producer 1 commits at 13: done, but unstable until the HW passes 13.
+        let txn = s.complete_txn(1, 0, 3, 13, true, 0, 0).unwrap();
+        assert_eq!((txn.first_offset, txn.last_offset, txn.aborted), (10, 13, false));
+        assert_eq!(s.last_stable_after(&txn), 11, "producer 2's transaction is open");
+        assert_eq!(s.first_unstable_offset(), Some(10));
+        s.on_high_watermark(13);
+        assert_eq!(s.first_unstable_offset(), Some(10));
+        s.on_high_watermark(14);
+        assert_eq!(s.first_unstable_offset(), Some(11));
+        // Markers: an older coordinator epoch is fenced, an older producer epoch refused.
+        assert_eq!(s.check_marker(1, 0, 2), Err(ErrorCode::TRANSACTION_COORDINATOR_FENCED));
+        assert_eq!(s.check_marker(1, 0, 3), Ok(()));
+        // A marker with nothing open completes nothing but bumps the epoch.
+        assert_eq!(s.complete_txn(1, 1, 3, 15, false, 0, 0), None);
+        assert_eq!(s.check_marker(1, 0, 3), Err(ErrorCode::INVALID_PRODUCER_EPOCH));
+        let t2 = s.complete_txn(2, 0, 3, 16, false, 0, 0).unwrap();
+        assert!(t2.aborted);
+        assert_eq!(s.last_stable_after(&t2), 17);
+        s.on_high_watermark(17);
+        assert_eq!(s.first_unstable_offset(), None);
+    }
+
+    #[test]
+    fn producers_with_an_open_transaction_never_expire() {
+        let mut s = ProducerStates::default();
+        s.record(1, 0, meta(0, 0, 0), 1_000);
+        s.begin_txn(1, 0, 0, 1_000);
+        s.record(2, 0, meta(0, 0, 1), 1_000);
+        assert_eq!(s.expire(1_000_000, 10), 1);
+        assert_eq!(s.views().len(), 1);
+        assert_eq!(s.views()[0].current_txn_start_offset, 0);
+        s.complete_txn(1, 0, 0, 2, true, 0, 1_000);
+        assert_eq!(s.expire(1_000_000, 10), 1);
+    }
+
+    #[test]
+    fn the_snapshot_keeps_transactions_and_an_old_one_is_rebuilt() {
+        let mut s = sample();
+        s.begin_txn(1, 2, 106, 6_500);
+        s.begin_txn(4, 0, 107, 6_500);
+        s.complete_txn(4, 0, 7, 108, false, 99, 6_500);
+        let text = s.to_snapshot(109);
+        let (back, end) = ProducerStates::from_snapshot(&text).unwrap();
+        assert_eq!((back.clone(), end), (s, 109));
+        assert_eq!(back.first_unstable_offset(), Some(106));
+        assert_eq!(back.views()[1].coordinator_epoch, 7, "producer 4");
+        // Version 2 (no transactions): not read, so the state is rebuilt from the log.
+        let v2 = "kafka-rs-producer-state 2 107\n1 2 5000 0 4 100 104 0\n";
+        let v2 = format!("{v2}end 1 {:08x}\n", crc32c::crc32c(v2.as_bytes()));
+        assert!(ProducerStates::from_snapshot(&v2).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(SNAPSHOT_FILE), v2).unwrap();
+        assert_eq!(load(dir.path(), 107, 0, 86_400_000, rebuilt), rebuilt());
+    }
 }
