@@ -479,4 +479,42 @@ mod tests {
         assert_eq!(budget.reserve(0).await.bytes(), 0);
         assert_eq!(budget.available(), 100);
     }
+
+    #[test]
+    fn producer_fields_are_checked_as_kafka_checks_a_clients_batch() {
+        let all = Allowance {
+            granted: MB,
+            cap: MB,
+        };
+        let build = |b: RecordBatchBuilder| {
+            let mut b = b;
+            b.append(0, Some(b"k"), Some(b"v"), &[]).unwrap();
+            b.build().unwrap()
+        };
+        let refused = |records: Bytes| {
+            check(&records, &rules(MB), ("t", 0), 0, all)
+                .err()
+                .as_ref()
+                .and_then(code)
+        };
+        // A transactional batch of a producer: accepted, and summarised as transactional.
+        let txn = build(RecordBatchBuilder::new().producer(5, 0, 0).transactional(true));
+        let summary = check(&txn, &rules(MB), ("t", 0), 0, all).unwrap();
+        assert!(summary[0].transactional && summary[0].producer_id == 5);
+        // Control batches are the coordinators' alone.
+        let marker = kafka_protocol::record::control::end_txn_marker_batch(
+            kafka_protocol::record::control::ControlRecordType::Commit,
+            5,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+        assert_eq!(refused(marker), Some(ErrorCode::INVALID_RECORD));
+        // A producer id without a sequence, and a transaction without a producer id.
+        let no_seq = build(RecordBatchBuilder::new().producer(5, 0, -1));
+        assert_eq!(refused(no_seq), Some(ErrorCode::INVALID_RECORD));
+        let no_pid = build(RecordBatchBuilder::new().transactional(true));
+        assert_eq!(refused(no_pid), Some(ErrorCode::INVALID_RECORD));
+    }
 }
