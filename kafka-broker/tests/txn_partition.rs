@@ -175,6 +175,69 @@ async fn latest(conn: &Connection, isolation: i8) -> i64 {
     p.offset
 }
 
+/// What a Fetch v11 of partition 0 from `offset` answered: its records' values, last stable
+/// offset, high watermark and aborted transactions (`None`: null).
+struct Fetched {
+    values: Vec<String>,
+    last_stable: i64,
+    high_watermark: i64,
+    aborted: Option<Vec<(i64, i64)>>,
+}
+
+async fn fetch(
+    conn: &Connection,
+    offset: i64,
+    isolation: i8,
+    min_bytes: i32,
+    max_wait_ms: i32,
+) -> Fetched {
+    let body = RequestBody::Fetch(Box::new(FetchRequest {
+        replica_id: -1,
+        max_wait_ms,
+        min_bytes,
+        max_bytes: 1 << 20,
+        isolation_level: isolation,
+        topics: vec![fetch_request::FetchTopic {
+            topic: KStr::from_static(TOPIC),
+            partitions: vec![fetch_request::FetchPartition {
+                partition: 0,
+                current_leader_epoch: -1,
+                fetch_offset: offset,
+                log_start_offset: -1,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }));
+    let ResponseBody::Fetch(r) = conn.request_at(body, 11).await.unwrap() else {
+        panic!("not a Fetch answer")
+    };
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let records = p.records.clone().unwrap_or_default();
+    let values = kafka_protocol::record::RecordBatches::new(records)
+        .flatten()
+        .filter(|b| !b.is_control())
+        .flat_map(|b| {
+            b.records(1 << 20)
+                .unwrap()
+                .map(|r| String::from_utf8(r.unwrap().value.unwrap().to_vec()).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    Fetched {
+        values,
+        last_stable: p.last_stable_offset,
+        high_watermark: p.high_watermark,
+        aborted: p
+            .aborted_transactions
+            .as_ref()
+            .map(|a| a.iter().map(|t| (t.producer_id, t.first_offset)).collect()),
+    }
+}
+
 /// A consumer of partition 0 from the beginning until its position reaches `end` (or 30 s
 /// pass): prints `VALUES <json list>` and `POSITION <n>`. kafka-python (`kp`) or
 /// confluent-kafka (`ck`).
@@ -350,8 +413,42 @@ async fn read_committed_peers_see_committed_records_only_across_restarts() {
     assert_eq!(latest(&conn, 0).await, 11, "read_uncommitted latest = HW");
     let ran = check_peers(&run.addr, &COMMITTED, 9, &ALL_FIRST, 11).await;
 
+    // Our own Fetch: read_committed stops at the LSO and names b's aborted transaction;
+    // read_uncommitted reads to the HW and names none (null).
+    let f = fetch(&conn, 0, 1, 0, 0).await;
+    assert_eq!((f.last_stable, f.high_watermark), (9, 11));
+    assert_eq!(f.aborted, Some(vec![(b, 4)]));
+    assert_eq!(
+        f.values,
+        strings(&ALL_FIRST[..7]),
+        "up to the LSO, aborted ones included"
+    );
+    let f = fetch(&conn, 0, 0, 0, 0).await;
+    assert_eq!((f.aborted, f.values), (None, strings(&ALL_FIRST)));
+    assert_eq!(fetch(&conn, 5, 1, 0, 0).await.aborted, Some(vec![(b, 4)]));
+    assert_eq!(
+        fetch(&conn, 8, 1, 0, 0).await.aborted,
+        Some(vec![]),
+        "after the abort"
+    );
+    // A long poll at the LSO waits for it: nothing within a short wait, and c's commit
+    // (which moves the LSO) answers a long one with c's records.
+    let f = fetch(&conn, 9, 1, 1, 200).await;
+    assert!(f.values.is_empty(), "{:?}", f.values);
+    let poll = {
+        let conn = conn.clone();
+        tokio::spawn(async move { fetch(&conn, 9, 1, 1, 30_000).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
     // c commits: its records become visible to read_committed.
     run.marker(c, true).await;
+    let f = poll.await.unwrap();
+    assert_eq!(
+        f.values,
+        strings(&["o-0", "o-1"]),
+        "the long poll was answered"
+    );
+    assert_eq!(f.last_stable, 12);
     assert_eq!(latest(&conn, 1).await, 12);
     let committed_all = ["c-0", "c-1", "c-2", "plain", "o-0", "o-1"];
     check_peers(&run.addr, &committed_all, 12, &ALL_FIRST, 12).await;
