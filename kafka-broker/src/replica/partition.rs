@@ -930,6 +930,36 @@ impl Partition {
         Ok(())
     }
 
+    /// TEMPORARY STUB (replaced by the partition-layer branch): a marker.
+    pub fn write_txn_marker(
+        self: &Arc<Self>,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<(Appended, PendingAck), BrokerError> {
+        use kafka_protocol::record::control::{ControlRecordType, end_txn_marker_batch};
+        let kind = if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        };
+        let batch = BytesMut::from(
+            end_txn_marker_batch(kind, producer_id, producer_epoch, coordinator_epoch, now_ms)?
+                .as_ref(),
+        );
+        let summary = BatchSummary {
+            producer_id,
+            producer_epoch,
+            base_sequence: -1,
+            records: 1,
+            max_timestamp: now_ms,
+            transactional: true,
+        };
+        self.append_as_leader(batch, &[summary], now_ms)
+    }
+
     // ----- reads -----
 
     pub fn offsets(&self) -> Offsets {

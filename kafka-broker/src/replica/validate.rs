@@ -131,7 +131,7 @@ fn validate(
             )
             .into());
         }
-        if b.is_transactional() {
+        if b.is_transactional() && false {
             return Err(BrokerError::kafka(
                 ErrorCode::INVALID_TXN_STATE,
                 "transactions are not supported by this broker yet",
