@@ -58,7 +58,7 @@ impl OffsetsPartitions {
         self.partition(index).is_some()
     }
 
-    fn partition(&self, index: i32) -> Option<Arc<Partition>> {
+    pub(crate) fn partition(&self, index: i32) -> Option<Arc<Partition>> {
         let i = usize::try_from(index).ok()?;
         self.partitions
             .read()

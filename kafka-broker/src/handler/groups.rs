@@ -72,7 +72,7 @@ pub(crate) type TopicPartitions<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 /// Key types of FindCoordinator.
 pub(crate) const KEY_TYPE_GROUP: i8 = 0;
-const KEY_TYPE_TRANSACTION: i8 = 1;
+pub(crate) const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
 /// READ, DELETE, DESCRIBE).
@@ -98,14 +98,11 @@ pub(crate) fn find_coordinator(
     )
 }
 
-/// Whether a FindCoordinator key is a group's (the only coordinator there is so far).
-pub(crate) fn group_key(key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
+/// Whether a FindCoordinator key is of a kind there is a coordinator for: a group's or a
+/// transactional id's.
+pub(crate) fn group_key(_key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
     match key_type {
-        KEY_TYPE_GROUP => Ok(()),
-        KEY_TYPE_TRANSACTION => Err((
-            ErrorCode::COORDINATOR_NOT_AVAILABLE,
-            format!("no transaction coordinator yet (transactional id {key})"),
-        )),
+        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => Ok(()),
         other => Err((
             ErrorCode::INVALID_REQUEST,
             format!("unknown coordinator key type {other}"),
