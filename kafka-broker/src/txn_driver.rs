@@ -392,6 +392,13 @@ pub async fn write_markers_here(
             results.push((tp, code));
             continue;
         };
+        // Written with acks=all, so under `min.insync.replicas` as a produce is (Kafka's
+        // markers are refused NOT_ENOUGH_REPLICAS there too, and retried).
+        let min_insync = broker.produce_rules(&tp.topic).min_insync_replicas;
+        if let Err(e) = part.check_min_insync(min_insync) {
+            results.push((tp, e.error_code()));
+            continue;
+        }
         match part.write_txn_marker(
             marker.producer_id,
             marker.producer_epoch,
@@ -399,7 +406,7 @@ pub async fn write_markers_here(
             marker.commit,
             now,
         ) {
-            Ok((_, pending)) => waits.push((tp, pending)),
+            Ok((_, pending)) => waits.push((tp, pending.with_min_insync(min_insync))),
             Err(e) => {
                 tracing::debug!(partition = %tp, error = %e, "marker refused");
                 results.push((tp, e.error_code()));
