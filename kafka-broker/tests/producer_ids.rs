@@ -22,7 +22,7 @@ mod peers;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use harness::{Cluster, Role, admin, metadata, until_brokers};
+use harness::{Cluster, Role, admin, describe_quorum, until_brokers};
 use kafka_net::admin::NewTopic;
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::error_code::ErrorCode;
@@ -133,16 +133,17 @@ async fn new_ids(c: &mut Cluster, id: i32, count: usize, seen: &mut BTreeSet<i64
     got
 }
 
-/// The node the brokers name as controller (on combined nodes: the active controller).
+/// The active controller among `among`, as DescribeQuorum through the first of them names
+/// the quorum's leader (Metadata's controller id is the broker asked: it forwards).
 async fn active_controller(c: &mut Cluster, among: &[i32]) -> i32 {
     let addr = c.addr(among[0]);
     let among = among.to_vec();
-    c.eventually("a controller is named", Duration::from_secs(20), || {
+    c.eventually("the quorum names a leader", Duration::from_secs(20), || {
         let addr = addr.clone();
         let among = among.clone();
         async move {
-            let m = metadata(&addr, Some(&[])).await?;
-            among.contains(&m.controller_id).then_some(m.controller_id)
+            let (leader, _, _) = describe_quorum(&addr).await?;
+            among.contains(&leader).then_some(leader)
         }
     })
     .await
@@ -193,6 +194,7 @@ async fn producer_ids_are_distinct_across_brokers_and_restarts() {
         assert!(r[0].is_ok(), "{r:?}\n{}", c.logs());
     }
     if let Some(pids) = confluent_pids(&c, &[1, 2, 3], topic) {
+        eprintln!("confluent-kafka producers were given {pids:?}");
         assert_eq!(pids.len(), 3, "{pids:?}");
         for pid in pids {
             assert!(
@@ -231,5 +233,11 @@ async fn producer_ids_are_distinct_across_brokers_and_restarts() {
     for id in 1..=3 {
         new_ids(&mut c, id, 5, &mut seen).await;
     }
+    let blocks: BTreeSet<i64> = seen.iter().map(|p| p / 1000).collect();
+    eprintln!(
+        "{} distinct producer ids from the blocks starting at {:?}",
+        seen.len(),
+        blocks.iter().map(|b| b * 1000).collect::<Vec<_>>()
+    );
     c.assert_running();
 }

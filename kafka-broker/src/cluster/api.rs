@@ -13,9 +13,9 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::frame;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
-    AllocateProducerIdsResponse, AlterConfigsResponse, AlterPartitionResponse, ApiKey, ApiVersionsResponse,
-    BrokerHeartbeatResponse, BrokerRegistrationResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse,
+    AllocateProducerIdsResponse, AlterConfigsResponse, AlterPartitionResponse, ApiKey,
+    ApiVersionsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse,
     IncrementalAlterConfigsResponse, RequestBody, ResponseBody, ResponseHeader,
     alter_configs_response, create_partitions_response, create_topics_response,
     delete_topics_response, describe_quorum_response, incremental_alter_configs_response,

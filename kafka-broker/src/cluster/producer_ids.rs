@@ -238,7 +238,10 @@ async fn fetch(link: &ClusterLink, broker_id: i32) -> Result<Block, String> {
         .await
         .map_err(|e| e.to_string())?;
     let ResponseBody::AllocateProducerIds(r) = answer else {
-        return Err(format!("not an AllocateProducerIds answer: {:?}", answer.api_key()));
+        return Err(format!(
+            "not an AllocateProducerIds answer: {:?}",
+            answer.api_key()
+        ));
     };
     if r.error_code != ErrorCode::NONE.code() {
         return Err(format!(
