@@ -8,6 +8,8 @@
 //! every id distinct. After SIGKILL and restart of a broker that is not the controller, and
 //! of the active controller, new ids are still distinct from every earlier one.
 //!
+//! Brokers apart from 3 controllers take their blocks over the controller listener alike.
+//!
 //! A missing peer (confluent-kafka) skips that check with a notice, unless
 //! `KAFKA_RS_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used)]
@@ -239,5 +241,28 @@ async fn producer_ids_are_distinct_across_brokers_and_restarts() {
         seen.len(),
         blocks.iter().map(|b| b * 1000).collect::<Vec<_>>()
     );
+    c.assert_running();
+}
+
+/// Brokers that are not controllers reach the controllers only over their controller
+/// listeners: their blocks are distinct too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_apart_from_the_controllers_get_distinct_ids() {
+    let roles = [
+        Role::Controller,
+        Role::Controller,
+        Role::Controller,
+        Role::Broker,
+        Role::Broker,
+    ];
+    let mut c = Cluster::new(&roles, FAST);
+    c.start_all();
+    until_brokers(&mut c, &[4, 5]).await;
+    let mut seen = BTreeSet::new();
+    for id in [4, 5, 4, 5] {
+        new_ids(&mut c, id, 600, &mut seen).await;
+    }
+    let blocks: BTreeSet<i64> = seen.iter().map(|p| p / 1000).collect();
+    assert!(blocks.len() >= 4, "each broker used two blocks: {blocks:?}");
     c.assert_running();
 }
