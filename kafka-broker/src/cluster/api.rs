@@ -1,9 +1,10 @@
 //! The Kafka requests a controller answers on its controller listener: brokers' registrations,
 //! heartbeats and AllocateProducerIds, leaders' AlterPartition, the admin requests brokers
 //! forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//! IncrementalAlterConfigs), DescribeQuorum and ApiVersions. The decisions are the controller's ([`super::controller`]); this file decodes,
-//! hands each request to the active controller and encodes the answer, or NOT_CONTROLLER
-//! (naming no leader: the caller finds it) when this node is not the active controller.
+//! IncrementalAlterConfigs), DescribeQuorum and ApiVersions. The decisions are the
+//! controller's ([`super::controller`]); this file decodes, hands each request to the active
+//! controller and encodes the answer, or NOT_CONTROLLER (naming no leader: the caller finds
+//! it) when this node is not the active controller.
 
 use std::sync::Arc;
 
