@@ -15,7 +15,12 @@
 //! - `send_offsets_to_transaction`: the group's offsets commit with the transaction, not when
 //!   it aborts;
 //! - kafka-python's and kafkajs's transactional producers, read back read_committed by
-//!   another client.
+//!   another client;
+//! - a broker killed between EndTxn and the markers (markers held back by
+//!   `min.insync.replicas`): after the restart both a commit and an abort complete as decided;
+//! - a cluster of 3: transactions over partitions led by every broker (markers sent to the
+//!   other leaders with WriteTxnMarkers); the coordinator SIGKILLed, its successor (the new
+//!   leader of the `__transaction_state` partition) serves the id.
 //!
 //! A missing peer skips with a notice unless `KAFKA_RS_REQUIRE_PEERS=1` (CI).
 #![allow(clippy::unwrap_used)]
@@ -23,6 +28,9 @@
 #[path = "crash/broker.rs"]
 #[allow(dead_code)] // The harness of the crash tests; not all of it is used here.
 mod broker;
+#[path = "cluster/harness.rs"]
+#[allow(dead_code)] // The cluster tests' harness; one test here uses it.
+mod harness;
 #[path = "common/peers.rs"]
 #[allow(dead_code)]
 mod peers;
@@ -512,4 +520,76 @@ async fn a_broker_killed_between_end_txn_and_the_markers_completes_both_ends_aft
     let mut all = values(&ru);
     all.sort();
     assert_eq!(all, strings(&["p1", "p2", "q1", "q2"]));
+}
+
+/// The coordinator of a transactional id, by FindCoordinator through `addr`.
+async fn transaction_coordinator(addr: &str, tid: &str) -> Option<i32> {
+    use kafka_protocol::messages::{FindCoordinatorRequest, RequestBody, ResponseBody};
+    let conn = kafka_net::Connection::connect(addr, Default::default())
+        .await
+        .ok()?;
+    let req = FindCoordinatorRequest {
+        key: kafka_protocol::KStr::from(tid.to_owned()),
+        key_type: 1,
+        ..Default::default()
+    };
+    match conn.request_at(RequestBody::FindCoordinator(req), 3).await {
+        Ok(ResponseBody::FindCoordinator(r)) if r.error_code == 0 => Some(r.node_id),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_across_a_cluster_survive_the_coordinators_death() {
+    use harness::{Cluster, Role};
+    if !confluent_available() {
+        return;
+    }
+    let mut c = Cluster::new(
+        &[Role::Combined; 3],
+        &[
+            "broker.heartbeat.interval.ms=500",
+            "broker.session.timeout.ms=3000",
+            "transaction.state.log.num.partitions=3",
+            "offsets.topic.num.partitions=3",
+        ],
+    );
+    c.start_all();
+    harness::until_brokers(&mut c, &[1, 2, 3]).await;
+    let bs = c.bootstrap();
+    ck(&["create-spread", &bs, "ct", "3", "3"]).unwrap();
+    let want = |runs: usize| {
+        let mut v: Vec<String> = (0..6)
+            .map(|i| format!("s{i}"))
+            .chain((0..3).map(|i| format!("d{i}")))
+            .collect();
+        v = v.iter().cycle().take(v.len() * runs).cloned().collect();
+        v.sort();
+        v
+    };
+    ck(&["produce-spread", &bs, "ct", "tid-cluster", "3"]).unwrap();
+    let rc = ck(&["consume-all", &bs, "ct", "read_committed", "9"]).unwrap();
+    assert_eq!(values(&rc), want(1));
+    // The coordinator dies; the new leader of its __transaction_state partition loads the
+    // id and serves the next producer of it.
+    let addr = c.addr(1);
+    let coordinator = c
+        .eventually(
+            "the coordinator of tid-cluster",
+            Duration::from_secs(10),
+            || {
+                let addr = addr.clone();
+                async move { transaction_coordinator(&addr, "tid-cluster").await }
+            },
+        )
+        .await;
+    c.kill(coordinator);
+    let survivor = [1, 2, 3].into_iter().find(|&i| i != coordinator).unwrap();
+    let bs = c.addr(survivor);
+    ck(&["produce-spread", &bs, "ct", "tid-cluster", "3"]).unwrap();
+    let rc = ck(&["consume-all", &bs, "ct", "read_committed", "18"]).unwrap();
+    assert_eq!(values(&rc), want(2));
+    let ru = ck(&["consume-all", &bs, "ct", "read_uncommitted", "24"]).unwrap();
+    assert_eq!(values(&ru).len(), 24, "{ru}");
+    c.start(coordinator);
 }

@@ -4,6 +4,10 @@ Each command prints one JSON object on its last line: what the client saw, for t
 test to check. Exit 3: confluent-kafka is not installed.
 
   create BS TOPIC...             topics of one partition
+  create-spread BS TOPIC P RF     a topic of P partitions, replication factor RF
+  produce-spread BS TOPIC TID P  like produce-txns, record i to partition i % P: commit
+                                 s0..s5, abort x0..x2 (flushed first), commit d0..d2
+  consume-all BS TOPIC ISOLATION N   every partition from the start
   produce-plain BS TOPIC N       N records v0.. outside any transaction
   produce-txns BS TOPIC TID      commit c1 c2 c3, abort a1 a2 (flushed first), commit c4
   consume BS TOPIC ISOLATION N   values from the start until N or 8 s of nothing new
@@ -49,6 +53,54 @@ def create(bs, *topics):
     for t, f in a.create_topics([NewTopic(t, 1, 1) for t in topics]).items():
         f.result(TIMEOUT)
     print(json.dumps({"created": list(topics)}))
+
+
+def create_spread(bs, topic, partitions, rf):
+    a = AdminClient({"bootstrap.servers": bs})
+    for t, f in a.create_topics([NewTopic(topic, int(partitions), int(rf))]).items():
+        f.result(TIMEOUT)
+    print(json.dumps({"created": topic}))
+
+
+def produce_spread(bs, topic, tid, partitions):
+    partitions = int(partitions)
+    p = producer(bs, tid)
+    p.init_transactions(TIMEOUT)
+    for prefix, n, commit in [("s", 6, True), ("x", 3, False), ("d", 3, True)]:
+        p.begin_transaction()
+        for i in range(n):
+            p.produce(topic, f"{prefix}{i}".encode(), partition=i % partitions)
+        if commit:
+            p.commit_transaction(TIMEOUT)
+        else:
+            p.flush(TIMEOUT)
+            p.abort_transaction(TIMEOUT)
+    print(json.dumps({"done": True}))
+
+
+def consume_all(bs, topic, isolation, n):
+    n = int(n)
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"reader-{time.time_ns()}",
+                  "auto.offset.reset": "earliest", "isolation.level": isolation,
+                  "enable.auto.commit": False})
+    md = c.list_topics(topic, timeout=TIMEOUT)
+    parts = sorted(md.topics[topic].partitions)
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    got = []
+    last = time.time()
+    while len(got) < n and time.time() - last < 10:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        got.append(m.value().decode())
+        last = time.time()
+    end = time.time() + 1
+    while time.time() < end:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    c.close()
+    print(json.dumps({"values": sorted(got)}))
 
 
 def produce_plain(bs, topic, n):
@@ -225,7 +277,8 @@ def list_offsets(bs, topic):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"create": create, "produce-plain": produce_plain, "produce-txns": produce_txns, "consume": lambda bs, t, i, n: consume(bs, t, i, int(n)),
+    {"create": create, "create-spread": create_spread, "produce-spread": produce_spread,
+     "consume-all": lambda bs, t, i, n: consume_all(bs, t, i, n), "produce-plain": produce_plain, "produce-txns": produce_txns, "consume": lambda bs, t, i, n: consume(bs, t, i, int(n)),
      "open-txn": open_txn, "prepare": prepare, "set-config": set_config, "hang": hang, "fence": fence, "send-offsets": send_offsets,
      "list-offsets": list_offsets}[cmd](*args)
 
