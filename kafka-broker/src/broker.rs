@@ -1058,12 +1058,8 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
 /// rebuilt from the batch headers of the log (see [`crate::producer_state::load`]); idle
 /// producers expired.
 fn load_producer_state(log: &crate::log::SharedLog, expiration_ms: i64) -> ProducerStates {
-    let l = lock_log(log);
-    let dir = l.dir().to_path_buf();
-    let end = l.log_end_offset();
-    crate::producer_state::load(&dir, end, now_ms(), expiration_ms, || {
-        crate::replica::partition::rebuild_producer_state(&l)
-    })
+    let mut l = lock_log(log);
+    crate::replica::partition::load_producer_state(&mut l, now_ms(), expiration_ms)
 }
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat

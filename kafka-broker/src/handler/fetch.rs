@@ -13,6 +13,13 @@
 //!   read replica and no records ([`crate::replica::selector`]), and the consumer goes there.
 //! - Partitions refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the current
 //!   leader from v16 (KIP-951, [`super::leader_hints`]).
+//!
+//! Isolation (v4+): read_uncommitted reads up to the high watermark and its answers carry no
+//! aborted transactions (null, as Kafka's); read_committed reads up to the last stable offset
+//! and lists every aborted transaction overlapping the batches returned (from the
+//! `.txnindex` files), so that the consumer drops their records. A follower replicating reads
+//! up to the log end whatever the isolation. A long poll is woken when the high watermark
+//! moves, which is when the last stable offset can move.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,7 +28,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
@@ -338,9 +345,11 @@ fn read_all<'w>(
         // KIP-74: the first partition with data may exceed the response limit by one batch.
         let budget = response_max.saturating_sub(total).min(w.max_bytes);
         if w.offset < upper && (budget > 0 || total == 0) {
+            let mut read_end = w.offset;
             let read = part
                 .read_slices(w.offset, budget.max(1), upper)
                 .and_then(|mut info| {
+                    read_end = info.next_offset;
                     if plan.format.converts() {
                         // Fetch v0-3: down-converted, read into memory.
                         return plan.format.convert(info.read_bytes()?, w.offset, budget);
@@ -362,6 +371,18 @@ fn read_all<'w>(
                 Ok(bytes) => {
                     total += bytes.len();
                     pd.records = Some(bytes);
+                    if read_committed && !follower && read_end > w.offset {
+                        pd.aborted_transactions = Some(
+                            part.aborted_transactions(w.offset, read_end)
+                                .into_iter()
+                                .map(|(producer_id, first_offset)| AbortedTransaction {
+                                    producer_id,
+                                    first_offset,
+                                    ..Default::default()
+                                })
+                                .collect(),
+                        );
+                    }
                 }
                 Err(e) => {
                     pd.error_code = e.error_code().code();

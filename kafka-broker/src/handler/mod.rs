@@ -8,6 +8,7 @@ mod cluster;
 mod configs;
 mod delete_records;
 mod describe_cluster;
+mod describe_producers;
 mod fetch;
 mod groups;
 mod init_producer_id;
@@ -82,6 +83,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
@@ -315,6 +317,7 @@ async fn handle_on(
         RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),
         RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
         RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, r, listener),
+        RequestBody::DescribeProducers(r) => describe_producers::handle(broker, r),
         RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),

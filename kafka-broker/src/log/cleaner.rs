@@ -17,7 +17,12 @@
 //!    the latest of its key (or its key is newer than the map); records without a key are
 //!    dropped; a tombstone (null value) is dropped once its segment is older than the newest
 //!    already-cleaned segment by `delete.retention.ms`, so it survives at least its first
-//!    cleaning. Control batches and transactional batches are kept whole. Offsets never
+//!    cleaning. Transactions (Kafka's rules): only the part below the last stable offset is
+//!    cleanable; the batches of aborted transactions (from the `.txnindex` files) are
+//!    dropped and their keys never enter the map; committed transactional batches are
+//!    cleaned as any other; control batches (the markers) are kept whole, also once the data
+//!    of their transaction is gone (Kafka removes such markers after `delete.retention.ms`;
+//!    we keep them, which costs one small batch per transaction). Offsets never
 //!    change: a rewritten batch keeps its base offset and last offset delta
 //!    ([`kafka_protocol::record::select_records`]); a batch left with no record is dropped,
 //!    unless it is its producer's last batch, which stays as an empty batch so the producer's
@@ -51,6 +56,7 @@ use super::scan::{MAX_TIMESTAMP_AT, ScanError, Scanner, be};
 use super::segment::{
     AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
+use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
 
 /// Per-partition file holding the first dirty offset (the end of the cleaned part).
 pub(crate) const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
@@ -120,6 +126,11 @@ pub struct CleanPlan {
     delete_horizon_ms: i64,
     /// Producer id -> last offset of its last batch: that batch is never dropped whole.
     producer_last_offsets: HashMap<i64, i64>,
+    /// Producer id -> (first offset, marker offset) of its aborted transactions.
+    aborted: HashMap<i64, Vec<(i64, i64)>>,
+    /// Every aborted transaction of the log (copied into the cleaned segments holding their
+    /// markers).
+    aborted_entries: Vec<AbortedTxn>,
 }
 
 /// New segments written by [`CleanPlan::run`], waiting for [`Log::finish_clean`].
@@ -149,12 +160,18 @@ impl Log {
 
     /// A cleaning pass if the log is compacted and due (see the module docs), else `None`.
     pub fn clean_plan(&self, now_ms: i64) -> Option<CleanPlan> {
+        self.clean_plan_below(now_ms, i64::MAX)
+    }
+
+    /// [`Self::clean_plan`], cleaning nothing at or past `last_stable` (the partition's last
+    /// stable offset: open transactions are not cleaned).
+    pub fn clean_plan_below(&self, now_ms: i64, last_stable: i64) -> Option<CleanPlan> {
         let config = &self.config;
         if !config.compact || self.deleted {
             return None;
         }
         let sealed = self.segments.len().saturating_sub(1);
-        let mut first_uncleanable = self.high_watermark;
+        let mut first_uncleanable = self.high_watermark.min(last_stable);
         if let Some(active) = self.segments.values().next_back() {
             first_uncleanable = first_uncleanable.min(active.base_offset());
         }
@@ -192,6 +209,14 @@ impl Log {
             s.largest_timestamp
                 .saturating_sub(config.delete_retention_ms)
         });
+        let aborted_entries = self.all_aborted_txns();
+        let mut aborted: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for a in &aborted_entries {
+            aborted
+                .entry(a.producer_id)
+                .or_default()
+                .push((a.first_offset, a.last_offset));
+        }
         Some(CleanPlan {
             dir: self.dir.clone(),
             io: Arc::clone(&self.io),
@@ -201,6 +226,8 @@ impl Log {
             first_dirty,
             delete_horizon_ms,
             producer_last_offsets: HashMap::new(),
+            aborted,
+            aborted_entries,
         })
     }
 
@@ -271,6 +298,10 @@ impl Log {
                 &segment_path(&dir, group.base, suffix),
             )?;
         }
+        let txn_index = segment_path(staging, group.base, TXN_INDEX_SUFFIX);
+        if txn_index.exists() {
+            rename(&txn_index, &segment_path(&dir, group.base, TXN_INDEX_SUFFIX))?;
+        }
         rename(&swap, &segment_path(&dir, group.base, LOG_SUFFIX))?;
         sync_dir(io.as_ref(), &dir)?;
         let (seg, _) = Segment::open(
@@ -321,7 +352,7 @@ pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
     for (base, end) in names.iter().filter_map(|n| parse_swap_name(n)) {
         tracing::warn!(dir = %dir.display(), base, end, "finishing an interrupted cleaning swap");
         for name in &names {
-            let replaced = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX]
+            let replaced = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
                 .iter()
                 .filter_map(|suffix| name.strip_suffix(suffix)?.strip_suffix('.'))
                 .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
@@ -394,7 +425,7 @@ impl CleanPlan {
                 break;
             }
             self.each_batch(seg, |batch| {
-                if batch.is_control() {
+                if batch.is_control() || self.is_aborted(batch) {
                     return Ok(());
                 }
                 for record in batch.records(MAX_DECOMPRESSED)? {
@@ -474,6 +505,14 @@ impl CleanPlan {
             })?;
         }
         pending.write(&mut out, io, now_ms)?;
+        // The markers stay, and with them the entries of the aborts among them.
+        for a in self
+            .aborted_entries
+            .iter()
+            .filter(|a| (base..end).contains(&a.last_offset))
+        {
+            out.add_aborted_txn(io, *a)?;
+        }
         out.seal(io)?;
         out.flush(io)?;
         stats.segments_after += 1;
@@ -494,8 +533,21 @@ impl CleanPlan {
         retain_tombstones: bool,
         stats: &mut CleanStats,
     ) -> Result<Option<Bytes>, CleanError> {
-        if batch.is_control() || batch.is_transactional() {
+        if batch.is_control() {
             return Ok(Some(batch.as_bytes().clone()));
+        }
+        let producers_last = batch.producer_id() >= 0
+            && self.producer_last_offsets.get(&batch.producer_id()) == Some(&batch.last_offset());
+        if self.is_aborted(batch) {
+            let none = select_records(batch, MAX_DECOMPRESSED, |_, _| false)?;
+            stats.records_read += none.total() as u64;
+            stats.records_removed += none.total() as u64;
+            // A producer's last batch stays, emptied, for its sequence (as Kafka keeps it).
+            return if producers_last {
+                Ok(Some(none.rebuild(batch)?.freeze()))
+            } else {
+                Ok(None)
+            };
         }
         let mut tombstones = 0;
         let selection = select_records(batch, MAX_DECOMPRESSED, |record, offset| {
@@ -513,12 +565,22 @@ impl CleanPlan {
         if selection.keeps_all() {
             return Ok(Some(batch.as_bytes().clone()));
         }
-        let producers_last = batch.producer_id() >= 0
-            && self.producer_last_offsets.get(&batch.producer_id()) == Some(&batch.last_offset());
         if selection.kept() == 0 && !producers_last {
             return Ok(None);
         }
         Ok(Some(selection.rebuild(batch)?.freeze()))
+    }
+
+    /// Whether `batch` belongs to an aborted transaction (its producer aborted a transaction
+    /// whose range holds the batch).
+    fn is_aborted(&self, batch: &RecordBatch) -> bool {
+        batch.is_transactional()
+            && !batch.is_control()
+            && self.aborted.get(&batch.producer_id()).is_some_and(|txns| {
+                let at = batch.base_offset();
+                txns.iter()
+                    .any(|&(first, last)| first <= at && at <= last)
+            })
     }
 
     /// Calls `f` with every batch of `seg` (CRC checked).

@@ -24,10 +24,12 @@ pub enum FileKind {
     Checkpoint,
     /// A partition directory (fsync after creating or removing files).
     Dir,
+    /// A segment's `.txnindex` file (aborted transactions).
+    TxnIndex,
 }
 
 impl FileKind {
-    const ALL: usize = 5;
+    const ALL: usize = 6;
 
     fn slot(self) -> usize {
         match self {
@@ -36,6 +38,7 @@ impl FileKind {
             Self::TimeIndex => 2,
             Self::Checkpoint => 3,
             Self::Dir => 4,
+            Self::TxnIndex => 5,
         }
     }
 }

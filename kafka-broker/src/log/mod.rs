@@ -2,7 +2,8 @@
 //!
 //! The files are Kafka's: a partition is a directory `<topic>-<partition>` of segments named by
 //! their 20-digit base offset, each a `.log` file of v2 record batches exactly as stored, a
-//! `.index` and a `.timeindex` (see [`index`]), plus `leader-epoch-checkpoint` and two
+//! `.index` and a `.timeindex` (see [`index`]), a `.txnindex` of aborted transactions when it
+//! has any ([`txn_index`]), plus `leader-epoch-checkpoint` and two
 //! per-partition checkpoints (recovery point, log start offset; see [`checkpoint`]).
 //!
 //! - [`LogManager`] finds and opens every partition log of the data directories, runs
@@ -44,6 +45,7 @@ mod manager;
 mod partition;
 mod scan;
 mod segment;
+pub mod txn_index;
 
 #[cfg(test)]
 mod tests;
@@ -66,6 +68,7 @@ pub use manager::{
     CLEAN_SHUTDOWN_FILE, LogManager, SharedLog, TopicPartition, is_valid_topic, lock_log,
 };
 pub use partition::{Log, OpenReport};
+pub use txn_index::AbortedTxn;
 
 /// What an append did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,13 @@ use super::scan::{
 use super::segment::{
     AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, OnInvalid, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
+use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
 use super::{AppendInfo, EpochEntry, ReadInfo};
+
+/// Per-partition file naming the first segment whose `.txnindex` must be rebuilt from the
+/// batches (written when recovery or a damaged file calls for it, removed once rebuilt and
+/// fsynced), so that a crash in between rebuilds again.
+pub(crate) const TXN_REBUILD_FILE: &str = "txn-index-rebuild-checkpoint";
 
 /// What [`Log::open`] did, for logs and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,6 +67,9 @@ pub struct Log {
     pub(crate) deleted: bool,
     /// Where the part of the log not cleaned yet starts (compacted logs; see `cleaner`).
     pub(crate) cleaner_checkpoint: i64,
+    /// The segments from this base offset on need their `.txnindex` rebuilt from the
+    /// batches (see [`Self::txn_index_rebuild_from`]).
+    pub(crate) txn_rebuild_from: Option<i64>,
 }
 
 /// Lists the base offsets of the segments in `dir`, removing leftovers (temporary files,
@@ -88,7 +97,9 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         let leftover = [".tmp", ".deleted", ".cleaned", ".swap"]
             .iter()
             .any(|s| name.ends_with(s));
-        let orphan = [INDEX_SUFFIX, TIME_INDEX_SUFFIX].iter().any(|suffix| {
+        let orphan = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
+            .iter()
+            .any(|suffix| {
             name.strip_suffix(suffix)
                 .and_then(|n| n.strip_suffix('.'))
                 .and_then(base_of)
@@ -204,7 +215,7 @@ impl Log {
                     let path = segment_path(&dir, later, LOG_SUFFIX);
                     tracing::warn!(segment = %path.display(), "deleting a segment after the \
                         recovery truncation point");
-                    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
                         let p = segment_path(&dir, later, suffix);
                         if let Err(e) = std::fs::remove_file(&p)
                             && e.kind() != std::io::ErrorKind::NotFound
@@ -261,7 +272,32 @@ impl Log {
                 .flatten()
                 .unwrap_or(0)
                 .min(leo),
+            txn_rebuild_from: None,
         };
+        // Segments whose aborted transactions are unknown: those recovery scanned (their
+        // `.txnindex` may miss entries or hold some past the cut), a damaged file, and a
+        // rebuild a crash interrupted.
+        let mut rebuild = checkpoint::read_offset(&log.dir, TXN_REBUILD_FILE)
+            .unwrap_or(Some(i64::MIN));
+        for seg in log.segments.values() {
+            let recovered = recover && seg.base_offset() >= scan_from;
+            if recovered || seg.txn_index_problem.is_some() {
+                if let Some(problem) = &seg.txn_index_problem {
+                    tracing::warn!(segment = %seg.path().display(), %problem,
+                        "transaction index unusable; rebuilding it from the log");
+                }
+                let base = seg.base_offset();
+                rebuild = Some(rebuild.map_or(base, |r| r.min(base)));
+            }
+        }
+        if let Some(from) = rebuild {
+            let io = Arc::clone(&log.io);
+            for seg in log.segments.range_mut(from..).map(|(_, s)| s) {
+                seg.clear_aborted_txns(io.as_ref())?;
+            }
+            checkpoint::write_offset(io.as_ref(), &log.dir, TXN_REBUILD_FILE, from.max(0))?;
+            log.txn_rebuild_from = Some(from);
+        }
         if recover {
             log.flush()?;
         } else if log.epochs.dirty {
@@ -588,6 +624,74 @@ impl Log {
         };
         let exact = seg.record_at_or_after(&h, |_, ts| ts == timestamp)?;
         Ok(Some(exact.unwrap_or((batch_last_offset, timestamp))))
+    }
+
+    /// Records an aborted transaction in the `.txnindex` of the segment holding its marker
+    /// (`entry.last_offset`, normally just appended to the active segment).
+    pub fn add_aborted_txn(&mut self, entry: AbortedTxn) -> Result<(), LogError> {
+        let io = Arc::clone(&self.io);
+        let dir = self.dir.clone();
+        let seg = self
+            .segments
+            .range_mut(..=entry.last_offset)
+            .next_back()
+            .map(|(_, s)| s)
+            .ok_or_else(|| LogError::corrupt(dir, 0, "no segment holds the marker"))?;
+        seg.add_aborted_txn(io.as_ref(), entry)
+    }
+
+    /// The aborted transactions that overlap `[from, upper)`: marker at or after `from`, first
+    /// offset before `upper` (what a read_committed fetch of that range lists). An entry sits
+    /// with its marker, which follows the transaction's data, so only the segments from the
+    /// one holding `from` are looked at.
+    pub fn aborted_txns(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
+        let start = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .map_or(i64::MIN, |(&b, _)| b);
+        self.segments
+            .range(start..)
+            .flat_map(|(_, s)| s.aborted_txns())
+            .filter(|e| e.last_offset >= from && e.first_offset < upper)
+            .copied()
+            .collect()
+    }
+
+    /// Every aborted transaction the log's `.txnindex` files hold, in marker order.
+    pub fn all_aborted_txns(&self) -> Vec<AbortedTxn> {
+        self.segments
+            .values()
+            .flat_map(|s| s.aborted_txns())
+            .copied()
+            .collect()
+    }
+
+    /// The base offset of the first segment whose `.txnindex` must be rebuilt from the
+    /// batches (after recovery, or a damaged file): the partition layer walks the log, adds
+    /// the entries of the aborts it finds from there ([`Self::add_aborted_txn`]) and calls
+    /// [`Self::finish_txn_index_rebuild`].
+    pub fn txn_index_rebuild_from(&self) -> Option<i64> {
+        self.txn_rebuild_from
+    }
+
+    /// The rebuilt `.txnindex` files are fsynced and the rebuild is done.
+    pub fn finish_txn_index_rebuild(&mut self) -> Result<(), LogError> {
+        let Some(from) = self.txn_rebuild_from else {
+            return Ok(());
+        };
+        let io = Arc::clone(&self.io);
+        for seg in self.segments.range_mut(from..).map(|(_, s)| s) {
+            seg.flush_txn_index(io.as_ref())?;
+        }
+        let path = self.dir.join(TXN_REBUILD_FILE);
+        match std::fs::remove_file(&path) {
+            Ok(()) => checkpoint::sync_dir(io.as_ref(), &self.dir)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io("remove checkpoint", path, e)),
+        }
+        self.txn_rebuild_from = None;
+        Ok(())
     }
 
     /// The offset after the last record (the next offset to assign).

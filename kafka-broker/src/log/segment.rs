@@ -12,6 +12,7 @@ use super::files::{FileCache, FileHandle};
 use super::index::{Index, IndexTracker, OffsetEntry, TimeEntry};
 use super::io::{FileKind, LogIo};
 use super::scan::{BatchHeader, ScanError, Scanner, read_batch};
+use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX, TxnIndex};
 
 /// Largest decompressed payload decoded to find a record by timestamp.
 const MAX_DECOMPRESSED: usize = 256 * 1024 * 1024;
@@ -76,6 +77,10 @@ pub(crate) struct Segment {
     /// When the segment got its first append (for `segment.ms`); unknown after a reopen
     /// until the next append.
     pub(crate) created_ms: Option<i64>,
+    /// The aborted transactions whose marker is here (see [`super::txn_index`]).
+    txn_index: TxnIndex,
+    /// Why the `.txnindex` found at open could not be used (it must be rebuilt).
+    pub(crate) txn_index_problem: Option<String>,
 }
 
 fn scan_err(path: &Path, e: ScanError) -> LogError {
@@ -127,6 +132,7 @@ impl Segment {
             .map_err(|e| LogError::io("create index", &index_path, e))?;
         let time_index = Index::create(files, &time_path)
             .map_err(|e| LogError::io("create index", &time_path, e))?;
+        let txn_index = TxnIndex::create(segment_path(dir, base_offset, TXN_INDEX_SUFFIX))?;
         Ok(Self {
             base_offset,
             path,
@@ -137,6 +143,8 @@ impl Segment {
             tracker: IndexTracker::new(base_offset, interval),
             next_offset: base_offset,
             created_ms: None,
+            txn_index,
+            txn_index_problem: None,
         })
     }
 
@@ -193,6 +201,8 @@ impl Segment {
             size,
             &mut problem,
         )?;
+        let (txn_index, txn_index_problem) =
+            TxnIndex::load(segment_path(dir, base_offset, TXN_INDEX_SUFFIX))?;
         let seg = Self {
             base_offset,
             path,
@@ -203,6 +213,8 @@ impl Segment {
             tracker: IndexTracker::new(base_offset, interval),
             next_offset: base_offset,
             created_ms: None,
+            txn_index,
+            txn_index_problem,
         };
         Ok((seg, problem))
     }
@@ -468,12 +480,38 @@ impl Segment {
         self.time_index.persist(io)
     }
 
-    /// Writes the indexes and fsyncs the three files.
+    /// Writes the indexes and fsyncs the files.
     pub(crate) fn flush(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
         io.sync(FileKind::Log, &*self.file()?)
             .map_err(|e| LogError::io("fsync segment", &self.path, e))?;
         self.offset_index.sync(io)?;
-        self.time_index.sync(io)
+        self.time_index.sync(io)?;
+        self.txn_index.flush(io)
+    }
+
+    /// The aborted transactions whose marker is in this segment, in marker order.
+    pub(crate) fn aborted_txns(&self) -> &[AbortedTxn] {
+        self.txn_index.entries()
+    }
+
+    /// Records an aborted transaction whose marker is in this segment.
+    pub(crate) fn add_aborted_txn(
+        &mut self,
+        io: &dyn LogIo,
+        entry: AbortedTxn,
+    ) -> Result<(), LogError> {
+        self.txn_index.append(io, entry)
+    }
+
+    /// Makes the `.txnindex` durable.
+    pub(crate) fn flush_txn_index(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
+        self.txn_index.flush(io)
+    }
+
+    /// Forgets the segment's aborted transactions (before they are rebuilt from the log).
+    pub(crate) fn clear_aborted_txns(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
+        self.txn_index_problem = None;
+        self.txn_index.clear(io)
     }
 
     /// Position of the batch to start a search for `offset` at (from the offset index).
@@ -605,6 +643,7 @@ impl Segment {
             .truncate_where(|e| i64::from(e.relative_offset) < rel, io)?;
         io.set_len(FileKind::Log, &*self.file()?, cut)
             .map_err(|e| LogError::io("truncate segment", &self.path, e))?;
+        self.txn_index.truncate_to(io, offset)?;
         let removed = self.size - cut;
         self.size = cut;
         if cut == 0 {
@@ -625,6 +664,7 @@ impl Segment {
             self.path.clone(),
             self.offset_index.path().to_owned(),
             self.time_index.path().to_owned(),
+            self.txn_index.path().to_owned(),
         ] {
             match std::fs::remove_file(&p) {
                 Ok(()) => {}

@@ -245,3 +245,5 @@ pub fn append_blocking(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;

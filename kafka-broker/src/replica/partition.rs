@@ -2,6 +2,15 @@
 //! state, its leader epoch, the replicas that follow it and its high watermark, and the
 //! waiters to wake when the high watermark moves.
 //!
+//! Transactions: the producer state tracks each producer's open transaction (opened by its
+//! first transactional batch, ended by the COMMIT or ABORT marker a coordinator writes with
+//! [`Partition::write_txn_marker`]); an abort is recorded in the `.txnindex` of the segment
+//! holding its marker. The last stable offset is the high watermark, or the first offset of
+//! the earliest transaction still open or whose marker the high watermark has not passed,
+//! whichever is lower (Kafka's rule): it only moves when the high watermark does, so the
+//! waiters woken then are the ones waiting on it. Followers track the same from the batch
+//! headers they copy.
+//!
 //! Locks, always taken in this order: producer state, then the log, then the followers. The
 //! sequence check and the append happen under the first two, so they are atomic. Nothing here
 //! waits for I/O other than the log's own page-cache writes: fsyncs and acknowledgements are
@@ -16,9 +25,12 @@ use tokio::sync::Notify;
 
 use crate::error::BrokerError;
 use crate::log::{
-    AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, ReadInfo, SharedLog, lock_log,
+    AbortedTxn, AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, LogError,
+    ReadInfo, SharedLog, lock_log,
 };
-use crate::producer_state::{BatchMeta, Check, ProducerStates, last_seq};
+use crate::producer_state::{
+    BatchMeta, Check, CompletedTxn, ProducerStates, ProducerView, last_seq,
+};
 use crate::rate_limit::RateLimit;
 
 /// The facts of one validated batch that the partition needs.
@@ -52,7 +64,8 @@ pub struct Offsets {
     pub log_start: i64,
     pub log_end: i64,
     pub high_watermark: i64,
-    /// Last stable offset (equals the high watermark while there are no transactions).
+    /// Last stable offset: the high watermark, or the first offset of the earliest
+    /// transaction that is open or whose marker is not below the high watermark yet.
     pub last_stable: i64,
 }
 
@@ -776,6 +789,27 @@ impl Partition {
     ) -> Result<(Appended, PendingAck), BrokerError> {
         self.require_leader()?;
         let mut producers = self.producers();
+        // Transactions first (Kafka checks the epoch, then the transaction state, then the
+        // sequence): a coordinator's own batches (no sequence) are checked here too.
+        for b in batches.iter().filter(|b| b.producer_id >= 0) {
+            producers
+                .check_txn(b.producer_id, b.producer_epoch, b.transactional)
+                .map_err(|code| {
+                    BrokerError::kafka(
+                        code,
+                        format!(
+                            "producer {} epoch {}{}",
+                            b.producer_id,
+                            b.producer_epoch,
+                            if code == ErrorCode::INVALID_TXN_STATE {
+                                ": a non-transactional batch while its transaction is open"
+                            } else {
+                                ""
+                            }
+                        ),
+                    )
+                })?;
+        }
         // A batch with a producer id but no sequence is a coordinator's own (the group
         // coordinator's transactional offset commits): not checked for order or duplicates.
         let idempotent = batches
@@ -831,6 +865,15 @@ impl Partition {
         };
         let sync = info.sync_to.map(|o| (log.flusher(), o));
         drop(log);
+        // Each batch's offsets follow from the records before it (the leader assigned them
+        // from the log end, one per record).
+        let mut at = info.base_offset;
+        for b in batches {
+            if b.producer_id >= 0 && b.transactional {
+                producers.begin_txn(b.producer_id, b.producer_epoch, at, now_ms);
+            }
+            at += i64::from(b.records.max(1));
+        }
         if let Some(b) = idempotent {
             producers.record(
                 b.producer_id,
@@ -846,12 +889,18 @@ impl Partition {
             );
         }
         drop(producers);
+        Ok(self.appended(&info, sync))
+    }
+
+    /// The answer to a leader's append, once the producer state is updated and every lock
+    /// released; moves the high watermark (or wakes the followers' long polls).
+    fn appended(self: &Arc<Self>, info: &AppendInfo, sync: SyncNeeded) -> (Appended, PendingAck) {
         // A leader with followers: the followers' long polls wait for new records, not for
         // the high watermark (which moves only once they have fetched them).
         if !self.update_high_watermark() && !lock(&self.replicas).followers.is_empty() {
             self.wake();
         }
-        Ok((
+        (
             Appended {
                 base_offset: info.base_offset,
                 last_offset: info.last_offset,
@@ -865,7 +914,83 @@ impl Partition {
                 sync,
                 min_insync: 0,
             },
-        ))
+        )
+    }
+
+    /// Writes a transaction marker of producer `producer_id` (a control batch: COMMIT when
+    /// `commit`, else ABORT, with `coordinator_epoch`), as the transaction coordinator does
+    /// at the end of a transaction; leader only. Refused as Kafka's `ProducerAppendInfo`
+    /// refuses it: an epoch older than the producer's is INVALID_PRODUCER_EPOCH, a coordinator
+    /// epoch older than the producer's last marker's TRANSACTION_COORDINATOR_FENCED. A newer
+    /// epoch becomes the producer's (the coordinator fences the producer with it). The
+    /// producer's open transaction ends at the marker (an abort goes into the `.txnindex`); a
+    /// marker without one is written all the same and completes nothing. Acknowledged as an
+    /// append is ([`PendingAck`]; the coordinator waits for acks=all).
+    pub fn write_txn_marker(
+        self: &Arc<Self>,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<(Appended, PendingAck), BrokerError> {
+        use kafka_protocol::record::control::{ControlRecordType, end_txn_marker_batch};
+        self.require_leader()?;
+        let kind = if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        };
+        let batch =
+            end_txn_marker_batch(kind, producer_id, producer_epoch, coordinator_epoch, now_ms)
+                .map_err(|e| BrokerError::kafka(ErrorCode::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        let mut producers = self.producers();
+        producers
+            .check_marker(producer_id, producer_epoch, coordinator_epoch)
+            .map_err(|code| {
+                BrokerError::kafka(
+                    code,
+                    format!(
+                        "marker of producer {producer_id} epoch {producer_epoch} coordinator \
+                         epoch {coordinator_epoch}"
+                    ),
+                )
+            })?;
+        let mut log = self.log();
+        let info = match log.append(BytesMut::from(batch.as_ref()), self.leader_epoch(), now_ms) {
+            Ok(info) => info,
+            Err(e) => {
+                drop(log);
+                if e.is_io() {
+                    self.append_failed(&e);
+                }
+                return Err(e.into());
+            }
+        };
+        let completed = producers.complete_txn(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            info.base_offset,
+            commit,
+            now_ms,
+            now_ms,
+        );
+        let indexed = match completed {
+            Some(txn) if txn.aborted => index_abort(&mut log, &producers, &txn),
+            _ => Ok(()),
+        };
+        let sync = info.sync_to.map(|o| (log.flusher(), o));
+        drop(log);
+        drop(producers);
+        if let Err(e) = indexed {
+            // The entry is kept in memory and the file rewritten at the next flush.
+            tracing::warn!(topic = %self.topic, partition = self.index, error = %e,
+                "transaction index not written");
+        }
+        tracing::debug!(topic = %self.topic, partition = self.index, producer_id,
+            producer_epoch, commit, offset = info.base_offset, ?completed, "transaction marker");
+        Ok(self.appended(&info, sync))
     }
 
     /// A follower's append of batches fetched from its leader, kept as the leader wrote them
@@ -879,8 +1004,14 @@ impl Partition {
     ) -> Result<AppendInfo, BrokerError> {
         let frozen = records.clone().freeze();
         let mut producers = self.producers();
-        let info = self.log().append_as_follower(records, now_ms)?;
-        record_producers(&mut producers, frozen, now_ms);
+        let mut log = self.log();
+        let info = log.append_as_follower(records, now_ms)?;
+        for txn in record_producers(&mut producers, frozen, now_ms) {
+            if let Err(e) = index_abort(&mut log, &producers, &txn) {
+                tracing::warn!(topic = %self.topic, partition = self.index, error = %e,
+                    "transaction index not written");
+            }
+        }
         Ok(info)
     }
 
@@ -930,47 +1061,39 @@ impl Partition {
         Ok(())
     }
 
-    /// TEMPORARY STUB (replaced by the partition-layer branch): a marker.
-    pub fn write_txn_marker(
-        self: &Arc<Self>,
-        producer_id: i64,
-        producer_epoch: i16,
-        coordinator_epoch: i32,
-        commit: bool,
-        now_ms: i64,
-    ) -> Result<(Appended, PendingAck), BrokerError> {
-        use kafka_protocol::record::control::{ControlRecordType, end_txn_marker_batch};
-        let kind = if commit {
-            ControlRecordType::Commit
-        } else {
-            ControlRecordType::Abort
-        };
-        let batch = BytesMut::from(
-            end_txn_marker_batch(kind, producer_id, producer_epoch, coordinator_epoch, now_ms)?
-                .as_ref(),
-        );
-        let summary = BatchSummary {
-            producer_id,
-            producer_epoch,
-            base_sequence: -1,
-            records: 1,
-            max_timestamp: now_ms,
-            transactional: true,
-        };
-        self.append_as_leader(batch, &[summary], now_ms)
-    }
-
     // ----- reads -----
 
     pub fn offsets(&self) -> Offsets {
+        let mut producers = self.producers();
         let log = self.log();
         let hw = log.high_watermark();
+        producers.on_high_watermark(hw);
+        let log_start = log.log_start_offset();
+        let last_stable = producers
+            .first_unstable_offset()
+            .map_or(hw, |first| first.min(hw))
+            .max(log_start);
         Offsets {
-            log_start: log.log_start_offset(),
+            log_start,
             log_end: log.log_end_offset(),
             high_watermark: hw,
-            last_stable: hw,
+            last_stable,
         }
+    }
+
+    /// The aborted transactions overlapping `[from, upper)` (producer id, first offset), for
+    /// a read_committed fetch that returned the batches of that range.
+    pub fn aborted_transactions(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {
+        self.log()
+            .aborted_txns(from, upper)
+            .into_iter()
+            .map(|a| (a.producer_id, a.first_offset))
+            .collect()
+    }
+
+    /// The producers of the partition (DescribeProducers), expired ones left out.
+    pub fn producer_views(&self) -> Vec<ProducerView> {
+        self.producers().views()
     }
 
     /// Reads whole batches from `offset`, up to `max_bytes` (at least one batch), not past
@@ -1049,7 +1172,8 @@ impl Partition {
         limits: &CleanerLimits,
         now_ms: i64,
     ) -> Result<Option<CleanStats>, BrokerError> {
-        let Some(plan) = lock_log(&self.log).clean_plan(now_ms) else {
+        let last_stable = self.offsets().last_stable;
+        let Some(plan) = lock_log(&self.log).clean_plan_below(now_ms, last_stable) else {
             return Ok(None);
         };
         let last = self.producers().last_offsets();
@@ -1087,8 +1211,15 @@ impl Partition {
 /// possibly far in the past), so every producer found counts as having appended now: it is
 /// kept a whole `producer.id.expiration.ms` from here rather than forgotten too early.
 pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
+    rebuild_with_aborts(log).0
+}
+
+/// [`rebuild_producer_state`], with the aborted transactions found on the way (in marker
+/// order) and the high watermark's stable transactions settled.
+fn rebuild_with_aborts(log: &Log) -> (ProducerStates, Vec<(CompletedTxn, i64)>) {
     let now = crate::broker::now_ms();
     let mut states = ProducerStates::default();
+    let mut aborts = Vec::new();
     let mut offset = log.log_start_offset();
     let end = log.log_end_offset();
     while offset < end {
@@ -1099,20 +1230,105 @@ pub fn rebuild_producer_state(log: &Log) -> ProducerStates {
         if info.next_offset <= offset {
             break;
         }
-        record_producers(&mut states, bytes, now);
+        for txn in record_producers(&mut states, bytes, now) {
+            let lso = states.last_stable_after(&txn);
+            aborts.push((txn, lso));
+        }
         offset = info.next_offset;
     }
-    states
+    states.on_high_watermark(log.high_watermark());
+    (states, aborts)
 }
 
-/// Records the idempotent producers' batches of a record set (from the batch headers), as
-/// appended at `append_ms`.
-fn record_producers(states: &mut ProducerStates, records: Bytes, append_ms: i64) {
+/// The producer state of an opened log (see [`crate::producer_state::load`]). When the log
+/// asks for its `.txnindex` files to be rebuilt (recovery scanned segments, or a file was
+/// damaged), the state is rebuilt from the batches whatever the snapshot, and the aborts found
+/// in those segments are indexed again.
+pub fn load_producer_state(log: &mut Log, now_ms: i64, expiration_ms: i64) -> ProducerStates {
+    let dir = log.dir().to_path_buf();
+    let end = log.log_end_offset();
+    let Some(from) = log.txn_index_rebuild_from() else {
+        return crate::producer_state::load(&dir, end, now_ms, expiration_ms, || {
+            rebuild_producer_state(log)
+        });
+    };
+    let (states, aborts) = rebuild_with_aborts(log);
+    let mut rebuilt = 0usize;
+    for (txn, lso) in aborts {
+        if txn.last_offset < from {
+            continue;
+        }
+        let entry = AbortedTxn {
+            producer_id: txn.producer_id,
+            first_offset: txn.first_offset,
+            last_offset: txn.last_offset,
+            last_stable_offset: lso,
+        };
+        match log.add_aborted_txn(entry) {
+            Ok(()) => rebuilt += 1,
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e,
+                "transaction index entry not rebuilt"),
+        }
+    }
+    match log.finish_txn_index_rebuild() {
+        Ok(()) => tracing::info!(dir = %dir.display(), from, aborted = rebuilt,
+            "transaction indexes rebuilt from the log"),
+        Err(e) => tracing::warn!(dir = %dir.display(), error = %e,
+            "transaction index rebuild not persisted; it runs again at the next open"),
+    }
+    crate::producer_state::load(&dir, end, now_ms, expiration_ms, || states)
+}
+
+/// Records an aborted transaction in the `.txnindex` of the segment holding its marker.
+fn index_abort(log: &mut Log, producers: &ProducerStates, txn: &CompletedTxn) -> Result<(), LogError> {
+    log.add_aborted_txn(AbortedTxn {
+        producer_id: txn.producer_id,
+        first_offset: txn.first_offset,
+        last_offset: txn.last_offset,
+        last_stable_offset: producers.last_stable_after(txn),
+    })
+}
+
+/// Records the producers' batches of a record set from the batch headers, as appended at
+/// `append_ms`, as a follower or a rebuild does (nothing refused): idempotent batches,
+/// transactional batches opening transactions, markers ending them. Returns the aborted
+/// transactions, in marker order.
+fn record_producers(
+    states: &mut ProducerStates,
+    records: Bytes,
+    append_ms: i64,
+) -> Vec<CompletedTxn> {
+    use kafka_protocol::record::control::{ControlRecordType, parse_end_txn_marker};
+    let mut aborted = Vec::new();
     for batch in kafka_protocol::record::RecordBatches::new(records).flatten() {
-        if batch.producer_id() >= 0 && !batch.is_control() {
+        let (pid, epoch) = (batch.producer_id(), batch.producer_epoch());
+        if pid < 0 {
+            continue;
+        }
+        if batch.is_control() {
+            let Ok(Some((kind, marker))) = parse_end_txn_marker(&batch) else {
+                continue;
+            };
+            let commit = kind == ControlRecordType::Commit;
+            let done = states.complete_txn(
+                pid,
+                epoch,
+                marker.coordinator_epoch,
+                batch.base_offset(),
+                commit,
+                batch.max_timestamp(),
+                append_ms,
+            );
+            aborted.extend(done.filter(|t| t.aborted));
+            continue;
+        }
+        if batch.is_transactional() {
+            states.begin_txn(pid, epoch, batch.base_offset(), append_ms);
+        }
+        if batch.base_sequence() >= 0 {
             states.record(
-                batch.producer_id(),
-                batch.producer_epoch(),
+                pid,
+                epoch,
                 BatchMeta {
                     first_seq: batch.base_sequence(),
                     last_seq: batch.last_sequence(),
@@ -1124,4 +1340,5 @@ fn record_producers(states: &mut ProducerStates, records: Bytes, append_ms: i64)
             );
         }
     }
+    aborted
 }

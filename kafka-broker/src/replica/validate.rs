@@ -1,8 +1,9 @@
 //! Validation of a producer's record set before the leader appends it, as Kafka's
 //! `LogValidator`: whole magic-2 batches with a valid CRC and well-formed records, no larger
 //! than `max.message.bytes` (each batch as sent, and each record once decompressed), no control
-//! or (yet) transactional batches, create times inside the topic's window, keys on compacted
-//! topics. Every record refused is named (the Produce answer's `record_errors`).
+//! batches (only coordinators write markers), producer fields as a client may send them (a
+//! producer id comes with a sequence, a transactional batch with a producer id), create times
+//! inside the topic's window, keys on compacted topics. Every record refused is named (the Produce answer's `record_errors`).
 //!
 //! Decompressed records take memory from the broker's [`super::budget::MemoryBudget`]: a check
 //! runs within an [`Allowance`] reserved for it, and a batch that needs more answers
@@ -131,10 +132,22 @@ fn validate(
             )
             .into());
         }
-        if b.is_transactional() && false {
+        if b.is_transactional() && b.producer_id() < 0 {
             return Err(BrokerError::kafka(
-                ErrorCode::INVALID_TXN_STATE,
-                "transactions are not supported by this broker yet",
+                ErrorCode::INVALID_RECORD,
+                "a transactional batch must carry a producer id",
+            )
+            .into());
+        }
+        if b.producer_id() >= 0 && b.base_sequence() < 0 {
+            // Only the broker's coordinators write batches without a sequence.
+            return Err(BrokerError::kafka(
+                ErrorCode::INVALID_RECORD,
+                format!(
+                    "a batch of producer {} has no sequence ({})",
+                    b.producer_id(),
+                    b.base_sequence()
+                ),
             )
             .into());
         }
@@ -465,5 +478,43 @@ mod tests {
         assert_eq!(budget.reserve(1_000).await.bytes(), 100);
         assert_eq!(budget.reserve(0).await.bytes(), 0);
         assert_eq!(budget.available(), 100);
+    }
+
+    #[test]
+    fn producer_fields_are_checked_as_kafka_checks_a_clients_batch() {
+        let all = Allowance {
+            granted: MB,
+            cap: MB,
+        };
+        let build = |b: RecordBatchBuilder| {
+            let mut b = b;
+            b.append(0, Some(b"k"), Some(b"v"), &[]).unwrap();
+            b.build().unwrap()
+        };
+        let refused = |records: Bytes| {
+            check(&records, &rules(MB), ("t", 0), 0, all)
+                .err()
+                .as_ref()
+                .and_then(code)
+        };
+        // A transactional batch of a producer: accepted, and summarised as transactional.
+        let txn = build(RecordBatchBuilder::new().producer(5, 0, 0).transactional(true));
+        let summary = check(&txn, &rules(MB), ("t", 0), 0, all).unwrap();
+        assert!(summary[0].transactional && summary[0].producer_id == 5);
+        // Control batches are the coordinators' alone.
+        let marker = kafka_protocol::record::control::end_txn_marker_batch(
+            kafka_protocol::record::control::ControlRecordType::Commit,
+            5,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+        assert_eq!(refused(marker), Some(ErrorCode::INVALID_RECORD));
+        // A producer id without a sequence, and a transaction without a producer id.
+        let no_seq = build(RecordBatchBuilder::new().producer(5, 0, -1));
+        assert_eq!(refused(no_seq), Some(ErrorCode::INVALID_RECORD));
+        let no_pid = build(RecordBatchBuilder::new().transactional(true));
+        assert_eq!(refused(no_pid), Some(ErrorCode::INVALID_RECORD));
     }
 }
