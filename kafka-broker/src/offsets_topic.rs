@@ -10,10 +10,12 @@ use std::sync::{Arc, RwLock};
 
 use bytes::BytesMut;
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
+use kafka_protocol::record::{
+    ControlRecordType, RecordBatchBuilder, RecordBatches, batch::NO_SEQUENCE, parse_end_txn_marker,
+};
 
 use crate::error::BrokerError;
-use crate::group::{DurableWait, OffsetsRecord, RecordSink};
+use crate::group::{DurableWait, LogEntry, OffsetsRecord, RecordSink, TxnBatch};
 use crate::replica::{Acks, BatchSummary, Partition, PendingAck, delayed};
 
 /// The internal topic holding committed offsets and group metadata.
@@ -86,12 +88,14 @@ impl OffsetsTopicSink {
         }
     }
 
-    /// Appends one batch to partition `index` through the partition layer; what the answer
-    /// must still wait for, if anything.
+    /// Appends one batch to partition `index` through the partition layer (transactional for
+    /// `txn`'s producer: its id and epoch, no sequence); what the answer must still wait for,
+    /// if anything.
     fn append_to(
         &self,
         index: i32,
         records: &[OffsetsRecord],
+        txn: Option<(i64, i16)>,
     ) -> Result<Option<PendingAck>, BrokerError> {
         let Some(partition) = self.partitions.partition(index) else {
             return Err(BrokerError::kafka(
@@ -100,14 +104,15 @@ impl OffsetsTopicSink {
             ));
         };
         let now = crate::broker::now_ms();
-        let (batch, count) = encode_batch(records, now)?;
+        let (batch, count) = encode_batch(records, now, txn)?;
+        let (producer_id, producer_epoch) = txn.unwrap_or((-1, -1));
         let summary = BatchSummary {
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
+            producer_id,
+            producer_epoch,
+            base_sequence: NO_SEQUENCE,
             records: count,
             max_timestamp: now,
-            transactional: false,
+            transactional: txn.is_some(),
         };
         let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
         Ok((!pending.is_acknowledged()).then_some(pending))
@@ -132,7 +137,7 @@ impl RecordSink for OffsetsTopicSink {
         let mut result = Ok(());
         let mut waits = Vec::new();
         for (p, list) in by_partition {
-            match self.append_to(p, &list) {
+            match self.append_to(p, &list, None) {
                 Ok(Some(pending)) => waits.push(pending),
                 Ok(None) => {}
                 Err(e) => {
@@ -151,28 +156,93 @@ impl RecordSink for OffsetsTopicSink {
             }
         }
         result?;
-        if waits.is_empty() {
+        Ok(acknowledged(waits, |_| ErrorCode::NOT_COORDINATOR))
+    }
+
+    fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+        let Some(first) = batch.records.first() else {
             return Ok(None);
-        }
-        // Acknowledged as Kafka acknowledges offset commits: by every in-sync replica (on a
-        // single node: once durable, in durable mode), waited for outside every lock.
-        Ok(Some(Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-            for r in delayed::complete_appends(waits, Acks::All, deadline).await {
-                if let Err(e) = r {
-                    tracing::error!(topic = OFFSETS_TOPIC, error = %e,
-                        "group coordinator records not acknowledged");
-                    return Err(ErrorCode::NOT_COORDINATOR);
-                }
+        };
+        // A TxnOffsetCommit names one group: one partition, one batch.
+        let p = crate::group::partition_for(first.key.group(), self.num_partitions);
+        let txn = Some((batch.producer_id, batch.producer_epoch));
+        match self.append_to(p, &batch.records, txn) {
+            Ok(pending) => Ok(acknowledged(pending.into_iter().collect(), txn_error)),
+            Err(e) => {
+                tracing::warn!(
+                    topic = OFFSETS_TOPIC,
+                    partition = p,
+                    producer_id = batch.producer_id,
+                    producer_epoch = batch.producer_epoch,
+                    error = %e,
+                    "cannot write transactional offset commit"
+                );
+                Err(txn_error(&e))
             }
-            Ok(())
-        })))
+        }
     }
 }
 
-/// One uncompressed v2 batch of `records` (a tombstone has a null value).
-fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), BrokerError> {
+/// What a failed transactional offset commit is answered with (Kafka's mapping of the append
+/// error): replication trouble is COORDINATOR_NOT_AVAILABLE, a lost leadership or storage
+/// NOT_COORDINATOR, an oversized batch INVALID_COMMIT_OFFSET_SIZE; the producer's own errors
+/// (a fenced epoch, a transaction in the wrong state) go back as they are.
+fn txn_error(e: &BrokerError) -> ErrorCode {
+    match e {
+        BrokerError::Kafka { code, .. } => match *code {
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            | ErrorCode::NOT_ENOUGH_REPLICAS
+            | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            | ErrorCode::REQUEST_TIMED_OUT => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
+                ErrorCode::NOT_COORDINATOR
+            }
+            ErrorCode::MESSAGE_TOO_LARGE
+            | ErrorCode::RECORD_LIST_TOO_LARGE
+            | ErrorCode::INVALID_FETCH_SIZE => ErrorCode::INVALID_COMMIT_OFFSET_SIZE,
+            other => other,
+        },
+        // Storage and other local failures.
+        _ => ErrorCode::NOT_COORDINATOR,
+    }
+}
+
+/// What an append's answer waits for: nothing, or every in-sync replica's acknowledgement
+/// (as Kafka acknowledges offset commits; on a single node: once durable, in durable mode),
+/// waited for outside every lock; a failure is answered with `error`'s code for it.
+fn acknowledged(
+    waits: Vec<PendingAck>,
+    error: fn(&BrokerError) -> ErrorCode,
+) -> Option<DurableWait> {
+    if waits.is_empty() {
+        return None;
+    }
+    Some(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
+        for r in delayed::complete_appends(waits, Acks::All, deadline).await {
+            if let Err(e) = r {
+                tracing::error!(topic = OFFSETS_TOPIC, error = %e,
+                    "group coordinator records not acknowledged");
+                return Err(error(&e));
+            }
+        }
+        Ok(())
+    }))
+}
+
+/// One uncompressed v2 batch of `records` (a tombstone has a null value); transactional for
+/// `txn`'s producer (id, epoch) without a sequence.
+fn encode_batch(
+    records: &[OffsetsRecord],
+    now: i64,
+    txn: Option<(i64, i16)>,
+) -> Result<(BytesMut, i32), BrokerError> {
     let mut b = RecordBatchBuilder::new();
+    if let Some((producer_id, producer_epoch)) = txn {
+        b = b
+            .producer(producer_id, producer_epoch, NO_SEQUENCE)
+            .transactional(true);
+    }
     let mut count = 0i32;
     for r in records {
         let (key, value) = r.encode()?;
@@ -182,10 +252,11 @@ fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), 
     Ok((b.build_mut()?, count))
 }
 
-/// Every record of one `__consumer_offsets` partition, from the log start to the log end,
-/// in log order. Undecodable records are skipped with a warning; a read error stops the
-/// partition there (with an error logged).
-pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
+/// Every entry of one `__consumer_offsets` partition, from the log start to the log end, in
+/// log order: records (of transactional batches marked with their producer) and the COMMIT
+/// and ABORT markers of control batches. Undecodable records are skipped with a warning; a
+/// read error stops the partition there (with an error logged).
+pub fn read_partition(partition: &Partition) -> Vec<LogEntry> {
     let mut out = Vec::new();
     let offsets = partition.offsets();
     let end = offsets.log_end;
@@ -211,8 +282,22 @@ pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
             };
             next = next.max(batch.next_offset());
             if batch.is_control() {
+                match parse_end_txn_marker(&batch) {
+                    Ok(Some((kind, _))) => out.push(LogEntry::Marker {
+                        offsets_partition: partition.index,
+                        producer_id: batch.producer_id(),
+                        commit: kind == ControlRecordType::Commit,
+                    }),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                            offset = batch.base_offset(), error = %e, "undecodable control batch skipped");
+                    }
+                }
                 continue;
             }
+            let producer =
+                (batch.is_transactional() && batch.producer_id() >= 0).then(|| batch.producer_id());
             let records = match batch.records(MAX_BATCH_BYTES) {
                 Ok(r) => r,
                 Err(e) => {
@@ -239,7 +324,13 @@ pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
                     continue;
                 };
                 match OffsetsRecord::decode(key, record.value.as_ref()) {
-                    Ok(Some(r)) => out.push(r),
+                    Ok(Some(r)) => out.push(match producer {
+                        Some(producer_id) => LogEntry::Transactional {
+                            producer_id,
+                            record: r,
+                        },
+                        None => LogEntry::Record(r),
+                    }),
                     Ok(None) => {}
                     Err(e) => {
                         tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
@@ -332,11 +423,8 @@ mod tests {
             let p = crate::group::partition_for("a", 4);
             let records = read_partition(&broker.partition(OFFSETS_TOPIC, p).unwrap());
             assert!(!records.is_empty());
-            assert!(
-                records
-                    .iter()
-                    .all(|r| crate::group::partition_for(r.key.group(), 4) == p)
-            );
+            assert!(records.iter().all(|r| matches!(r, LogEntry::Record(r)
+                    if crate::group::partition_for(r.key.group(), 4) == p)));
             // No clean close: what a kill -9 leaves.
         }
         let broker = open(dir.path());

@@ -17,10 +17,11 @@ use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::manager::GroupManager;
 use super::offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
-use super::records::OffsetsRecord;
+use super::records::{LogEntry, OffsetsRecord};
 use super::types::{
     CommitRequest, FetchedOffset, GroupDescription, GroupListing, HeartbeatRequest, JoinRequest,
     JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest, SyncResponse,
+    TxnBatch, TxnCommitRequest,
 };
 
 /// Where the records the coordinator produces go (the broker's is
@@ -33,6 +34,13 @@ use super::types::{
 /// `wait` resolves when they are, and is awaited with the coordinator's lock released.
 pub trait RecordSink: Send + Sync + std::fmt::Debug {
     fn append(&self, records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode>;
+
+    /// [`RecordSink::append`] for one TxnOffsetCommit's records (all of one group): written as
+    /// one transactional batch of the producer (its id and epoch, no sequence). The default
+    /// writes them as ordinary records (sinks that keep no log).
+    fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+        self.append(batch.records)
+    }
 }
 
 /// Resolves once appended records are acknowledged; an error is the code to answer with.
@@ -413,7 +421,16 @@ impl GroupCoordinator {
             match result {
                 Ok(()) => {
                     for (k, value) in pending {
-                        let newer = inner.applied_commit.get(&k).is_some_and(|&m| m > n);
+                        // A later commit applied first, or a committed transaction whose
+                        // offset record came after this one: that value stands.
+                        let newer = inner.applied_commit.get(&k).is_some_and(|&m| m > n)
+                            || value.as_ref().is_some_and(|v| {
+                                inner
+                                    .manager
+                                    .offsets
+                                    .get(&k.0, &k.1, k.2)
+                                    .is_some_and(|c| c.log_order > v.log_order)
+                            });
                         if !newer {
                             inner.applied_commit.insert(k.clone(), n);
                             restore(&mut inner.manager, &k, value);
@@ -487,9 +504,115 @@ impl GroupCoordinator {
         self.with(|m, now| m.expire_offsets(now))
     }
 
-    /// Rebuilds state from `__consumer_offsets` records (start-up).
-    pub fn replay(&self, records: impl IntoIterator<Item = OffsetsRecord>) {
-        self.with(|m, now| m.replay(records, now));
+    /// Rebuilds state from `__consumer_offsets` entries (start-up, or a partition this broker
+    /// now leads).
+    pub fn replay<R: Into<LogEntry>>(&self, entries: impl IntoIterator<Item = R>) {
+        self.with(|m, now| m.replay(entries, now));
+    }
+
+    /// TxnOffsetCommit. The offsets are pending for (group, producer) as soon as they are
+    /// accepted (OffsetFetch with `require_stable` sees that), their records are handed to the
+    /// sink as one transactional batch, and the answer waits for the batch's acknowledgement
+    /// (with the coordinator's lock released). If the sink refuses the batch, or its
+    /// acknowledgement fails, the commit is answered with that error and the pending offsets
+    /// are what they were.
+    pub fn txn_commit_offsets(
+        &self,
+        req: &TxnCommitRequest,
+    ) -> impl Future<Output = Vec<ErrorCode>> + Send + use<> {
+        let mut inner = self.lock();
+        let now = self.clock.now_ms();
+        let pid = req.producer_id;
+        let keys: Vec<OffsetKey> = req
+            .partitions
+            .iter()
+            .map(|p| (req.group_id.clone(), p.topic.clone(), p.partition))
+            .collect();
+        let before: Vec<Option<OffsetAndMetadata>> = keys
+            .iter()
+            .map(|k| {
+                inner
+                    .manager
+                    .pending_txn_offset(&k.0, pid, &k.1, k.2)
+                    .cloned()
+            })
+            .collect();
+        let mut codes = inner.manager.txn_commit_offsets(req, now);
+        // What to undo if the batch is not written: (key, its pending log order, before).
+        let undo: Vec<(OffsetKey, u64, Option<OffsetAndMetadata>)> = keys
+            .into_iter()
+            .zip(before)
+            .zip(&codes)
+            .filter(|(_, c)| c.is_ok())
+            .filter_map(|((k, old), _)| {
+                let order = inner
+                    .manager
+                    .pending_txn_offset(&k.0, pid, &k.1, k.2)?
+                    .log_order;
+                Some((k, order, old))
+            })
+            .collect();
+        // Nothing else is expected here, but whatever the call released goes out first.
+        self.flush_detached(&mut inner);
+        let batches = inner.manager.take_txn_batches();
+        let mut wait = None;
+        for batch in batches {
+            match self.sink.append_transactional(batch) {
+                Ok(None) => {}
+                Ok(Some(w)) => wait = Some(w),
+                Err(code) => {
+                    undo_pending(&mut inner.manager, pid, &undo);
+                    for c in codes.iter_mut().filter(|c| c.is_ok()) {
+                        *c = code;
+                    }
+                }
+            }
+        }
+        drop(inner);
+        let coordinator = self.pending_handle();
+        let count = codes.len();
+        let waits = wait.is_some();
+        let complete = async move {
+            let Some(wait) = wait else {
+                return codes;
+            };
+            if let Err(code) = wait.await {
+                if let Some(inner) = coordinator.upgrade() {
+                    let mut inner = inner
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    undo_pending(&mut inner.manager, pid, &undo);
+                }
+                for c in codes.iter_mut().filter(|c| c.is_ok()) {
+                    *c = code;
+                }
+            }
+            codes
+        };
+        // As for plain commits: the completion runs to its end even if the client went away.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if waits => {
+                let task = rt.spawn(complete);
+                futures::future::Either::Left(async move {
+                    task.await
+                        .unwrap_or_else(|_| vec![ErrorCode::NOT_COORDINATOR; count])
+                })
+            }
+            _ => futures::future::Either::Right(complete),
+        }
+    }
+
+    /// The end of producer `producer_id`'s transaction in `__consumer_offsets` partition
+    /// `offsets_partition`, called once its COMMIT or ABORT marker is appended there: the
+    /// producer's pending offsets of that partition's groups become committed (where no later
+    /// commit stands) or are dropped. Returns how many offsets were committed.
+    pub fn complete_transaction(
+        &self,
+        offsets_partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) -> usize {
+        self.with(|m, _| m.complete_transaction(offsets_partition, producer_id, commit))
     }
 
     /// Reads the manager's state (tests, diagnostics).
@@ -531,6 +654,17 @@ impl GroupCoordinator {
             }
         }
         gone
+    }
+}
+
+/// Undoes pending transactional offsets whose batch was not written.
+fn undo_pending(
+    manager: &mut GroupManager,
+    producer_id: i64,
+    undo: &[(OffsetKey, u64, Option<OffsetAndMetadata>)],
+) {
+    for ((group, topic, partition), order, old) in undo {
+        manager.restore_pending(group, producer_id, topic, *partition, *order, old.clone());
     }
 }
 

@@ -22,6 +22,7 @@
 //! | `membership.rs` | SyncGroup, Heartbeat, LeaveGroup |
 //! | `manager.rs` | every group: routing, describe/list/delete, timers, replay |
 //! | `offsets.rs` | OffsetCommit/OffsetFetch/OffsetDelete, offset expiry, [`OffsetStore`] |
+//! | `txn_offsets.rs` | TxnOffsetCommit: offsets pending until their transaction's marker |
 //! | `records.rs` | `__consumer_offsets` keys and values |
 //! | `coordinator.rs` | the thread-safe async wrapper and its timer task |
 
@@ -36,6 +37,7 @@ mod persist;
 pub mod records;
 mod state;
 mod timers;
+mod txn_offsets;
 mod types;
 
 #[cfg(test)]
@@ -46,7 +48,7 @@ pub use coordinator::{DiscardRecords, DurableWait, GroupCoordinator, RecordSink,
 pub use manager::GroupManager;
 pub use member::Member;
 pub use offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
-pub use records::{OffsetsRecord, RecordKey, RecordValue};
+pub use records::{LogEntry, OffsetsRecord, RecordKey, RecordValue};
 pub use state::{Group, GroupState};
 pub use types::*;
 

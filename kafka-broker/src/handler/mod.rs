@@ -65,6 +65,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::OffsetCommit, 0, 9),
     (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
@@ -344,6 +345,10 @@ async fn handle_on(
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
             groups::offset_commit(&broker.groups, &topics, *r, version).await
+        }
+        RequestBody::TxnOffsetCommit(r) => {
+            let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
+            groups::txn_offset_commit(&broker.groups, &topics, *r, version).await
         }
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
         RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),
