@@ -633,11 +633,6 @@ impl GroupCoordinator {
     /// Stops coordinating the groups of `__consumer_offsets` partition `partition` (another
     /// broker leads it now): they are forgotten, and their waiting JoinGroups and SyncGroups
     /// answered NOT_COORDINATOR. Returns how many groups went.
-    /// TEMPORARY STUB (replaced by the group branch).
-    pub fn complete_transaction(&self, offsets_partition: i32, producer_id: i64, commit: bool) {
-        let _ = (offsets_partition, producer_id, commit);
-    }
-
     pub fn unload(&self, partition: i32) -> usize {
         let mut inner = self.lock();
         let gone = inner.manager.unload(partition);
