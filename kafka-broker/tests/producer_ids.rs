@@ -24,7 +24,7 @@ mod peers;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use harness::{Cluster, Role, admin, describe_quorum, until_brokers};
+use harness::{Cluster, Role, active_controller, admin, until_brokers};
 use kafka_net::admin::NewTopic;
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::error_code::ErrorCode;
@@ -133,22 +133,6 @@ async fn new_ids(c: &mut Cluster, id: i32, count: usize, seen: &mut BTreeSet<i64
         );
     }
     got
-}
-
-/// The active controller among `among`, as DescribeQuorum through the first of them names
-/// the quorum's leader (Metadata's controller id is the broker asked: it forwards).
-async fn active_controller(c: &mut Cluster, among: &[i32]) -> i32 {
-    let addr = c.addr(among[0]);
-    let among = among.to_vec();
-    c.eventually("the quorum names a leader", Duration::from_secs(20), || {
-        let addr = addr.clone();
-        let among = among.clone();
-        async move {
-            let (leader, _, _) = describe_quorum(&addr).await?;
-            among.contains(&leader).then_some(leader)
-        }
-    })
-    .await
 }
 
 /// confluent-kafka idempotent producers bootstrapped at each of `brokers`: the ids they were
