@@ -151,31 +151,38 @@ fn find_coordinator_every_version() {
             assert_eq!(r.host, "broker.local");
         }
         if v >= 1 {
-            // Transactions have no coordinator yet.
-            let req = FindCoordinatorRequest {
-                key: if v < 4 {
-                    KStr::from("tx")
+            // A transactional id is coordinated by the same node; an unknown key type is
+            // refused.
+            for (key_type, want) in [(1i8, ErrorCode::NONE), (7, ErrorCode::INVALID_REQUEST)] {
+                let req = FindCoordinatorRequest {
+                    key: if v < 4 {
+                        KStr::from("tx")
+                    } else {
+                        KStr::default()
+                    },
+                    key_type,
+                    coordinator_keys: if v >= 4 {
+                        vec![KStr::from("tx")]
+                    } else {
+                        vec![]
+                    },
+                    ..Default::default()
+                };
+                let ResponseBody::FindCoordinator(r) =
+                    roundtrip(&find_coordinator(&node, req, v), v)
+                else {
+                    panic!()
+                };
+                let (code, node_id) = if v >= 4 {
+                    (r.coordinators[0].error_code, r.coordinators[0].node_id)
                 } else {
-                    KStr::default()
-                },
-                key_type: 1,
-                coordinator_keys: if v >= 4 {
-                    vec![KStr::from("tx")]
-                } else {
-                    vec![]
-                },
-                ..Default::default()
-            };
-            let ResponseBody::FindCoordinator(r) = roundtrip(&find_coordinator(&node, req, v), v)
-            else {
-                panic!()
-            };
-            let code = if v >= 4 {
-                r.coordinators[0].error_code
-            } else {
-                r.error_code
-            };
-            assert_eq!(code, ErrorCode::COORDINATOR_NOT_AVAILABLE.0);
+                    (r.error_code, r.node_id)
+                };
+                assert_eq!(code, want.0, "v{v} key type {key_type}");
+                if want == ErrorCode::NONE {
+                    assert_eq!(node_id, 3, "v{v}");
+                }
+            }
         }
     }
 }
