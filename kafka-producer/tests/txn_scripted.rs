@@ -414,10 +414,11 @@ async fn init_commit_abort_commit_in_kafkas_request_order() {
             produces_before >= 2,
             "transaction 1's batches precede its EndTxn"
         );
-        let c = coord.lock().unwrap();
-        assert_eq!(c.ended, vec![true, false, true]);
-        assert_eq!(c.written.len(), 6);
-        drop(c);
+        {
+            let c = coord.lock().unwrap();
+            assert_eq!(c.ended, vec![true, false, true]);
+            assert_eq!(c.written.len(), 6);
+        }
         problems(&coord, &fake);
         p.close(Duration::from_secs(5)).await;
     })
@@ -590,12 +591,13 @@ async fn abortable_send_error_then_abort_with_epoch_bump_then_a_good_transaction
         p.send(record(0, "ok-2")).await.unwrap();
         p.send(record(1, "ok-3")).await.unwrap();
         p.commit_transaction().await.unwrap();
-        let c = coord.lock().unwrap();
-        assert_eq!(c.producer, (4000, 1));
-        assert_eq!(c.ended, vec![false, true]);
-        let values: Vec<&[u8]> = c.written.iter().map(|w| &w.2[..]).collect();
-        assert_eq!(values, vec![&b"ok-1"[..], b"ok-2", b"ok-3"]);
-        drop(c);
+        {
+            let c = coord.lock().unwrap();
+            assert_eq!(c.producer, (4000, 1));
+            assert_eq!(c.ended, vec![false, true]);
+            let values: Vec<&[u8]> = c.written.iter().map(|w| &w.2[..]).collect();
+            assert_eq!(values, vec![&b"ok-1"[..], b"ok-2", b"ok-3"]);
+        }
         problems(&coord, &fake);
         p.close(Duration::from_secs(5)).await;
     })

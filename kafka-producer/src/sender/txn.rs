@@ -102,7 +102,7 @@ impl Sender {
                     .map_or(0, |(lo, _)| lo);
                 version = out
                     .version(min, negotiated)
-                    .ok_or(NetError::UnsupportedApi {
+                    .ok_or_else(|| NetError::UnsupportedApi {
                         api,
                         detail: Some(format!(
                             "the broker's versions start at v{min}, beyond what a client sends"

@@ -183,7 +183,10 @@ impl TxnManager {
             if m.state != TransactionState::AbortableError {
                 m.fail_if_error()?;
             }
+            // The cause decides whether EndTxn can go (the move clears it).
+            let cause = m.last_code;
             m.transition(TransactionState::AbortingTransaction, "abort_transaction")?;
+            m.last_code = cause;
             m.new_partitions.clear();
             Ok(m.begin_completing(false))
         })
@@ -330,24 +333,24 @@ impl TxnManager {
         }
         let code = e.code();
         if e.is_fenced() {
-            self.to_fatal(e.clone(), code);
+            self.enter_fatal(e.clone(), code);
             return;
         }
         match code {
             Some(ErrorCode::PRODUCER_FENCED) => {
                 let err = ProducerError::Fenced(e.to_string());
-                self.to_fatal(err, code);
+                self.enter_fatal(err, code);
             }
             Some(
                 ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 | ErrorCode::CLUSTER_AUTHORIZATION_FAILED
                 | ErrorCode::UNSUPPORTED_VERSION,
-            ) => self.to_fatal(ProducerError::Fatal(e.to_string()), code),
+            ) => self.enter_fatal(ProducerError::Fatal(e.to_string()), code),
             _ => {
                 if self.coordinator_bumps && self.state != TransactionState::AbortingTransaction {
                     self.epoch_bump_required = true;
                 }
-                self.to_abortable(e.clone(), code);
+                self.enter_abortable(e.clone(), code);
             }
         }
     }
@@ -814,7 +817,7 @@ impl TxnManager {
         Ok(())
     }
 
-    fn to_abortable(&mut self, cause: ProducerError, code: Option<ErrorCode>) {
+    fn enter_abortable(&mut self, cause: ProducerError, code: Option<ErrorCode>) {
         if self.state == TransactionState::AbortingTransaction {
             tracing::debug!(error = %cause, "already aborting");
             return;
@@ -829,7 +832,7 @@ impl TxnManager {
         self.last_code = code;
     }
 
-    fn to_fatal(&mut self, e: ProducerError, code: Option<ErrorCode>) {
+    fn enter_fatal(&mut self, e: ProducerError, code: Option<ErrorCode>) {
         tracing::warn!(error = %e, "transactional producer in a fatal state");
         self.state = TransactionState::FatalError;
         self.last_error = Some(e.clone());
@@ -841,7 +844,7 @@ impl TxnManager {
 
     fn fatal(&mut self, result: &TxnResult, e: ProducerError, code: Option<ErrorCode>) {
         result.fail(e.clone());
-        self.to_fatal(e, code);
+        self.enter_fatal(e, code);
     }
 
     fn fenced(&mut self, result: &TxnResult, operation: &str, code: ErrorCode) {
@@ -854,7 +857,7 @@ impl TxnManager {
 
     fn abortable(&mut self, result: &TxnResult, cause: ProducerError, code: Option<ErrorCode>) {
         result.fail(ProducerError::Abortable(Box::new(cause.clone())));
-        self.to_abortable(cause, code);
+        self.enter_abortable(cause, code);
     }
 
     /// KIP-360: abortable with an epoch bump when the coordinator can bump, else fatal.
