@@ -61,7 +61,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kafka_bench::harness::{Error, TempDir, cpu_since, num, run_self, start_broker, topics};
+use kafka_bench::harness::{
+    Error, TempDir, cpu_since, extra_settings, num, run_self, start_broker, topics,
+};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use kafka_consumer::{Consumer, ConsumerConfig};
 use kafka_producer::{Producer, ProducerConfig, ProducerRecord};
@@ -411,22 +413,6 @@ fn phase_main(args: &[String]) -> Result<(), Error> {
     r.cpu_total_s = cpu_time_of("self").map_or(f64::NAN, |d| d.as_secs_f64());
     println!("{}", r.to_line());
     Ok(())
-}
-
-/// Extra settings from environment variable `var` (`key=value,...`), for experiments.
-fn extra_settings(var: &str) -> Result<Vec<(String, String)>, Error> {
-    let Ok(s) = std::env::var(var) else {
-        return Ok(Vec::new());
-    };
-    s.split(',')
-        .filter(|kv| !kv.trim().is_empty())
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .ok_or_else(|| format!("{var}: expected key=value, got {kv}"))
-        })
-        .collect::<Result<_, _>>()
-        .map_err(Into::into)
 }
 
 async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
