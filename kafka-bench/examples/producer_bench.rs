@@ -1297,6 +1297,60 @@ mod tests {
     use super::*;
 
     #[test]
+    fn transactional_cases_in_every_mode() {
+        for mode in [Mode::Quick, Mode::Default, Mode::Full] {
+            let cs = cases(mode);
+            assert_eq!(cs.iter().filter(|c| c.is_headline()).count(), 1);
+            let txn: Vec<&Case> = cs.iter().filter(|c| c.txn > 0).collect();
+            assert_eq!(txn.iter().map(|c| c.txn).collect::<Vec<_>>(), [100, 10_000]);
+            for c in txn {
+                assert!(c.acks_all && c.partitions == 8 && c.size == 100 && !c.is_headline());
+                assert_eq!(c.transactions() * c.txn, c.records);
+                assert!(
+                    c.name().contains(&format!("txns of {}", c.txn)),
+                    "{}",
+                    c.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn phase_spec_and_result_roundtrip() {
+        let Some(case) = cases(Mode::Quick).into_iter().find(|c| c.txn == 100) else {
+            panic!("no transactional case");
+        };
+        let spec = PhaseSpec {
+            client: Client::Librdkafka,
+            addr: "127.0.0.1:9092".into(),
+            topic: "t".into(),
+            case,
+            max_phase: Duration::from_millis(5000),
+        };
+        let args = spec.to_args();
+        let back = PhaseSpec::from_args(&args[1..]).unwrap();
+        assert_eq!(back.to_args(), args);
+        assert!(
+            back.common_settings()
+                .contains(&("transactional.id", "t-txn".into()))
+        );
+        assert_eq!(
+            (0..9).map(|j| spec.txn_partition(j)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5, 6, 7, 0]
+        );
+        let r = PhaseResult {
+            sent: 200,
+            acked: 200,
+            seconds: 0.5,
+            commits: 2,
+            ..Default::default()
+        };
+        let back = PhaseResult::from_line(&r.to_line()).unwrap();
+        assert_eq!(back.to_line(), r.to_line());
+        assert_eq!(back.commits_per_sec(), 4.0);
+    }
+
+    #[test]
     fn histogram_buckets_are_contiguous_and_close() {
         let mut last = 0;
         for v in [
