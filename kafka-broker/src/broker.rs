@@ -29,7 +29,10 @@ pub struct Broker {
     /// The partition layer: every hosted partition, every append.
     pub replicas: ReplicaManager,
     logs: LogManager,
+    /// Single node: the next producer id (blocks reserved in `producer.ids`).
     next_producer_id: AtomicI64,
+    /// In a cluster: producer ids in blocks from the controller.
+    pub producer_ids: crate::cluster::producer_ids::ProducerIdManager,
     last_full_flush: AtomicI64,
     last_hw_checkpoint: AtomicI64,
     /// When idle producers were last expired (`producer.id.expiration.check.interval.ms`).
@@ -86,7 +89,12 @@ impl Broker {
         // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
         let clustered = config.roles.is_some();
         let topics = TopicRegistry::load(&config.data_dir)?;
-        let next_producer_id = load_producer_id_block(&config)?;
+        // In a cluster producer ids come from the controller, not from `producer.ids`.
+        let next_producer_id = if clustered {
+            0
+        } else {
+            load_producer_id_block(&config)?
+        };
         let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
         for t in topics.all() {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
@@ -151,6 +159,7 @@ impl Broker {
             topic_configs,
             logs,
             next_producer_id: AtomicI64::new(next_producer_id),
+            producer_ids: Default::default(),
             last_full_flush: AtomicI64::new(now_ms()),
             last_hw_checkpoint: AtomicI64::new(now_ms()),
             last_producer_expiry: AtomicI64::new(now_ms()),
@@ -577,9 +586,14 @@ impl Broker {
         self.topic_configs.get(topic)
     }
 
-    /// A new producer id. Ids are handed out from blocks reserved in `producer.ids` so that a
-    /// restarted broker never reuses one.
+    /// A new producer id. On a single node ids are handed out from blocks reserved in
+    /// `producer.ids` so that a restarted broker never reuses one; in a cluster from blocks
+    /// the controller hands out (see [`crate::cluster::producer_ids`]):
+    /// COORDINATOR_LOAD_IN_PROGRESS while none is here.
     pub fn next_producer_id(&self) -> Result<i64, BrokerError> {
+        if self.config.roles.is_some() {
+            return self.producer_ids.next();
+        }
         let id = self.next_producer_id.fetch_add(1, Ordering::SeqCst);
         if id % PRODUCER_ID_BLOCK == 0 {
             std::fs::write(
