@@ -80,6 +80,19 @@ pub struct CompletedTxn {
     pub aborted: bool,
 }
 
+/// A COMMIT or ABORT marker of a producer, as appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    /// The producer epoch it carries.
+    pub epoch: i16,
+    pub coordinator_epoch: i32,
+    /// Its offset.
+    pub offset: i64,
+    pub commit: bool,
+    /// Its batch's max timestamp.
+    pub timestamp: i64,
+}
+
 /// One producer as DescribeProducers shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerView {
@@ -220,7 +233,12 @@ impl ProducerStates {
     /// The checks of a marker a coordinator writes (Kafka's `ProducerAppendInfo.appendEndTxnMarker`):
     /// a producer epoch older than the producer's is INVALID_PRODUCER_EPOCH, a coordinator epoch
     /// older than its last marker's TRANSACTION_COORDINATOR_FENCED.
-    pub fn check_marker(&self, pid: i64, epoch: i16, coordinator_epoch: i32) -> Result<(), ErrorCode> {
+    pub fn check_marker(
+        &self,
+        pid: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), ErrorCode> {
         let Some(entry) = self.producers.get(&pid) else {
             return Ok(());
         };
@@ -236,16 +254,14 @@ impl ProducerStates {
     /// A marker of `pid` at `offset`: the producer takes its epoch and coordinator epoch, and
     /// its open transaction (if any) ends there; that transaction is returned. It stays
     /// unstable until the high watermark passes the marker.
-    pub fn complete_txn(
-        &mut self,
-        pid: i64,
-        epoch: i16,
-        coordinator_epoch: i32,
-        offset: i64,
-        commit: bool,
-        timestamp: i64,
-        append_ms: i64,
-    ) -> Option<CompletedTxn> {
+    pub fn complete_txn(&mut self, pid: i64, m: Marker, append_ms: i64) -> Option<CompletedTxn> {
+        let Marker {
+            epoch,
+            coordinator_epoch,
+            offset,
+            commit,
+            timestamp,
+        } = m;
         let entry = self.entry_at(pid, epoch, append_ms);
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_timestamp = timestamp;
@@ -341,8 +357,7 @@ impl ProducerStates {
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
         self.producers.retain(|_, e| {
-            e.txn_first_offset.is_some()
-                || now_ms.saturating_sub(e.last_append_ms) < expiration_ms
+            e.txn_first_offset.is_some() || now_ms.saturating_sub(e.last_append_ms) < expiration_ms
         });
         before - self.producers.len()
     }
@@ -738,6 +753,16 @@ mod tests {
         assert!(load(dir.path(), 107, 20_000, 1_000, rebuilt).is_empty());
     }
 
+    fn marker(epoch: i16, coordinator_epoch: i32, offset: i64, commit: bool, ts: i64) -> Marker {
+        Marker {
+            epoch,
+            coordinator_epoch,
+            offset,
+            commit,
+            timestamp: ts,
+        }
+    }
+
     #[test]
     fn transactions_open_complete_and_stay_unstable_until_replicated() {
         let mut s = ProducerStates::default();
@@ -745,25 +770,45 @@ mod tests {
         s.begin_txn(1, 0, 10, 0);
         s.begin_txn(1, 0, 12, 0);
         s.begin_txn(2, 0, 11, 0);
-        assert_eq!(s.first_unstable_offset(), Some(10), "opened at its first batch");
+        assert_eq!(
+            s.first_unstable_offset(),
+            Some(10),
+            "opened at its first batch"
+        );
         assert_eq!(s.check_txn(1, 0, false), Err(ErrorCode::INVALID_TXN_STATE));
-        assert_eq!(s.check_txn(1, -1, true), Err(ErrorCode::INVALID_PRODUCER_EPOCH));
+        assert_eq!(
+            s.check_txn(1, -1, true),
+            Err(ErrorCode::INVALID_PRODUCER_EPOCH)
+        );
         // Producer 1 commits at 13: done, but unstable until the HW passes 13.
-        let txn = s.complete_txn(1, 0, 3, 13, true, 0, 0).unwrap();
-        assert_eq!((txn.first_offset, txn.last_offset, txn.aborted), (10, 13, false));
-        assert_eq!(s.last_stable_after(&txn), 11, "producer 2's transaction is open");
+        let txn = s.complete_txn(1, marker(0, 3, 13, true, 0), 0).unwrap();
+        assert_eq!(
+            (txn.first_offset, txn.last_offset, txn.aborted),
+            (10, 13, false)
+        );
+        assert_eq!(
+            s.last_stable_after(&txn),
+            11,
+            "producer 2's transaction is open"
+        );
         assert_eq!(s.first_unstable_offset(), Some(10));
         s.on_high_watermark(13);
         assert_eq!(s.first_unstable_offset(), Some(10));
         s.on_high_watermark(14);
         assert_eq!(s.first_unstable_offset(), Some(11));
         // Markers: an older coordinator epoch is fenced, an older producer epoch refused.
-        assert_eq!(s.check_marker(1, 0, 2), Err(ErrorCode::TRANSACTION_COORDINATOR_FENCED));
+        assert_eq!(
+            s.check_marker(1, 0, 2),
+            Err(ErrorCode::TRANSACTION_COORDINATOR_FENCED)
+        );
         assert_eq!(s.check_marker(1, 0, 3), Ok(()));
         // A marker with nothing open completes nothing but bumps the epoch.
-        assert_eq!(s.complete_txn(1, 1, 3, 15, false, 0, 0), None);
-        assert_eq!(s.check_marker(1, 0, 3), Err(ErrorCode::INVALID_PRODUCER_EPOCH));
-        let t2 = s.complete_txn(2, 0, 3, 16, false, 0, 0).unwrap();
+        assert_eq!(s.complete_txn(1, marker(1, 3, 15, false, 0), 0), None);
+        assert_eq!(
+            s.check_marker(1, 0, 3),
+            Err(ErrorCode::INVALID_PRODUCER_EPOCH)
+        );
+        let t2 = s.complete_txn(2, marker(0, 3, 16, false, 0), 0).unwrap();
         assert!(t2.aborted);
         assert_eq!(s.last_stable_after(&t2), 17);
         s.on_high_watermark(17);
@@ -779,7 +824,7 @@ mod tests {
         assert_eq!(s.expire(1_000_000, 10), 1);
         assert_eq!(s.views().len(), 1);
         assert_eq!(s.views()[0].current_txn_start_offset, 0);
-        s.complete_txn(1, 0, 0, 2, true, 0, 1_000);
+        s.complete_txn(1, marker(0, 0, 2, true, 0), 1_000);
         assert_eq!(s.expire(1_000_000, 10), 1);
     }
 
@@ -788,7 +833,7 @@ mod tests {
         let mut s = sample();
         s.begin_txn(1, 2, 106, 6_500);
         s.begin_txn(4, 0, 107, 6_500);
-        s.complete_txn(4, 0, 7, 108, false, 99, 6_500);
+        s.complete_txn(4, marker(0, 7, 108, false, 99), 6_500);
         let text = s.to_snapshot(109);
         let (back, end) = ProducerStates::from_snapshot(&text).unwrap();
         assert_eq!((back.clone(), end), (s, 109));

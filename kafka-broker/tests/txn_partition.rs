@@ -268,13 +268,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 
 /// Both peers, both isolation levels: read_committed sees `committed` up to `lso`,
 /// read_uncommitted sees `all` up to `hw`. Returns whether any peer ran.
-async fn check_peers(
-    addr: &str,
-    committed: &[&str],
-    lso: i64,
-    all: &[&str],
-    hw: i64,
-) -> bool {
+async fn check_peers(addr: &str, committed: &[&str], lso: i64, all: &[&str], hw: i64) -> bool {
     let mut ran = false;
     for lib in ["kp", "ck"] {
         if let Some((values, position)) = consume(lib, addr, "read_committed", lso).await {
@@ -291,7 +285,9 @@ async fn check_peers(
 }
 
 const COMMITTED: [&str; 4] = ["c-0", "c-1", "c-2", "plain"];
-const ALL_FIRST: [&str; 9] = ["c-0", "c-1", "c-2", "x-0", "x-1", "x-2", "plain", "o-0", "o-1"];
+const ALL_FIRST: [&str; 9] = [
+    "c-0", "c-1", "c-2", "x-0", "x-1", "x-2", "plain", "o-0", "o-1",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_committed_peers_see_committed_records_only_across_restarts() {
@@ -312,12 +308,24 @@ async fn read_committed_peers_see_committed_records_only_across_restarts() {
     );
     // Offsets: a's committed transaction 0-2 and its marker 3; b's aborted one 4-6 and 7;
     // a plain record 8; c's transaction 9-10, open.
-    assert_eq!(produce(&conn, a, 0, &["c-0", "c-1", "c-2"], true).await, ErrorCode::NONE);
+    assert_eq!(
+        produce(&conn, a, 0, &["c-0", "c-1", "c-2"], true).await,
+        ErrorCode::NONE
+    );
     run.marker(a, true).await;
-    assert_eq!(produce(&conn, b, 0, &["x-0", "x-1", "x-2"], true).await, ErrorCode::NONE);
+    assert_eq!(
+        produce(&conn, b, 0, &["x-0", "x-1", "x-2"], true).await,
+        ErrorCode::NONE
+    );
     run.marker(b, false).await;
-    assert_eq!(produce(&conn, -1, -1, &["plain"], false).await, ErrorCode::NONE);
-    assert_eq!(produce(&conn, c, 0, &["o-0", "o-1"], true).await, ErrorCode::NONE);
+    assert_eq!(
+        produce(&conn, -1, -1, &["plain"], false).await,
+        ErrorCode::NONE
+    );
+    assert_eq!(
+        produce(&conn, c, 0, &["o-0", "o-1"], true).await,
+        ErrorCode::NONE
+    );
     // Clients may not write markers, nor sequence-less batches of a producer, nor plain
     // batches inside their open transaction.
     let marker = kafka_protocol::record::control::end_txn_marker_batch(
@@ -329,8 +337,14 @@ async fn read_committed_peers_see_committed_records_only_across_restarts() {
     )
     .unwrap();
     assert_eq!(produce_raw(&conn, marker).await, ErrorCode::INVALID_RECORD);
-    assert_eq!(produce(&conn, c, -1, &["z"], true).await, ErrorCode::INVALID_RECORD);
-    assert_eq!(produce(&conn, c, 2, &["z"], false).await, ErrorCode::INVALID_TXN_STATE);
+    assert_eq!(
+        produce(&conn, c, -1, &["z"], true).await,
+        ErrorCode::INVALID_RECORD
+    );
+    assert_eq!(
+        produce(&conn, c, 2, &["z"], false).await,
+        ErrorCode::INVALID_TXN_STATE
+    );
 
     assert_eq!(latest(&conn, 1).await, 9, "read_committed latest = LSO");
     assert_eq!(latest(&conn, 0).await, 11, "read_uncommitted latest = HW");
@@ -341,7 +355,9 @@ async fn read_committed_peers_see_committed_records_only_across_restarts() {
     assert_eq!(latest(&conn, 1).await, 12);
     let committed_all = ["c-0", "c-1", "c-2", "plain", "o-0", "o-1"];
     check_peers(&run.addr, &committed_all, 12, &ALL_FIRST, 12).await;
-    let txnindex = dir.path().join(format!("{TOPIC}-0/00000000000000000000.txnindex"));
+    let txnindex = dir
+        .path()
+        .join(format!("{TOPIC}-0/00000000000000000000.txnindex"));
     assert_eq!(std::fs::metadata(&txnindex).unwrap().len(), 34);
     drop(conn);
 
@@ -363,7 +379,11 @@ async fn read_committed_peers_see_committed_records_only_across_restarts() {
     let run = start(dir.path()).await;
     assert_eq!(std::fs::metadata(&txnindex).unwrap().len(), 34, "rebuilt");
     let conn = run.connect().await;
-    assert_eq!(latest(&conn, 1).await, 12, "b's open transaction holds the LSO");
+    assert_eq!(
+        latest(&conn, 1).await,
+        12,
+        "b's open transaction holds the LSO"
+    );
     let mut all = ALL_FIRST.to_vec();
     all.push("y-0");
     check_peers(&run.addr, &committed_all, 12, &all, 13).await;

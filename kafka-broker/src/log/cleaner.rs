@@ -300,7 +300,10 @@ impl Log {
         }
         let txn_index = segment_path(staging, group.base, TXN_INDEX_SUFFIX);
         if txn_index.exists() {
-            rename(&txn_index, &segment_path(&dir, group.base, TXN_INDEX_SUFFIX))?;
+            rename(
+                &txn_index,
+                &segment_path(&dir, group.base, TXN_INDEX_SUFFIX),
+            )?;
         }
         rename(&swap, &segment_path(&dir, group.base, LOG_SUFFIX))?;
         sync_dir(io.as_ref(), &dir)?;
@@ -352,12 +355,17 @@ pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
     for (base, end) in names.iter().filter_map(|n| parse_swap_name(n)) {
         tracing::warn!(dir = %dir.display(), base, end, "finishing an interrupted cleaning swap");
         for name in &names {
-            let replaced = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
-                .iter()
-                .filter_map(|suffix| name.strip_suffix(suffix)?.strip_suffix('.'))
-                .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-                .filter_map(|stem| stem.parse::<i64>().ok())
-                .any(|b| (base..end.max(base + 1)).contains(&b));
+            let replaced = [
+                LOG_SUFFIX,
+                INDEX_SUFFIX,
+                TIME_INDEX_SUFFIX,
+                TXN_INDEX_SUFFIX,
+            ]
+            .iter()
+            .filter_map(|suffix| name.strip_suffix(suffix)?.strip_suffix('.'))
+            .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+            .filter_map(|stem| stem.parse::<i64>().ok())
+            .any(|b| (base..end.max(base + 1)).contains(&b));
             if replaced {
                 let p = dir.join(name);
                 std::fs::remove_file(&p).map_err(|e| LogError::io("delete segment", &p, e))?;
@@ -578,8 +586,7 @@ impl CleanPlan {
             && !batch.is_control()
             && self.aborted.get(&batch.producer_id()).is_some_and(|txns| {
                 let at = batch.base_offset();
-                txns.iter()
-                    .any(|&(first, last)| first <= at && at <= last)
+                txns.iter().any(|&(first, last)| first <= at && at <= last)
             })
     }
 

@@ -100,11 +100,11 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         let orphan = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
             .iter()
             .any(|suffix| {
-            name.strip_suffix(suffix)
-                .and_then(|n| n.strip_suffix('.'))
-                .and_then(base_of)
-                .is_some_and(|b| bases.binary_search(&b).is_err())
-        });
+                name.strip_suffix(suffix)
+                    .and_then(|n| n.strip_suffix('.'))
+                    .and_then(base_of)
+                    .is_some_and(|b| bases.binary_search(&b).is_err())
+            });
         if leftover || orphan {
             let path = dir.join(name);
             tracing::warn!(file = %path.display(), "removing leftover file");
@@ -215,7 +215,12 @@ impl Log {
                     let path = segment_path(&dir, later, LOG_SUFFIX);
                     tracing::warn!(segment = %path.display(), "deleting a segment after the \
                         recovery truncation point");
-                    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
+                    for suffix in [
+                        LOG_SUFFIX,
+                        INDEX_SUFFIX,
+                        TIME_INDEX_SUFFIX,
+                        TXN_INDEX_SUFFIX,
+                    ] {
                         let p = segment_path(&dir, later, suffix);
                         if let Err(e) = std::fs::remove_file(&p)
                             && e.kind() != std::io::ErrorKind::NotFound
@@ -277,8 +282,8 @@ impl Log {
         // Segments whose aborted transactions are unknown: those recovery scanned (their
         // `.txnindex` may miss entries or hold some past the cut), a damaged file, and a
         // rebuild a crash interrupted.
-        let mut rebuild = checkpoint::read_offset(&log.dir, TXN_REBUILD_FILE)
-            .unwrap_or(Some(i64::MIN));
+        let mut rebuild =
+            checkpoint::read_offset(&log.dir, TXN_REBUILD_FILE).unwrap_or(Some(i64::MIN));
         for seg in log.segments.values() {
             let recovered = recover && seg.base_offset() >= scan_from;
             if recovered || seg.txn_index_problem.is_some() {

@@ -205,7 +205,6 @@ impl TxnIndex {
         self.unsynced = false;
         Ok(())
     }
-
 }
 
 fn open(path: &Path, create: bool) -> std::io::Result<File> {

@@ -25,11 +25,11 @@ use tokio::sync::Notify;
 
 use crate::error::BrokerError;
 use crate::log::{
-    AbortedTxn, AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, LogError,
-    ReadInfo, SharedLog, lock_log,
+    AbortedTxn, AppendInfo, CleanStats, CleanerLimits, Flusher, Log, LogConfig, LogError, ReadInfo,
+    SharedLog, lock_log,
 };
 use crate::producer_state::{
-    BatchMeta, Check, CompletedTxn, ProducerStates, ProducerView, last_seq,
+    BatchMeta, Check, CompletedTxn, Marker, ProducerStates, ProducerView, last_seq,
 };
 use crate::rate_limit::RateLimit;
 
@@ -967,15 +967,14 @@ impl Partition {
                 return Err(e.into());
             }
         };
-        let completed = producers.complete_txn(
-            producer_id,
-            producer_epoch,
+        let marker = Marker {
+            epoch: producer_epoch,
             coordinator_epoch,
-            info.base_offset,
+            offset: info.base_offset,
             commit,
-            now_ms,
-            now_ms,
-        );
+            timestamp: now_ms,
+        };
+        let completed = producers.complete_txn(producer_id, marker, now_ms);
         let indexed = match completed {
             Some(txn) if txn.aborted => index_abort(&mut log, &producers, &txn),
             _ => Ok(()),
@@ -1280,7 +1279,11 @@ pub fn load_producer_state(log: &mut Log, now_ms: i64, expiration_ms: i64) -> Pr
 }
 
 /// Records an aborted transaction in the `.txnindex` of the segment holding its marker.
-fn index_abort(log: &mut Log, producers: &ProducerStates, txn: &CompletedTxn) -> Result<(), LogError> {
+fn index_abort(
+    log: &mut Log,
+    producers: &ProducerStates,
+    txn: &CompletedTxn,
+) -> Result<(), LogError> {
     log.add_aborted_txn(AbortedTxn {
         producer_id: txn.producer_id,
         first_offset: txn.first_offset,
@@ -1310,15 +1313,14 @@ fn record_producers(
                 continue;
             };
             let commit = kind == ControlRecordType::Commit;
-            let done = states.complete_txn(
-                pid,
+            let marker = Marker {
                 epoch,
-                marker.coordinator_epoch,
-                batch.base_offset(),
+                coordinator_epoch: marker.coordinator_epoch,
+                offset: batch.base_offset(),
                 commit,
-                batch.max_timestamp(),
-                append_ms,
-            );
+                timestamp: batch.max_timestamp(),
+            };
+            let done = states.complete_txn(pid, marker, append_ms);
             aborted.extend(done.filter(|t| t.aborted));
             continue;
         }

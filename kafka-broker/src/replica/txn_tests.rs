@@ -22,8 +22,13 @@ fn producer_batch(pid: i64, seq: i32, n: usize, tag: &str, txn: bool) -> (BytesM
         .transactional(txn);
     for i in 0..n {
         let (k, v) = (format!("k-{i}"), format!("{tag}-{i}"));
-        b.append(1_000 + i as i64, Some(k.as_bytes()), Some(v.as_bytes()), &[])
-            .unwrap();
+        b.append(
+            1_000 + i as i64,
+            Some(k.as_bytes()),
+            Some(v.as_bytes()),
+            &[],
+        )
+        .unwrap();
     }
     let summary = BatchSummary {
         producer_id: pid,
@@ -57,7 +62,13 @@ fn leader(dir: &Path, config: LogConfig) -> Arc<Partition> {
 /// A leader over the log in `dir`, and that log.
 fn leader_with_log(dir: &Path, config: LogConfig) -> (Arc<Partition>, SharedLog) {
     let log: SharedLog = Arc::new(Mutex::new(open_log(dir, config, false)));
-    let p = Arc::new(Partition::new("t", 0, Arc::clone(&log), ProducerStates::default(), None));
+    let p = Arc::new(Partition::new(
+        "t",
+        0,
+        Arc::clone(&log),
+        ProducerStates::default(),
+        None,
+    ));
     p.become_leader(0, &[], &[]).unwrap();
     (p, log)
 }
@@ -152,8 +163,16 @@ fn transactions_open_complete_and_move_the_last_stable_offset() {
     let o = p.offsets();
     assert_eq!((o.high_watermark, o.last_stable), (7, 7));
     assert_eq!(p.aborted_transactions(0, 7), vec![(2, 3)]);
-    assert_eq!(p.aborted_transactions(0, 3), vec![], "starts at the range's end");
-    assert_eq!(p.aborted_transactions(7, 8), vec![], "ends before the range");
+    assert_eq!(
+        p.aborted_transactions(0, 3),
+        vec![],
+        "starts at the range's end"
+    );
+    assert_eq!(
+        p.aborted_transactions(7, 8),
+        vec![],
+        "ends before the range"
+    );
     let (committed, all) = consume(&p);
     assert_eq!(committed, strings(&["plain-0", "a-0", "a-1", "a2-0"]));
     assert_eq!(all, strings(&["plain-0", "a-0", "a-1", "b-0", "a2-0"]));
@@ -233,7 +252,11 @@ fn with_a_follower_a_transaction_is_stable_only_once_its_marker_is_replicated() 
     let bytes = l.read(0, usize::MAX >> 1, 7).unwrap();
     f.append_as_follower(BytesMut::from(&bytes[..]), 0).unwrap();
     f.set_high_watermark_from_leader(6);
-    assert_eq!(f.offsets().last_stable, 4, "the abort marker at 6 is not below the HW");
+    assert_eq!(
+        f.offsets().last_stable,
+        4,
+        "the abort marker at 6 is not below the HW"
+    );
     f.set_high_watermark_from_leader(7);
     assert_eq!(f.offsets().last_stable, 7);
     assert_eq!(f.aborted_transactions(0, 7), vec![(1, 4)]);
@@ -249,7 +272,9 @@ fn with_a_follower_a_transaction_is_stable_only_once_its_marker_is_replicated() 
     assert_eq!(f.aborted_transactions(0, 7), vec![]);
     assert_eq!(f.producer_views()[0].current_txn_start_offset, 4);
     assert_eq!(
-        std::fs::metadata(dir.path().join("follow/00000000000000000000.txnindex")).ok().map(|m| m.len()),
+        std::fs::metadata(dir.path().join("follow/00000000000000000000.txnindex"))
+            .ok()
+            .map(|m| m.len()),
         None
     );
     assert_eq!(f.offsets().last_stable, 4);
@@ -314,7 +339,10 @@ fn the_txnindex_survives_a_clean_reopen_and_is_rebuilt_by_recovery() {
     // A clean reopen reads the files (and the snapshot keeps the open transaction).
     let (p, _) = reopen(dir.path(), &config, false);
     assert_eq!(consume(&p), seen);
-    assert_eq!(p.producer_views()[2].current_txn_start_offset, p.offsets().last_stable);
+    assert_eq!(
+        p.producer_views()[2].current_txn_start_offset,
+        p.offsets().last_stable
+    );
     drop(p);
     // Unclean: the files are gone and the last segment ends with a torn batch. Recovery cuts
     // it and the partition layer rebuilds every entry from the batches.
@@ -344,7 +372,10 @@ fn the_txnindex_survives_a_clean_reopen_and_is_rebuilt_by_recovery() {
     std::fs::write(dir.path().join(&files[0]), [0u8; 5]).unwrap();
     let (p, _) = reopen(dir.path(), &config, false);
     assert_eq!(consume(&p), seen);
-    assert_eq!(std::fs::metadata(dir.path().join(&files[0])).unwrap().len() % 34, 0);
+    assert_eq!(
+        std::fs::metadata(dir.path().join(&files[0])).unwrap().len() % 34,
+        0
+    );
 }
 
 #[test]
@@ -372,7 +403,10 @@ fn compaction_keeps_markers_drops_aborted_records_and_stops_at_the_lso() {
     assert!(stats.records_removed > 0);
     // Nothing at or past the LSO was rewritten: the cleaner stopped below it.
     let cleaned_end = crate::log::lock_log(&log).first_dirty_offset();
-    assert!(cleaned_end > 0 && cleaned_end <= lso, "{cleaned_end} vs LSO {lso}");
+    assert!(
+        cleaned_end > 0 && cleaned_end <= lso,
+        "{cleaned_end} vs LSO {lso}"
+    );
     assert_eq!(count_markers(&p), markers_before, "every marker stays");
     let o = p.offsets();
     let bytes = p.read(o.log_start, usize::MAX >> 1, cleaned_end).unwrap();
@@ -381,7 +415,10 @@ fn compaction_keeps_markers_drops_aborted_records_and_stops_at_the_lso() {
         .filter(|b| b.last_offset() < cleaned_end && !b.is_control())
         .flat_map(|b| values(&b))
         .collect();
-    assert!(left.iter().all(|v| !v.starts_with('x')), "aborted records dropped: {left:?}");
+    assert!(
+        left.iter().all(|v| !v.starts_with('x')),
+        "aborted records dropped: {left:?}"
+    );
     // Committed records are compacted as any other (one latest per key at most).
     assert!(left.iter().all(|v| committed.contains(v)), "{left:?}");
     assert!(!left.is_empty() && left.len() <= 2, "{left:?}");

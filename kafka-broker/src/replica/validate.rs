@@ -498,7 +498,11 @@ mod tests {
                 .and_then(code)
         };
         // A transactional batch of a producer: accepted, and summarised as transactional.
-        let txn = build(RecordBatchBuilder::new().producer(5, 0, 0).transactional(true));
+        let txn = build(
+            RecordBatchBuilder::new()
+                .producer(5, 0, 0)
+                .transactional(true),
+        );
         let summary = check(&txn, &rules(MB), ("t", 0), 0, all).unwrap();
         assert!(summary[0].transactional && summary[0].producer_id == 5);
         // Control batches are the coordinators' alone.
