@@ -439,4 +439,112 @@ mod tests {
         ids.sort();
         assert_eq!(ids, ["a", "c", "d", "e"]);
     }
+
+    fn txn_commit(broker: &crate::Broker, group: &str, pid: i64, partition: i32, offset: i64) {
+        let request = crate::group::TxnCommitRequest {
+            transactional_id: format!("tx-{pid}"),
+            group_id: group.into(),
+            producer_id: pid,
+            producer_epoch: 1,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            partitions: vec![CommitPartition {
+                topic: "t".into(),
+                partition,
+                offset,
+                leader_epoch: -1,
+                metadata: None,
+                commit_timestamp: None,
+            }],
+        };
+        let errors = futures::executor::block_on(broker.groups.txn_commit_offsets(&request));
+        assert_eq!(errors, vec![ErrorCode::NONE]);
+    }
+
+    /// Appends a COMMIT or ABORT marker of `pid` to the group's offsets partition, as the
+    /// transaction coordinator does, and tells the group coordinator.
+    fn marker(broker: &crate::Broker, group: &str, pid: i64, commit: bool) {
+        let index = crate::group::partition_for(group, 4);
+        let part = broker.partition(OFFSETS_TOPIC, index).unwrap();
+        let kind = if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        };
+        let now = crate::broker::now_ms();
+        let batch = kafka_protocol::record::end_txn_marker_batch(kind, pid, 1, 0, now).unwrap();
+        let summary = BatchSummary {
+            producer_id: pid,
+            producer_epoch: 1,
+            base_sequence: NO_SEQUENCE,
+            records: 1,
+            max_timestamp: now,
+            transactional: true,
+        };
+        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], now)
+            .unwrap();
+        broker.groups.complete_transaction(index, pid, commit);
+    }
+
+    #[test]
+    fn transactional_offsets_are_written_as_the_producers_batches_and_replayed_by_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let broker = open(dir.path());
+            commit(&broker, "a", 0, 5);
+            txn_commit(&broker, "a", 70, 0, 50);
+            // The batch is the producer's, transactional, without a sequence.
+            let p = crate::group::partition_for("a", 4);
+            let part = broker.partition(OFFSETS_TOPIC, p).unwrap();
+            let bytes = part.read(0, 1 << 20, part.offsets().log_end).unwrap();
+            let batches: Vec<_> = RecordBatches::new(bytes).map(Result::unwrap).collect();
+            let last = batches.last().unwrap();
+            assert!(last.is_transactional() && !last.is_control());
+            assert_eq!(
+                (
+                    last.producer_id(),
+                    last.producer_epoch(),
+                    last.base_sequence()
+                ),
+                (70, 1, -1)
+            );
+            assert!(matches!(
+                read_partition(&part).last(),
+                Some(LogEntry::Transactional {
+                    producer_id: 70,
+                    ..
+                })
+            ));
+            assert_eq!(committed(&broker, "a", 0).0, 5);
+            marker(&broker, "a", 70, true);
+            assert_eq!(committed(&broker, "a", 0).0, 50);
+            // Aborted: the abort marker drops it, before and after the restart.
+            txn_commit(&broker, "a", 71, 1, 61);
+            marker(&broker, "a", 71, false);
+            // Left open: no marker before the restart.
+            txn_commit(&broker, "b", 72, 0, 70);
+            assert!(matches!(
+                read_partition(&part).last(),
+                Some(LogEntry::Marker {
+                    producer_id: 71,
+                    commit: false,
+                    ..
+                })
+            ));
+        }
+        let broker = open(dir.path());
+        assert_eq!(committed(&broker, "a", 0).0, 50);
+        assert_eq!(committed(&broker, "a", 1).0, -1);
+        let unstable = broker
+            .groups
+            .fetch_offsets("b", Some(&[("t".to_owned(), vec![0])]), true);
+        assert_eq!(unstable[0].error, ErrorCode::UNSTABLE_OFFSET_COMMIT);
+        // The open transaction ends after the restart.
+        marker(&broker, "b", 72, true);
+        assert_eq!(committed(&broker, "b", 0).0, 70);
+        drop(broker);
+        let broker = open(dir.path());
+        assert_eq!(committed(&broker, "b", 0).0, 70);
+    }
 }

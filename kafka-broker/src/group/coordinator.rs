@@ -864,4 +864,101 @@ mod tests {
         assert_eq!(a.await.unwrap(), vec![ErrorCode::NONE; 2]);
         assert_eq!(fetched(&c), vec![7, 1]);
     }
+
+    /// A sink for transactional batches: refuses while `fail` is set, else holds each
+    /// acknowledgement for the test to give; keeps what it was handed.
+    #[derive(Debug, Default)]
+    struct TxnSink {
+        fail: Arc<AtomicBool>,
+        batches: Arc<Mutex<Vec<TxnBatch>>>,
+        acks: Arc<Mutex<Vec<Ack>>>,
+    }
+
+    impl RecordSink for TxnSink {
+        fn append(&self, _records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
+            Ok(None)
+        }
+
+        fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(ErrorCode::NOT_COORDINATOR);
+            }
+            self.batches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(batch);
+            let (tx, rx) = oneshot::channel();
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+            Ok(Some(Box::pin(async move {
+                rx.await.unwrap_or(Err(ErrorCode::NOT_COORDINATOR))
+            })))
+        }
+    }
+
+    fn txn_commit(offset: i64) -> TxnCommitRequest {
+        TxnCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: "g".into(),
+            producer_id: 7,
+            producer_epoch: 3,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            partitions: commit(&[(0, offset)]).partitions,
+        }
+    }
+
+    fn pending(c: &GroupCoordinator) -> Option<i64> {
+        c.inspect(|m| m.pending_txn_offset("g", 7, "t", 0).map(|v| v.offset))
+    }
+
+    #[tokio::test]
+    async fn a_transactional_commit_is_answered_once_written_and_undone_if_it_is_not() {
+        let sink = TxnSink::default();
+        let (fail, batches, acks) = (sink.fail.clone(), sink.batches.clone(), sink.acks.clone());
+        let c = GroupCoordinator::with_parts(
+            GroupConfig::default(),
+            Box::new(MemoryOffsetStore::default()),
+            Box::new(sink),
+        );
+        let take = || {
+            acks.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(0)
+        };
+        // Pending at once, answered when acknowledged; one batch of the producer.
+        let first = tokio::spawn(c.txn_commit_offsets(&txn_commit(10)));
+        tokio::task::yield_now().await;
+        assert!(!first.is_finished());
+        assert_eq!(pending(&c), Some(10));
+        take().send(Ok(())).unwrap();
+        assert_eq!(first.await.unwrap(), vec![ErrorCode::NONE]);
+        {
+            let b = batches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            assert_eq!((b.len(), b[0].producer_id, b[0].producer_epoch), (1, 7, 3));
+            assert_eq!(b[0].records.len(), 1);
+        }
+        // Acknowledgement failed: answered with its error, the earlier pending offset back.
+        let second = tokio::spawn(c.txn_commit_offsets(&txn_commit(20)));
+        tokio::task::yield_now().await;
+        assert_eq!(pending(&c), Some(20));
+        take().send(Err(ErrorCode::NOT_ENOUGH_REPLICAS)).unwrap();
+        assert_eq!(second.await.unwrap(), vec![ErrorCode::NOT_ENOUGH_REPLICAS]);
+        assert_eq!(pending(&c), Some(10));
+        // Refused by the sink: the same.
+        fail.store(true, Ordering::SeqCst);
+        let refused = c.txn_commit_offsets(&txn_commit(30)).await;
+        assert_eq!(refused, vec![ErrorCode::NOT_COORDINATOR]);
+        assert_eq!(pending(&c), Some(10));
+        // The marker commits what was written.
+        let p = c.partition_for("g");
+        assert_eq!(c.complete_transaction(p, 7, true), 1);
+        assert_eq!(fetched(&c), vec![10, -1]);
+        assert_eq!(pending(&c), None);
+    }
 }

@@ -22,9 +22,9 @@ use super::types::{
 /// and `now`.
 ///
 /// JoinGroup and SyncGroup answers come out of [`GroupManager::poll_output`] (right away or
-/// later); everything else answers directly. After any call, drain `poll_output` and
-/// [`GroupManager::take_records`], and call [`GroupManager::handle_timeout`] once
-/// [`GroupManager::poll_timeout`] is due.
+/// later); everything else answers directly. After any call, drain `poll_output`,
+/// [`GroupManager::take_records`] and [`GroupManager::take_txn_batches`], and call
+/// [`GroupManager::handle_timeout`] once [`GroupManager::poll_timeout`] is due.
 #[derive(Debug)]
 pub struct GroupManager {
     pub(super) config: GroupConfig,

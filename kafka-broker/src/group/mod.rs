@@ -5,7 +5,9 @@
 //! the driver's clock). It never sleeps, reads a clock or does I/O. Answers that have to wait
 //! (a JoinGroup until the rebalance completes, a follower's SyncGroup until the leader's
 //! arrives) come out later as [`Output`]s, and every change that Kafka would write to
-//! `__consumer_offsets` comes out as an [`OffsetsRecord`].
+//! `__consumer_offsets` comes out as an [`OffsetsRecord`] (a TxnOffsetCommit's as a
+//! [`TxnBatch`], written as the producer's transactional batch; its offsets stay pending until
+//! [`GroupManager::complete_transaction`], see `txn_offsets.rs`).
 //!
 //! [`GroupCoordinator`] wraps the manager in a mutex for the request handlers, turns pending
 //! answers into futures (tokio oneshot channels) and hands records to a [`RecordSink`];
