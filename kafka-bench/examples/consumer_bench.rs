@@ -39,6 +39,17 @@
 //! bound bind did not make librdkafka faster and took its RSS to about 300 MiB). librdkafka
 //! also gets `statistics.interval.ms=500`, to count its Fetch requests.
 //!
+//! The `read_committed` case reads a topic filled with transactions instead: our
+//! transactional producer (acks=all, idempotent, its own `transactional.id`) writes 1,000
+//! records per transaction, the same placement, and aborts every tenth transaction after its
+//! records are acknowledged (so they are in the log: their values start with byte 255, which
+//! no committed value does); the parent checks the log end offsets add up to the committed and
+//! aborted records plus one marker per partition per transaction. Both clients read it with
+//! `isolation.level=read_committed` until they have the committed count, then (untimed) poll
+//! for half a second more; a phase that reads any other count, or other values, fails the
+//! run. (The other cases leave `isolation.level` to each client's default: ours
+//! read_uncommitted, librdkafka read_committed; without transactions both read the same.)
+//!
 //! With `--rounds N` (default 5) every case runs N times, the two clients alternating who goes
 //! first, and each client's best round is reported (other work on a shared machine only slows
 //! a phase down); each phase also reports how many cores everything else kept busy meanwhile.
@@ -46,8 +57,10 @@
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example consumer_bench -- \
 //!     --broker target/release/kafka-broker [--quick|--full] [--rounds N] [--check-crcs] \
-//!     [--json] [--out PATH] [--dir PATH]
+//!     [--json] [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
+//!
+//! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `read_committed`).
 //!
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
 //! the same object to a file. For experiments: `CONSUMER_BENCH_OURS_SET=key=value,...` adds
@@ -61,7 +74,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kafka_bench::harness::{Error, TempDir, cpu_since, num, run_self, start_broker, topics};
+use kafka_bench::harness::{
+    Error, TempDir, cpu_since, extra_settings, num, run_self, start_broker, topics,
+};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use kafka_consumer::{Consumer, ConsumerConfig};
 use kafka_producer::{Producer, ProducerConfig, ProducerRecord};
@@ -90,6 +105,14 @@ const FILL_CHUNK: u64 = 100;
 const FETCH_QUEUE_BACKOFF_MS: u32 = 10;
 /// The poll timeout of both clients.
 const POLL: Duration = Duration::from_millis(100);
+/// Records per transaction when filling the read_committed case's topic.
+const FILL_TXN: u64 = 1000;
+/// Every this many transactions of that fill, one is aborted.
+const ABORT_EVERY: u64 = 10;
+/// The first byte of every aborted value (committed ones start with 0 to 250).
+const ABORTED_MARK: u8 = 255;
+/// How long a read_committed phase polls on, untimed, after the committed count.
+const DRAIN: Duration = Duration::from_millis(500);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -140,6 +163,9 @@ struct Case {
     /// `compression.type` of the producer that filled the topic.
     compression: &'static str,
     check_crcs: bool,
+    /// The topic is filled with transactions (some aborted), read with
+    /// `isolation.level=read_committed`; `records` counts the committed ones.
+    read_committed: bool,
 }
 
 impl Case {
@@ -157,16 +183,28 @@ impl Case {
         if self.check_crcs {
             s.push_str(" crc");
         }
+        if self.read_committed {
+            s.push_str(" read_committed");
+        }
         s
     }
 
     /// Cases with the same key read the same topic.
-    fn topic_key(&self) -> (usize, i32, u64, &'static str) {
-        (self.size, self.partitions, self.records, self.compression)
+    fn topic_key(&self) -> (usize, i32, u64, &'static str, bool) {
+        (
+            self.size,
+            self.partitions,
+            self.records,
+            self.compression,
+            self.read_committed,
+        )
     }
 
     fn is_headline(&self) -> bool {
-        self.size == 100 && self.partitions == 8 && self.compression == "none"
+        self.size == 100
+            && self.partitions == 8
+            && self.compression == "none"
+            && !self.read_committed
     }
 }
 
@@ -208,6 +246,7 @@ fn cases(mode: Mode, check_crcs: bool) -> Vec<Case> {
         records: records(size),
         compression,
         check_crcs: crc,
+        read_committed: false,
     };
     // The headline case first; a CRC variant right after the case whose topic it reads.
     let mut out = Vec::new();
@@ -220,6 +259,16 @@ fn cases(mode: Mode, check_crcs: bool) -> Vec<Case> {
     if mode == Mode::Full {
         out.push(case(100, 8, "lz4", check_crcs));
     }
+    // Committed transactions with aborted ones among them, read_committed.
+    out.push(Case {
+        records: if mode == Mode::Quick {
+            1_000_000
+        } else {
+            5_000_000
+        },
+        read_committed: true,
+        ..case(100, 8, "none", check_crcs)
+    });
     out
 }
 
@@ -233,6 +282,7 @@ struct PhaseSpec {
     partitions: i32,
     records: u64,
     check_crcs: bool,
+    read_committed: bool,
     max_phase: Duration,
 }
 
@@ -246,13 +296,24 @@ impl PhaseSpec {
             self.partitions.to_string(),
             self.records.to_string(),
             self.check_crcs.to_string(),
+            self.read_committed.to_string(),
             self.max_phase.as_millis().to_string(),
         ]
     }
 
     fn from_args(args: &[String]) -> Result<Self, Error> {
-        let [client, addr, topic, partitions, records, crcs, max_ms] = args else {
-            return Err("--phase: expected 7 arguments".into());
+        let [
+            client,
+            addr,
+            topic,
+            partitions,
+            records,
+            crcs,
+            committed,
+            max_ms,
+        ] = args
+        else {
+            return Err("--phase: expected 8 arguments".into());
         };
         Ok(Self {
             client: Client::parse(client)?,
@@ -261,6 +322,7 @@ impl PhaseSpec {
             partitions: partitions.parse()?,
             records: records.parse()?,
             check_crcs: crcs.parse()?,
+            read_committed: committed.parse()?,
             max_phase: Duration::from_millis(max_ms.parse()?),
         })
     }
@@ -292,14 +354,16 @@ struct PhaseResult {
     /// Set by the parent: cores kept busy by everything else on the machine (neither this
     /// client nor the broker) over the phase child's life; a noise indicator.
     other_cores: f64,
+    /// read_committed: records that came after the committed count (in `DRAIN`).
+    extra: u64,
 }
 
 impl PhaseResult {
-    const FIELDS: usize = 12;
+    const FIELDS: usize = 13;
 
     fn to_line(&self) -> String {
         format!(
-            "RESULT {} {} {} {} {} {} {} {} {} {} {} {}",
+            "RESULT {} {} {} {} {} {} {} {} {} {} {} {} {}",
             self.records,
             self.bytes,
             self.checksum,
@@ -311,7 +375,8 @@ impl PhaseResult {
             self.buffered_max,
             self.cpu_total_s,
             self.broker_cpu_s,
-            self.other_cores
+            self.other_cores,
+            self.extra
         )
     }
 
@@ -337,6 +402,7 @@ impl PhaseResult {
             cpu_total_s: f[9].parse()?,
             broker_cpu_s: f[10].parse()?,
             other_cores: f[11].parse()?,
+            extra: f[12].parse()?,
         })
     }
 
@@ -413,22 +479,6 @@ fn phase_main(args: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Extra settings from environment variable `var` (`key=value,...`), for experiments.
-fn extra_settings(var: &str) -> Result<Vec<(String, String)>, Error> {
-    let Ok(s) = std::env::var(var) else {
-        return Ok(Vec::new());
-    };
-    s.split(',')
-        .filter(|kv| !kv.trim().is_empty())
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .ok_or_else(|| format!("{var}: expected key=value, got {kv}"))
-        })
-        .collect::<Result<_, _>>()
-        .map_err(Into::into)
-}
-
 async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     let mut settings: Vec<(String, String)> = [
         ("bootstrap.servers", spec.addr.clone()),
@@ -446,6 +496,9 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    if spec.read_committed {
+        settings.push(("isolation.level".into(), "read_committed".into()));
+    }
     settings.extend(extra_settings("CONSUMER_BENCH_OURS_SET")?);
     let consumer = Consumer::new(ConsumerConfig::from_pairs(settings)?).await?;
     let partitions = tokio::time::timeout(
@@ -482,6 +535,13 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     }
     let seconds = started.elapsed().as_secs_f64();
     let cpu_s = cpu_since(cpu0);
+    let mut extra = 0;
+    if spec.read_committed {
+        let until = Instant::now() + DRAIN;
+        while Instant::now() < until {
+            extra += consumer.poll(DRAIN / 5).await?.len() as u64;
+        }
+    }
     let m = consumer.metrics();
     consumer.close(Duration::from_secs(5)).await?;
     Ok(PhaseResult {
@@ -493,6 +553,7 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         cpu_s,
         fetches: m.fetch_requests,
         buffered_max: m.buffered_bytes_max as u64,
+        extra,
         ..Default::default()
     })
 }
@@ -545,6 +606,9 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
             "statistics.interval.ms",
             STATS_INTERVAL.as_millis().to_string(),
         );
+    if spec.read_committed {
+        cfg.set("isolation.level", "read_committed");
+    }
     for (k, v) in extra_settings("CONSUMER_BENCH_RDKAFKA_SET")? {
         cfg.set(k, v);
     }
@@ -592,6 +656,17 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     }
     let seconds = started.elapsed().as_secs_f64();
     let cpu_s = cpu_since(cpu0);
+    let mut extra = 0;
+    if spec.read_committed {
+        let until = Instant::now() + DRAIN;
+        while Instant::now() < until {
+            match consumer.poll(DRAIN / 5) {
+                Some(Ok(_)) => extra += 1,
+                Some(Err(e)) => return Err(e.into()),
+                None => {}
+            }
+        }
+    }
     // The Fetch count of the next statistics event (served by poll; not timed).
     let seen = RD_STATS_EVENTS.load(Ordering::Relaxed);
     let deadline = Instant::now() + STATS_INTERVAL * 3;
@@ -606,6 +681,7 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         first_ms: t.first.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
         cpu_s,
         fetches: RD_FETCH_REQUESTS.load(Ordering::Relaxed),
+        extra,
         ..Default::default()
     })
 }
@@ -613,75 +689,155 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
 // ----- filling a topic (child process) -----
 
 /// Writes `records` values of `size` bytes to `topic` with our producer and prints
-/// `FILLED <acknowledged> <failed> <checksum> <seconds>`.
+/// `FILLED <acknowledged> <failed> <checksum> <seconds> <log records> <aborted>`: the
+/// committed records acknowledged (all of them without transactions), those that failed, the
+/// checksum of the committed values, the offsets the log should hold (committed and aborted
+/// records and transaction markers) and the aborted records.
 fn fill_main(args: &[String]) -> Result<(), Error> {
-    let [addr, topic, size, partitions, records, compression] = args else {
-        return Err("--fill: expected 6 arguments".into());
+    let [
+        addr,
+        topic,
+        size,
+        partitions,
+        records,
+        compression,
+        transactional,
+    ] = args
+    else {
+        return Err("--fill: expected 7 arguments".into());
     };
-    let (size, partitions, records): (usize, u64, u64) =
-        (size.parse()?, partitions.parse()?, records.parse()?);
-    let compression = codec(compression)?;
+    let spec = Fill {
+        addr,
+        topic,
+        size: size.parse()?,
+        partitions: partitions.parse()?,
+        records: records.parse()?,
+        compression: codec(compression)?,
+        transactional: transactional.parse()?,
+    };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(fill(addr, topic, size, partitions, records, compression))
+        .block_on(fill(&spec))
 }
 
-async fn fill(
-    addr: &str,
-    topic: &str,
+/// What a fill child writes.
+struct Fill<'a> {
+    addr: &'a str,
+    topic: &'a str,
     size: usize,
     partitions: u64,
+    /// Committed records.
     records: u64,
-    compression: &str,
-) -> Result<(), Error> {
-    let cfg = ProducerConfig::from_pairs([
-        ("bootstrap.servers", addr),
+    compression: &'a str,
+    /// In transactions of `FILL_TXN` records, every `ABORT_EVERY`th aborted.
+    transactional: bool,
+}
+
+async fn fill(spec: &Fill<'_>) -> Result<(), Error> {
+    let txn_id = format!("{}-fill", spec.topic);
+    let mut settings = vec![
+        ("bootstrap.servers", spec.addr),
         ("client.id", "consumer-bench-fill"),
-        ("acks", "1"),
-        ("enable.idempotence", "false"),
         ("linger.ms", "5"),
         ("batch.size", "16384"),
         ("buffer.memory", "33554432"),
-        ("compression.type", compression),
-    ])?;
-    let producer = Producer::new(cfg).await?;
-    producer.partitions_for(topic).await?;
-    let filler = kafka_bench::records(size);
+        ("compression.type", spec.compression),
+    ];
+    if spec.transactional {
+        settings.extend([
+            ("acks", "all"),
+            ("enable.idempotence", "true"),
+            ("transactional.id", txn_id.as_str()),
+        ]);
+    } else {
+        settings.extend([("acks", "1"), ("enable.idempotence", "false")]);
+    }
+    let producer = Producer::new(ProducerConfig::from_pairs(settings)?).await?;
+    if spec.transactional {
+        producer.init_transactions().await?;
+    }
+    producer.partitions_for(spec.topic).await?;
+    let filler = kafka_bench::records(spec.size);
     let acked = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
+    let aborted_acked = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut checksum = 0u64;
-    for i in 0..records {
-        let mut value = filler.to_vec();
-        if let Some(b) = value.first_mut() {
-            *b = (i % 251) as u8;
+    // Committed records written, records written (committed or aborted), markers.
+    let (mut i, mut n, mut markers) = (0u64, 0u64, 0u64);
+    let per_txn = if spec.transactional {
+        FILL_TXN
+    } else {
+        spec.records
+    };
+    let mut k = 0u64;
+    while i < spec.records {
+        let abort = spec.transactional && k % ABORT_EVERY == ABORT_EVERY - 1;
+        k += 1;
+        if spec.transactional {
+            producer.begin_transaction()?;
         }
-        checksum += touch(&value);
-        let partition = ((i / FILL_CHUNK) % partitions) as i32;
-        let (a, f) = (acked.clone(), failed.clone());
-        producer
-            .send_with_callback(
-                ProducerRecord::new(topic, value).partition(partition),
-                move |r| {
-                    if r.is_ok() {
-                        a.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        f.fetch_add(1, Ordering::Relaxed);
-                    }
-                },
-            )
-            .await?;
+        let mut touched = std::collections::BTreeSet::new();
+        let count = if abort {
+            per_txn
+        } else {
+            per_txn.min(spec.records - i)
+        };
+        for _ in 0..count {
+            let mut value = filler.to_vec();
+            if let Some(b) = value.first_mut() {
+                *b = if abort { ABORTED_MARK } else { (i % 251) as u8 };
+            }
+            if !abort {
+                checksum += touch(&value);
+                i += 1;
+            }
+            let partition = ((n / FILL_CHUNK) % spec.partitions) as i32;
+            n += 1;
+            touched.insert(partition);
+            let (a, f) = if abort {
+                (aborted_acked.clone(), failed.clone())
+            } else {
+                (acked.clone(), failed.clone())
+            };
+            producer
+                .send_with_callback(
+                    ProducerRecord::new(spec.topic, value).partition(partition),
+                    move |r| {
+                        if r.is_ok() {
+                            a.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            f.fetch_add(1, Ordering::Relaxed);
+                        }
+                    },
+                )
+                .await?;
+        }
+        if spec.transactional {
+            markers += touched.len() as u64;
+            if abort {
+                // In the log first, so a reader has aborted records to skip.
+                tokio::time::timeout(Duration::from_secs(120), producer.flush())
+                    .await
+                    .map_err(|_| "flush did not complete within 120 s")?;
+                producer.abort_transaction().await?;
+            } else {
+                producer.commit_transaction().await?;
+            }
+        }
     }
     tokio::time::timeout(Duration::from_secs(120), producer.flush())
         .await
         .map_err(|_| "flush did not complete within 120 s")?;
     let seconds = started.elapsed().as_secs_f64();
     producer.close(Duration::from_secs(10)).await;
+    let aborted = aborted_acked.load(Ordering::Relaxed);
     println!(
-        "FILLED {} {} {checksum} {seconds}",
+        "FILLED {} {} {checksum} {seconds} {} {aborted}",
         acked.load(Ordering::Relaxed),
-        failed.load(Ordering::Relaxed)
+        failed.load(Ordering::Relaxed),
+        i + aborted + markers,
     );
     Ok(())
 }
@@ -722,6 +878,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut broker_path = None;
     let mut dir = None;
     let mut rounds = 5usize;
+    let mut only = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -740,6 +897,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
+            "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -766,7 +924,13 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let broker = start_broker(&broker_path, &tmp.0)?;
     println!("  broker pid {} on {}", broker.pid, broker.addr);
 
-    let cases = cases(mode, check_crcs);
+    let cases: Vec<Case> = cases(mode, check_crcs)
+        .into_iter()
+        .filter(|c| only.as_ref().is_none_or(|o| c.name().contains(o.as_str())))
+        .collect();
+    if cases.is_empty() {
+        return Err("--only: no case matches".into());
+    }
     let mut rows = Vec::new();
     let mut filled: Option<(Case, Filled)> = None;
     for (i, case) in cases.iter().enumerate() {
@@ -811,11 +975,13 @@ fn bench(args: &[String]) -> Result<(), Error> {
                     partitions: case.partitions,
                     records: case.records,
                     check_crcs: case.check_crcs,
+                    read_committed: case.read_committed,
                     max_phase,
                 };
                 let r = run_phase(&spec, &broker.pid)?;
                 let problems = problems(&r, case, topic.checksum);
                 verified &= problems.is_empty();
+                let failed_committed = case.read_committed && !problems.is_empty();
                 println!(
                     "{:>9.0} rec/s {:>7.1} MB/s, CPU {:.2} s/M records, RSS {:.1} MiB, \
                      first record {:.0} ms, {} fetches{}; other load {:.1} cores{}",
@@ -836,6 +1002,15 @@ fn bench(args: &[String]) -> Result<(), Error> {
                     r.other_cores,
                     problems
                 );
+                if failed_committed {
+                    return Err(format!(
+                        "{} did not read exactly the {} committed records with \
+                         read_committed{problems}",
+                        client.name(),
+                        case.records
+                    )
+                    .into());
+                }
                 match client {
                     Client::Ours => pair.0 = r,
                     Client::Librdkafka => pair.1 = r,
@@ -876,8 +1051,18 @@ fn fill_topic(addr: &str, broker_pid: &str, i: usize, case: &Case) -> Result<Fil
     let topic = format!("cb-{i}-{}-{}p", case.size, case.partitions);
     topics::create(addr, &topic, case.partitions)?;
     print!(
-        "  filling {topic}: {} records of {} bytes, compression {} (our producer) ... ",
-        case.records, case.size, case.compression
+        "  filling {topic}: {} records of {} bytes, compression {}{} (our producer) ... ",
+        case.records,
+        case.size,
+        case.compression,
+        if case.read_committed {
+            format!(
+                ", committed in transactions of {FILL_TXN} with 1 in {ABORT_EVERY} \
+                 more aborted"
+            )
+        } else {
+            String::new()
+        }
     );
     std::io::stdout().flush()?;
     let args = vec![
@@ -888,6 +1073,7 @@ fn fill_topic(addr: &str, broker_pid: &str, i: usize, case: &Case) -> Result<Fil
         case.partitions.to_string(),
         case.records.to_string(),
         case.compression.to_owned(),
+        case.read_committed.to_string(),
     ];
     let run = run_self(&args, FILL_DEADLINE, broker_pid)?;
     if !run.status.success() {
@@ -900,22 +1086,36 @@ fn fill_topic(addr: &str, broker_pid: &str, i: usize, case: &Case) -> Result<Fil
         .find_map(|l| l.strip_prefix("FILLED "))
         .ok_or("the fill printed no result")?;
     let f: Vec<&str> = line.split_whitespace().collect();
-    let [acked, failed, checksum, seconds] = f[..] else {
+    let [acked, failed, checksum, seconds, expected, aborted] = f[..] else {
         return Err(format!("bad FILLED line: {line}").into());
     };
     let (acked, failed): (u64, u64) = (acked.parse()?, failed.parse()?);
+    let (expected, aborted): (u64, u64) = (expected.parse()?, aborted.parse()?);
     let seconds: f64 = seconds.parse()?;
     if acked != case.records || failed != 0 {
         return Err(format!("filling {topic}: {acked} acknowledged, {failed} failed").into());
     }
     let in_log = log_records(addr, &topic, case.partitions)?;
-    if in_log != case.records {
-        return Err(format!("{topic} holds {in_log} records, {} written", case.records).into());
+    if in_log != expected {
+        return Err(format!(
+            "{topic} holds {in_log} offsets, {expected} expected ({} committed, {aborted} \
+             aborted records and the markers)",
+            case.records
+        )
+        .into());
     }
     println!(
-        "{:.1} s ({:.0} records/s)",
+        "{:.1} s ({:.0} records/s){}",
         seconds,
-        case.records as f64 / seconds.max(1e-9)
+        (case.records + aborted) as f64 / seconds.max(1e-9),
+        if case.read_committed {
+            format!(
+                "; {aborted} aborted records, {} markers",
+                expected - case.records - aborted
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(Filled {
         topic,
@@ -957,6 +1157,12 @@ fn problems(r: &PhaseResult, case: &Case, checksum: u64) -> String {
         s.push_str(&format!(
             "; CHECKSUM {} differs from the written {checksum}",
             r.checksum
+        ));
+    }
+    if r.extra > 0 {
+        s.push_str(&format!(
+            "; {} MORE records after the {} committed",
+            r.extra, case.records
         ));
     }
     s
@@ -1009,7 +1215,7 @@ fn run_phase(spec: &PhaseSpec, broker_pid: &str) -> Result<PhaseResult, Error> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "\n| {:<16} | {:<10} | {:>10} | {:>10} | {:>7} | {:>11} | {:>9} | {:>8} | {:>7} | {:>9} | {:>9} | {:>8} |",
+        "\n| {:<23} | {:<10} | {:>10} | {:>10} | {:>7} | {:>11} | {:>9} | {:>8} | {:>7} | {:>9} | {:>9} | {:>8} |",
         "case",
         "client",
         "records",
@@ -1024,7 +1230,7 @@ fn print_table(rows: &[Row]) {
         "ours/rdk"
     );
     println!(
-        "|{:-<18}|{:-<12}|{:-<12}|{:-<12}|{:-<9}|{:-<13}|{:-<11}|{:-<10}|{:-<9}|{:-<11}|{:-<11}|{:-<10}|",
+        "|{:-<25}|{:-<12}|{:-<12}|{:-<12}|{:-<9}|{:-<13}|{:-<11}|{:-<10}|{:-<9}|{:-<11}|{:-<11}|{:-<10}|",
         "", "", "", "", "", "", "", "", "", "", "", ""
     );
     for row in rows {
@@ -1035,7 +1241,7 @@ fn print_table(rows: &[Row]) {
                 String::new()
             };
             println!(
-                "| {:<16} | {:<10} | {:>10} | {:>10.0} | {:>7.1} | {:>11.3} | {:>5.1} MiB | {:>8.0} | {:>7} | {:>9.0} | {:>9.3} | {:>8} |",
+                "| {:<23} | {:<10} | {:>10} | {:>10.0} | {:>7.1} | {:>11.3} | {:>5.1} MiB | {:>8.0} | {:>7} | {:>9.0} | {:>9.3} | {:>8} |",
                 if client == "ours" {
                     row.case.name()
                 } else {
@@ -1069,7 +1275,7 @@ fn phase_json(r: &PhaseResult) -> String {
          \"records_per_s\":{},\"mb_per_s\":{},\"first_record_ms\":{},\"cpu_s\":{},\
          \"cpu_s_per_million\":{},\"peak_rss_kib\":{},\"fetch_requests\":{},\
          \"records_per_fetch\":{},\"buffered_bytes_max\":{},\"broker_cpu_s\":{},\
-         \"broker_us_per_record\":{},\"other_load_cores\":{}}}",
+         \"broker_us_per_record\":{},\"other_load_cores\":{},\"extra_records\":{}}}",
         r.records,
         r.bytes,
         r.checksum,
@@ -1085,7 +1291,8 @@ fn phase_json(r: &PhaseResult) -> String {
         r.buffered_max,
         num(r.broker_cpu_s, 2),
         num(r.broker_us_per_record(), 3),
-        num(r.other_cores, 2)
+        num(r.other_cores, 2),
+        r.extra
     )
 }
 
@@ -1102,7 +1309,8 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 .collect();
             format!(
                 "{{\"case\":\"{}\",\"record_bytes\":{},\"partitions\":{},\"records\":{},\
-                 \"compression\":\"{}\",\"check_crcs\":{},\"verified\":{},\"ratio\":{},\
+                 \"compression\":\"{}\",\"check_crcs\":{},\"read_committed\":{},\
+                 \"verified\":{},\"ratio\":{},\
                  \"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\"librdkafka\":{}}}",
                 c.name(),
                 c.size,
@@ -1110,6 +1318,7 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 c.records,
                 c.compression,
                 c.check_crcs,
+                c.read_committed,
                 row.verified,
                 num(row.ratio(), 3),
                 num(row.cpu_ratio(), 3),
@@ -1128,7 +1337,9 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
          max.partition.fetch.bytes=1048576 fetch.max.bytes=52428800 check.crcs as per case \
          64 MiB fetched ahead (ours fetch.buffer.max.bytes, librdkafka \
          queued.max.messages.kbytes); socket receive buffer: OS default; librdkafka fetch.queue.backoff.ms={FETCH_QUEUE_BACKOFF_MS}; \
-         assign from the beginning\",\
+         assign from the beginning; read_committed case: isolation.level=read_committed on \
+         both, topic of committed transactions of {FILL_TXN} records and 1 in {ABORT_EVERY} \
+         aborted\",\
          \"headline\":\"{}\",\"ours_records_per_s\":{},\"librdkafka_records_per_s\":{},\
          \"ratio\":{},\"ours_mb_per_s\":{},\"librdkafka_mb_per_s\":{},\
          \"ours_cpu_s_per_million\":{},\"librdkafka_cpu_s_per_million\":{},\
@@ -1177,9 +1388,25 @@ mod tests {
             cpu_total_s: 0.75,
             broker_cpu_s: 0.25,
             other_cores: 0.1,
+            extra: 2,
         };
         let back = PhaseResult::from_line(&r.to_line()).unwrap();
         assert_eq!(back.to_line(), r.to_line());
+    }
+
+    #[test]
+    fn one_read_committed_case_of_its_own_topic() {
+        for mode in [Mode::Quick, Mode::Default, Mode::Full] {
+            let cs = cases(mode, false);
+            let rc: Vec<&Case> = cs.iter().filter(|c| c.read_committed).collect();
+            assert_eq!(rc.len(), 1);
+            assert!(!rc[0].is_headline() && rc[0].name().ends_with("read_committed"));
+            assert!(
+                cs.iter()
+                    .filter(|c| !c.read_committed)
+                    .all(|c| c.topic_key() != rc[0].topic_key())
+            );
+        }
     }
 
     #[test]

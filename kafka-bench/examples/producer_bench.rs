@@ -20,6 +20,26 @@
 //! every record, kept in a fixed-size log-linear histogram (1/64 relative precision). The last
 //! case is paced (10,000 records/s) to show latency below saturation.
 //!
+//! The transactional cases (`txns of N`: 100 and 10,000 records of 100 bytes per transaction,
+//! one topic of 8 partitions, acks=all, idempotent) give each phase its own `transactional.id`
+//! (the topic's name and `-txn`); the phase calls `init_transactions` and commits one warm-up
+//! transaction of one record before the clock starts, then runs a fixed number of
+//! transactions (beginning no new one after `MAX_PHASE`): begin, N records placed round-robin
+//! over the partitions by index (so every transaction spans all 8 on both clients; the
+//! record's partition is given, no partitioner runs), commit. Ours awaits
+//! `commit_transaction` (which flushes and then sends EndTxn); librdkafka waits, as in
+//! `rd_flush`, until every record of the transaction is acknowledged, then calls
+//! `commit_transaction`. Called directly, the crate's `commit_transaction` first runs the
+//! crate's `flush`, which polls in steps of up to 100 ms beside the producer's polling thread:
+//! about 10 commits/s whatever the transaction's size. Waiting first has its own cost:
+//! librdkafka bypasses `linger.ms` only while a flush call is running (its C
+//! `rd_kafka_commit_transaction` flushes with the whole timeout), so here the last batches of
+//! every transaction wait out `linger.ms` (5 ms) first, while ours (as the Java client's
+//! `commitTransaction`) sends them at once; with 100-record transactions that bounds
+//! librdkafka near 1000/5 ms = 200 commits/s less round trips. Nothing better is reachable
+//! without unsafe code; `PRODUCER_BENCH_RDKAFKA_SET=linger.ms=0` shows the difference. The
+//! clock stops after the last commit; commits/s counts the committed transactions.
+//!
 //! Settings, both clients: `acks` as the case says, `linger.ms=5`, `batch.size=16384`,
 //! `compression.type=none`, `max.in.flight.requests.per.connection=5`, `enable.idempotence`
 //! true with acks=all and false with acks=1 (librdkafka's idempotence needs acks=all), keyed
@@ -38,12 +58,15 @@
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example producer_bench -- \
 //!     --broker target/release/kafka-broker [--quick|--full] [--rounds N] [--json] \
-//!     [--out PATH] [--dir PATH]
+//!     [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
 //!
+//! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `txns`).
+//!
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
-//! the same object to a file. `PRODUCER_BENCH_RUNTIME=current` (an experiment) runs our
-//! producer on a current-thread runtime instead.
+//! the same object to a file. For experiments: `PRODUCER_BENCH_RUNTIME=current` runs our
+//! producer on a current-thread runtime instead, `PRODUCER_BENCH_RDKAFKA_SET=key=value,...`
+//! sets more (or other) settings on librdkafka.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,7 +75,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_bench::harness::{Error, TempDir, cpu_since, num, run_self, start_broker, topics};
+use kafka_bench::harness::{
+    Error, TempDir, cpu_since, extra_settings, num, run_self, start_broker, topics,
+};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use kafka_producer::{
     DeliveryHandler, Producer, ProducerConfig, ProducerError, ProducerRecord, RecordMetadata,
@@ -125,6 +150,9 @@ struct Case {
     records: u64,
     /// Records per second for a paced (latency) case; `None`: as fast as possible.
     rate: Option<u64>,
+    /// Records per transaction for a transactional case (`transactional.id` set, each
+    /// record's partition given round-robin); 0: no transactions.
+    txn: u64,
 }
 
 impl Case {
@@ -134,10 +162,16 @@ impl Case {
         } else {
             format!("{} B", self.size)
         };
+        let placement = if self.txn > 0 {
+            format!("txns of {}", self.txn)
+        } else if self.keyed {
+            "keyed".into()
+        } else {
+            "unkeyed".into()
+        };
         let mut s = format!(
-            "{size} acks={} {} {}p",
+            "{size} acks={} {placement} {}p",
             if self.acks_all { "all" } else { "1" },
-            if self.keyed { "keyed" } else { "unkeyed" },
             self.partitions
         );
         if let Some(r) = self.rate {
@@ -152,6 +186,12 @@ impl Case {
             && !self.keyed
             && self.partitions == 8
             && self.rate.is_none()
+            && self.txn == 0
+    }
+
+    /// Transactions of a transactional case (0 otherwise).
+    fn transactions(&self) -> u64 {
+        self.records.checked_div(self.txn).unwrap_or(0)
     }
 }
 
@@ -186,6 +226,7 @@ fn cases(mode: Mode) -> Vec<Case> {
         partitions,
         records: records(size),
         rate: None,
+        txn: 0,
     };
     let mut out = match mode {
         // The headline case, and one with every dimension changed.
@@ -212,6 +253,23 @@ fn cases(mode: Mode) -> Vec<Case> {
             v
         }
     };
+    // Transactions of 100 and of 10,000 records (a fixed count, bounded by MAX_PHASE too).
+    for (txn, transactions) in [(100, 1000), (10_000, 60)] {
+        let transactions = if mode == Mode::Quick {
+            transactions / 5
+        } else {
+            transactions
+        };
+        out.push(Case {
+            size: 100,
+            acks_all: true,
+            keyed: false,
+            partitions: 8,
+            records: txn * transactions,
+            rate: None,
+            txn,
+        });
+    }
     // Latency below saturation: a paced case.
     let (rate, seconds) = if mode == Mode::Quick {
         (10_000, 2)
@@ -225,6 +283,7 @@ fn cases(mode: Mode) -> Vec<Case> {
         partitions: 8,
         records: rate * seconds,
         rate: Some(rate),
+        txn: 0,
     });
     out
 }
@@ -254,6 +313,7 @@ impl PhaseSpec {
             c.partitions.to_string(),
             c.records.to_string(),
             c.rate.unwrap_or(0).to_string(),
+            c.txn.to_string(),
             self.max_phase.as_millis().to_string(),
         ]
     }
@@ -269,10 +329,11 @@ impl PhaseSpec {
             partitions,
             records,
             rate,
+            txn,
             max_ms,
         ] = args
         else {
-            return Err("--phase: expected 10 arguments".into());
+            return Err("--phase: expected 11 arguments".into());
         };
         let rate: u64 = rate.parse()?;
         Ok(Self {
@@ -286,6 +347,7 @@ impl PhaseSpec {
                 partitions: partitions.parse()?,
                 records: records.parse()?,
                 rate: (rate > 0).then_some(rate),
+                txn: txn.parse()?,
             },
             max_phase: Duration::from_millis(max_ms.parse()?),
         })
@@ -294,7 +356,7 @@ impl PhaseSpec {
     /// The settings both clients share, by Kafka's key names.
     fn common_settings(&self) -> Vec<(&'static str, String)> {
         let all = self.case.acks_all;
-        vec![
+        let mut settings = vec![
             ("bootstrap.servers", self.addr.clone()),
             ("acks", if all { "all" } else { "1" }.into()),
             ("linger.ms", "5".into()),
@@ -302,7 +364,16 @@ impl PhaseSpec {
             ("compression.type", "none".into()),
             ("max.in.flight.requests.per.connection", "5".into()),
             ("enable.idempotence", all.to_string()),
-        ]
+        ];
+        if self.case.txn > 0 {
+            settings.push(("transactional.id", format!("{}-txn", self.topic)));
+        }
+        settings
+    }
+
+    /// The partition of the `j`th record of a transaction (round-robin).
+    fn txn_partition(&self, j: u64) -> i32 {
+        (j % self.case.partitions.max(1) as u64) as i32
     }
 }
 
@@ -332,14 +403,16 @@ struct PhaseResult {
     /// Set by the parent: cores kept busy by everything else on the machine (neither this
     /// client nor the broker) over the phase child's life; a noise indicator.
     other_cores: f64,
+    /// Transactions committed (transactional cases).
+    commits: u64,
 }
 
 impl PhaseResult {
-    const FIELDS: usize = 15;
+    const FIELDS: usize = 16;
 
     fn to_line(&self) -> String {
         format!(
-            "RESULT {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+            "RESULT {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
             self.sent,
             self.acked,
             self.failed,
@@ -354,7 +427,8 @@ impl PhaseResult {
             self.records_per_batch,
             self.broker_cpu_s,
             self.cpu_total_s,
-            self.other_cores
+            self.other_cores,
+            self.commits
         )
     }
 
@@ -383,11 +457,16 @@ impl PhaseResult {
             broker_cpu_s: f[12].parse()?,
             cpu_total_s: f[13].parse()?,
             other_cores: f[14].parse()?,
+            commits: f[15].parse()?,
         })
     }
 
     fn per_sec(&self) -> f64 {
         self.acked as f64 / self.seconds.max(1e-9)
+    }
+
+    fn commits_per_sec(&self) -> f64 {
+        self.commits as f64 / self.seconds.max(1e-9)
     }
 
     fn mb_per_sec(&self, size: usize) -> f64 {
@@ -557,24 +636,49 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         .delivery_handler(std::sync::Arc::new(OurReports { epoch }))
         .build()?;
     let producer = Producer::new(cfg).await?;
+    let txn = spec.case.txn;
+    if txn > 0 {
+        producer.init_transactions().await?;
+    }
     producer.partitions_for(&spec.topic).await?;
     let payload = kafka_bench::records(spec.case.size);
     let keys: Vec<Bytes> = keys().into_iter().map(Bytes::from).collect();
     let topic: std::sync::Arc<str> = spec.topic.as_str().into();
-    // Connect to the leader (and get a producer id) before the clock starts.
+    // Connect to the leader (and get a producer id) before the clock starts; a transactional
+    // case commits this record in a transaction of its own.
+    if txn > 0 {
+        producer.begin_transaction()?;
+    }
     tokio::time::timeout(
         Duration::from_secs(30),
         producer.send(ProducerRecord::new(topic.clone(), payload.clone())),
     )
     .await
     .map_err(|_| "warm-up record not acknowledged within 30 s")??;
+    if txn > 0 {
+        producer.commit_transaction().await?;
+    }
     let base = producer.metrics();
     reset_counts();
 
     let started = Instant::now();
     let cpu0 = cpu_time_of("self");
     let mut sent = 0u64;
-    while sent < spec.case.records {
+    let mut commits = 0u64;
+    // Transactions: begin, `txn` records round-robin over the partitions, commit.
+    while txn > 0 && sent < spec.case.records && started.elapsed() <= spec.max_phase {
+        producer.begin_transaction()?;
+        for j in 0..txn {
+            let t = epoch.elapsed().as_nanos() as u64;
+            let record = ProducerRecord::new(topic.clone(), payload.clone())
+                .partition(spec.txn_partition(j));
+            producer.send_with_opaque(record, t).await?;
+        }
+        sent += txn;
+        producer.commit_transaction().await?;
+        commits += 1;
+    }
+    while txn == 0 && sent < spec.case.records {
         if let Some(rate) = spec.case.rate {
             if sent >= due(rate, started) {
                 if started.elapsed() > spec.max_phase {
@@ -609,6 +713,7 @@ async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         cpu_s,
         requests,
         records_per_batch: ACKED.load(Ordering::Relaxed) as f64 / batches.max(1) as f64,
+        commits,
         ..Default::default()
     })
 }
@@ -702,6 +807,9 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     for (k, v) in spec.common_settings() {
         cfg.set(k, v);
     }
+    for (k, v) in extra_settings("PRODUCER_BENCH_RDKAFKA_SET")? {
+        cfg.set(k, v);
+    }
     cfg.set("partitioner", "murmur2_random")
         .set("queue.buffering.max.kbytes", "32768")
         .set("queue.buffering.max.messages", "1000000")
@@ -710,24 +818,53 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
             STATS_INTERVAL.as_millis().to_string(),
         );
     let producer: ThreadedProducer<Reports> = cfg.create_with_context(Reports { epoch })?;
+    let txn = spec.case.txn;
+    if txn > 0 {
+        producer.init_transactions(Duration::from_secs(30))?;
+    }
     producer
         .client()
         .fetch_metadata(Some(&spec.topic), Duration::from_secs(10))?;
     let payload = kafka_bench::records(spec.case.size);
     let keys = keys();
-    // Connect to the leader (and get a producer id) before the clock starts.
+    // Connect to the leader (and get a producer id) before the clock starts; a transactional
+    // case commits this record in a transaction of its own.
+    if txn > 0 {
+        producer.begin_transaction()?;
+    }
     rd_send(
         &producer,
         BaseRecord::with_opaque_to(&spec.topic, 0).payload(&payload[..]),
     )?;
     rd_flush(&producer, Duration::from_secs(30))?;
+    if txn > 0 {
+        producer.commit_transaction(Duration::from_secs(30))?;
+    }
     let requests0 = rd_next_produce_requests();
     reset_counts();
 
     let started = Instant::now();
     let cpu0 = cpu_time_of("self");
     let mut sent = 0u64;
-    while sent < spec.case.records {
+    let mut commits = 0u64;
+    // Transactions: begin, `txn` records round-robin over the partitions, wait for their
+    // acknowledgements (as librdkafka's commit does, without the crate's 100 ms polling
+    // steps), commit.
+    while txn > 0 && sent < spec.case.records && started.elapsed() <= spec.max_phase {
+        producer.begin_transaction()?;
+        for j in 0..txn {
+            let t = epoch.elapsed().as_nanos() as usize;
+            let record = BaseRecord::with_opaque_to(&spec.topic, t)
+                .payload(&payload[..])
+                .partition(spec.txn_partition(j));
+            rd_send(&producer, record)?;
+        }
+        sent += txn;
+        rd_flush(&producer, FLUSH_TIMEOUT)?;
+        producer.commit_transaction(FLUSH_TIMEOUT)?;
+        commits += 1;
+    }
+    while txn == 0 && sent < spec.case.records {
         if let Some(rate) = spec.case.rate {
             if sent >= due(rate, started) {
                 if started.elapsed() > spec.max_phase {
@@ -758,6 +895,7 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         seconds,
         cpu_s,
         requests,
+        commits,
         ..Default::default()
     })
 }
@@ -785,6 +923,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut broker_path = None;
     let mut dir = None;
     let mut rounds = 1usize;
+    let mut only = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -802,6 +941,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
+            "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -825,7 +965,13 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let broker = start_broker(&broker_path, &tmp.0)?;
     println!("  broker pid {} on {}", broker.pid, broker.addr);
 
-    let cases = cases(mode);
+    let cases: Vec<Case> = cases(mode)
+        .into_iter()
+        .filter(|c| only.as_ref().is_none_or(|o| c.name().contains(o.as_str())))
+        .collect();
+    if cases.is_empty() {
+        return Err("--only: no case matches".into());
+    }
     let mut rows = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         println!(
@@ -862,10 +1008,15 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 // Give the space back (a default run writes a few GB in all).
                 topics::delete(&broker.addr, &spec.topic)?;
                 println!(
-                    "{:>9.0} rec/s {:>7.1} MB/s, CPU {:.2} s/M records, RSS {:.1} MiB, \
+                    "{:>9.0} rec/s {:>7.1} MB/s{}, CPU {:.2} s/M records, RSS {:.1} MiB, \
                      ack p50 {:.2} ms p99 {:.2} ms; other load {:.1} cores{}",
                     r.per_sec(),
                     r.mb_per_sec(case.size),
+                    if case.txn > 0 {
+                        format!(", {:.0} commits/s", r.commits_per_sec())
+                    } else {
+                        String::new()
+                    },
                     r.cpu_per_m(),
                     r.rss_kib as f64 / 1024.0,
                     r.p50_ms,
@@ -910,6 +1061,12 @@ fn problems(r: &PhaseResult, case: &Case) -> String {
     }
     if r.sent < case.records {
         s.push_str(&format!("; stopped at {} records (time bound)", r.sent));
+    }
+    if case.txn > 0 && r.commits * case.txn != r.sent {
+        s.push_str(&format!(
+            "; {} commits for {} records sent",
+            r.commits, r.sent
+        ));
     }
     if r.acked + r.failed < r.sent {
         s.push_str(&format!("; {} unacknowledged", r.sent - r.acked - r.failed));
@@ -959,12 +1116,13 @@ fn run_phase(spec: &PhaseSpec, broker_pid: &str) -> Result<PhaseResult, Error> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "\n| {:<34} | {:<10} | {:>9} | {:>10} | {:>7} | {:>11} | {:>9} | {:>8} | {:>8} | {:>7} | {:>9} | {:>8} |",
+        "\n| {:<34} | {:<10} | {:>9} | {:>10} | {:>7} | {:>9} | {:>11} | {:>9} | {:>8} | {:>8} | {:>7} | {:>9} | {:>8} |",
         "case",
         "client",
         "records",
         "records/s",
         "MB/s",
+        "commits/s",
         "CPU s/M rec",
         "peak RSS",
         "p50 ms",
@@ -974,8 +1132,8 @@ fn print_table(rows: &[Row]) {
         "ours/rdk"
     );
     println!(
-        "|{:-<36}|{:-<12}|{:-<11}|{:-<12}|{:-<9}|{:-<13}|{:-<11}|{:-<10}|{:-<10}|{:-<9}|{:-<11}|{:-<10}|",
-        "", "", "", "", "", "", "", "", "", "", "", ""
+        "|{:-<36}|{:-<12}|{:-<11}|{:-<12}|{:-<9}|{:-<11}|{:-<13}|{:-<11}|{:-<10}|{:-<10}|{:-<9}|{:-<11}|{:-<10}|",
+        "", "", "", "", "", "", "", "", "", "", "", "", ""
     );
     for row in rows {
         for (client, r) in [("ours", &row.ours), ("librdkafka", &row.librdkafka)] {
@@ -984,8 +1142,13 @@ fn print_table(rows: &[Row]) {
             } else {
                 String::new()
             };
+            let commits = if row.case.txn > 0 {
+                format!("{:.0}", r.commits_per_sec())
+            } else {
+                "-".into()
+            };
             println!(
-                "| {:<34} | {:<10} | {:>9} | {:>10.0} | {:>7.1} | {:>11.2} | {:>5.1} MiB | {:>8.2} | {:>8.2} | {:>7.0} | {:>9.2} | {:>8} |",
+                "| {:<34} | {:<10} | {:>9} | {:>10.0} | {:>7.1} | {:>9} | {:>11.2} | {:>5.1} MiB | {:>8.2} | {:>8.2} | {:>7.0} | {:>9.2} | {:>8} |",
                 if client == "ours" {
                     row.case.name()
                 } else {
@@ -995,6 +1158,7 @@ fn print_table(rows: &[Row]) {
                 r.acked,
                 r.per_sec(),
                 r.mb_per_sec(row.case.size),
+                commits,
                 r.cpu_per_m(),
                 r.rss_kib as f64 / 1024.0,
                 r.p50_ms,
@@ -1006,7 +1170,8 @@ fn print_table(rows: &[Row]) {
         }
     }
     println!(
-        "\nrecords/s and MB/s (record values): from the first send to the last acknowledgement. \
+        "\nrecords/s and MB/s (record values): from the first send to the last acknowledgement \
+         (transactions: to the last commit). commits/s: transactions committed per second. \
          CPU: the client process, all threads, over that time. p50/p99: send call to delivery \
          callback. rec/req: records per Produce request. broker µs: broker CPU per record \
          over the phase."
@@ -1019,7 +1184,8 @@ fn phase_json(r: &PhaseResult, size: usize) -> String {
          \"mb_per_s\":{},\"cpu_s\":{},\"cpu_s_per_million\":{},\"peak_rss_kib\":{},\
          \"p50_ms\":{},\"p99_ms\":{},\"p999_ms\":{},\"max_ms\":{},\"broker_cpu_s\":{},\
          \"broker_us_per_record\":{},\"requests\":{},\"records_per_request\":{},\
-         \"records_per_batch\":{},\"other_load_cores\":{}}}",
+         \"records_per_batch\":{},\"other_load_cores\":{},\"commits\":{},\
+         \"commits_per_s\":{}}}",
         r.sent,
         r.acked,
         r.failed,
@@ -1038,7 +1204,13 @@ fn phase_json(r: &PhaseResult, size: usize) -> String {
         r.requests,
         num(r.records_per_request(), 1),
         num(r.records_per_batch, 1),
-        num(r.other_cores, 2)
+        num(r.other_cores, 2),
+        r.commits,
+        if r.commits > 0 {
+            num(r.commits_per_sec(), 1)
+        } else {
+            "null".into()
+        }
     )
 }
 
@@ -1055,8 +1227,10 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 .collect();
             format!(
                 "{{\"case\":\"{}\",\"record_bytes\":{},\"acks\":\"{}\",\"keyed\":{},\
-                 \"partitions\":{},\"records\":{},\"rate_per_s\":{},\"ratio\":{},\
-                 \"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\"librdkafka\":{}}}",
+                 \"partitions\":{},\"records\":{},\"rate_per_s\":{},\
+                 \"records_per_transaction\":{},\"transactions\":{},\"ratio\":{},\
+                 \"commits_ratio\":{},\"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\
+                 \"ours\":{},\"librdkafka\":{}}}",
                 c.name(),
                 c.size,
                 if c.acks_all { "all" } else { "1" },
@@ -1064,7 +1238,25 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 c.partitions,
                 c.records,
                 c.rate.map_or_else(|| "null".into(), |r| r.to_string()),
+                if c.txn > 0 {
+                    c.txn.to_string()
+                } else {
+                    "null".into()
+                },
+                if c.txn > 0 {
+                    c.transactions().to_string()
+                } else {
+                    "null".into()
+                },
                 num(row.ratio(), 3),
+                if c.txn > 0 {
+                    num(
+                        row.ours.commits_per_sec() / row.librdkafka.commits_per_sec().max(1e-9),
+                        3,
+                    )
+                } else {
+                    "null".into()
+                },
                 num(
                     row.ours.cpu_per_m() / row.librdkafka.cpu_per_m().max(1e-9),
                     3
@@ -1081,7 +1273,8 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
         "{{\"bench\":\"producer\",\"librdkafka\":\"{}\",\"mode\":\"{}\",\"rounds\":{rounds},\
          \"settings\":\"linger.ms=5 batch.size=16384 compression.type=none \
          max.in.flight.requests.per.connection=5 enable.idempotence=(acks==all) \
-         32 MiB queue; librdkafka partitioner=murmur2_random\",\
+         32 MiB queue; librdkafka partitioner=murmur2_random; transactional cases: \
+         transactional.id per phase, records round-robin over the partitions\",\
          \"headline\":\"100 B acks=1 unkeyed 8p\",\"ours_records_per_s\":{},\
          \"librdkafka_records_per_s\":{},\"ratio\":{},\"ours_cpu_s_per_million\":{},\
          \"librdkafka_cpu_s_per_million\":{},\"ours_p99_ms\":{},\"librdkafka_p99_ms\":{},\
@@ -1102,6 +1295,60 @@ fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transactional_cases_in_every_mode() {
+        for mode in [Mode::Quick, Mode::Default, Mode::Full] {
+            let cs = cases(mode);
+            assert_eq!(cs.iter().filter(|c| c.is_headline()).count(), 1);
+            let txn: Vec<&Case> = cs.iter().filter(|c| c.txn > 0).collect();
+            assert_eq!(txn.iter().map(|c| c.txn).collect::<Vec<_>>(), [100, 10_000]);
+            for c in txn {
+                assert!(c.acks_all && c.partitions == 8 && c.size == 100 && !c.is_headline());
+                assert_eq!(c.transactions() * c.txn, c.records);
+                assert!(
+                    c.name().contains(&format!("txns of {}", c.txn)),
+                    "{}",
+                    c.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn phase_spec_and_result_roundtrip() {
+        let Some(case) = cases(Mode::Quick).into_iter().find(|c| c.txn == 100) else {
+            panic!("no transactional case");
+        };
+        let spec = PhaseSpec {
+            client: Client::Librdkafka,
+            addr: "127.0.0.1:9092".into(),
+            topic: "t".into(),
+            case,
+            max_phase: Duration::from_millis(5000),
+        };
+        let args = spec.to_args();
+        let back = PhaseSpec::from_args(&args[1..]).unwrap();
+        assert_eq!(back.to_args(), args);
+        assert!(
+            back.common_settings()
+                .contains(&("transactional.id", "t-txn".into()))
+        );
+        assert_eq!(
+            (0..9).map(|j| spec.txn_partition(j)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5, 6, 7, 0]
+        );
+        let r = PhaseResult {
+            sent: 200,
+            acked: 200,
+            seconds: 0.5,
+            commits: 2,
+            ..Default::default()
+        };
+        let back = PhaseResult::from_line(&r.to_line()).unwrap();
+        assert_eq!(back.to_line(), r.to_line());
+        assert_eq!(back.commits_per_sec(), 4.0);
+    }
 
     #[test]
     fn histogram_buckets_are_contiguous_and_close() {

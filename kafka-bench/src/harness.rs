@@ -183,6 +183,22 @@ pub fn run_self(args: &[String], deadline: Duration, watch: &str) -> Result<Chil
     })
 }
 
+/// Extra settings from environment variable `var` (`key=value,...`), for experiments.
+pub fn extra_settings(var: &str) -> Result<Vec<(String, String)>, Error> {
+    let Ok(s) = std::env::var(var) else {
+        return Ok(Vec::new());
+    };
+    s.split(',')
+        .filter(|kv| !kv.trim().is_empty())
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .ok_or_else(|| format!("{var}: expected key=value, got {kv}"))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(Into::into)
+}
+
 /// `x` with `decimals` decimals, or JSON `null` when not finite.
 pub fn num(x: f64, decimals: usize) -> String {
     if x.is_finite() {

@@ -15,6 +15,7 @@ use crate::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
 use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
+use crate::txn::TRANSACTION_STATE_TOPIC;
 
 pub use crate::topic_config::ProduceRules;
 
@@ -29,7 +30,10 @@ pub struct Broker {
     /// The partition layer: every hosted partition, every append.
     pub replicas: ReplicaManager,
     logs: LogManager,
+    /// Single node: the next producer id (blocks reserved in `producer.ids`).
     next_producer_id: AtomicI64,
+    /// In a cluster: producer ids in blocks from the controller.
+    pub producer_ids: crate::cluster::producer_ids::ProducerIdManager,
     last_full_flush: AtomicI64,
     last_hw_checkpoint: AtomicI64,
     /// When idle producers were last expired (`producer.id.expiration.check.interval.ms`).
@@ -43,6 +47,12 @@ pub struct Broker {
     pub directory_id: Uuid,
     /// The `__consumer_offsets` partitions the group coordinator writes to.
     offsets_log: Arc<OffsetsPartitions>,
+    /// The transaction coordinator, persisted in `__transaction_state` (its I/O is
+    /// `crate::txn_driver`).
+    pub txn: crate::txn::TxnCoordinator,
+    /// The `__transaction_state` partitions the transaction coordinator writes to: on a
+    /// single node all of them once the topic exists, in a cluster those this broker leads.
+    txn_log: OffsetsPartitions,
     /// In a cluster: the fetchers of the partitions this broker follows.
     pub fetchers: crate::replication::ReplicaFetchers,
     /// In a cluster: the ISR changes this broker's led partitions ask the controller for.
@@ -86,7 +96,12 @@ impl Broker {
         // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
         let clustered = config.roles.is_some();
         let topics = TopicRegistry::load(&config.data_dir)?;
-        let next_producer_id = load_producer_id_block(&config)?;
+        // In a cluster producer ids come from the controller, not from `producer.ids`.
+        let next_producer_id = if clustered {
+            0
+        } else {
+            load_producer_id_block(&config)?
+        };
         let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
         for t in topics.all() {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
@@ -136,6 +151,8 @@ impl Broker {
         );
         let broker = Self {
             groups,
+            txn: crate::txn::TxnCoordinator::new(config.txn.clone()),
+            txn_log: OffsetsPartitions::default(),
             replicas: ReplicaManager::open(config.data_dir.clone()),
             decompression: crate::replica::MemoryBudget::new(
                 config.produce_decompression_max_bytes,
@@ -151,6 +168,7 @@ impl Broker {
             topic_configs,
             logs,
             next_producer_id: AtomicI64::new(next_producer_id),
+            producer_ids: Default::default(),
             last_full_flush: AtomicI64::new(now_ms()),
             last_hw_checkpoint: AtomicI64::new(now_ms()),
             last_producer_expiry: AtomicI64::new(now_ms()),
@@ -183,7 +201,112 @@ impl Broker {
             }
         }
         broker.load_groups(offsets_partitions, &offsets_log)?;
+        if broker.topic(TRANSACTION_STATE_TOPIC).is_some() {
+            broker.load_transactions();
+        }
         Ok(broker)
+    }
+
+    /// On a single node: creates `__transaction_state` the first time a transactional
+    /// client comes (as Kafka creates it on the first FindCoordinator or InitProducerId of a
+    /// transactional id): `transaction.state.log.num.partitions` partitions, compacted,
+    /// `transaction.state.log.segment.bytes`, `min.insync.replicas` from
+    /// `transaction.state.log.min.isr` (capped at the one replica there is). Its partitions
+    /// are then coordinated here. An error is the code to answer the client with.
+    pub fn ensure_transaction_topic(&self) -> Result<(), ErrorCode> {
+        if self.cluster().is_some() {
+            return Ok(());
+        }
+        if self.topic(TRANSACTION_STATE_TOPIC).is_none() {
+            let txn = &self.config.txn;
+            let configs = BTreeMap::from([
+                ("cleanup.policy".to_owned(), "compact".to_owned()),
+                ("segment.bytes".to_owned(), txn.segment_bytes.to_string()),
+                ("min.insync.replicas".to_owned(), "1".to_owned()),
+            ]);
+            match self.create_topic(TRANSACTION_STATE_TOPIC, txn.num_partitions, configs, false) {
+                Ok(_) => {}
+                Err(e) if e.error_code() == ErrorCode::TOPIC_ALREADY_EXISTS => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot create {TRANSACTION_STATE_TOPIC}");
+                    return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+                }
+            }
+        }
+        self.load_transactions();
+        Ok(())
+    }
+
+    /// On a single node: every `__transaction_state` partition not yet coordinated here is
+    /// loaded into the transaction coordinator (idempotent).
+    fn load_transactions(&self) {
+        let Some(meta) = self.topic(TRANSACTION_STATE_TOPIC) else {
+            return;
+        };
+        for index in 0..meta.partitions {
+            if self.txn_log.has(index) {
+                continue;
+            }
+            match self.partition(TRANSACTION_STATE_TOPIC, index) {
+                Some(part) => self.load_txn_partition(index, part),
+                None => tracing::error!(
+                    partition = index,
+                    "{TRANSACTION_STATE_TOPIC} partition offline: its transactional ids are not loaded"
+                ),
+            }
+        }
+    }
+
+    /// Loads one `__transaction_state` partition into the coordinator, at its leader epoch
+    /// (the coordinator epoch its markers carry), and writes there from now on.
+    fn load_txn_partition(&self, index: i32, part: Arc<Partition>) {
+        let started = std::time::Instant::now();
+        self.txn.begin_load(index);
+        let records = crate::txn_driver::read_partition(&part);
+        let loaded = records.len();
+        let epoch = part.leader_epoch();
+        self.txn_log.set_one(index, Some(part));
+        self.txn.load_partition(index, epoch, records);
+        tracing::debug!(
+            partition = index,
+            records = loaded,
+            coordinator_epoch = epoch,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded the transactional ids of {TRANSACTION_STATE_TOPIC}-{index}"
+        );
+    }
+
+    /// The `__transaction_state` partition `index` if the coordinator writes there.
+    pub(crate) fn txn_partition(&self, index: i32) -> Option<Arc<Partition>> {
+        self.txn_log.partition(index)
+    }
+
+    /// In a cluster: this broker leads `__transaction_state` partition `index`; its
+    /// transactional ids are loaded and coordinated here. Once per leadership.
+    pub(crate) fn lead_txn_partition(&self, index: i32) {
+        if self.txn_log.has(index) {
+            return;
+        }
+        if let Some(part) = self.partition(TRANSACTION_STATE_TOPIC, index) {
+            self.load_txn_partition(index, part);
+            tracing::info!(
+                partition = index,
+                "this broker coordinates the transactions of {TRANSACTION_STATE_TOPIC}-{index}"
+            );
+        }
+    }
+
+    /// In a cluster: this broker no longer leads `__transaction_state` partition `index`.
+    pub(crate) fn follow_txn_partition(&self, index: i32) {
+        if self.txn_log.has(index) {
+            self.txn_log.set_one(index, None);
+            let ids = self.txn.resign(index);
+            tracing::info!(
+                partition = index,
+                ids,
+                "no longer coordinating the transactions of {TRANSACTION_STATE_TOPIC}-{index}"
+            );
+        }
     }
 
     /// Creates `__consumer_offsets` if needed, hands its partitions to the coordinator's sink
@@ -262,14 +385,14 @@ impl Broker {
     /// offline every hosted partition whose log failed an fsync (it accepts nothing more
     /// until reopened), then reopens each offline partition through the recovery a restart
     /// runs and hosts it again with the high watermark, leader epoch and producer state a
-    /// restart would give it. `__consumer_offsets` partitions are not reopened: the group
-    /// coordinator loads its groups only at start, so one that was offline stays offline
-    /// (KAFKA_STORAGE_ERROR, its groups NOT_COORDINATOR) until a restart. Returns the
-    /// partitions that came back (in a cluster they take their role from the metadata next:
-    /// [`crate::cluster::publish::retake`]).
+    /// restart would give it. `__consumer_offsets` and `__transaction_state` partitions are not
+    /// reopened: their coordinators load them only at start, so one that was offline stays
+    /// offline (KAFKA_STORAGE_ERROR, its groups or transactional ids NOT_COORDINATOR) until a
+    /// restart. Returns the partitions that came back (in a cluster they take their role
+    /// from the metadata next: [`crate::cluster::publish::retake`]).
     pub fn retry_offline(&self) -> Vec<TopicPartition> {
         for part in self.partitions() {
-            if part.topic == OFFSETS_TOPIC || !part.log_failed() {
+            if topics::is_internal(&part.topic) || !part.log_failed() {
                 continue;
             }
             let tp = TopicPartition::new(&part.topic, part.index);
@@ -284,7 +407,7 @@ impl Broker {
         }
         let mut back = Vec::new();
         for tp in self.logs.retryable_offline() {
-            if tp.topic == OFFSETS_TOPIC {
+            if topics::is_internal(&tp.topic) {
                 continue;
             }
             let Some(meta) = self
@@ -577,9 +700,14 @@ impl Broker {
         self.topic_configs.get(topic)
     }
 
-    /// A new producer id. Ids are handed out from blocks reserved in `producer.ids` so that a
-    /// restarted broker never reuses one.
+    /// A new producer id. On a single node ids are handed out from blocks reserved in
+    /// `producer.ids` so that a restarted broker never reuses one; in a cluster from blocks
+    /// the controller hands out (see [`crate::cluster::producer_ids`]):
+    /// COORDINATOR_LOAD_IN_PROGRESS while none is here.
     pub fn next_producer_id(&self) -> Result<i64, BrokerError> {
+        if self.config.roles.is_some() {
+            return self.producer_ids.next();
+        }
         let id = self.next_producer_id.fetch_add(1, Ordering::SeqCst);
         if id % PRODUCER_ID_BLOCK == 0 {
             std::fs::write(
@@ -656,10 +784,10 @@ impl Broker {
 
     /// Deletes a topic and its logs.
     pub fn delete_topic(&self, name: &str) -> Result<TopicMeta, BrokerError> {
-        if name == OFFSETS_TOPIC {
+        if topics::is_internal(name) {
             return Err(BrokerError::kafka(
                 ErrorCode::INVALID_REQUEST,
-                format!("{OFFSETS_TOPIC} is an internal topic and cannot be deleted"),
+                format!("{name} is an internal topic and cannot be deleted"),
             ));
         }
         if !self.config.delete_topic_enable {

@@ -30,6 +30,7 @@ pub mod server;
 pub mod topic_config;
 pub mod topics;
 pub mod txn;
+pub mod txn_driver;
 
 /// The partition type's old home; it lives in [`replica`] now.
 pub use replica::partition;
@@ -139,6 +140,11 @@ pub async fn run(
             .await;
         })
     };
+    // The transaction coordinator's appends, markers and timers, until the same stop.
+    let (stop_txn, txn_stopped) = tokio::sync::oneshot::channel::<()>();
+    let txn_driver = tokio::spawn(txn_driver::run(broker.clone(), async {
+        let _ = txn_stopped.await;
+    }));
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<String>();
     let shutdown = async {
         match cluster.as_ref() {
@@ -154,6 +160,7 @@ pub async fn run(
             rt.leave().await;
         }
         let _ = stop_timers.send(());
+        let _ = stop_txn.send(());
     };
     // The other broker listeners of `listeners` (the client listener is `listener`; the
     // controller listener belongs to the quorum).
@@ -183,6 +190,7 @@ pub async fn run(
         let _ = cleaner.await;
     }
     let _ = group_timers.await;
+    let _ = txn_driver.await;
     if let Ok(why) = failed_rx.await {
         return Err(BrokerError::Config(why));
     }

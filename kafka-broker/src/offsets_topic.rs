@@ -10,10 +10,12 @@ use std::sync::{Arc, RwLock};
 
 use bytes::BytesMut;
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
+use kafka_protocol::record::{
+    ControlRecordType, RecordBatchBuilder, RecordBatches, batch::NO_SEQUENCE, parse_end_txn_marker,
+};
 
 use crate::error::BrokerError;
-use crate::group::{DurableWait, OffsetsRecord, RecordSink};
+use crate::group::{DurableWait, LogEntry, OffsetsRecord, RecordSink, TxnBatch};
 use crate::replica::{Acks, BatchSummary, Partition, PendingAck, delayed};
 
 /// The internal topic holding committed offsets and group metadata.
@@ -58,7 +60,7 @@ impl OffsetsPartitions {
         self.partition(index).is_some()
     }
 
-    fn partition(&self, index: i32) -> Option<Arc<Partition>> {
+    pub(crate) fn partition(&self, index: i32) -> Option<Arc<Partition>> {
         let i = usize::try_from(index).ok()?;
         self.partitions
             .read()
@@ -86,12 +88,14 @@ impl OffsetsTopicSink {
         }
     }
 
-    /// Appends one batch to partition `index` through the partition layer; what the answer
-    /// must still wait for, if anything.
+    /// Appends one batch to partition `index` through the partition layer (transactional for
+    /// `txn`'s producer: its id and epoch, no sequence); what the answer must still wait for,
+    /// if anything.
     fn append_to(
         &self,
         index: i32,
         records: &[OffsetsRecord],
+        txn: Option<(i64, i16)>,
     ) -> Result<Option<PendingAck>, BrokerError> {
         let Some(partition) = self.partitions.partition(index) else {
             return Err(BrokerError::kafka(
@@ -100,14 +104,15 @@ impl OffsetsTopicSink {
             ));
         };
         let now = crate::broker::now_ms();
-        let (batch, count) = encode_batch(records, now)?;
+        let (batch, count) = encode_batch(records, now, txn)?;
+        let (producer_id, producer_epoch) = txn.unwrap_or((-1, -1));
         let summary = BatchSummary {
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
+            producer_id,
+            producer_epoch,
+            base_sequence: NO_SEQUENCE,
             records: count,
             max_timestamp: now,
-            transactional: false,
+            transactional: txn.is_some(),
         };
         let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
         Ok((!pending.is_acknowledged()).then_some(pending))
@@ -132,7 +137,7 @@ impl RecordSink for OffsetsTopicSink {
         let mut result = Ok(());
         let mut waits = Vec::new();
         for (p, list) in by_partition {
-            match self.append_to(p, &list) {
+            match self.append_to(p, &list, None) {
                 Ok(Some(pending)) => waits.push(pending),
                 Ok(None) => {}
                 Err(e) => {
@@ -151,28 +156,93 @@ impl RecordSink for OffsetsTopicSink {
             }
         }
         result?;
-        if waits.is_empty() {
+        Ok(acknowledged(waits, |_| ErrorCode::NOT_COORDINATOR))
+    }
+
+    fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+        let Some(first) = batch.records.first() else {
             return Ok(None);
-        }
-        // Acknowledged as Kafka acknowledges offset commits: by every in-sync replica (on a
-        // single node: once durable, in durable mode), waited for outside every lock.
-        Ok(Some(Box::pin(async move {
-            let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-            for r in delayed::complete_appends(waits, Acks::All, deadline).await {
-                if let Err(e) = r {
-                    tracing::error!(topic = OFFSETS_TOPIC, error = %e,
-                        "group coordinator records not acknowledged");
-                    return Err(ErrorCode::NOT_COORDINATOR);
-                }
+        };
+        // A TxnOffsetCommit names one group: one partition, one batch.
+        let p = crate::group::partition_for(first.key.group(), self.num_partitions);
+        let txn = Some((batch.producer_id, batch.producer_epoch));
+        match self.append_to(p, &batch.records, txn) {
+            Ok(pending) => Ok(acknowledged(pending.into_iter().collect(), txn_error)),
+            Err(e) => {
+                tracing::warn!(
+                    topic = OFFSETS_TOPIC,
+                    partition = p,
+                    producer_id = batch.producer_id,
+                    producer_epoch = batch.producer_epoch,
+                    error = %e,
+                    "cannot write transactional offset commit"
+                );
+                Err(txn_error(&e))
             }
-            Ok(())
-        })))
+        }
     }
 }
 
-/// One uncompressed v2 batch of `records` (a tombstone has a null value).
-fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), BrokerError> {
+/// What a failed transactional offset commit is answered with (Kafka's mapping of the append
+/// error): replication trouble is COORDINATOR_NOT_AVAILABLE, a lost leadership or storage
+/// NOT_COORDINATOR, an oversized batch INVALID_COMMIT_OFFSET_SIZE; the producer's own errors
+/// (a fenced epoch, a transaction in the wrong state) go back as they are.
+fn txn_error(e: &BrokerError) -> ErrorCode {
+    match e {
+        BrokerError::Kafka { code, .. } => match *code {
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            | ErrorCode::NOT_ENOUGH_REPLICAS
+            | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            | ErrorCode::REQUEST_TIMED_OUT => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
+                ErrorCode::NOT_COORDINATOR
+            }
+            ErrorCode::MESSAGE_TOO_LARGE
+            | ErrorCode::RECORD_LIST_TOO_LARGE
+            | ErrorCode::INVALID_FETCH_SIZE => ErrorCode::INVALID_COMMIT_OFFSET_SIZE,
+            other => other,
+        },
+        // Storage and other local failures.
+        _ => ErrorCode::NOT_COORDINATOR,
+    }
+}
+
+/// What an append's answer waits for: nothing, or every in-sync replica's acknowledgement
+/// (as Kafka acknowledges offset commits; on a single node: once durable, in durable mode),
+/// waited for outside every lock; a failure is answered with `error`'s code for it.
+fn acknowledged(
+    waits: Vec<PendingAck>,
+    error: fn(&BrokerError) -> ErrorCode,
+) -> Option<DurableWait> {
+    if waits.is_empty() {
+        return None;
+    }
+    Some(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
+        for r in delayed::complete_appends(waits, Acks::All, deadline).await {
+            if let Err(e) = r {
+                tracing::error!(topic = OFFSETS_TOPIC, error = %e,
+                    "group coordinator records not acknowledged");
+                return Err(error(&e));
+            }
+        }
+        Ok(())
+    }))
+}
+
+/// One uncompressed v2 batch of `records` (a tombstone has a null value); transactional for
+/// `txn`'s producer (id, epoch) without a sequence.
+fn encode_batch(
+    records: &[OffsetsRecord],
+    now: i64,
+    txn: Option<(i64, i16)>,
+) -> Result<(BytesMut, i32), BrokerError> {
     let mut b = RecordBatchBuilder::new();
+    if let Some((producer_id, producer_epoch)) = txn {
+        b = b
+            .producer(producer_id, producer_epoch, NO_SEQUENCE)
+            .transactional(true);
+    }
     let mut count = 0i32;
     for r in records {
         let (key, value) = r.encode()?;
@@ -182,10 +252,11 @@ fn encode_batch(records: &[OffsetsRecord], now: i64) -> Result<(BytesMut, i32), 
     Ok((b.build_mut()?, count))
 }
 
-/// Every record of one `__consumer_offsets` partition, from the log start to the log end,
-/// in log order. Undecodable records are skipped with a warning; a read error stops the
-/// partition there (with an error logged).
-pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
+/// Every entry of one `__consumer_offsets` partition, from the log start to the log end, in
+/// log order: records (of transactional batches marked with their producer) and the COMMIT
+/// and ABORT markers of control batches. Undecodable records are skipped with a warning; a
+/// read error stops the partition there (with an error logged).
+pub fn read_partition(partition: &Partition) -> Vec<LogEntry> {
     let mut out = Vec::new();
     let offsets = partition.offsets();
     let end = offsets.log_end;
@@ -211,8 +282,22 @@ pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
             };
             next = next.max(batch.next_offset());
             if batch.is_control() {
+                match parse_end_txn_marker(&batch) {
+                    Ok(Some((kind, _))) => out.push(LogEntry::Marker {
+                        offsets_partition: partition.index,
+                        producer_id: batch.producer_id(),
+                        commit: kind == ControlRecordType::Commit,
+                    }),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                            offset = batch.base_offset(), error = %e, "undecodable control batch skipped");
+                    }
+                }
                 continue;
             }
+            let producer =
+                (batch.is_transactional() && batch.producer_id() >= 0).then(|| batch.producer_id());
             let records = match batch.records(MAX_BATCH_BYTES) {
                 Ok(r) => r,
                 Err(e) => {
@@ -239,7 +324,13 @@ pub fn read_partition(partition: &Partition) -> Vec<OffsetsRecord> {
                     continue;
                 };
                 match OffsetsRecord::decode(key, record.value.as_ref()) {
-                    Ok(Some(r)) => out.push(r),
+                    Ok(Some(r)) => out.push(match producer {
+                        Some(producer_id) => LogEntry::Transactional {
+                            producer_id,
+                            record: r,
+                        },
+                        None => LogEntry::Record(r),
+                    }),
                     Ok(None) => {}
                     Err(e) => {
                         tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
@@ -332,11 +423,8 @@ mod tests {
             let p = crate::group::partition_for("a", 4);
             let records = read_partition(&broker.partition(OFFSETS_TOPIC, p).unwrap());
             assert!(!records.is_empty());
-            assert!(
-                records
-                    .iter()
-                    .all(|r| crate::group::partition_for(r.key.group(), 4) == p)
-            );
+            assert!(records.iter().all(|r| matches!(r, LogEntry::Record(r)
+                    if crate::group::partition_for(r.key.group(), 4) == p)));
             // No clean close: what a kill -9 leaves.
         }
         let broker = open(dir.path());
@@ -350,5 +438,113 @@ mod tests {
         let mut ids: Vec<_> = groups.iter().map(|g| g.group_id.clone()).collect();
         ids.sort();
         assert_eq!(ids, ["a", "c", "d", "e"]);
+    }
+
+    fn txn_commit(broker: &crate::Broker, group: &str, pid: i64, partition: i32, offset: i64) {
+        let request = crate::group::TxnCommitRequest {
+            transactional_id: format!("tx-{pid}"),
+            group_id: group.into(),
+            producer_id: pid,
+            producer_epoch: 1,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            partitions: vec![CommitPartition {
+                topic: "t".into(),
+                partition,
+                offset,
+                leader_epoch: -1,
+                metadata: None,
+                commit_timestamp: None,
+            }],
+        };
+        let errors = futures::executor::block_on(broker.groups.txn_commit_offsets(&request));
+        assert_eq!(errors, vec![ErrorCode::NONE]);
+    }
+
+    /// Appends a COMMIT or ABORT marker of `pid` to the group's offsets partition, as the
+    /// transaction coordinator does, and tells the group coordinator.
+    fn marker(broker: &crate::Broker, group: &str, pid: i64, commit: bool) {
+        let index = crate::group::partition_for(group, 4);
+        let part = broker.partition(OFFSETS_TOPIC, index).unwrap();
+        let kind = if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        };
+        let now = crate::broker::now_ms();
+        let batch = kafka_protocol::record::end_txn_marker_batch(kind, pid, 1, 0, now).unwrap();
+        let summary = BatchSummary {
+            producer_id: pid,
+            producer_epoch: 1,
+            base_sequence: NO_SEQUENCE,
+            records: 1,
+            max_timestamp: now,
+            transactional: true,
+        };
+        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], now)
+            .unwrap();
+        broker.groups.complete_transaction(index, pid, commit);
+    }
+
+    #[test]
+    fn transactional_offsets_are_written_as_the_producers_batches_and_replayed_by_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let broker = open(dir.path());
+            commit(&broker, "a", 0, 5);
+            txn_commit(&broker, "a", 70, 0, 50);
+            // The batch is the producer's, transactional, without a sequence.
+            let p = crate::group::partition_for("a", 4);
+            let part = broker.partition(OFFSETS_TOPIC, p).unwrap();
+            let bytes = part.read(0, 1 << 20, part.offsets().log_end).unwrap();
+            let batches: Vec<_> = RecordBatches::new(bytes).map(Result::unwrap).collect();
+            let last = batches.last().unwrap();
+            assert!(last.is_transactional() && !last.is_control());
+            assert_eq!(
+                (
+                    last.producer_id(),
+                    last.producer_epoch(),
+                    last.base_sequence()
+                ),
+                (70, 1, -1)
+            );
+            assert!(matches!(
+                read_partition(&part).last(),
+                Some(LogEntry::Transactional {
+                    producer_id: 70,
+                    ..
+                })
+            ));
+            assert_eq!(committed(&broker, "a", 0).0, 5);
+            marker(&broker, "a", 70, true);
+            assert_eq!(committed(&broker, "a", 0).0, 50);
+            // Aborted: the abort marker drops it, before and after the restart.
+            txn_commit(&broker, "a", 71, 1, 61);
+            marker(&broker, "a", 71, false);
+            // Left open: no marker before the restart.
+            txn_commit(&broker, "b", 72, 0, 70);
+            assert!(matches!(
+                read_partition(&part).last(),
+                Some(LogEntry::Marker {
+                    producer_id: 71,
+                    commit: false,
+                    ..
+                })
+            ));
+        }
+        let broker = open(dir.path());
+        assert_eq!(committed(&broker, "a", 0).0, 50);
+        assert_eq!(committed(&broker, "a", 1).0, -1);
+        let unstable = broker
+            .groups
+            .fetch_offsets("b", Some(&[("t".to_owned(), vec![0])]), true);
+        assert_eq!(unstable[0].error, ErrorCode::UNSTABLE_OFFSET_COMMIT);
+        // The open transaction ends after the restart.
+        marker(&broker, "b", 72, true);
+        assert_eq!(committed(&broker, "b", 0).0, 70);
+        drop(broker);
+        let broker = open(dir.path());
+        assert_eq!(committed(&broker, "b", 0).0, 70);
     }
 }

@@ -29,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use harness::{
-    Cluster, PartitionRow, Role, admin, agreed_partitions, broker_ids, describe_quorum_at,
-    metadata, partitions, segment_files, until_brokers, until_same_bytes,
+    Cluster, PartitionRow, Role, active_controller, admin, agreed_partitions, broker_ids,
+    describe_quorum_at, metadata, partitions, segment_files, until_brokers, until_same_bytes,
 };
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
@@ -261,21 +261,6 @@ async fn three_combined_nodes_are_one_cluster_to_every_client() {
         "{e}"
     );
     c.assert_running();
-}
-
-/// The node the brokers name as controller (on combined nodes: the active controller).
-async fn active_controller(c: &mut Cluster, among: &[i32]) -> i32 {
-    let addrs: Vec<String> = among.iter().map(|id| c.addr(*id)).collect();
-    let among = among.to_vec();
-    c.eventually("a controller is named", Duration::from_secs(20), || {
-        let addrs = addrs.clone();
-        let among = among.clone();
-        async move {
-            let m = metadata(&addrs[0], Some(&[])).await?;
-            among.contains(&m.controller_id).then_some(m.controller_id)
-        }
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

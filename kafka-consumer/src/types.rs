@@ -101,36 +101,9 @@ impl ConsumerRecord {
     }
 }
 
-/// An offset to commit or a committed one: the offset of the next record to read, the leader
-/// epoch of the last record read (for truncation detection) and free-form metadata.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OffsetAndMetadata {
-    pub offset: i64,
-    pub leader_epoch: Option<i32>,
-    pub metadata: String,
-}
-
-impl OffsetAndMetadata {
-    pub fn new(offset: i64) -> Self {
-        Self {
-            offset,
-            leader_epoch: None,
-            metadata: String::new(),
-        }
-    }
-
-    #[must_use]
-    pub fn with_leader_epoch(mut self, epoch: Option<i32>) -> Self {
-        self.leader_epoch = epoch;
-        self
-    }
-
-    #[must_use]
-    pub fn with_metadata(mut self, metadata: impl Into<String>) -> Self {
-        self.metadata = metadata.into();
-        self
-    }
-}
+/// An offset to commit or a committed one (defined in kafka-net, where the transactional
+/// producer finds it too).
+pub use kafka_net::OffsetAndMetadata;
 
 /// The answer of an offsets-for-times lookup: the first offset whose timestamp is at or
 /// after the one asked for.

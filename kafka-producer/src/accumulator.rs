@@ -40,6 +40,8 @@ pub(crate) struct AccumulatorConfig {
     pub(crate) idempotent: bool,
     /// `max.in.flight.requests.per.connection=1`: a partition with a batch in flight is muted.
     pub(crate) guarantee_order: bool,
+    /// `transactional.id` set: batches carry the transactional attribute.
+    pub(crate) transactional: bool,
 }
 
 /// The batches per producer and partition a broker remembers for duplicate detection
@@ -344,12 +346,15 @@ impl Accumulator {
     }
 
     /// Which brokers can be sent to now. `leader` maps a partition to its leader's node id;
-    /// `node_has_room` says whether a node can take another request.
+    /// `node_has_room` says whether a node can take another request; `sendable` whether the
+    /// partition may send at all (a transactional producer's partition is added to its
+    /// transaction first).
     pub(crate) fn ready(
         &self,
         now: Instant,
         leader: impl Fn(&TopicPartition) -> Option<i32>,
         node_has_room: impl Fn(i32) -> bool,
+        sendable: impl Fn(&TopicPartition) -> bool,
     ) -> ReadyCheck {
         let mut out = ReadyCheck::default();
         let exhausted = self.pool.waiting() > 0;
@@ -361,6 +366,9 @@ impl Accumulator {
             let Some(first) = q.deque.front() else {
                 continue;
             };
+            if !sendable(tp) {
+                continue;
+            }
             let Some(node) = leader(tp) else {
                 out.unknown_leaders.insert(tp.topic.clone());
                 continue;
@@ -447,13 +455,15 @@ impl Accumulator {
 
     /// Takes up to one batch per partition led by each of `nodes`, at most `max_request_size`
     /// bytes per node (one batch always goes, whatever its size). `producer` is the current
-    /// producer id and epoch when idempotent (nothing is drained without one).
+    /// producer id and epoch when idempotent (nothing is drained without one); `sendable` as
+    /// for [`Self::ready`].
     pub(crate) fn drain(
         &self,
         now: Instant,
         nodes: &BTreeSet<i32>,
         leader: impl Fn(&TopicPartition) -> Option<i32>,
         producer: Option<(i64, i16)>,
+        sendable: impl Fn(&TopicPartition) -> bool,
     ) -> Result<HashMap<i32, Vec<(ProducerBatch, Bytes)>>, ProducerError> {
         let mut out: HashMap<i32, Vec<(ProducerBatch, Bytes)>> = HashMap::new();
         let mut sizes: HashMap<i32, usize> = HashMap::new();
@@ -467,6 +477,9 @@ impl Accumulator {
         let start = self.drain_start.fetch_add(1, Ordering::Relaxed) % all.len();
         for i in 0..all.len() {
             let (tp, queue) = &all[(start + i) % all.len()];
+            if !sendable(tp) {
+                continue;
+            }
             let Some(node) = leader(tp) else { continue };
             if !nodes.contains(&node) {
                 continue;
@@ -507,7 +520,7 @@ impl Accumulator {
                         producer_id,
                         producer_epoch,
                         base_sequence,
-                        transactional: false,
+                        transactional: self.cfg.transactional,
                     }
                 }
                 None => ProducerFields::default(),
@@ -714,6 +727,23 @@ impl Accumulator {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Takes the queued batches that were never sent (no sequence number yet), to fail them
+    /// when their transaction aborts; retries of batches already sent stay, to be resolved.
+    pub(crate) fn take_unsent(&self) -> Vec<ProducerBatch> {
+        let mut out = Vec::new();
+        for (_, queue) in self.snapshot().iter() {
+            let mut q = lock(queue);
+            if q.deque.iter().all(|b| b.producer.is_some()) {
+                continue;
+            }
+            let (keep, unsent): (VecDeque<_>, VecDeque<_>) =
+                q.deque.drain(..).partition(|b| b.producer.is_some());
+            q.deque = keep;
+            out.extend(unsent);
+        }
+        out
+    }
+
     /// Takes every queued batch (to fail them when closing without delivering).
     pub(crate) fn take_all(&self) -> Vec<ProducerBatch> {
         let mut out = Vec::new();
@@ -742,6 +772,7 @@ mod tests {
             max_request_size: 1 << 20,
             idempotent: false,
             guarantee_order: false,
+            transactional: false,
         }
     }
 
@@ -794,11 +825,11 @@ mod tests {
         let t: Arc<str> = "t".into();
         let (app, _rx) = put(&a, &t, 0, b"small").await;
         assert!(app.new_batch && !app.batch_full);
-        let r = a.ready(Instant::now(), leader, |_| true);
+        let r = a.ready(Instant::now(), leader, |_| true, |_| true);
         assert!(r.nodes.is_empty());
         assert_eq!(r.next_check, Some(Duration::from_millis(5)));
         tokio::time::advance(Duration::from_millis(5)).await;
-        let r = a.ready(Instant::now(), leader, |_| true);
+        let r = a.ready(Instant::now(), leader, |_| true, |_| true);
         assert_eq!(r.nodes, nodes(&[1]));
         // A full batch (a second one behind it) is ready at once, on another partition.
         // The sender is told once per batch (a new batch, or a batch turning full), not once
@@ -814,10 +845,10 @@ mod tests {
             wakes <= 2 * news,
             "{wakes} appends asked to wake the sender for {news} batches"
         );
-        let r = a.ready(Instant::now(), leader, |_| true);
+        let r = a.ready(Instant::now(), leader, |_| true, |_| true);
         assert_eq!(r.nodes, nodes(&[1, 2]));
         // No room on node 2: not ready.
-        let r = a.ready(Instant::now(), leader, |n| n != 2);
+        let r = a.ready(Instant::now(), leader, |n| n != 2, |_| true);
         assert_eq!(r.nodes, nodes(&[1]));
     }
 
@@ -826,7 +857,7 @@ mod tests {
         let a = acc(cfg());
         let t: Arc<str> = "t".into();
         let _ = put(&a, &t, 9, b"x").await;
-        let r = a.ready(Instant::now(), leader, |_| true);
+        let r = a.ready(Instant::now(), leader, |_| true, |_| true);
         assert!(r.nodes.is_empty());
         assert!(r.unknown_leaders.contains(&t));
     }
@@ -844,7 +875,7 @@ mod tests {
         }
         assert_eq!(a.queued_batches(), 12);
         let now = Instant::now();
-        let d = a.drain(now, &nodes(&[1]), leader, None).unwrap();
+        let d = a.drain(now, &nodes(&[1]), leader, None, |_| true).unwrap();
         let batches = &d[&1];
         // About 1 KiB per batch: two fit in 2500 bytes; never two of one partition.
         assert_eq!(batches.len(), 2);
@@ -852,7 +883,7 @@ mod tests {
         let total: usize = batches.iter().map(|(_, b)| b.len()).sum();
         assert!(total <= 2500);
         // The next drain starts elsewhere, so no partition starves.
-        let d2 = a.drain(now, &nodes(&[1]), leader, None).unwrap();
+        let d2 = a.drain(now, &nodes(&[1]), leader, None, |_| true).unwrap();
         let first: Vec<i32> = d[&1].iter().map(|(b, _)| b.tp.partition).collect();
         let second: Vec<i32> = d2[&1].iter().map(|(b, _)| b.tp.partition).collect();
         assert_ne!(first, second);
@@ -864,7 +895,7 @@ mod tests {
         let _ = put(&small, &t, 1, &[0u8; 400]).await;
         tokio::time::advance(Duration::from_millis(5)).await;
         let d = small
-            .drain(Instant::now(), &nodes(&[1]), leader, None)
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
             .unwrap();
         assert_eq!(d[&1].len(), 1);
     }
@@ -880,20 +911,28 @@ mod tests {
         }
         let now = Instant::now();
         // No producer id yet: nothing leaves.
-        assert!(a.drain(now, &nodes(&[1]), leader, None).unwrap().is_empty());
+        assert!(
+            a.drain(now, &nodes(&[1]), leader, None, |_| true)
+                .unwrap()
+                .is_empty()
+        );
         let pid = Some((42, 0));
         // The partition's first batch for this producer goes alone: until the broker has
         // acknowledged one, it may not know the producer and would take a later batch first.
-        let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        let mut d = a.drain(now, &nodes(&[1]), leader, pid, |_| true).unwrap();
         let (first, _) = d.remove(&1).unwrap().remove(0);
         assert_eq!(first.producer.unwrap().base_sequence, 0);
         let first_count = first.record_count() as i32;
-        assert!(a.drain(now, &nodes(&[1]), leader, pid).unwrap().is_empty());
+        assert!(
+            a.drain(now, &nodes(&[1]), leader, pid, |_| true)
+                .unwrap()
+                .is_empty()
+        );
         a.in_flight_done(&first.tp);
         a.complete(first, Ok((0, None)));
         let mut sent = Vec::new();
         for _ in 0..3 {
-            let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+            let mut d = a.drain(now, &nodes(&[1]), leader, pid, |_| true).unwrap();
             sent.extend(d.remove(&1).unwrap_or_default());
         }
         assert_eq!(sent.len(), 3, "known to the broker: batches pipeline");
@@ -917,12 +956,12 @@ mod tests {
         // One attempt (b1) is still in flight: the retry waits for it.
         let later = now + Duration::from_secs(5);
         assert!(
-            a.drain(later, &nodes(&[1]), leader, pid)
+            a.drain(later, &nodes(&[1]), leader, pid, |_| true)
                 .unwrap()
                 .is_empty()
         );
         a.in_flight_done(&b1.tp);
-        let d = a.drain(later, &nodes(&[1]), leader, pid).unwrap();
+        let d = a.drain(later, &nodes(&[1]), leader, pid, |_| true).unwrap();
         let (r0, bytes) = &d[&1][0];
         assert_eq!(r0.producer.unwrap().base_sequence, first_count);
         let view = kafka_protocol::record::RecordBatch::from_bytes(bytes.clone()).unwrap();
@@ -931,7 +970,9 @@ mod tests {
         // After an epoch bump, queued batches are renumbered from 0 in order.
         a.reset_sequences();
         a.in_flight_done(&r0.tp);
-        let d = a.drain(later, &nodes(&[1]), leader, Some((42, 1))).unwrap();
+        let d = a
+            .drain(later, &nodes(&[1]), leader, Some((42, 1)), |_| true)
+            .unwrap();
         let (r2, bytes) = &d[&1][0];
         assert_eq!(r2.producer.unwrap().base_sequence, 0);
         let view = kafka_protocol::record::RecordBatch::from_bytes(bytes.clone()).unwrap();
@@ -951,7 +992,7 @@ mod tests {
         }
         let now = Instant::now();
         let pid = Some((7, 0));
-        let mut d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        let mut d = a.drain(now, &nodes(&[1]), leader, pid, |_| true).unwrap();
         let (first, _) = d.remove(&1).unwrap().remove(0);
         a.in_flight_done(&first.tp);
         a.complete(first, Ok((0, None)));
@@ -959,7 +1000,9 @@ mod tests {
         // the partition stops once DUPLICATE_WINDOW batches are unanswered.
         let mut sent = Vec::new();
         for _ in 0..10 {
-            let mut d = a.drain(now, &nodes(&[1, 2]), leader, pid).unwrap();
+            let mut d = a
+                .drain(now, &nodes(&[1, 2]), leader, pid, |_| true)
+                .unwrap();
             sent.extend(d.remove(&1).unwrap_or_default());
         }
         assert_eq!(sent.len(), DUPLICATE_WINDOW);
@@ -967,9 +1010,13 @@ mod tests {
         let (b, _) = sent.remove(0);
         a.in_flight_done(&b.tp);
         a.complete(b, Ok((0, None)));
-        let d = a.drain(now, &nodes(&[1]), leader, pid).unwrap();
+        let d = a.drain(now, &nodes(&[1]), leader, pid, |_| true).unwrap();
         assert_eq!(d.get(&1).map_or(0, Vec::len), 1);
-        assert!(a.drain(now, &nodes(&[1]), leader, pid).unwrap().is_empty());
+        assert!(
+            a.drain(now, &nodes(&[1]), leader, pid, |_| true)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -981,13 +1028,19 @@ mod tests {
         let _ = put(&a, &t, 0, b"x").await;
         let _ = put(&a, &t, 1, b"y").await;
         tokio::time::advance(Duration::from_millis(5)).await;
-        let mut d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        let mut d = a
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+            .unwrap();
         let batches = d.remove(&1).unwrap();
         assert_eq!(batches.len(), 2);
         let _ = put(&a, &t, 0, b"z").await;
         tokio::time::advance(Duration::from_millis(5)).await;
         // Partition 0 has a batch in flight: muted.
-        assert!(a.ready(Instant::now(), leader, |_| true).nodes.is_empty());
+        assert!(
+            a.ready(Instant::now(), leader, |_| true, |_| true)
+                .nodes
+                .is_empty()
+        );
         for (b, _) in batches {
             a.in_flight_done(&b.tp);
             if b.tp.partition == 0 {
@@ -997,11 +1050,13 @@ mod tests {
             }
         }
         // The retry is at the front and backs off 100 ms from its last attempt (5 ms ago).
-        let r = a.ready(Instant::now(), leader, |_| true);
+        let r = a.ready(Instant::now(), leader, |_| true, |_| true);
         assert!(r.nodes.is_empty());
         assert_eq!(r.next_check, Some(Duration::from_millis(95)));
         tokio::time::advance(Duration::from_millis(95)).await;
-        let d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        let d = a
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+            .unwrap();
         assert!(d[&1][0].0.retry);
         assert_eq!(d[&1][0].0.attempts, 2);
         // A retry whose leader moved (KIP-951) does not back off; its next retry does again.
@@ -1009,7 +1064,9 @@ mod tests {
         let (b, _) = d.remove(&1).unwrap().remove(0);
         a.in_flight_done(&b.tp);
         a.reenqueue_now(b, "leader moved".into());
-        let d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        let d = a
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+            .unwrap();
         let (b, _) = &d[&1][0];
         assert_eq!(b.attempts, 3);
         assert!(!b.retry_now);
@@ -1024,9 +1081,14 @@ mod tests {
         let flusher = tokio::spawn(async move { a2.flush().await });
         tokio::task::yield_now().await;
         // Linger has not passed, yet the batch is ready.
-        assert_eq!(a.ready(Instant::now(), leader, |_| true).nodes, nodes(&[1]));
+        assert_eq!(
+            a.ready(Instant::now(), leader, |_| true, |_| true).nodes,
+            nodes(&[1])
+        );
         assert!(!flusher.is_finished());
-        let mut d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        let mut d = a
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+            .unwrap();
         let (b, _) = d.remove(&1).unwrap().pop().unwrap();
         a.complete(b, Ok((7, None)));
         flusher.await.unwrap();
@@ -1070,8 +1132,13 @@ mod tests {
         });
         tokio::task::yield_now().await;
         // Someone waits for memory: batches are sent without waiting for linger.
-        assert_eq!(a.ready(Instant::now(), leader, |_| true).nodes, nodes(&[1]));
-        let mut d = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+        assert_eq!(
+            a.ready(Instant::now(), leader, |_| true, |_| true).nodes,
+            nodes(&[1])
+        );
+        let mut d = a
+            .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+            .unwrap();
         let (b, _) = d.remove(&1).unwrap().pop().unwrap();
         a.complete(b, Ok((0, None)));
         assert!(waiter.await.unwrap().is_ok());
@@ -1086,7 +1153,9 @@ mod tests {
         let mut sent = Vec::new();
         for _ in 0..100 {
             tokio::time::advance(Duration::from_secs(1)).await;
-            let mut out = a.drain(Instant::now(), &nodes(&[1]), leader, None).unwrap();
+            let mut out = a
+                .drain(Instant::now(), &nodes(&[1]), leader, None, |_| true)
+                .unwrap();
             let Some(mut batches) = out.remove(&1) else {
                 break;
             };

@@ -1,4 +1,7 @@
-//! The producer handle: `send`, `flush`, `close`, metrics.
+//! The producer handle: `send`, `flush`, `close`, metrics; the transactional calls are in
+//! `producer/transactions.rs`.
+
+mod transactions;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Queue};
-use crate::batch::AppendRecord;
+use crate::batch::{AppendRecord, TopicPartition};
 use crate::config::ProducerConfig;
 use crate::delivery::{Callback, Completion, DeliveryResult, Reports};
 use crate::error::ProducerError;
@@ -24,6 +27,7 @@ use crate::partitioner::{StickyPartitioner, StickyTopic, TopicPartitions};
 use crate::pool::BufferPool;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::sender::{Sender, Shutdown};
+use crate::transaction::TxnManager;
 
 /// What `send` needs of a topic: its partitions (cached per metadata version) and its
 /// accumulator queues, so that a send does one map lookup.
@@ -59,6 +63,8 @@ struct Inner {
     /// The cluster's metadata version, kept current by a small task, so that a send checks
     /// its cached view with one atomic load.
     meta_version: Arc<AtomicU64>,
+    /// The transaction manager, with `transactional.id`.
+    txn: Option<Arc<Mutex<TxnManager>>>,
 }
 
 impl Drop for Inner {
@@ -141,6 +147,7 @@ impl Producer {
                     max_request_size: cfg.max_request_size,
                     idempotent: cfg.enable_idempotence,
                     guarantee_order: cfg.max_in_flight == 1,
+                    transactional: cfg.transactional_id.is_some(),
                 },
                 pool,
             )
@@ -152,7 +159,14 @@ impl Producer {
         let counters = Arc::new(Counters::default());
         let (shutdown, shutdown_rx) = watch::channel(Shutdown::Running);
         let sticky = Arc::new(StickyPartitioner::new(cfg.batch_size));
-        let sender = Sender::new(
+        let txn = cfg.transactional_id.as_deref().map(|id| {
+            Arc::new(Mutex::new(TxnManager::new(
+                id,
+                cfg.transaction_timeout,
+                cfg.retry_backoff,
+            )))
+        });
+        let mut sender = Sender::new(
             cfg.clone(),
             cluster.clone(),
             acc.clone(),
@@ -160,6 +174,9 @@ impl Producer {
             shutdown_rx,
         )
         .with_partition_load(sticky.clone());
+        if let Some(t) = &txn {
+            sender = sender.with_transactions(t.clone());
+        }
         let handle = tokio::spawn(sender.run());
         let meta_version = Arc::new(AtomicU64::new(cluster.metadata().version));
         let mut changes = cluster.subscribe_metadata();
@@ -181,6 +198,7 @@ impl Producer {
                 sender: Mutex::new(Some(handle)),
                 topics: RwLock::new(FastMap::default()),
                 meta_version,
+                txn,
             }),
         }
     }
@@ -291,6 +309,17 @@ impl Producer {
                 None => (inner.sticky.partition_in(&view.sticky, &parts), true),
             },
         };
+        if let Some(txn) = &inner.txn {
+            // Sends belong to a transaction; a partition new to it is added before its
+            // first batch goes out.
+            let tp = TopicPartition {
+                topic: view.topic.clone(),
+                partition,
+            };
+            if crate::transaction::lock(txn).check_send(&tp)? {
+                inner.acc.wake.notify_one();
+            }
+        }
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let headers: Vec<HeaderRef<'_>> = record
             .headers

@@ -10,6 +10,12 @@
 //! FENCED_LEADER_EPOCH) names the current leader (KIP-951): the hint goes into the metadata
 //! cache at once, and the batch is retried on the new leader without a metadata refresh and
 //! without the retry backoff, as Kafka's producer does.
+//!
+//! A transactional producer's sender also carries its transaction manager's requests
+//! (`sender/txn.rs`): one at a time, with no Produce going out while one is answered, and
+//! only batches of partitions already in the transaction are drained.
+
+mod txn;
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -35,6 +41,7 @@ use crate::config::ProducerConfig;
 use crate::error::ProducerError;
 use crate::metrics::Counters;
 use crate::partitioner::StickyPartitioner;
+use crate::transaction::TxnManager;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -60,7 +67,7 @@ struct Idempotence {
     /// Last sequence acknowledged per partition.
     last_acked: HashMap<TopicPartition, i32>,
     /// A fatal error (fenced): every later batch fails with it.
-    fatal: Option<String>,
+    fatal: Option<ProducerError>,
 }
 
 /// One partition's answer in a Produce response.
@@ -103,6 +110,10 @@ pub(crate) struct Sender {
     /// Adaptive partitioning: the sticky partitioner told of queue sizes, when next, and since
     /// when each broker has had batches waiting without a request going to it.
     load: Option<PartitionLoad>,
+    /// The transaction manager of a transactional producer.
+    txn: Option<Arc<std::sync::Mutex<TxnManager>>>,
+    /// The transactional request out, if any.
+    txn_req: Option<BoxFut<txn::TxnAnswer>>,
 }
 
 /// Feeds the sticky partitioner with queue sizes (`partitioner.adaptive.partitioning.enable`)
@@ -149,6 +160,8 @@ impl Sender {
             next_refresh: Instant::now(),
             done: Vec::new(),
             load: None,
+            txn: None,
+            txn_req: None,
         }
     }
 
@@ -236,27 +249,32 @@ impl Sender {
                 break;
             }
             self.expire(now);
-            if let Some(reason) = self.idem.fatal.clone() {
+            let (txn_sendable, txn_wait) = self.drive_transaction(now);
+            if let Some(e) = self.idem.fatal.clone() {
                 for b in self.acc.take_all() {
-                    self.fail(b, ProducerError::Fatal(reason.clone()));
+                    self.fail(b, e.clone());
                 }
             }
             self.maybe_init_producer_id(now);
 
             let meta = self.cluster.metadata();
             let max_in_flight = self.cfg.max_in_flight;
-            let paused =
-                self.idem.bump_needed || (self.idempotent() && self.idem.producer.is_none());
+            let paused = self.idem.bump_needed
+                || (self.idempotent() && self.idem.producer.is_none())
+                || self.txn_req.is_some();
+            let in_txn =
+                |tp: &TopicPartition| txn_sendable.as_deref().is_none_or(|s| s.contains(tp));
             let ready = {
                 let in_flight = &self.node_in_flight;
                 self.acc.ready(
                     now,
                     |tp| leader_of(&meta, tp),
                     |node| !paused && in_flight.get(&node).copied().unwrap_or(0) < max_in_flight,
+                    in_txn,
                 )
             };
             self.update_partition_load(now, &meta);
-            let mut wait = ready.next_check;
+            let mut wait = min_opt(ready.next_check, txn_wait);
             if !ready.unknown_leaders.is_empty() {
                 self.cluster
                     .add_interest(ready.unknown_leaders.iter().map(|t| t.to_string()));
@@ -277,6 +295,7 @@ impl Sender {
                     &sendable,
                     |tp| leader_of(&meta, tp),
                     self.idem.producer,
+                    in_txn,
                 ) {
                     Ok(drained) => {
                         for (node, batches) in drained {
@@ -298,6 +317,9 @@ impl Sender {
             self.wait(wait).await;
         }
         self.complete_done();
+        if let Some(t) = &self.txn {
+            crate::transaction::lock(t).close();
+        }
         tracing::debug!("producer sender stopped");
     }
 
@@ -341,6 +363,10 @@ impl Sender {
             () = poll_opt(&mut self.refresh), if self.refresh.is_some() => {
                 self.refresh = None;
             }
+            answer = poll_opt(&mut self.txn_req), if self.txn_req.is_some() => {
+                self.txn_req = None;
+                self.on_txn_answer(answer);
+            }
             _ = meta.changed() => {}
             _ = self.shutdown.changed() => {}
             () = sleep => {}
@@ -378,7 +404,12 @@ impl Sender {
     }
 
     fn maybe_init_producer_id(&mut self, now: Instant) {
-        if !self.idempotent() || self.init.is_some() || self.idem.fatal.is_some() {
+        // A transactional producer's id comes from its transaction manager.
+        if !self.idempotent()
+            || self.txn.is_some()
+            || self.init.is_some()
+            || self.idem.fatal.is_some()
+        {
             return;
         }
         let wanted =
@@ -450,7 +481,7 @@ impl Sender {
                     )
                 );
                 if fatal {
-                    self.idem.fatal = Some(e.to_string());
+                    self.idem.fatal = Some(ProducerError::Fatal(e.to_string()));
                 } else {
                     tracing::debug!(error = %e, "InitProducerId failed; retrying");
                     self.init_backoff_until = Some(Instant::now() + self.cfg.retry_backoff);
@@ -701,6 +732,35 @@ impl Sender {
             ErrorCode::NONE => self.succeed(batch, base_offset, log_append),
             // Already written by an earlier attempt whose answer was lost.
             ErrorCode::DUPLICATE_SEQUENCE_NUMBER => self.succeed(batch, -1, log_append),
+            // Transactional: the broker lost our state, or a batch is missing before this one;
+            // the transaction must be aborted (and the epoch bumped). A batch that only has
+            // to wait for an earlier one's retry is retried.
+            ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER | ErrorCode::UNKNOWN_PRODUCER_ID
+                if self.txn.is_some() =>
+            {
+                let seq = batch.producer.map(|f| f.base_sequence);
+                let last = self.idem.last_acked.get(&batch.tp).copied().unwrap_or(-1);
+                let expected = last.wrapping_add(1) & i32::MAX;
+                let e = kafka(&batch, message);
+                if code == ErrorCode::UNKNOWN_PRODUCER_ID || seq == Some(expected) {
+                    self.fail(batch, e);
+                } else {
+                    let msg = e.to_string();
+                    self.retry_or_fail(batch, e, msg, true);
+                }
+            }
+            // Transactional: fenced is fatal; an old epoch at a partition is abortable
+            // (KIP-588: the coordinator tells on EndTxn whether we are fenced).
+            ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::PRODUCER_FENCED
+                if self.txn.is_some() =>
+            {
+                let e = if code == ErrorCode::PRODUCER_FENCED {
+                    ProducerError::Fenced(kafka(&batch, message).to_string())
+                } else {
+                    kafka(&batch, message)
+                };
+                self.fail(batch, e);
+            }
             ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER | ErrorCode::UNKNOWN_PRODUCER_ID
                 if self.idempotent() =>
             {
@@ -735,7 +795,7 @@ impl Sender {
             }
             ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::PRODUCER_FENCED => {
                 let e = kafka(&batch, message);
-                self.idem.fatal = Some(e.to_string());
+                self.idem.fatal = Some(ProducerError::Fatal(e.to_string()));
                 self.fail(batch, e);
             }
             // The answer named the new leader and the cache has it: straight there.
@@ -780,6 +840,7 @@ impl Sender {
     }
 
     fn fail(&mut self, batch: ProducerBatch, e: ProducerError) {
+        self.txn_batch_failed(&e);
         Counters::add(&self.counters.records_errored, batch.record_count() as u64);
         self.done.push((batch, Err(e)));
     }
@@ -851,7 +912,8 @@ impl Sender {
     /// A batch that may or may not have been written is given up: with idempotence the
     /// partition's sequence state is unknown, so the epoch must be bumped.
     fn after_unresolved(&mut self, batch: &ProducerBatch) {
-        if self.idempotent() && batch.producer.is_some() {
+        // (A transactional producer's transaction is aborted instead: see `fail`.)
+        if self.idempotent() && batch.producer.is_some() && self.txn.is_none() {
             self.idem.bump_needed = true;
         }
     }

@@ -14,19 +14,25 @@
 //! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
 //! `--quick` when given) on three nodes of the same build.
 //!
-//! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json]`: builds `kafka-broker`
-//! in release, then runs `kafka-bench`'s `producer_bench` example (feature `rdkafka`): our
-//! producer and librdkafka against that broker with the same settings, each phase in a child
-//! process of its own (records/s, MB/s, client CPU per record, peak RSS, send-to-ack
-//! latency, the ratio ours/librdkafka). It prints progress and a table; the JSON goes to
-//! `target/bench-producer.json`, and with `--json` it is also the last line printed.
+//! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json] [--only TEXT]`: builds
+//! `kafka-broker` in release, then runs `kafka-bench`'s `producer_bench` example (feature
+//! `rdkafka`): our producer and librdkafka against that broker with the same settings, each
+//! phase in a child process of its own (records/s, MB/s, client CPU per record, peak RSS,
+//! send-to-ack latency, the ratio ours/librdkafka), including transactional cases
+//! (transactions of 100 and of 10,000 records, `transactional.id` per phase, commits/s). It
+//! prints progress and a table; the JSON goes to `target/bench-producer.json`, and with
+//! `--json` it is also the last line printed. `--only TEXT` runs the cases whose name
+//! contains TEXT (`--only txns`: the transactional ones).
 //!
-//! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json]`: builds `kafka-broker`
-//! in release, then runs `kafka-bench`'s `consumer_bench` example (feature `rdkafka`): our
-//! consumer and librdkafka reading the same pre-filled topics from that broker with the same
-//! settings, each phase in a child process of its own (records/s, MB/s, client CPU per
-//! record, peak RSS, the ratio ours/librdkafka). It prints progress and a table; the JSON
-//! goes to `target/bench-consumer.json`, and with `--json` it is also the last line printed.
+//! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json] [--only TEXT]`: builds
+//! `kafka-broker` in release, then runs `kafka-bench`'s `consumer_bench` example (feature
+//! `rdkafka`): our consumer and librdkafka reading the same pre-filled topics from that broker
+//! with the same settings, each phase in a child process of its own (records/s, MB/s, client
+//! CPU per record, peak RSS, the ratio ours/librdkafka), including a read_committed case (a
+//! topic of committed transactions with 1 in 10 aborted, which both must read to exactly the
+//! committed count). It prints progress and a table; the JSON goes to
+//! `target/bench-consumer.json`, and with `--json` it is also the last line printed. `--only
+//! TEXT` runs the cases whose name contains TEXT (`--only read_committed`).
 //!
 //! `cargo xtask bench cluster [--quick] [--rounds N] [--session-timeout-ms MS] [--json]`:
 //! builds `kafka-broker` in release, then runs `kafka-bench`'s `cluster_bench` example (default
@@ -162,18 +168,22 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
 /// `bench producer` / `bench consumer`: the `<client>_bench` example of kafka-bench (ours vs
 /// librdkafka) against a release broker.
 fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
-    let target = target_dir(root);
-    let out = target
-        .join(format!("bench-{client}.json"))
-        .to_string_lossy()
-        .into_owned();
+    let args = client_args(&target_dir(root), client, rest)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building {client}_bench (bundled librdkafka) in release and running it");
+    crate::cargo(root, &args)
+}
+
+/// The `cargo` arguments that run `<client>_bench` (`producer` or `consumer`) for
+/// `cargo xtask bench <client> <rest>`, its JSON in `bench-<client>.json`.
+fn client_args(target: &Path, client: &str, rest: &[String]) -> Result<Vec<String>, Error> {
     let exe = target
         .join("release")
-        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
-        .to_string_lossy()
-        .into_owned();
-    let example = format!("{client}_bench");
-    let mut args = vec![
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX));
+    let out = target.join(format!("bench-{client}.json"));
+    let mut args: Vec<String> = [
         "run",
         "--release",
         "-p",
@@ -181,36 +191,33 @@ fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
         "--features",
         "rdkafka",
         "--example",
-        &example,
-        "--",
-        "--broker",
-        &exe,
-        "--out",
-        &out,
-    ];
+    ]
+    .map(String::from)
+    .into();
+    args.push(format!("{client}_bench"));
+    args.push("--".into());
+    args.push("--broker".into());
+    args.push(exe.to_string_lossy().into_owned());
+    args.push("--out".into());
+    args.push(out.to_string_lossy().into_owned());
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--quick" => args.push("--quick"),
-            "--full" => args.push("--full"),
-            "--json" => args.push("--json"),
-            "--rounds" => {
-                args.push("--rounds");
-                args.push(
-                    it.next()
-                        .ok_or_else(|| format!("bench {client}: --rounds needs a value"))?,
-                );
+            "--quick" | "--full" | "--json" => args.push(a.clone()),
+            "--rounds" | "--only" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("bench {client}: {a} needs a value"))?;
+                args.push(a.clone());
+                args.push(v.clone());
             }
             other => return Err(format!("bench {client}: unknown argument {other}").into()),
         }
     }
-    if args.contains(&"--quick") && args.contains(&"--full") {
+    if rest.iter().any(|a| a == "--quick") && rest.iter().any(|a| a == "--full") {
         return Err(format!("bench {client}: --quick or --full, not both").into());
     }
-    println!("bench: building kafka-broker in release");
-    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
-    println!("bench: building {example} (bundled librdkafka) in release and running it");
-    crate::cargo(root, &args)
+    Ok(args)
 }
 
 /// `bench cluster` / `bench replication`: the `<name>_bench` example of kafka-bench against
@@ -439,6 +446,55 @@ mod tests {
                 "--quick",
             ])
         );
+    }
+
+    #[test]
+    fn client_arguments_reach_the_example() {
+        let target = Path::new("/t");
+        let exe = format!("/t/release/kafka-broker{}", std::env::consts::EXE_SUFFIX);
+        let args = client_args(
+            target,
+            "producer",
+            &strings(&["--quick", "--only", "txns", "--rounds", "2", "--json"]),
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            args,
+            strings(&[
+                "run",
+                "--release",
+                "-p",
+                "kafka-bench",
+                "--features",
+                "rdkafka",
+                "--example",
+                "producer_bench",
+                "--",
+                "--broker",
+                &exe,
+                "--out",
+                "/t/bench-producer.json",
+                "--quick",
+                "--only",
+                "txns",
+                "--rounds",
+                "2",
+                "--json",
+            ])
+        );
+        for bad in [
+            &["--only"][..],
+            &["--rounds"],
+            &["--quick", "--full"],
+            &["--session-timeout-ms", "1"],
+        ] {
+            for client in ["producer", "consumer"] {
+                assert!(
+                    client_args(target, client, &strings(bad)).is_err(),
+                    "{bad:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The Kafka requests a controller answers on its controller listener: brokers' registrations
-//! and heartbeats, leaders' AlterPartition, the admin requests brokers forward (CreateTopics,
-//! DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs), DescribeQuorum and
-//! ApiVersions. The decisions are the controller's ([`super::controller`]); this file decodes,
-//! hands each request to the active controller and encodes the answer, or NOT_CONTROLLER
-//! (naming no leader: the caller finds it) when this node is not the active controller.
+//! The Kafka requests a controller answers on its controller listener: brokers' registrations,
+//! heartbeats and AllocateProducerIds, leaders' AlterPartition, the admin requests brokers
+//! forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+//! IncrementalAlterConfigs), DescribeQuorum and ApiVersions. The decisions are the
+//! controller's ([`super::controller`]); this file decodes, hands each request to the active
+//! controller and encodes the answer, or NOT_CONTROLLER (naming no leader: the caller finds
+//! it) when this node is not the active controller.
 
 use std::sync::Arc;
 
@@ -13,9 +14,9 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::frame;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
-    AlterConfigsResponse, AlterPartitionResponse, ApiKey, ApiVersionsResponse,
-    BrokerHeartbeatResponse, BrokerRegistrationResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse,
+    AllocateProducerIdsResponse, AlterConfigsResponse, AlterPartitionResponse, ApiKey,
+    ApiVersionsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse, DescribeQuorumResponse,
     IncrementalAlterConfigsResponse, RequestBody, ResponseBody, ResponseHeader,
     alter_configs_response, create_partitions_response, create_topics_response,
     delete_topics_response, describe_quorum_response, incremental_alter_configs_response,
@@ -31,6 +32,7 @@ pub const CONTROLLER_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::BrokerRegistration, 0, 4),
     (ApiKey::BrokerHeartbeat, 0, 1),
     (ApiKey::AlterPartition, 0, 3),
+    (ApiKey::AllocateProducerIds, 0, 0),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::CreatePartitions, 0, 3),
@@ -116,6 +118,10 @@ pub async fn handle(
             .run(move |c, image, _| c.alter_partition(image, &r, version))
             .await
             .map(ResponseBody::AlterPartition),
+        RequestBody::AllocateProducerIds(r) => active
+            .run(move |c, image, _| c.allocate_producer_ids(image, &r))
+            .await
+            .map(ResponseBody::AllocateProducerIds),
         RequestBody::CreateTopics(r) => {
             let seed = u64::from_be_bytes(
                 crate::topics::random_uuid().0[..8]
@@ -214,6 +220,13 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
             error_code: code,
             ..Default::default()
         }),
+        RequestBody::AllocateProducerIds(_) => {
+            ResponseBody::AllocateProducerIds(AllocateProducerIdsResponse {
+                error_code: code,
+                producer_id_start: -1,
+                ..Default::default()
+            })
+        }
         RequestBody::CreateTopics(r) => ResponseBody::CreateTopics(CreateTopicsResponse {
             topics: r
                 .topics
@@ -318,6 +331,7 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
         ResponseBody::BrokerRegistration(r) => r.error_code == code,
         ResponseBody::BrokerHeartbeat(r) => r.error_code == code,
         ResponseBody::AlterPartition(r) => r.error_code == code,
+        ResponseBody::AllocateProducerIds(r) => r.error_code == code,
         ResponseBody::CreateTopics(r) => r.topics.iter().any(|t| t.error_code == code),
         ResponseBody::DeleteTopics(r) => r.responses.iter().any(|t| t.error_code == code),
         ResponseBody::CreatePartitions(r) => r.results.iter().any(|t| t.error_code == code),

@@ -8,7 +8,8 @@
 //! - [`listener`]: the controller listener (Raft streams, followers of the log, requests).
 //! - [`follow`]: brokers that are not controllers follow the log from the controllers.
 //! - [`forward`]: a broker's requests to the active controller; [`lifecycle`]: its
-//!   registration and heartbeats; [`publish`]: the image carried out on its partitions.
+//!   registration and heartbeats; [`publish`]: the image carried out on its partitions;
+//!   [`producer_ids`]: its producer ids, in blocks from the controller.
 
 pub mod active;
 pub mod api;
@@ -18,6 +19,7 @@ pub mod forward;
 pub mod image;
 pub mod lifecycle;
 pub mod listener;
+pub mod producer_ids;
 pub mod publish;
 pub mod quorum;
 pub mod state;
@@ -216,6 +218,7 @@ pub async fn start(
             });
             broker.set_cluster(link.clone());
             broker.isr.start(&broker, link.clone());
+            broker.producer_ids.start(link.clone(), config.node_id);
             tokio::spawn(publish_images(
                 broker,
                 config.node_id,

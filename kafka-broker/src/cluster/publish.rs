@@ -64,6 +64,14 @@ pub fn apply(
                     broker.follow_offsets_partition(index);
                 }
             }
+            // So does the transaction coordinator, of the transaction log's.
+            if topic.name == crate::txn::TRANSACTION_STATE_TOPIC {
+                if part.leader == node_id {
+                    broker.lead_txn_partition(index);
+                } else {
+                    broker.follow_txn_partition(index);
+                }
+            }
         }
     }
     if let Some(previous) = previous {

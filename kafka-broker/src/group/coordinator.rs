@@ -17,10 +17,11 @@ use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::manager::GroupManager;
 use super::offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
-use super::records::OffsetsRecord;
+use super::records::{LogEntry, OffsetsRecord};
 use super::types::{
     CommitRequest, FetchedOffset, GroupDescription, GroupListing, HeartbeatRequest, JoinRequest,
     JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest, SyncResponse,
+    TxnBatch, TxnCommitRequest,
 };
 
 /// Where the records the coordinator produces go (the broker's is
@@ -33,6 +34,13 @@ use super::types::{
 /// `wait` resolves when they are, and is awaited with the coordinator's lock released.
 pub trait RecordSink: Send + Sync + std::fmt::Debug {
     fn append(&self, records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode>;
+
+    /// [`RecordSink::append`] for one TxnOffsetCommit's records (all of one group): written as
+    /// one transactional batch of the producer (its id and epoch, no sequence). The default
+    /// writes them as ordinary records (sinks that keep no log).
+    fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+        self.append(batch.records)
+    }
 }
 
 /// Resolves once appended records are acknowledged; an error is the code to answer with.
@@ -413,7 +421,16 @@ impl GroupCoordinator {
             match result {
                 Ok(()) => {
                     for (k, value) in pending {
-                        let newer = inner.applied_commit.get(&k).is_some_and(|&m| m > n);
+                        // A later commit applied first, or a committed transaction whose
+                        // offset record came after this one: that value stands.
+                        let newer = inner.applied_commit.get(&k).is_some_and(|&m| m > n)
+                            || value.as_ref().is_some_and(|v| {
+                                inner
+                                    .manager
+                                    .offsets
+                                    .get(&k.0, &k.1, k.2)
+                                    .is_some_and(|c| c.log_order > v.log_order)
+                            });
                         if !newer {
                             inner.applied_commit.insert(k.clone(), n);
                             restore(&mut inner.manager, &k, value);
@@ -487,9 +504,115 @@ impl GroupCoordinator {
         self.with(|m, now| m.expire_offsets(now))
     }
 
-    /// Rebuilds state from `__consumer_offsets` records (start-up).
-    pub fn replay(&self, records: impl IntoIterator<Item = OffsetsRecord>) {
-        self.with(|m, now| m.replay(records, now));
+    /// Rebuilds state from `__consumer_offsets` entries (start-up, or a partition this broker
+    /// now leads).
+    pub fn replay<R: Into<LogEntry>>(&self, entries: impl IntoIterator<Item = R>) {
+        self.with(|m, now| m.replay(entries, now));
+    }
+
+    /// TxnOffsetCommit. The offsets are pending for (group, producer) as soon as they are
+    /// accepted (OffsetFetch with `require_stable` sees that), their records are handed to the
+    /// sink as one transactional batch, and the answer waits for the batch's acknowledgement
+    /// (with the coordinator's lock released). If the sink refuses the batch, or its
+    /// acknowledgement fails, the commit is answered with that error and the pending offsets
+    /// are what they were.
+    pub fn txn_commit_offsets(
+        &self,
+        req: &TxnCommitRequest,
+    ) -> impl Future<Output = Vec<ErrorCode>> + Send + use<> {
+        let mut inner = self.lock();
+        let now = self.clock.now_ms();
+        let pid = req.producer_id;
+        let keys: Vec<OffsetKey> = req
+            .partitions
+            .iter()
+            .map(|p| (req.group_id.clone(), p.topic.clone(), p.partition))
+            .collect();
+        let before: Vec<Option<OffsetAndMetadata>> = keys
+            .iter()
+            .map(|k| {
+                inner
+                    .manager
+                    .pending_txn_offset(&k.0, pid, &k.1, k.2)
+                    .cloned()
+            })
+            .collect();
+        let mut codes = inner.manager.txn_commit_offsets(req, now);
+        // What to undo if the batch is not written: (key, its pending log order, before).
+        let undo: Vec<(OffsetKey, u64, Option<OffsetAndMetadata>)> = keys
+            .into_iter()
+            .zip(before)
+            .zip(&codes)
+            .filter(|(_, c)| c.is_ok())
+            .filter_map(|((k, old), _)| {
+                let order = inner
+                    .manager
+                    .pending_txn_offset(&k.0, pid, &k.1, k.2)?
+                    .log_order;
+                Some((k, order, old))
+            })
+            .collect();
+        // Nothing else is expected here, but whatever the call released goes out first.
+        self.flush_detached(&mut inner);
+        let batches = inner.manager.take_txn_batches();
+        let mut wait = None;
+        for batch in batches {
+            match self.sink.append_transactional(batch) {
+                Ok(None) => {}
+                Ok(Some(w)) => wait = Some(w),
+                Err(code) => {
+                    undo_pending(&mut inner.manager, pid, &undo);
+                    for c in codes.iter_mut().filter(|c| c.is_ok()) {
+                        *c = code;
+                    }
+                }
+            }
+        }
+        drop(inner);
+        let coordinator = self.pending_handle();
+        let count = codes.len();
+        let waits = wait.is_some();
+        let complete = async move {
+            let Some(wait) = wait else {
+                return codes;
+            };
+            if let Err(code) = wait.await {
+                if let Some(inner) = coordinator.upgrade() {
+                    let mut inner = inner
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    undo_pending(&mut inner.manager, pid, &undo);
+                }
+                for c in codes.iter_mut().filter(|c| c.is_ok()) {
+                    *c = code;
+                }
+            }
+            codes
+        };
+        // As for plain commits: the completion runs to its end even if the client went away.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) if waits => {
+                let task = rt.spawn(complete);
+                futures::future::Either::Left(async move {
+                    task.await
+                        .unwrap_or_else(|_| vec![ErrorCode::NOT_COORDINATOR; count])
+                })
+            }
+            _ => futures::future::Either::Right(complete),
+        }
+    }
+
+    /// The end of producer `producer_id`'s transaction in `__consumer_offsets` partition
+    /// `offsets_partition`, called once its COMMIT or ABORT marker is appended there: the
+    /// producer's pending offsets of that partition's groups become committed (where no later
+    /// commit stands) or are dropped. Returns how many offsets were committed.
+    pub fn complete_transaction(
+        &self,
+        offsets_partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) -> usize {
+        self.with(|m, _| m.complete_transaction(offsets_partition, producer_id, commit))
     }
 
     /// Reads the manager's state (tests, diagnostics).
@@ -526,6 +649,17 @@ impl GroupCoordinator {
             }
         }
         gone
+    }
+}
+
+/// Undoes pending transactional offsets whose batch was not written.
+fn undo_pending(
+    manager: &mut GroupManager,
+    producer_id: i64,
+    undo: &[(OffsetKey, u64, Option<OffsetAndMetadata>)],
+) {
+    for ((group, topic, partition), order, old) in undo {
+        manager.restore_pending(group, producer_id, topic, *partition, *order, old.clone());
     }
 }
 
@@ -729,5 +863,102 @@ mod tests {
         ack_a.send(Ok(())).unwrap();
         assert_eq!(a.await.unwrap(), vec![ErrorCode::NONE; 2]);
         assert_eq!(fetched(&c), vec![7, 1]);
+    }
+
+    /// A sink for transactional batches: refuses while `fail` is set, else holds each
+    /// acknowledgement for the test to give; keeps what it was handed.
+    #[derive(Debug, Default)]
+    struct TxnSink {
+        fail: Arc<AtomicBool>,
+        batches: Arc<Mutex<Vec<TxnBatch>>>,
+        acks: Arc<Mutex<Vec<Ack>>>,
+    }
+
+    impl RecordSink for TxnSink {
+        fn append(&self, _records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
+            Ok(None)
+        }
+
+        fn append_transactional(&self, batch: TxnBatch) -> Result<Option<DurableWait>, ErrorCode> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(ErrorCode::NOT_COORDINATOR);
+            }
+            self.batches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(batch);
+            let (tx, rx) = oneshot::channel();
+            self.acks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+            Ok(Some(Box::pin(async move {
+                rx.await.unwrap_or(Err(ErrorCode::NOT_COORDINATOR))
+            })))
+        }
+    }
+
+    fn txn_commit(offset: i64) -> TxnCommitRequest {
+        TxnCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: "g".into(),
+            producer_id: 7,
+            producer_epoch: 3,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            partitions: commit(&[(0, offset)]).partitions,
+        }
+    }
+
+    fn pending(c: &GroupCoordinator) -> Option<i64> {
+        c.inspect(|m| m.pending_txn_offset("g", 7, "t", 0).map(|v| v.offset))
+    }
+
+    #[tokio::test]
+    async fn a_transactional_commit_is_answered_once_written_and_undone_if_it_is_not() {
+        let sink = TxnSink::default();
+        let (fail, batches, acks) = (sink.fail.clone(), sink.batches.clone(), sink.acks.clone());
+        let c = GroupCoordinator::with_parts(
+            GroupConfig::default(),
+            Box::new(MemoryOffsetStore::default()),
+            Box::new(sink),
+        );
+        let take = || {
+            acks.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(0)
+        };
+        // Pending at once, answered when acknowledged; one batch of the producer.
+        let first = tokio::spawn(c.txn_commit_offsets(&txn_commit(10)));
+        tokio::task::yield_now().await;
+        assert!(!first.is_finished());
+        assert_eq!(pending(&c), Some(10));
+        take().send(Ok(())).unwrap();
+        assert_eq!(first.await.unwrap(), vec![ErrorCode::NONE]);
+        {
+            let b = batches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            assert_eq!((b.len(), b[0].producer_id, b[0].producer_epoch), (1, 7, 3));
+            assert_eq!(b[0].records.len(), 1);
+        }
+        // Acknowledgement failed: answered with its error, the earlier pending offset back.
+        let second = tokio::spawn(c.txn_commit_offsets(&txn_commit(20)));
+        tokio::task::yield_now().await;
+        assert_eq!(pending(&c), Some(20));
+        take().send(Err(ErrorCode::NOT_ENOUGH_REPLICAS)).unwrap();
+        assert_eq!(second.await.unwrap(), vec![ErrorCode::NOT_ENOUGH_REPLICAS]);
+        assert_eq!(pending(&c), Some(10));
+        // Refused by the sink: the same.
+        fail.store(true, Ordering::SeqCst);
+        let refused = c.txn_commit_offsets(&txn_commit(30)).await;
+        assert_eq!(refused, vec![ErrorCode::NOT_COORDINATOR]);
+        assert_eq!(pending(&c), Some(10));
+        // The marker commits what was written.
+        let p = c.partition_for("g");
+        assert_eq!(c.complete_transaction(p, 7, true), 1);
+        assert_eq!(fetched(&c), vec![10, -1]);
+        assert_eq!(pending(&c), None);
     }
 }

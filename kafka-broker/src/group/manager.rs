@@ -9,8 +9,9 @@ use kafka_protocol::error_code::ErrorCode;
 use super::MemberIdGen;
 use super::config::GroupConfig;
 use super::offsets::{MemoryOffsetStore, OffsetStore};
-use super::records::{OffsetsRecord, RecordKey, RecordValue};
+use super::records::{LogEntry, OffsetsRecord, RecordKey, RecordValue};
 use super::state::{Cx, Effects, Group, GroupState};
+use super::txn_offsets::PendingTxnOffsets;
 use super::types::{
     CLASSIC_GROUP_TYPE, DescribedMember, GroupDescription, GroupListing, HeartbeatRequest,
     JoinRequest, JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest,
@@ -21,9 +22,9 @@ use super::types::{
 /// and `now`.
 ///
 /// JoinGroup and SyncGroup answers come out of [`GroupManager::poll_output`] (right away or
-/// later); everything else answers directly. After any call, drain `poll_output` and
-/// [`GroupManager::take_records`], and call [`GroupManager::handle_timeout`] once
-/// [`GroupManager::poll_timeout`] is due.
+/// later); everything else answers directly. After any call, drain `poll_output`,
+/// [`GroupManager::take_records`] and [`GroupManager::take_txn_batches`], and call
+/// [`GroupManager::handle_timeout`] once [`GroupManager::poll_timeout`] is due.
 #[derive(Debug)]
 pub struct GroupManager {
     pub(super) config: GroupConfig,
@@ -31,6 +32,10 @@ pub struct GroupManager {
     pub(super) offsets: Box<dyn OffsetStore>,
     pub(super) ids: MemberIdGen,
     pub(super) fx: Effects,
+    /// Transactional offsets not yet committed or aborted (see `txn_offsets.rs`).
+    pub(super) pending_txn: PendingTxnOffsets,
+    /// The count behind [`OffsetAndMetadata::log_order`](super::OffsetAndMetadata).
+    pub(super) log_order: u64,
 }
 
 impl GroupManager {
@@ -51,6 +56,8 @@ impl GroupManager {
             offsets,
             ids,
             fx: Effects::default(),
+            pending_txn: PendingTxnOffsets::new(),
+            log_order: 0,
         }
     }
 
@@ -280,7 +287,8 @@ impl GroupManager {
             .collect()
     }
 
-    /// DeleteGroups: only empty groups go (with their offsets); one error per id.
+    /// DeleteGroups: only empty groups go (with their offsets, pending transactional ones
+    /// included); one error per id.
     pub fn delete_groups(&mut self, ids: &[String]) -> Vec<ErrorCode> {
         ids.iter()
             .map(|id| {
@@ -289,7 +297,16 @@ impl GroupManager {
                     None | Some(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
                     Some(GroupState::Empty) => {
                         self.groups.remove(id);
-                        for (topic, partition) in self.offsets.remove_group(id) {
+                        let committed = self.offsets.remove_group(id);
+                        // Pending transactional offsets go too: a tombstone for each of their
+                        // partitions that has no committed offset (Kafka's rule), so that
+                        // replay drops them as well.
+                        let pending: Vec<(String, i32)> = self
+                            .drop_pending_group(id)
+                            .into_iter()
+                            .filter(|k| !committed.contains(k))
+                            .collect();
+                        for (topic, partition) in committed.into_iter().chain(pending) {
                             let r = OffsetsRecord::offset_tombstone(id, &topic, partition);
                             self.fx.records.push(r);
                         }
@@ -317,17 +334,37 @@ impl GroupManager {
                 self.offsets.remove_group(&group);
             }
         }
+        self.pending_txn
+            .retain(|group, _| config.partition_for(group) != partition);
         gone
     }
 
-    /// Rebuilds groups and offsets from `__consumer_offsets` records, in log order (the last
-    /// record of a key wins; a tombstone deletes it). Meant for a fresh manager at start-up:
-    /// groups with members come back Stable with their sessions starting at `now`, so
-    /// members that are gone are removed after one session timeout.
-    pub fn replay(&mut self, records: impl IntoIterator<Item = OffsetsRecord>, now: i64) {
+    /// Rebuilds groups and offsets from `__consumer_offsets` entries, in log order (the last
+    /// record of a key wins; a tombstone deletes it and the partition's pending transactional
+    /// offsets). Records of transactional batches are pending for their producer until its
+    /// marker in the same partition commits or aborts them; without a marker they stay
+    /// pending (a later [`GroupManager::complete_transaction`] ends them). Meant for a fresh
+    /// manager at start-up: groups with members come back Stable with their sessions starting
+    /// at `now`, so members that are gone are removed after one session timeout.
+    pub fn replay<R: Into<LogEntry>>(&mut self, entries: impl IntoIterator<Item = R>, now: i64) {
         let mut metadata: BTreeMap<String, Option<super::records::GroupMetadataValue>> =
             BTreeMap::new();
-        for record in records {
+        for entry in entries {
+            let (producer, record) = match entry.into() {
+                LogEntry::Record(record) => (None, record),
+                LogEntry::Transactional {
+                    producer_id,
+                    record,
+                } => (Some(producer_id), record),
+                LogEntry::Marker {
+                    offsets_partition,
+                    producer_id,
+                    commit,
+                } => {
+                    self.complete_transaction(offsets_partition, producer_id, commit);
+                    continue;
+                }
+            };
             match (record.key, record.value) {
                 (
                     RecordKey::OffsetCommit {
@@ -335,9 +372,13 @@ impl GroupManager {
                         topic,
                         partition,
                     },
-                    Some(RecordValue::OffsetCommit(v)),
+                    Some(RecordValue::OffsetCommit(mut v)),
                 ) => {
-                    self.offsets.put(&group, &topic, partition, v);
+                    v.log_order = self.next_log_order();
+                    match producer {
+                        None => self.offsets.put(&group, &topic, partition, v),
+                        Some(pid) => self.put_pending(&group, pid, &topic, partition, Some(v)),
+                    }
                 }
                 (
                     RecordKey::OffsetCommit {
@@ -348,6 +389,7 @@ impl GroupManager {
                     None,
                 ) => {
                     self.offsets.remove(&group, &topic, partition);
+                    self.drop_pending_partition(&group, &topic, partition);
                 }
                 (RecordKey::GroupMetadata { group }, Some(RecordValue::GroupMetadata(v))) => {
                     metadata.insert(group, Some(v));
@@ -374,8 +416,10 @@ impl GroupManager {
                 }
             }
         }
-        // Groups known only by their offsets (simple consumers) exist as empty groups.
-        for id in self.offsets.groups() {
+        // Groups known only by their offsets (simple consumers, producers' transactions)
+        // exist as empty groups.
+        let pending: Vec<String> = self.pending_txn.keys().cloned().collect();
+        for id in self.offsets.groups().into_iter().chain(pending) {
             if !self.groups.contains_key(&id) {
                 self.groups.insert(id.clone(), Group::new(id, now));
             }

@@ -5,7 +5,9 @@
 //! the driver's clock). It never sleeps, reads a clock or does I/O. Answers that have to wait
 //! (a JoinGroup until the rebalance completes, a follower's SyncGroup until the leader's
 //! arrives) come out later as [`Output`]s, and every change that Kafka would write to
-//! `__consumer_offsets` comes out as an [`OffsetsRecord`].
+//! `__consumer_offsets` comes out as an [`OffsetsRecord`] (a TxnOffsetCommit's as a
+//! [`TxnBatch`], written as the producer's transactional batch; its offsets stay pending until
+//! [`GroupManager::complete_transaction`], see `txn_offsets.rs`).
 //!
 //! [`GroupCoordinator`] wraps the manager in a mutex for the request handlers, turns pending
 //! answers into futures (tokio oneshot channels) and hands records to a [`RecordSink`];
@@ -22,6 +24,7 @@
 //! | `membership.rs` | SyncGroup, Heartbeat, LeaveGroup |
 //! | `manager.rs` | every group: routing, describe/list/delete, timers, replay |
 //! | `offsets.rs` | OffsetCommit/OffsetFetch/OffsetDelete, offset expiry, [`OffsetStore`] |
+//! | `txn_offsets.rs` | TxnOffsetCommit: offsets pending until their transaction's marker |
 //! | `records.rs` | `__consumer_offsets` keys and values |
 //! | `coordinator.rs` | the thread-safe async wrapper and its timer task |
 
@@ -36,6 +39,7 @@ mod persist;
 pub mod records;
 mod state;
 mod timers;
+mod txn_offsets;
 mod types;
 
 #[cfg(test)]
@@ -46,7 +50,7 @@ pub use coordinator::{DiscardRecords, DurableWait, GroupCoordinator, RecordSink,
 pub use manager::GroupManager;
 pub use member::Member;
 pub use offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
-pub use records::{OffsetsRecord, RecordKey, RecordValue};
+pub use records::{LogEntry, OffsetsRecord, RecordKey, RecordValue};
 pub use state::{Group, GroupState};
 pub use types::*;
 

@@ -22,6 +22,11 @@ pub struct OffsetAndMetadata {
     pub commit_timestamp: i64,
     /// Set only by OffsetCommit v2-4 with an explicit retention time.
     pub expire_timestamp: Option<i64>,
+    /// Where the offset's record is in the group's `__consumer_offsets` partition, relative to
+    /// the group's other offset records: the manager's count of offset records appended or
+    /// replayed (Kafka keeps the record's log offset). Not part of the record; a committed
+    /// transaction's offset replaces a committed offset only if its record came later.
+    pub log_order: u64,
 }
 
 /// Where committed offsets are kept, by group, topic and partition. The coordinator keeps
@@ -161,6 +166,7 @@ impl GroupManager {
                     metadata,
                     commit_timestamp: p.commit_timestamp.unwrap_or(now),
                     expire_timestamp: req.retention_ms.map(|r| now.saturating_add(r)),
+                    log_order: self.next_log_order(),
                 };
                 self.fx.records.push(OffsetsRecord::offset_commit(
                     &req.group_id,
@@ -176,31 +182,40 @@ impl GroupManager {
     }
 
     /// OffsetFetch for one group: the requested partitions (`None` for every partition with
-    /// a committed offset), -1 for those without one. Nothing here is transactional, so
-    /// `require_stable` changes nothing.
+    /// a committed offset), -1 for those without one. Pending transactional offsets are never
+    /// shown; with `require_stable` a partition that has one answers UNSTABLE_OFFSET_COMMIT
+    /// (offset -1) instead of its committed offset, as Kafka does.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
-        _require_stable: bool,
+        require_stable: bool,
     ) -> Vec<FetchedOffset> {
-        let found = |topic: &str, partition: i32, v: Option<OffsetAndMetadata>| match v {
-            Some(v) => FetchedOffset {
-                topic: topic.to_owned(),
-                partition,
-                offset: v.offset,
-                leader_epoch: v.leader_epoch,
-                metadata: v.metadata,
-                error: ErrorCode::NONE,
-            },
-            None => FetchedOffset {
-                topic: topic.to_owned(),
-                partition,
-                offset: -1,
-                leader_epoch: -1,
-                metadata: String::new(),
-                error: ErrorCode::NONE,
-            },
+        let found = |topic: &str, partition: i32, v: Option<OffsetAndMetadata>| {
+            let unstable =
+                require_stable && self.has_pending_txn_offset(group_id, topic, partition);
+            match v {
+                Some(v) if !unstable => FetchedOffset {
+                    topic: topic.to_owned(),
+                    partition,
+                    offset: v.offset,
+                    leader_epoch: v.leader_epoch,
+                    metadata: v.metadata,
+                    error: ErrorCode::NONE,
+                },
+                _ => FetchedOffset {
+                    topic: topic.to_owned(),
+                    partition,
+                    offset: -1,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    error: if unstable {
+                        ErrorCode::UNSTABLE_OFFSET_COMMIT
+                    } else {
+                        ErrorCode::NONE
+                    },
+                },
+            }
         };
         match topics {
             None => self
@@ -250,7 +265,11 @@ impl GroupManager {
                 if in_use {
                     return ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC;
                 }
-                if self.offsets.remove(group_id, topic, *partition) {
+                // A pending transactional offset of the partition goes too (Kafka writes the
+                // tombstone for it even without a committed offset).
+                let committed = self.offsets.remove(group_id, topic, *partition);
+                let pending = self.drop_pending_partition(group_id, topic, *partition);
+                if committed || pending {
                     self.fx
                         .records
                         .push(OffsetsRecord::offset_tombstone(group_id, topic, *partition));
@@ -265,7 +284,9 @@ impl GroupManager {
     /// offsets count from when it became empty; a stable consumer group's offsets of topics
     /// it no longer subscribes to, and a simple consumer's offsets, count from their commit;
     /// an explicit expire timestamp wins), then drops empty groups left without offsets.
-    /// Returns how many offsets expired.
+    /// An offset whose partition has a pending transactional offset does not expire, and a
+    /// group with pending transactional offsets is not dropped (Kafka's rules). Returns how
+    /// many offsets expired.
     pub fn expire_offsets(&mut self, now: i64) -> usize {
         let retention = self.config.offsets_retention_ms;
         let mut expired = 0;
@@ -285,7 +306,9 @@ impl GroupManager {
             };
             if let Some((base, keep)) = rule {
                 for (topic, partition, v) in self.offsets.group_offsets(&id) {
-                    if keep.contains(&topic) {
+                    // Not while a transaction may still commit an offset for the partition.
+                    if keep.contains(&topic) || self.has_pending_txn_offset(&id, &topic, partition)
+                    {
                         continue;
                     }
                     let gone = match v.expire_timestamp {
@@ -304,7 +327,8 @@ impl GroupManager {
                 .groups
                 .get(&id)
                 .is_some_and(|g| g.state == GroupState::Empty && g.pending_members.is_empty())
-                && self.offsets.group_offsets(&id).is_empty();
+                && self.offsets.group_offsets(&id).is_empty()
+                && !self.has_pending_txn_offsets(&id);
             if drop_group {
                 tracing::info!(group = %id, "removing empty group without offsets");
                 self.groups.remove(&id);

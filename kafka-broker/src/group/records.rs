@@ -90,6 +90,31 @@ pub struct OffsetsRecord {
     pub value: Option<RecordValue>,
 }
 
+/// One entry of a `__consumer_offsets` partition as the coordinator replays it: a record of
+/// an ordinary batch, a record of a transactional batch (a TxnOffsetCommit, pending until its
+/// producer's marker), or a COMMIT/ABORT marker (a control batch) of one producer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogEntry {
+    Record(OffsetsRecord),
+    Transactional {
+        producer_id: i64,
+        record: OffsetsRecord,
+    },
+    Marker {
+        /// The `__consumer_offsets` partition the marker is in: it ends the producer's
+        /// transaction for the groups of that partition only.
+        offsets_partition: i32,
+        producer_id: i64,
+        commit: bool,
+    },
+}
+
+impl From<OffsetsRecord> for LogEntry {
+    fn from(record: OffsetsRecord) -> Self {
+        Self::Record(record)
+    }
+}
+
 impl RecordKey {
     /// The group the key belongs to (which decides its partition).
     pub fn group(&self) -> &str {
@@ -227,6 +252,7 @@ impl OffsetAndMetadata {
             metadata,
             commit_timestamp,
             expire_timestamp,
+            log_order: 0,
         })
     }
 }
@@ -436,6 +462,7 @@ mod tests {
             metadata: "meta".into(),
             commit_timestamp: 1_700_000_000_000,
             expire_timestamp: expire,
+            log_order: 0,
         }
     }
 
@@ -591,6 +618,7 @@ mod tests {
                             metadata: "m".into(),
                             commit_timestamp: 1000,
                             expire_timestamp: (version == 1).then_some(2000),
+                            log_order: 0,
                         }
                     ),
                     "key v{key_version} value v{version}"

@@ -14,7 +14,7 @@ use kafka_protocol::frame::decode_subscription;
 use super::config::GroupConfig;
 use super::member::Member;
 use super::records::OffsetsRecord;
-use super::types::{JoinResponse, JoinedMember, Output, RequestId, SyncResponse};
+use super::types::{JoinResponse, JoinedMember, Output, RequestId, SyncResponse, TxnBatch};
 use super::{CONSUMER_PROTOCOL_TYPE, MemberIdGen};
 
 /// Kafka's group states (classic protocol).
@@ -88,6 +88,8 @@ impl JoinTimer {
 pub(super) struct Effects {
     pub(super) outputs: VecDeque<Output>,
     pub(super) records: Vec<OffsetsRecord>,
+    /// Transactional offset commits' records, one batch per TxnOffsetCommit.
+    pub(super) txn_batches: Vec<TxnBatch>,
 }
 
 /// Everything a group operation needs from outside the group.

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
 
+use super::records::OffsetsRecord;
 use super::state::GroupState;
 
 /// Names a request whose answer may come later (as an [`Output`]). Chosen by the driver;
@@ -182,6 +183,32 @@ pub struct CommitPartition {
     pub metadata: Option<String>,
     /// v1's explicit commit timestamp; `None` for "now".
     pub commit_timestamp: Option<i64>,
+}
+
+/// A TxnOffsetCommit: offsets committed as part of a producer's transaction, pending until
+/// the transaction ends ([`super::GroupManager::complete_transaction`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnCommitRequest {
+    pub transactional_id: String,
+    pub group_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// v3+ (KIP-447); -1 (with an empty member id and no instance id) when not given, and then
+    /// not checked.
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    /// Only offset, leader epoch and metadata are used.
+    pub partitions: Vec<CommitPartition>,
+}
+
+/// The records of one TxnOffsetCommit, to be written as one transactional batch of the
+/// producer (producer id and epoch, no sequence) to the group's `__consumer_offsets` partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnBatch {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub records: Vec<OffsetsRecord>,
 }
 
 /// One partition of an OffsetFetch answer.

@@ -316,10 +316,14 @@ fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic 
 }
 
 /// FindCoordinator from the image: a group's coordinator is the leader of its
-/// `__consumer_offsets` partition. The first request creates the topic through the
-/// controller (`offsets.topic.num.partitions`, replication factor
-/// `offsets.topic.replication.factor` or the live broker count if fewer, compacted) and is
-/// answered COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does; clients ask again.
+/// `__consumer_offsets` partition, a transactional id's the leader of its
+/// `__transaction_state` partition. The first request of a kind creates its topic through the
+/// controller and is answered COORDINATOR_NOT_AVAILABLE meanwhile, as Kafka does; clients ask
+/// again. `__consumer_offsets`: `offsets.topic.num.partitions`, replication factor
+/// `offsets.topic.replication.factor`; `__transaction_state`:
+/// `transaction.state.log.num.partitions`, `transaction.state.log.replication.factor`,
+/// `min.insync.replicas` from `transaction.state.log.min.isr`. Both compacted, the replication
+/// factor capped at the live brokers (and the minimum ISR at it).
 async fn find_coordinator(
     broker: &Broker,
     link: &ClusterLink,
@@ -327,35 +331,43 @@ async fn find_coordinator(
     version: i16,
     listener: &str,
 ) -> ResponseBody {
-    let wants_groups = if version >= 1 {
-        req.key_type == super::groups::KEY_TYPE_GROUP
+    let key_type = if version >= 1 {
+        req.key_type
     } else {
-        true
+        super::groups::KEY_TYPE_GROUP
     };
-    let missing = link.current().state.image.topic(OFFSETS_TOPIC).is_none();
-    if wants_groups && missing {
-        create_offsets_topic(broker, link).await;
+    let internal = internal_topic(broker, key_type);
+    if let Some(t) = &internal
+        && link.current().state.image.topic(t.name).is_none()
+    {
+        create_internal_topic(link, t).await;
     }
     let state = link.current();
     let image = &state.state.image;
-    let partitions = broker.groups.config().offsets_topic_num_partitions;
     let locate = |key: &KStr, key_type: i8| -> Result<CoordinatorNode, (ErrorCode, String)> {
         super::groups::group_key(key, key_type)?;
         let unavailable = |why: String| (ErrorCode::COORDINATOR_NOT_AVAILABLE, why);
+        let Some(t) = internal_topic(broker, key_type) else {
+            return Err((
+                ErrorCode::INVALID_REQUEST,
+                format!("unknown coordinator key type {key_type}"),
+            ));
+        };
+        let name = t.name;
         let topic = image
-            .topic(OFFSETS_TOPIC)
-            .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC} is being created")))?;
-        let p = crate::group::partition_for(key, partitions);
+            .topic(name)
+            .ok_or_else(|| unavailable(format!("{name} is being created")))?;
+        let p = crate::group::partition_for(key, t.partitions);
         let leader = topic
             .partitions
             .get(&p)
             .map(|part| part.leader)
             .filter(|&l| l >= 0)
-            .ok_or_else(|| unavailable(format!("{OFFSETS_TOPIC}-{p} has no leader")))?;
+            .ok_or_else(|| unavailable(format!("{name}-{p} has no leader")))?;
         let b = image
             .broker(leader)
             .filter(|b| !b.fenced)
-            .ok_or_else(|| unavailable(format!("the leader of {OFFSETS_TOPIC}-{p} is not live")))?;
+            .ok_or_else(|| unavailable(format!("the leader of {name}-{p} is not live")))?;
         let e = b
             .endpoints
             .iter()
@@ -370,7 +382,40 @@ async fn find_coordinator(
     super::groups::find_coordinator_with(&locate, req, version)
 }
 
-async fn create_offsets_topic(broker: &Broker, link: &ClusterLink) {
+/// A coordinator's internal topic as it is created.
+struct InternalTopic {
+    name: &'static str,
+    partitions: i32,
+    replication_factor: i16,
+    /// `min.insync.replicas`, when the topic sets it.
+    min_isr: Option<i32>,
+    segment_bytes: u64,
+}
+
+fn internal_topic(broker: &Broker, key_type: i8) -> Option<InternalTopic> {
+    match key_type {
+        super::groups::KEY_TYPE_GROUP => Some(InternalTopic {
+            name: OFFSETS_TOPIC,
+            partitions: broker.groups.config().offsets_topic_num_partitions,
+            replication_factor: broker.config.offsets_topic_replication_factor,
+            min_isr: None,
+            segment_bytes: broker.config.offsets_topic_segment_bytes,
+        }),
+        super::groups::KEY_TYPE_TRANSACTION => {
+            let t = broker.txn.config();
+            Some(InternalTopic {
+                name: crate::txn::TRANSACTION_STATE_TOPIC,
+                partitions: t.num_partitions,
+                replication_factor: t.replication_factor,
+                min_isr: Some(t.min_isr),
+                segment_bytes: t.segment_bytes,
+            })
+        }
+        _ => None,
+    }
+}
+
+async fn create_internal_topic(link: &ClusterLink, t: &InternalTopic) {
     let live = link
         .current()
         .state
@@ -380,18 +425,21 @@ async fn create_offsets_topic(broker: &Broker, link: &ClusterLink) {
         .count();
     let rf = i16::try_from(live)
         .unwrap_or(i16::MAX)
-        .min(broker.config.offsets_topic_replication_factor)
+        .min(t.replication_factor)
         .max(1);
-    let configs = [
+    let mut configs = vec![
         ("cleanup.policy", "compact".to_owned()),
-        (
-            "segment.bytes",
-            broker.config.offsets_topic_segment_bytes.to_string(),
-        ),
+        ("segment.bytes", t.segment_bytes.to_string()),
     ];
+    if let Some(min_isr) = t.min_isr {
+        configs.push((
+            "min.insync.replicas",
+            min_isr.min(i32::from(rf)).to_string(),
+        ));
+    }
     let topic = CreatableTopic {
-        name: KStr::from_static(OFFSETS_TOPIC),
-        num_partitions: broker.groups.config().offsets_topic_num_partitions,
+        name: KStr::from_static(t.name),
+        num_partitions: t.partitions,
         replication_factor: rf,
         configs: configs
             .into_iter()
@@ -403,7 +451,8 @@ async fn create_offsets_topic(broker: &Broker, link: &ClusterLink) {
             .collect(),
         ..Default::default()
     };
-    create_for_clients(link, vec![topic], "the first group's offsets topic").await;
+    let why = format!("the first coordinator lookup's {}", t.name);
+    create_for_clients(link, vec![topic], &why).await;
 }
 
 /// DescribeCluster v1's endpoint type of controllers.

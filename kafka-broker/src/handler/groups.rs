@@ -1,5 +1,6 @@
 //! Consumer group apis: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-//! OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete.
+//! OffsetCommit, TxnOffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups,
+//! OffsetDelete.
 //!
 //! Each handler turns the request into the coordinator's terms and its answer into the
 //! response of the request's version, setting only fields that version carries. This broker
@@ -27,13 +28,16 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
 use kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
     ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, ResponseBody, SyncGroupRequest,
-    SyncGroupResponse,
+    SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
 use crate::broker::Broker;
@@ -72,7 +76,7 @@ pub(crate) type TopicPartitions<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
 /// Key types of FindCoordinator.
 pub(crate) const KEY_TYPE_GROUP: i8 = 0;
-const KEY_TYPE_TRANSACTION: i8 = 1;
+pub(crate) const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
 /// READ, DELETE, DESCRIBE).
@@ -98,14 +102,11 @@ pub(crate) fn find_coordinator(
     )
 }
 
-/// Whether a FindCoordinator key is a group's (the only coordinator there is so far).
-pub(crate) fn group_key(key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
+/// Whether a FindCoordinator key is of a kind there is a coordinator for: a group's or a
+/// transactional id's.
+pub(crate) fn group_key(_key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
     match key_type {
-        KEY_TYPE_GROUP => Ok(()),
-        KEY_TYPE_TRANSACTION => Err((
-            ErrorCode::COORDINATOR_NOT_AVAILABLE,
-            format!("no transaction coordinator yet (transactional id {key})"),
-        )),
+        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => Ok(()),
         other => Err((
             ErrorCode::INVALID_REQUEST,
             format!("unknown coordinator key type {other}"),
@@ -453,6 +454,102 @@ pub(crate) fn offset_commit(
             topics: out,
             ..Default::default()
         })
+    }
+}
+
+/// TxnOffsetCommit: a producer's offsets for a group, pending until its transaction ends.
+/// The answer is a future (with nothing borrowed) that resolves once the coordinator's
+/// transactional batch is acknowledged. Errors as Kafka answers each version: PRODUCER_FENCED
+/// is INVALID_PRODUCER_EPOCH before v2, COORDINATOR_LOAD_IN_PROGRESS is
+/// COORDINATOR_NOT_AVAILABLE before v2 (clients before KAFKA-7296 did not expect it).
+pub(crate) fn txn_offset_commit(
+    coordinator: &GroupCoordinator,
+    topics: TopicPartitions<'_>,
+    req: TxnOffsetCommitRequest,
+    version: i16,
+) -> impl std::future::Future<Output = ResponseBody> + Send + use<> {
+    let mut cache = TopicCache::new(topics);
+    let mut slots = Vec::new();
+    let mut partitions = Vec::new();
+    let mut out: Vec<TxnOffsetCommitResponseTopic> = Vec::with_capacity(req.topics.len());
+    for (ti, t) in req.topics.iter().enumerate() {
+        let mut results = Vec::with_capacity(t.partitions.len());
+        for (pi, p) in t.partitions.iter().enumerate() {
+            let error = if cache.exists(&t.name, p.partition_index) {
+                slots.push((ti, pi));
+                partitions.push(group::CommitPartition {
+                    topic: text(&t.name),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if version >= 2 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: p.committed_metadata.as_ref().map(text),
+                    commit_timestamp: None,
+                });
+                ErrorCode::NONE
+            } else {
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            };
+            results.push(TxnOffsetCommitResponsePartition {
+                partition_index: p.partition_index,
+                error_code: error.0,
+                ..Default::default()
+            });
+        }
+        out.push(TxnOffsetCommitResponseTopic {
+            name: t.name.clone(),
+            partitions: results,
+            ..Default::default()
+        });
+    }
+    let committed = (!partitions.is_empty()).then(|| {
+        let v3 = version >= 3;
+        let request = group::TxnCommitRequest {
+            transactional_id: text(&req.transactional_id),
+            group_id: text(&req.group_id),
+            producer_id: req.producer_id,
+            producer_epoch: req.producer_epoch,
+            generation_id: if v3 { req.generation_id } else { -1 },
+            member_id: if v3 {
+                text(&req.member_id)
+            } else {
+                String::new()
+            },
+            group_instance_id: if v3 {
+                req.group_instance_id.as_ref().map(text)
+            } else {
+                None
+            },
+            partitions,
+        };
+        coordinator.txn_commit_offsets(&request)
+    });
+    async move {
+        if let Some(committed) = committed {
+            let errors = committed.await;
+            for ((ti, pi), e) in slots.into_iter().zip(errors) {
+                if let Some(p) = out.get_mut(ti).and_then(|t| t.partitions.get_mut(pi)) {
+                    p.error_code = txn_offset_commit_error(e, version).0;
+                }
+            }
+        }
+        ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse {
+            topics: out,
+            ..Default::default()
+        })
+    }
+}
+
+/// A TxnOffsetCommit error as a client of `version` is sent it.
+fn txn_offset_commit_error(e: ErrorCode, version: i16) -> ErrorCode {
+    let e = crate::txn::error_for_version(crate::txn::TxnApi::TxnOffsetCommit, version, e);
+    if version < 2 && e == ErrorCode::COORDINATOR_LOAD_IN_PROGRESS {
+        ErrorCode::COORDINATOR_NOT_AVAILABLE
+    } else {
+        e
     }
 }
 

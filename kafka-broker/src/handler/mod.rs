@@ -18,6 +18,7 @@ mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
 mod topics;
+mod txn;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -64,12 +65,19 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::OffsetCommit, 0, 9),
     (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::WriteTxnMarkers, 0, 1),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::AlterConfigs, 0, 2),
@@ -288,7 +296,21 @@ async fn handle_on(
         }
         RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),
         RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
-        RequestBody::InitProducerId(r) => init_producer_id::handle(broker, r),
+        RequestBody::InitProducerId(r) => {
+            match r.transactional_id.as_ref().filter(|t| !t.is_empty()) {
+                Some(id) => {
+                    let id = id.to_string();
+                    txn::init_producer_id(broker, r, id, version).await
+                }
+                None => init_producer_id::handle(broker, r),
+            }
+        }
+        RequestBody::AddPartitionsToTxn(r) => txn::add_partitions(broker, r, version).await,
+        RequestBody::AddOffsetsToTxn(r) => txn::add_offsets(broker, r, version).await,
+        RequestBody::EndTxn(r) => txn::end_txn(broker, r, version).await,
+        RequestBody::WriteTxnMarkers(r) => txn::write_markers(broker, r).await,
+        RequestBody::DescribeTransactions(r) => txn::describe(broker, r),
+        RequestBody::ListTransactions(r) => txn::list(broker, r, version),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
         RequestBody::ApiVersions(_) => api_versions::handle(version, broker.cluster().is_some()),
         RequestBody::Metadata(r) => metadata::handle(broker, r, version, listener),
@@ -301,6 +323,12 @@ async fn handle_on(
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
         RequestBody::FindCoordinator(r) => {
+            let keys_transactions = version >= 1 && r.key_type == groups::KEY_TYPE_TRANSACTION;
+            if keys_transactions {
+                // Created at the first lookup of a transactional id (Kafka does); a failure
+                // is answered by InitProducerId.
+                let _ = broker.ensure_transaction_topic();
+            }
             groups::find_coordinator(&groups::CoordinatorNode::of(broker, listener), r, version)
         }
         RequestBody::JoinGroup(r) => {
@@ -317,6 +345,10 @@ async fn handle_on(
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
             groups::offset_commit(&broker.groups, &topics, *r, version).await
+        }
+        RequestBody::TxnOffsetCommit(r) => {
+            let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
+            groups::txn_offset_commit(&broker.groups, &topics, *r, version).await
         }
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
         RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),

@@ -27,8 +27,8 @@
 //! InitProducerId and by fencing, not by every transaction, and values are written in v0
 //! (v1 is read; its TV2 fields are kept but not acted upon).
 //!
-//! Nothing in the broker calls this module yet (the request handlers and the timer task
-//! come next); its items are public, so no `dead_code` allowances are needed.
+//! [`TxnCoordinator`] (`coordinator.rs`) is its async face for the request handlers, and
+//! `crate::txn_driver` does its I/O: appends to `__transaction_state`, loading, markers.
 //!
 //! | file | what |
 //! |---|---|
@@ -38,8 +38,10 @@
 //! | `types.rs` | requests, answers, outputs, producer id source, error mapping by version |
 //! | `ops.rs` | InitProducerId, AddPartitionsToTxn (and verify), AddOffsetsToTxn, EndTxn |
 //! | `manager.rs` | ownership and loading, write and marker outcomes, timers, describe/list |
+//! | `coordinator.rs` | the manager behind a lock: answers as futures, work for the driver, timers |
 
 mod config;
+mod coordinator;
 mod manager;
 mod ops;
 pub mod records;
@@ -50,6 +52,7 @@ mod types;
 mod tests;
 
 pub use config::TxnConfig;
+pub use coordinator::{TxnCoordinator, Work};
 pub use manager::TransactionManager;
 pub use records::{TRANSACTION_STATE_TOPIC, TxnLogValue, TxnRecord, TxnRecordError};
 pub use state::{

@@ -409,6 +409,22 @@ pub(crate) async fn topic_config(addr: &str, topic: &str, key: &str) -> Option<O
     )
 }
 
+/// The active controller among `among`, as DescribeQuorum through the first of them names
+/// the quorum's leader (Metadata's controller id is the broker asked: brokers forward).
+pub(crate) async fn active_controller(c: &mut Cluster, among: &[i32]) -> i32 {
+    let addr = c.addr(among[0]);
+    let among = among.to_vec();
+    c.eventually("the quorum names a leader", Duration::from_secs(20), || {
+        let addr = addr.clone();
+        let among = among.clone();
+        async move {
+            let (leader, _, _) = describe_quorum(&addr).await?;
+            among.contains(&leader).then_some(leader)
+        }
+    })
+    .await
+}
+
 /// DescribeQuorum (v2) through one broker: (leader id, voter ids, observer ids).
 pub(crate) async fn describe_quorum(addr: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
     let r = describe_quorum_at(addr, 2).await?;

@@ -31,17 +31,9 @@ use tokio::sync::Notify;
 pub use listener::{ListenerFuture, NoopListener, RebalanceListener};
 pub use machine::{AppStep, GroupMachine, GroupSettings, Subscription};
 
-/// Who this consumer is in its group (Java's `ConsumerGroupMetadata`): what a
-/// transactional producer sends with the offsets it commits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConsumerGroupMetadata {
-    pub group_id: String,
-    /// The generation of the current assignment (-1 outside a generation).
-    pub generation_id: i32,
-    /// Empty outside a generation.
-    pub member_id: String,
-    pub group_instance_id: Option<String>,
-}
+/// Who this consumer is in its group (Java's `ConsumerGroupMetadata`; defined in kafka-net,
+/// where the transactional producer finds it too).
+pub use kafka_net::ConsumerGroupMetadata;
 
 /// What the consumer handle and the coordinator task share about the group.
 pub(crate) struct GroupShared {

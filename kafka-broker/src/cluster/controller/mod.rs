@@ -20,12 +20,14 @@
 //! | `topics.rs` | CreateTopics, CreatePartitions, DeleteTopics |
 //! | `configs.rs` | IncrementalAlterConfigs, AlterConfigs for topics and brokers |
 //! | `alter_partition.rs` | AlterPartition: a leader's ISR changes |
+//! | `producer_ids.rs` | AllocateProducerIds: blocks of producer ids for brokers |
 
 mod alter_partition;
 mod brokers;
 mod configs;
 mod election;
 mod placement;
+mod producer_ids;
 mod topics;
 
 #[cfg(test)]
@@ -39,6 +41,8 @@ use kafka_protocol::{KStr, Uuid};
 use super::image::MetadataImage;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+
+pub use producer_ids::PRODUCER_ID_BLOCK_SIZE;
 
 /// What the controller decides with.
 #[derive(Debug, Clone)]

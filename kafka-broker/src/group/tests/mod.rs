@@ -9,6 +9,7 @@ mod rebalance;
 mod records;
 mod sim;
 mod static_members;
+mod txn;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -55,6 +55,7 @@ fn offset(o: i64) -> OffsetAndMetadata {
         metadata: "meta".into(),
         commit_timestamp: 1_700_000_000_000,
         expire_timestamp: None,
+        log_order: 0,
     }
 }
 
@@ -183,7 +184,8 @@ fn older_and_flexible_versions_decode() {
                 leader_epoch: -1,
                 metadata: "m".into(),
                 commit_timestamp: 77,
-                expire_timestamp: None
+                expire_timestamp: None,
+                log_order: 0,
             }
         )
     );

@@ -151,31 +151,38 @@ fn find_coordinator_every_version() {
             assert_eq!(r.host, "broker.local");
         }
         if v >= 1 {
-            // Transactions have no coordinator yet.
-            let req = FindCoordinatorRequest {
-                key: if v < 4 {
-                    KStr::from("tx")
+            // A transactional id is coordinated by the same node; an unknown key type is
+            // refused.
+            for (key_type, want) in [(1i8, ErrorCode::NONE), (7, ErrorCode::INVALID_REQUEST)] {
+                let req = FindCoordinatorRequest {
+                    key: if v < 4 {
+                        KStr::from("tx")
+                    } else {
+                        KStr::default()
+                    },
+                    key_type,
+                    coordinator_keys: if v >= 4 {
+                        vec![KStr::from("tx")]
+                    } else {
+                        vec![]
+                    },
+                    ..Default::default()
+                };
+                let ResponseBody::FindCoordinator(r) =
+                    roundtrip(&find_coordinator(&node, req, v), v)
+                else {
+                    panic!()
+                };
+                let (code, node_id) = if v >= 4 {
+                    (r.coordinators[0].error_code, r.coordinators[0].node_id)
                 } else {
-                    KStr::default()
-                },
-                key_type: 1,
-                coordinator_keys: if v >= 4 {
-                    vec![KStr::from("tx")]
-                } else {
-                    vec![]
-                },
-                ..Default::default()
-            };
-            let ResponseBody::FindCoordinator(r) = roundtrip(&find_coordinator(&node, req, v), v)
-            else {
-                panic!()
-            };
-            let code = if v >= 4 {
-                r.coordinators[0].error_code
-            } else {
-                r.error_code
-            };
-            assert_eq!(code, ErrorCode::COORDINATOR_NOT_AVAILABLE.0);
+                    (r.error_code, r.node_id)
+                };
+                assert_eq!(code, want.0, "v{v} key type {key_type}");
+                if want == ErrorCode::NONE {
+                    assert_eq!(node_id, 3, "v{v}");
+                }
+            }
         }
     }
 }
@@ -752,4 +759,85 @@ async fn join_errors_encode_at_every_version() {
         panic!()
     };
     assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
+}
+
+#[test]
+fn txn_offset_commit_answers_every_version_and_stays_pending() {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    let c = coordinator();
+    let topics = |t: &str| (t == "t").then_some(2);
+    for version in 0..=4i16 {
+        let req = TxnOffsetCommitRequest {
+            transactional_id: KStr::from_static("tx"),
+            group_id: KStr::from_static("g"),
+            producer_id: 9,
+            producer_epoch: 0,
+            topics: vec![
+                TxnOffsetCommitRequestTopic {
+                    name: KStr::from_static("t"),
+                    partitions: vec![TxnOffsetCommitRequestPartition {
+                        partition_index: 1,
+                        committed_offset: 100 + i64::from(version),
+                        committed_leader_epoch: 3,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+                TxnOffsetCommitRequestTopic {
+                    name: KStr::from_static("missing"),
+                    partitions: vec![TxnOffsetCommitRequestPartition::default()],
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let body = futures::executor::block_on(txn_offset_commit(&c, &topics, req, version));
+        let ResponseBody::TxnOffsetCommit(r) = roundtrip(&body, version) else {
+            panic!("v{version}")
+        };
+        let errors: Vec<ErrorCode> = r
+            .topics
+            .iter()
+            .map(|t| ErrorCode(t.partitions[0].error_code))
+            .collect();
+        assert_eq!(
+            errors,
+            [ErrorCode::NONE, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION],
+            "v{version}"
+        );
+        // Pending: not shown; the leader epoch only from v2 on.
+        let pending = c.inspect(|m| m.pending_txn_offset("g", 9, "t", 1).cloned());
+        let pending = pending.unwrap();
+        assert_eq!(pending.offset, 100 + i64::from(version));
+        assert_eq!(pending.leader_epoch, if version >= 2 { 3 } else { -1 });
+        let fetched = c.fetch_offsets("g", Some(&[("t".to_owned(), vec![1])]), false);
+        assert_eq!(fetched[0].offset, -1);
+    }
+    // Old versions get the errors they know.
+    for (e, version, sent) in [
+        (
+            ErrorCode::PRODUCER_FENCED,
+            1,
+            ErrorCode::INVALID_PRODUCER_EPOCH,
+        ),
+        (ErrorCode::PRODUCER_FENCED, 2, ErrorCode::PRODUCER_FENCED),
+        (
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+            1,
+            ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        ),
+        (
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+            2,
+            ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+        ),
+    ] {
+        assert_eq!(
+            txn_offset_commit_error(e, version),
+            sent,
+            "{e:?} v{version}"
+        );
+    }
 }

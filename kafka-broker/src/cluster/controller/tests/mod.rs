@@ -8,6 +8,7 @@ mod alter_partition;
 mod brokers;
 mod configs;
 mod placement;
+mod producer_ids;
 mod records;
 mod responses;
 mod topics;
