@@ -304,15 +304,29 @@ async fn a_leader_that_died_with_unreplicated_writes_truncates_them() {
         (0..n).map(|i| format!("{prefix}{i}")).collect()
     };
     let replicated = values("a", 10);
-    let base = produce_raw(
-        &old_addr,
-        TOPIC,
-        0,
-        -1,
-        &replicated,
-        Duration::from_secs(10),
-    )
-    .await
+    // The metadata named the leader; the leader itself may apply that image a moment later
+    // (NOT_LEADER_OR_FOLLOWER until then).
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let base = loop {
+        match produce_raw(
+            &old_addr,
+            TOPIC,
+            0,
+            -1,
+            &replicated,
+            Duration::from_secs(10),
+        )
+        .await
+        {
+            Err(e)
+                if e.starts_with("NOT_LEADER_OR_FOLLOWER")
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => break r,
+        }
+    }
     .unwrap_or_else(|e| panic!("acks=all to the leader: {e}\n{}", c.logs()));
     assert_eq!(base, 0);
     until_same_bytes(&mut c, TOPIC, 0, &ALL, Duration::from_secs(30)).await;
