@@ -11,7 +11,8 @@ use std::sync::{Arc, RwLock};
 use bytes::BytesMut;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::{
-    ControlRecordType, RecordBatchBuilder, RecordBatches, batch::NO_SEQUENCE, parse_end_txn_marker,
+    ControlRecordType, RecordBatch, RecordBatchBuilder, RecordBatches, batch::NO_SEQUENCE,
+    parse_end_txn_marker,
 };
 
 use crate::error::BrokerError;
@@ -258,6 +259,52 @@ fn encode_batch(
 /// read error stops the partition there (with an error logged).
 pub fn read_partition(partition: &Partition) -> Vec<LogEntry> {
     let mut out = Vec::new();
+    for_each_batch(partition, OFFSETS_TOPIC, |batch| {
+        if batch.is_control() {
+            match parse_end_txn_marker(batch) {
+                Ok(Some((kind, _))) => out.push(LogEntry::Marker {
+                    offsets_partition: partition.index,
+                    producer_id: batch.producer_id(),
+                    commit: kind == ControlRecordType::Commit,
+                }),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                        offset = batch.base_offset(), error = %e, "undecodable control batch skipped");
+                }
+            }
+            return;
+        }
+        let producer =
+            (batch.is_transactional() && batch.producer_id() >= 0).then(|| batch.producer_id());
+        for_each_keyed_record(partition, OFFSETS_TOPIC, batch, |key, value, offset| {
+            match OffsetsRecord::decode(key, value) {
+                Ok(Some(r)) => out.push(match producer {
+                    Some(producer_id) => LogEntry::Transactional {
+                        producer_id,
+                        record: r,
+                    },
+                    None => LogEntry::Record(r),
+                }),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
+                        offset, error = %e, "undecodable record skipped");
+                }
+            }
+        });
+    });
+    out
+}
+
+/// Every batch of a coordinator's partition (`topic` names it in the logs), from the log
+/// start to the log end, in log order. A read error or an undecodable batch stops the read
+/// there (logged): what a coordinator loads is a prefix of its log, never a log with holes.
+pub(crate) fn for_each_batch(
+    partition: &Partition,
+    topic: &str,
+    mut on_batch: impl FnMut(&RecordBatch),
+) {
     let offsets = partition.offsets();
     let end = offsets.log_end;
     let mut offset = offsets.log_start;
@@ -265,9 +312,9 @@ pub fn read_partition(partition: &Partition) -> Vec<LogEntry> {
         let bytes = match partition.read(offset, 1 << 20, end) {
             Ok(b) => b,
             Err(e) => {
-                tracing::error!(topic = OFFSETS_TOPIC, partition = partition.index, offset, error = %e,
-                    "cannot read group coordinator records; the rest of this partition is not loaded");
-                break;
+                tracing::error!(topic, partition = partition.index, offset, error = %e,
+                    "cannot read the coordinator's records; the rest of this partition is not loaded");
+                return;
             }
         };
         let mut next = offset;
@@ -275,83 +322,63 @@ pub fn read_partition(partition: &Partition) -> Vec<LogEntry> {
             let batch = match batch {
                 Ok(b) => b,
                 Err(e) => {
-                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index, error = %e,
-                        "undecodable batch in the offsets topic; stopping this read");
+                    tracing::warn!(topic, partition = partition.index, error = %e,
+                        "undecodable batch in a coordinator's topic; stopping this read");
                     break;
                 }
             };
             next = next.max(batch.next_offset());
-            if batch.is_control() {
-                match parse_end_txn_marker(&batch) {
-                    Ok(Some((kind, _))) => out.push(LogEntry::Marker {
-                        offsets_partition: partition.index,
-                        producer_id: batch.producer_id(),
-                        commit: kind == ControlRecordType::Commit,
-                    }),
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
-                            offset = batch.base_offset(), error = %e, "undecodable control batch skipped");
-                    }
-                }
-                continue;
-            }
-            let producer =
-                (batch.is_transactional() && batch.producer_id() >= 0).then(|| batch.producer_id());
-            let records = match batch.records(MAX_BATCH_BYTES) {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
-                        offset = batch.base_offset(), error = %e, "undecodable batch skipped");
-                    continue;
-                }
-            };
-            for record in records {
-                let record = match record {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
-                            offset = batch.base_offset(), error = %e, "undecodable record skipped");
-                        break;
-                    }
-                };
-                let Some(key) = record.key.as_ref() else {
-                    tracing::warn!(
-                        topic = OFFSETS_TOPIC,
-                        partition = partition.index,
-                        "record without a key skipped"
-                    );
-                    continue;
-                };
-                match OffsetsRecord::decode(key, record.value.as_ref()) {
-                    Ok(Some(r)) => out.push(match producer {
-                        Some(producer_id) => LogEntry::Transactional {
-                            producer_id,
-                            record: r,
-                        },
-                        None => LogEntry::Record(r),
-                    }),
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::warn!(topic = OFFSETS_TOPIC, partition = partition.index,
-                            offset = record.offset(&batch), error = %e, "undecodable record skipped");
-                    }
-                }
-            }
+            on_batch(&batch);
         }
         if next <= offset {
             // Nothing readable here (should not happen on a healthy log): stop rather than spin.
             tracing::warn!(
-                topic = OFFSETS_TOPIC,
+                topic,
                 partition = partition.index,
                 offset,
-                "no progress reading the offsets topic; stopping"
+                "no progress reading a coordinator's topic; stopping"
             );
-            break;
+            return;
         }
         offset = next;
     }
-    out
+}
+
+/// The records of one (non-control) batch that have a key, as (key, value, offset);
+/// undecodable batches and records, and records without a key, are skipped with a warning.
+pub(crate) fn for_each_keyed_record(
+    partition: &Partition,
+    topic: &str,
+    batch: &RecordBatch,
+    mut on_record: impl FnMut(&bytes::Bytes, Option<&bytes::Bytes>, i64),
+) {
+    let records = match batch.records(MAX_BATCH_BYTES) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(topic, partition = partition.index,
+                offset = batch.base_offset(), error = %e, "undecodable batch skipped");
+            return;
+        }
+    };
+    for record in records {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(topic, partition = partition.index,
+                    offset = batch.base_offset(), error = %e, "undecodable record skipped");
+                return;
+            }
+        };
+        let Some(key) = record.key.as_ref() else {
+            tracing::warn!(
+                topic,
+                partition = partition.index,
+                "record without a key skipped"
+            );
+            continue;
+        };
+        on_record(key, record.value.as_ref(), record.offset(batch));
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{RequestBody, ResponseBody, WriteTxnMarkersRequest};
-use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
+use kafka_protocol::record::RecordBatchBuilder;
 
 use crate::broker::{Broker, now_ms};
 use crate::error::BrokerError;
@@ -44,8 +44,6 @@ const MARKER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The wait before markers that failed are tried again, doubling up to the maximum.
 const MARKER_BACKOFF: Duration = Duration::from_millis(50);
 const MARKER_BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// Largest decompressed size accepted for one batch read back when loading.
-const MAX_BATCH_BYTES: usize = 64 << 20;
 
 /// Runs the coordinator's work and timers until `stop` completes.
 pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
@@ -134,71 +132,24 @@ fn append_record(
 /// in log order. Undecodable records are skipped with a warning; a read error stops the
 /// partition there.
 pub fn read_partition(partition: &Partition) -> Vec<TxnRecord> {
+    use crate::offsets_topic::{for_each_batch, for_each_keyed_record};
     let mut out = Vec::new();
-    let offsets = partition.offsets();
-    let end = offsets.log_end;
-    let mut offset = offsets.log_start;
-    let index = partition.index;
-    while offset < end {
-        let bytes = match partition.read(offset, 1 << 20, end) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!(partition = index, offset, error = %e,
-                    "cannot read {TRANSACTION_STATE_TOPIC}; the rest of this partition is not loaded");
-                break;
-            }
-        };
-        let mut next = offset;
-        for batch in RecordBatches::new(bytes) {
-            let Ok(batch) = batch else {
-                tracing::warn!(
-                    partition = index,
-                    "undecodable batch in {TRANSACTION_STATE_TOPIC}; stopping this read"
-                );
-                break;
-            };
-            next = next.max(batch.next_offset());
-            if batch.is_control() {
-                continue;
-            }
-            let records = match batch.records(MAX_BATCH_BYTES) {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!(partition = index, offset = batch.base_offset(), error = %e,
-                        "undecodable batch skipped");
-                    continue;
-                }
-            };
-            for record in records {
-                let Ok(record) = record else {
-                    tracing::warn!(
-                        partition = index,
-                        offset = batch.base_offset(),
-                        "undecodable record skipped"
-                    );
-                    break;
-                };
-                let Some(key) = record.key.as_ref() else {
-                    continue;
-                };
-                match TxnRecord::decode(key, record.value.as_ref()) {
-                    Ok(Some(r)) => out.push(r),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(partition = index, error = %e,
-                        "undecodable {TRANSACTION_STATE_TOPIC} record skipped"),
-                }
-            }
+    for_each_batch(partition, TRANSACTION_STATE_TOPIC, |batch| {
+        if batch.is_control() {
+            return;
         }
-        if next <= offset {
-            tracing::warn!(
-                partition = index,
-                offset,
-                "no progress reading {TRANSACTION_STATE_TOPIC}; stopping"
-            );
-            break;
-        }
-        offset = next;
-    }
+        for_each_keyed_record(
+            partition,
+            TRANSACTION_STATE_TOPIC,
+            batch,
+            |key, value, offset| match TxnRecord::decode(key, value) {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(partition = partition.index, offset, error = %e,
+                    "undecodable {TRANSACTION_STATE_TOPIC} record skipped"),
+            },
+        );
+    });
     out
 }
 
