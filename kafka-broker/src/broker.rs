@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
@@ -13,6 +13,7 @@ use crate::log::{FileCache, LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
+use crate::sync::lock;
 use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
 use crate::txn::TRANSACTION_STATE_TOPIC;
@@ -68,12 +69,6 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves the data consistent before it can panic, so a poisoned
-    // lock still holds usable data.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Broker {

@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod broker;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 mod convert;
@@ -27,6 +28,7 @@ pub mod replica;
 pub mod replication;
 pub mod sendfile;
 pub mod server;
+mod sync;
 pub mod topic_config;
 pub mod topics;
 pub mod txn;

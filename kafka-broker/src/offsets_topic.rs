@@ -35,10 +35,7 @@ pub struct OffsetsPartitions {
 impl OffsetsPartitions {
     /// Sets the partitions (index = partition; `None` for one that is offline).
     pub fn set(&self, partitions: Vec<Option<Arc<Partition>>>) {
-        *self
-            .partitions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = partitions;
+        *crate::sync::write(&self.partitions) = partitions;
     }
 
     /// Sets one partition (`None`: not written here).
@@ -46,10 +43,7 @@ impl OffsetsPartitions {
         let Ok(i) = usize::try_from(index) else {
             return;
         };
-        let mut all = self
-            .partitions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = crate::sync::write(&self.partitions);
         if all.len() <= i {
             all.resize(i + 1, None);
         }
@@ -63,11 +57,7 @@ impl OffsetsPartitions {
 
     pub(crate) fn partition(&self, index: i32) -> Option<Arc<Partition>> {
         let i = usize::try_from(index).ok()?;
-        self.partitions
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(i)?
-            .clone()
+        crate::sync::read(&self.partitions).get(i)?.clone()
     }
 }
 

@@ -11,7 +11,7 @@
 //! (swapped whole on a change, never parsed on a request).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 
 use kafka_protocol::error_code::ErrorCode;
 
@@ -753,11 +753,7 @@ impl TopicConfigs {
 
     /// A topic's config, `None` if the topic is unknown.
     pub fn get(&self, topic: &str) -> Option<Arc<TopicConfig>> {
-        self.by_topic
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(topic)
-            .cloned()
+        crate::sync::read(&self.by_topic).get(topic).cloned()
     }
 
     /// A topic's config, the broker's defaults if the topic is unknown.
@@ -769,23 +765,17 @@ impl TopicConfigs {
     /// A topic's produce rules (the defaults' if the topic is unknown): a read lock and a
     /// copy of three precomputed values, nothing parsed.
     pub fn produce_rules(&self, topic: &str) -> ProduceRules {
-        let map = self.by_topic.read().unwrap_or_else(PoisonError::into_inner);
+        let map = crate::sync::read(&self.by_topic);
         map.get(topic).unwrap_or(&self.defaults).produce_rules()
     }
 
     /// Installs (or replaces) a topic's config.
     pub fn insert(&self, topic: &str, config: Arc<TopicConfig>) {
-        self.by_topic
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(topic.to_owned(), config);
+        crate::sync::write(&self.by_topic).insert(topic.to_owned(), config);
     }
 
     pub fn remove(&self, topic: &str) {
-        self.by_topic
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(topic);
+        crate::sync::write(&self.by_topic).remove(topic);
     }
 }
 

@@ -164,10 +164,7 @@ struct Peers {
 impl Peers {
     async fn connection(&self, id: i32, addr: &str) -> Result<Connection, String> {
         {
-            let all = self
-                .by_id
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let all = crate::sync::lock(&self.by_id);
             if let Some((a, c)) = all.get(&id)
                 && a == addr
                 && !c.is_closed()
@@ -184,10 +181,7 @@ impl Peers {
         let c = Connection::connect(addr, cfg)
             .await
             .map_err(|e| e.to_string())?;
-        self.by_id
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id, (addr.to_owned(), c.clone()));
+        crate::sync::lock(&self.by_id).insert(id, (addr.to_owned(), c.clone()));
         Ok(c)
     }
 }

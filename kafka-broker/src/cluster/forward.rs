@@ -76,10 +76,7 @@ impl ControllerClient {
                 }
             }
         }
-        let mut next = self
-            .next
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = crate::sync::lock(&self.next);
         let v = self.voters.get(*next % self.voters.len().max(1)).cloned();
         *next += 1;
         v

@@ -11,7 +11,7 @@
 //! wanted it asks the controller (with the broker's registered epoch), retrying with a short
 //! backoff; a block that would go back below an id already handed out is refused.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use kafka_protocol::error_code::ErrorCode;
@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use super::ClusterLink;
 use super::lifecycle::Standing;
 use crate::error::BrokerError;
+use crate::sync::lock;
 
 /// How long one AllocateProducerIds may take, forwarding to another controller included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -119,11 +120,6 @@ impl Blocks {
         self.wanted = false;
         Ok(())
     }
-}
-
-fn lock(m: &Mutex<Blocks>) -> MutexGuard<'_, Blocks> {
-    // Every critical section leaves the blocks consistent: a poisoned lock is still usable.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The producer ids of a broker in a cluster, with the task that fetches their blocks.

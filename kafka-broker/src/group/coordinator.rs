@@ -233,10 +233,7 @@ impl GroupCoordinator {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Every critical section leaves the state consistent before anything can panic.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     fn pending_handle(&self) -> Weak<Mutex<Inner>> {
@@ -415,9 +412,7 @@ impl GroupCoordinator {
             let Some(inner) = coordinator.upgrade() else {
                 return codes;
             };
-            let mut inner = inner
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut inner = crate::sync::lock(&inner);
             match result {
                 Ok(()) => {
                     for (k, value) in pending {
@@ -578,9 +573,7 @@ impl GroupCoordinator {
             };
             if let Err(code) = wait.await {
                 if let Some(inner) = coordinator.upgrade() {
-                    let mut inner = inner
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut inner = crate::sync::lock(&inner);
                     undo_pending(&mut inner.manager, pid, &undo);
                 }
                 for c in codes.iter_mut().filter(|c| c.is_ok()) {
@@ -726,10 +719,7 @@ mod tests {
             if self.fail.load(Ordering::SeqCst) {
                 return Err(ErrorCode::NOT_COORDINATOR);
             }
-            self.taken
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .extend(records);
+            crate::sync::lock(&self.taken).extend(records);
             Ok(None)
         }
     }
@@ -792,10 +782,7 @@ mod tests {
             vec![ErrorCode::NONE; 2]
         );
         assert_eq!(fetched(&c), vec![20, 5]);
-        let written = taken
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len();
+        let written = crate::sync::lock(&taken).len();
         assert_eq!(
             written, 3,
             "only the successful commits' records were written"
@@ -813,10 +800,7 @@ mod tests {
     impl RecordSink for HeldSink {
         fn append(&self, _records: Vec<OffsetsRecord>) -> Result<Option<DurableWait>, ErrorCode> {
             let (tx, rx) = oneshot::channel();
-            self.acks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(tx);
+            crate::sync::lock(&self.acks).push(tx);
             Ok(Some(Box::pin(async move {
                 rx.await.unwrap_or(Err(ErrorCode::NOT_COORDINATOR))
             })))
@@ -831,11 +815,7 @@ mod tests {
             Box::new(MemoryOffsetStore::default()),
             Box::new(HeldSink { acks: acks.clone() }),
         );
-        let take = |i: usize| {
-            acks.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(i)
-        };
+        let take = |i: usize| crate::sync::lock(&acks).remove(i);
         // Pending: the commit waits, and the coordinator (not locked meanwhile) shows the
         // value from before.
         let first = tokio::spawn(c.commit_offsets(&commit(&[(0, 5)])));
@@ -883,15 +863,9 @@ mod tests {
             if self.fail.load(Ordering::SeqCst) {
                 return Err(ErrorCode::NOT_COORDINATOR);
             }
-            self.batches
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(batch);
+            crate::sync::lock(&self.batches).push(batch);
             let (tx, rx) = oneshot::channel();
-            self.acks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(tx);
+            crate::sync::lock(&self.acks).push(tx);
             Ok(Some(Box::pin(async move {
                 rx.await.unwrap_or(Err(ErrorCode::NOT_COORDINATOR))
             })))
@@ -924,11 +898,7 @@ mod tests {
             Box::new(MemoryOffsetStore::default()),
             Box::new(sink),
         );
-        let take = || {
-            acks.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(0)
-        };
+        let take = || crate::sync::lock(&acks).remove(0);
         // Pending at once, answered when acknowledged; one batch of the producer.
         let first = tokio::spawn(c.txn_commit_offsets(&txn_commit(10)));
         tokio::task::yield_now().await;
@@ -937,9 +907,7 @@ mod tests {
         take().send(Ok(())).unwrap();
         assert_eq!(first.await.unwrap(), vec![ErrorCode::NONE]);
         {
-            let b = batches
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let b = crate::sync::lock(&batches);
             assert_eq!((b.len(), b[0].producer_id, b[0].producer_epoch), (1, 7, 3));
             assert_eq!(b[0].records.len(), 1);
         }

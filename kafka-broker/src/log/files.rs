@@ -19,11 +19,12 @@
 //! never creates a file (creation is explicit, [`FileHandle::create`]), so a handle cannot
 //! bring back a file that retention or truncation removed.
 
+use crate::sync::lock;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Descriptors kept for everything that is not a segment file or a connection (listener,
 /// epoll, the metrics port, standard streams, checkpoint files being written, directories
@@ -86,10 +87,6 @@ struct Ring {
     /// Every handle holding a descriptor (and handles retired since the last sweep).
     open: Vec<Weak<FileHandle>>,
     hand: usize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn open_rw(path: &Path) -> io::Result<File> {

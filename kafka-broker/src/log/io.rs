@@ -111,10 +111,7 @@ impl FaultInjector {
     }
 
     fn with_state<R>(&self, f: impl FnOnce(&mut FaultState) -> R) -> R {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = crate::sync::lock(&self.state);
         f(&mut guard)
     }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::checkpoint::sync_dir;
 use super::config::LogConfig;
@@ -27,7 +27,7 @@ pub type SharedLog = Arc<Mutex<Log>>;
 /// Locks a log, ignoring poisoning (a panic elsewhere leaves the log itself consistent: every
 /// method updates memory only after the disk).
 pub fn lock_log(log: &SharedLog) -> MutexGuard<'_, Log> {
-    log.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::sync::lock(log)
 }
 
 /// A topic and partition; its log directory is `<topic>-<partition>`.
@@ -218,15 +218,15 @@ impl LogManager {
     }
 
     fn logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, Hosted>> {
-        self.logs.read().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::read(&self.logs)
     }
 
     fn logs_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, Hosted>> {
-        self.logs.write().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::write(&self.logs)
     }
 
     fn offline_error(&self, tp: &TopicPartition) -> Option<LogError> {
-        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        let offline = crate::sync::read(&self.offline);
         offline.get(tp).map(|o| LogError::Offline {
             dir: o.dir.clone(),
             reason: o.reason.clone(),
@@ -234,7 +234,7 @@ impl LogManager {
     }
 
     fn offline_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, Offline>> {
-        self.offline.write().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::write(&self.offline)
     }
 
     /// Takes a partition offline (its log failed at run time, or the partition layer could not
@@ -265,7 +265,7 @@ impl LogManager {
 
     /// The offline partitions that [`Self::reopen`] may bring back.
     pub fn retryable_offline(&self) -> Vec<TopicPartition> {
-        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        let offline = crate::sync::read(&self.offline);
         offline
             .iter()
             .filter(|(_, o)| o.retry)
@@ -278,12 +278,7 @@ impl LogManager {
     /// recovery point and cut at the first invalid byte). On success the log is hosted again
     /// and returned; on failure it stays offline with the new reason.
     pub fn reopen(&self, tp: &TopicPartition, config: LogConfig) -> Result<SharedLog, LogError> {
-        let dir = match self
-            .offline
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(tp)
-        {
+        let dir = match crate::sync::read(&self.offline).get(tp) {
             Some(o) if o.retry => o.dir.clone(),
             Some(o) => {
                 return Err(LogError::Offline {
@@ -416,11 +411,7 @@ impl LogManager {
     /// renames its directory to `<name>.<n>-delete` and removes it. Returns whether it existed.
     pub fn delete(&self, topic: &str, partition: i32) -> Result<bool, LogError> {
         let tp = TopicPartition::new(topic, partition);
-        let offline = self
-            .offline
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&tp);
+        let offline = crate::sync::write(&self.offline).remove(&tp);
         let dir = match (self.logs_mut().remove(&tp), offline) {
             (Some(hosted), _) => {
                 lock_log(&hosted.log).mark_deleted();
@@ -454,7 +445,7 @@ impl LogManager {
 
     /// Partitions found on disk that could not be opened, with the reason.
     pub fn offline(&self) -> Vec<(TopicPartition, String)> {
-        let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+        let offline = crate::sync::read(&self.offline);
         offline
             .iter()
             .map(|(tp, o)| (tp.clone(), o.reason.clone()))
@@ -519,7 +510,7 @@ impl LogManager {
             }
         }
         {
-            let offline = self.offline.read().unwrap_or_else(PoisonError::into_inner);
+            let offline = crate::sync::read(&self.offline);
             unclean_dirs.extend(
                 offline
                     .values()

@@ -28,7 +28,7 @@ pub mod validate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::BytesMut;
 
@@ -94,18 +94,12 @@ impl ReplicaManager {
         log: SharedLog,
         producers: ProducerStates,
     ) -> Result<Arc<Partition>, BrokerError> {
-        let hw = self
-            .checkpointed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&TopicPartition::new(topic, index));
+        let hw = crate::sync::lock(&self.checkpointed).remove(&TopicPartition::new(topic, index));
         let partition = Arc::new(Partition::new(topic, index, log, producers, hw));
         if self.lead_on_host.load(std::sync::atomic::Ordering::Acquire) {
             partition.become_leader(partition.leader_epoch(), &[], &[])?;
         }
-        self.partitions
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::sync::write(&self.partitions)
             .entry(topic.to_owned())
             .or_default()
             .insert(index, Arc::clone(&partition));
@@ -114,9 +108,7 @@ impl ReplicaManager {
 
     /// A partition hosted here.
     pub fn get(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::sync::read(&self.partitions)
             .get(topic)?
             .get(&index)
             .cloned()
@@ -124,9 +116,7 @@ impl ReplicaManager {
 
     /// Every hosted partition.
     pub fn all(&self) -> Vec<Arc<Partition>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::sync::read(&self.partitions)
             .values()
             .flat_map(|by_index| by_index.values().cloned())
             .collect()
@@ -137,10 +127,7 @@ impl ReplicaManager {
     /// checkpoint meanwhile), as a restart would find it.
     pub fn take_offline(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
         let part = {
-            let mut all = self
-                .partitions
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut all = crate::sync::write(&self.partitions);
             let by_index = all.get_mut(topic)?;
             let part = by_index.remove(&index)?;
             if by_index.is_empty() {
@@ -148,9 +135,7 @@ impl ReplicaManager {
             }
             part
         };
-        self.checkpointed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.checkpointed)
             .insert(TopicPartition::new(topic, index), part.high_watermark());
         part.changed().notify_waiters();
         Some(part)
@@ -159,22 +144,16 @@ impl ReplicaManager {
     /// Forgets the checkpointed high watermarks of a topic's partitions `from..` (`to` when
     /// given): the partitions are gone.
     fn forget_checkpointed(&self, topic: &str, from: i32, to: Option<i32>) {
-        self.checkpointed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|tp, _| {
-                tp.topic != topic || tp.partition < from || to.is_some_and(|t| tp.partition >= t)
-            });
+        crate::sync::lock(&self.checkpointed).retain(|tp, _| {
+            tp.topic != topic || tp.partition < from || to.is_some_and(|t| tp.partition >= t)
+        });
     }
 
     /// Stops hosting a topic's partitions (it was deleted); their waiters are woken and find
     /// them gone.
     pub fn remove_topic(&self, topic: &str) -> Vec<Arc<Partition>> {
         self.forget_checkpointed(topic, 0, None);
-        let removed: Vec<Arc<Partition>> = self
-            .partitions
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
+        let removed: Vec<Arc<Partition>> = crate::sync::write(&self.partitions)
             .remove(topic)
             .map(|m| m.into_values().collect())
             .unwrap_or_default();
@@ -187,10 +166,7 @@ impl ReplicaManager {
     /// Stops hosting partitions `from..to` of a topic (a creation undone).
     pub fn remove_partitions(&self, topic: &str, from: i32, to: i32) {
         self.forget_checkpointed(topic, from, Some(to));
-        let mut all = self
-            .partitions
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut all = crate::sync::write(&self.partitions);
         if let Some(by_index) = all.get_mut(topic) {
             for p in from..to {
                 if let Some(part) = by_index.remove(&p) {
@@ -213,9 +189,7 @@ impl ReplicaManager {
             .map(|p| (TopicPartition::new(&p.topic, p.index), p.high_watermark()))
             .collect();
         entries.extend(
-            self.checkpointed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
+            crate::sync::lock(&self.checkpointed)
                 .iter()
                 .map(|(tp, hw)| (tp.clone(), *hw)),
         );

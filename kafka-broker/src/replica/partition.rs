@@ -32,6 +32,7 @@ use crate::producer_state::{
     BatchMeta, Check, CompletedTxn, Marker, ProducerStates, ProducerView, last_seq,
 };
 use crate::rate_limit::RateLimit;
+use crate::sync::lock;
 
 /// The facts of one validated batch that the partition needs.
 #[derive(Debug, Clone, Copy)]
@@ -276,10 +277,6 @@ impl std::fmt::Debug for Partition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Partition({}-{})", self.topic, self.index)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Partition {

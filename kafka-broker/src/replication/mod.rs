@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::watch;
 
 use crate::broker::Broker;
+use crate::sync::lock;
 
 /// What a follower fetches one partition with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,10 +46,6 @@ pub struct ReplicaFetchers {
 struct Fetcher {
     addr: String,
     partitions: watch::Sender<HashMap<(String, i32), Followed>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ReplicaFetchers {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::rate_limit::RateLimit;
@@ -42,7 +42,7 @@ impl PerIp {
     /// A slot for one more connection from `ip`, or `None` when it holds its limit.
     pub(crate) fn acquire(self: &Arc<Self>, ip: IpAddr) -> Option<IpSlot> {
         let limit = self.limit(ip);
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut open = crate::sync::lock(&self.open);
         let n = open.entry(ip).or_insert(0);
         if *n >= limit {
             if *n == 0 {
@@ -60,11 +60,7 @@ impl PerIp {
 
 impl Drop for IpSlot {
     fn drop(&mut self) {
-        let mut open = self
-            .limits
-            .open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut open = crate::sync::lock(&self.limits.open);
         if let Some(n) = open.get_mut(&self.ip) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -160,14 +156,7 @@ mod tests {
             "a closed connection frees its slot"
         );
         drop(bs);
-        assert_eq!(
-            limits
-                .open
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&b),
-            None
-        );
+        assert_eq!(crate::sync::lock(&limits.open).get(&b), None);
         let none = Arc::new(PerIp::new(5, &[(a, 0)]));
         assert!(
             none.acquire(a).is_none(),

@@ -78,17 +78,12 @@ impl TxnCoordinator {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// The driver's end of the work queue (once).
     pub fn take_work(&self) -> Option<mpsc::UnboundedReceiver<Work>> {
-        self.work_rx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        crate::sync::lock(&self.work_rx).take()
     }
 
     /// Runs `f` on the manager, then hands out what it produced.
