@@ -51,14 +51,8 @@ pub const CONTROL_BIT: i16 = 0x20;
 /// Attribute bit 6: the base timestamp is the delete horizon (set by compaction).
 pub const DELETE_HORIZON_BIT: i16 = 0x40;
 
-/// Whose clock the timestamps are from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TimestampType {
-    /// Set by the producer.
-    CreateTime,
-    /// Set by the broker when it appended the batch.
-    LogAppendTime,
-}
+/// Whose clock the timestamps are from (defined in [`super::timestamp`]).
+pub use super::timestamp::TimestampType;
 
 /// `N` big-endian bytes at `at`; zeros if out of range (callers check lengths first).
 fn get<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
@@ -488,7 +482,10 @@ impl<'a> RecordBatchMut<'a> {
     pub fn set_max_timestamp(&mut self, kind: TimestampType, max_timestamp: i64) {
         let attributes = i16::from_be_bytes(get(self.buf, ATTRIBUTES));
         let new_attributes = match kind {
-            TimestampType::CreateTime => attributes & !TIMESTAMP_TYPE_BIT,
+            // v2 has one bit: data without timestamps is written as create time (and -1).
+            TimestampType::CreateTime | TimestampType::NoTimestampType => {
+                attributes & !TIMESTAMP_TYPE_BIT
+            }
             TimestampType::LogAppendTime => attributes | TIMESTAMP_TYPE_BIT,
         };
         let current = i64::from_be_bytes(get(self.buf, MAX_TIMESTAMP));
@@ -524,5 +521,26 @@ impl<'a> RecordBatchMut<'a> {
         let crc = batch_crc(self.buf);
         put(self.buf, CRC, &crc.to_be_bytes());
         crc
+    }
+}
+
+/// A record's absolute offset and timestamp come from its batch, so they live here, beside
+/// the batch, and `records.rs` needs nothing from this file.
+impl Record {
+    /// The record's absolute offset in its partition.
+    pub fn offset(&self, batch: &RecordBatch) -> i64 {
+        batch
+            .base_offset()
+            .wrapping_add(i64::from(self.offset_delta))
+    }
+
+    /// The record's timestamp: the batch's max timestamp under log-append time, else the
+    /// batch's base timestamp plus the record's delta.
+    pub fn timestamp(&self, batch: &RecordBatch) -> i64 {
+        if batch.timestamp_type() == TimestampType::LogAppendTime {
+            batch.max_timestamp()
+        } else {
+            batch.base_timestamp().wrapping_add(self.timestamp_delta)
+        }
     }
 }

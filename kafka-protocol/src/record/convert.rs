@@ -361,7 +361,7 @@ fn plan(
                 return Err(ConvertError::Zstd { magic });
             }
             let codec = m.compression()?;
-            let lat = (m.timestamp_type() == Some(TimestampType::LogAppendTime))
+            let lat = (m.timestamp_type() == TimestampType::LogAppendTime)
                 .then_some(m.timestamp)
                 .flatten();
             let inner = if m.is_compressed() {

@@ -258,7 +258,7 @@ fn down_conversion_keeps_log_append_time_in_magic_1() {
             assert_eq!(m.timestamp, Some(42_000));
         }
         for m in legacy_records(&down.records) {
-            assert_eq!(m.timestamp_type(), Some(TimestampType::LogAppendTime));
+            assert_eq!(m.timestamp_type(), TimestampType::LogAppendTime);
             assert_eq!(m.timestamp, Some(42_000));
         }
         // Magic 0 has no timestamp type bit.

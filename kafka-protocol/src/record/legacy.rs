@@ -120,14 +120,12 @@ impl LegacyMessage {
         self.attributes & 0x07 != 0
     }
 
-    /// The timestamp type; `None` for magic 0, which has no timestamps.
-    pub fn timestamp_type(&self) -> Option<TimestampType> {
+    /// The timestamp type; `NoTimestampType` for magic 0, which has no timestamps.
+    pub fn timestamp_type(&self) -> TimestampType {
         match self.magic {
-            MAGIC_V0 => None,
-            _ if self.attributes & LEGACY_TIMESTAMP_TYPE_BIT != 0 => {
-                Some(TimestampType::LogAppendTime)
-            }
-            _ => Some(TimestampType::CreateTime),
+            MAGIC_V0 => TimestampType::NoTimestampType,
+            _ if self.attributes & LEGACY_TIMESTAMP_TYPE_BIT != 0 => TimestampType::LogAppendTime,
+            _ => TimestampType::CreateTime,
         }
     }
 
@@ -193,7 +191,7 @@ impl LegacyMessage {
         if self.magic == MAGIC_V1 {
             let last = out.last().map_or(0, |m| m.offset);
             let base = self.offset.wrapping_sub(last);
-            let log_append = self.timestamp_type() == Some(TimestampType::LogAppendTime);
+            let log_append = self.timestamp_type() == TimestampType::LogAppendTime;
             for m in &mut out {
                 m.offset = base.wrapping_add(m.offset);
                 if log_append {

@@ -67,10 +67,12 @@ fn v0_and_v1_uncompressed_round_trip() {
         assert!(!m.is_compressed());
         let overhead = if magic == 0 { 14 } else { 22 };
         assert_eq!(m.size(), 12 + overhead + 4);
-        assert_eq!(
-            m.timestamp_type(),
-            (magic == 1).then_some(TimestampType::CreateTime)
-        );
+        let expected = if magic == 1 {
+            TimestampType::CreateTime
+        } else {
+            TimestampType::NoTimestampType
+        };
+        assert_eq!(m.timestamp_type(), expected);
         // Zero copy: values are slices of the set.
         let p = m.value.as_ref().unwrap().as_ptr() as usize;
         assert!((set.as_ptr() as usize..set.as_ptr() as usize + set.len()).contains(&p));
@@ -149,7 +151,7 @@ fn v1_log_append_time_wrapper_sets_inner_timestamps() {
     for m in LegacyRecords::new(Bytes::from(v), 1 << 20) {
         let m = m.unwrap();
         assert_eq!(m.timestamp, Some(77));
-        assert_eq!(m.timestamp_type(), Some(TimestampType::LogAppendTime));
+        assert_eq!(m.timestamp_type(), TimestampType::LogAppendTime);
     }
 }
 

@@ -14,6 +14,7 @@ pub mod convert;
 pub mod filter;
 pub mod legacy;
 pub mod records;
+pub mod timestamp;
 pub mod writer;
 
 #[cfg(test)]
@@ -25,7 +26,7 @@ mod legacy_tests;
 
 use bytes::Bytes;
 
-pub use batch::{RecordBatch, RecordBatchMut, RecordBatches, TimestampType};
+pub use batch::{RecordBatch, RecordBatchMut, RecordBatches};
 pub use builder::{HeaderRef, RecordBatchBuilder};
 pub use compression::{Compression, compress, compress_level, decompress};
 pub use control::{
@@ -34,6 +35,7 @@ pub use control::{
 pub use filter::{Selection, select_records};
 pub use legacy::{LegacyEntries, LegacyMessage, LegacyMessageSetBuilder, LegacyRecords};
 pub use records::{Record, RecordHeader, Records};
+pub use timestamp::TimestampType;
 pub use writer::{BatchWriter, ProducerFields};
 
 use crate::error::DecodeError;

@@ -11,8 +11,6 @@ use crate::codec::{KStr, Reader};
 use crate::error::{DecodeError, EncodeError};
 use crate::primitives::{put_varint, put_varlong, varint_len, varlong_len};
 
-use super::batch::RecordBatch;
-
 /// A record header: a UTF-8 key and optional bytes, both slices of the batch buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordHeader {
@@ -36,22 +34,7 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record's absolute offset in its partition.
-    pub fn offset(&self, batch: &RecordBatch) -> i64 {
-        batch
-            .base_offset()
-            .wrapping_add(i64::from(self.offset_delta))
-    }
-
-    /// The record's timestamp: the batch's max timestamp under log-append time, else the
-    /// batch's base timestamp plus the record's delta.
-    pub fn timestamp(&self, batch: &RecordBatch) -> i64 {
-        if batch.timestamp_type() == super::TimestampType::LogAppendTime {
-            batch.max_timestamp()
-        } else {
-            batch.base_timestamp().wrapping_add(self.timestamp_delta)
-        }
-    }
+    // `offset` and `timestamp`, which need the record's batch, are in `batch.rs`.
 
     /// Reads one record (length prefix included) from `r`.
     pub fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
