@@ -1,6 +1,5 @@
 //! The values the consumer hands out and takes: partitions, records, offsets.
 
-use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -8,59 +7,13 @@ use bytes::Bytes;
 /// A record header: a UTF-8 key and optional bytes, both slices of the fetched data.
 pub use kafka_protocol::record::RecordHeader as Header;
 
-/// One partition of a topic. Cheap to clone (the topic name is shared).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    pub topic: Arc<str>,
-    pub partition: i32,
-}
+/// One partition of a topic, shown as `<topic>-<partition>`. Cheap to clone (the topic name
+/// is shared). Defined in kafka-protocol, shared with the producer and the broker.
+pub use kafka_protocol::TopicPartition;
 
-impl TopicPartition {
-    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
-
-impl fmt::Debug for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl<T: Into<Arc<str>>> From<(T, i32)> for TopicPartition {
-    fn from((topic, partition): (T, i32)) -> Self {
-        Self::new(topic, partition)
-    }
-}
-
-/// Whose clock a record's timestamp is from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TimestampType {
-    /// The record has no timestamp (magic 0 data); the timestamp is -1.
-    NoTimestamp,
-    /// Set by the producer.
-    CreateTime,
-    /// Set by the broker when it appended the batch.
-    LogAppendTime,
-}
-
-impl From<kafka_protocol::record::TimestampType> for TimestampType {
-    fn from(t: kafka_protocol::record::TimestampType) -> Self {
-        match t {
-            kafka_protocol::record::TimestampType::CreateTime => Self::CreateTime,
-            kafka_protocol::record::TimestampType::LogAppendTime => Self::LogAppendTime,
-        }
-    }
-}
+/// Whose clock a record's timestamp is from: `NoTimestampType` (magic 0 data, timestamp -1),
+/// `CreateTime` or `LogAppendTime`. Defined in kafka-protocol.
+pub use kafka_protocol::record::TimestampType;
 
 /// A record read from a partition. Key, value and header values are slices of the fetched
 /// bytes (for uncompressed batches, of the Fetch response frame itself: no copy).

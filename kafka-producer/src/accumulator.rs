@@ -17,10 +17,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::record::{BatchWriter, Compression, ProducerFields};
+use kafka_protocol::TopicPartition;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::batch::{AppendRecord, ProducerBatch, RecordEntry, TopicPartition};
+use crate::batch::{AppendRecord, ProducerBatch, RecordEntry};
 use crate::delivery::{Completion, Reports};
 use crate::error::ProducerError;
 use crate::pool::BufferPool;

@@ -6,10 +6,10 @@
 //! back to the pool).
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::TopicPartition;
 use kafka_protocol::record::{
     BatchWriter, Compression, HeaderRef, ProducerFields, RecordBatch, RecordBatchMut,
 };
@@ -22,19 +22,6 @@ use crate::record::RecordMetadata;
 
 /// Most completions a new batch reserves room for up front.
 const MAX_RECORDS_HINT: usize = 64 * 1024;
-
-/// A topic and partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    pub topic: Arc<str>,
-    pub partition: i32,
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// One record's completion and what its metadata needs.
 pub(crate) struct RecordEntry {
@@ -443,7 +430,7 @@ fn decode_records(bytes: &Bytes) -> Option<(Compression, Vec<SplitRecord>)> {
 mod tests {
     use super::*;
     use crate::delivery::{Callback, DeliveryHandler};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
     use tokio::sync::oneshot;
 
     fn tp() -> TopicPartition {

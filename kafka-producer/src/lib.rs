@@ -27,7 +27,7 @@ pub mod serializer;
 mod transaction;
 mod typed;
 
-pub use batch::TopicPartition;
+pub use kafka_protocol::TopicPartition;
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
 pub use delivery::{Callback, DeliveryHandler, DeliveryResult};
 pub use error::ProducerError;

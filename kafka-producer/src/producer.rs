@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use kafka_net::{Cluster, PartitionInfo};
 use kafka_protocol::record::HeaderRef;
+use kafka_protocol::TopicPartition;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::accumulator::{Accumulator, AccumulatorConfig, Queue};
-use crate::batch::{AppendRecord, TopicPartition};
+use crate::batch::AppendRecord;
 use crate::config::ProducerConfig;
 use crate::delivery::{Callback, Completion, DeliveryResult, Reports};
 use crate::error::ProducerError;

@@ -32,11 +32,12 @@ use kafka_protocol::messages::{
     produce_request,
 };
 use kafka_protocol::{KStr, Response};
+use kafka_protocol::TopicPartition;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::accumulator::Accumulator;
-use crate::batch::{ProducerBatch, TopicPartition};
+use crate::batch::ProducerBatch;
 use crate::config::ProducerConfig;
 use crate::error::ProducerError;
 use crate::metrics::Counters;

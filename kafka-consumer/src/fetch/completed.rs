@@ -19,7 +19,7 @@ use kafka_protocol::record::{
 };
 
 use crate::error::ConsumerError;
-use crate::types::{ConsumerRecord, IsolationLevel, TimestampType, TopicPartition};
+use crate::types::{ConsumerRecord, IsolationLevel, TopicPartition};
 
 /// How records are read out of fetched data.
 #[derive(Debug, Clone, Copy)]
@@ -243,10 +243,9 @@ impl CompletedFetch {
                         if m.offset < self.next_offset {
                             continue;
                         }
-                        let (timestamp, timestamp_type) = match m.timestamp_type() {
-                            Some(t) => (m.timestamp.unwrap_or(-1), TimestampType::from(t)),
-                            None => (-1, TimestampType::NoTimestamp),
-                        };
+                        // Magic 0 has no timestamp (None): -1 and NoTimestampType.
+                        let timestamp = m.timestamp.unwrap_or(-1);
+                        let timestamp_type = m.timestamp_type();
                         let out = ConsumerRecord {
                             topic: self.tp.topic.clone(),
                             partition: self.tp.partition,
@@ -359,6 +358,7 @@ impl CompletedFetch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::TimestampType;
     use kafka_protocol::record::{
         Compression, LegacyMessageSetBuilder, RecordBatchBuilder, RecordBatchMut,
         end_txn_marker_batch,
@@ -646,7 +646,7 @@ mod tests {
             if magic == 0 {
                 assert_eq!(
                     (r.timestamp, r.timestamp_type),
-                    (-1, TimestampType::NoTimestamp)
+                    (-1, TimestampType::NoTimestampType)
                 );
             } else {
                 assert_eq!(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use kafka_net::{ConsumerGroupMetadata, OffsetAndMetadata};
 
 use super::Producer;
-use crate::batch::TopicPartition;
+use kafka_protocol::TopicPartition;
 use crate::error::ProducerError;
 use crate::transaction::{TransactionState, TxnManager, TxnResult, lock};
 

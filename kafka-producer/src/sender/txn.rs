@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use kafka_net::{CoordinatorType, NetError};
 use kafka_protocol::messages::ResponseBody;
+use kafka_protocol::TopicPartition;
 use tokio::time::Instant;
 
 use super::Sender;
-use crate::batch::TopicPartition;
 use crate::error::ProducerError;
 use crate::transaction::{Next, Outgoing, TxnManager, lock};
 

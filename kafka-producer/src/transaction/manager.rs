@@ -11,12 +11,12 @@ use std::time::Duration;
 use kafka_net::{ConsumerGroupMetadata, NetError};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::ResponseBody;
+use kafka_protocol::TopicPartition;
 use tokio::time::Instant;
 
 use super::TxnResult;
 use super::requests::{Answer, Offsets, TxnRequest};
 use super::state::TransactionState;
-use crate::batch::TopicPartition;
 use crate::error::ProducerError;
 
 pub(crate) use super::requests::Outgoing;

@@ -12,8 +12,8 @@ use kafka_protocol::messages::{
     InitProducerIdRequest, RequestBody, ResponseBody, TxnOffsetCommitRequest,
     add_partitions_to_txn_request, txn_offset_commit_request,
 };
+use kafka_protocol::TopicPartition;
 
-use crate::batch::TopicPartition;
 
 /// Offsets to commit in a transaction, per partition.
 pub(crate) type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;

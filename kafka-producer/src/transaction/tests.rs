@@ -10,11 +10,11 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
     RequestBody, ResponseBody, add_partitions_to_txn_response,
 };
+use kafka_protocol::TopicPartition;
 use tokio::time::Instant;
 
 use super::requests::TxnRequest;
 use super::*;
-use crate::batch::TopicPartition;
 
 const BACKOFF: Duration = Duration::from_millis(100);
 
