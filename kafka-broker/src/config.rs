@@ -12,12 +12,9 @@ pub mod cluster;
 
 pub use cluster::{ListenerConfig, Roles, SecurityProtocol, Voter};
 
-/// Timestamp type stamped into appended batches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimestampType {
-    CreateTime,
-    LogAppendTime,
-}
+/// Timestamp type stamped into appended batches (kafka-protocol's; `message.timestamp.type`
+/// takes `CreateTime` or `LogAppendTime`).
+pub use kafka_protocol::record::TimestampType;
 
 /// The replica selectors `replica.selector.class` can name (Kafka's class names; a broker
 /// cannot load classes, so only the ones Kafka ships are known).

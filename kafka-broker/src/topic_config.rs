@@ -464,10 +464,7 @@ impl TopicConfig {
             retention_bytes,
             flush_interval_messages: self.flush_messages,
             flush_interval_ms: self.flush_ms,
-            message_timestamp_type: match self.message_timestamp_type {
-                TimestampType::CreateTime => crate::log::TimestampType::CreateTime,
-                TimestampType::LogAppendTime => crate::log::TimestampType::LogAppendTime,
-            },
+            message_timestamp_type: self.message_timestamp_type,
             compact: self.compact,
             delete: self.delete,
             delete_retention_ms: self.delete_retention_ms,
@@ -586,10 +583,7 @@ fn broker_default(cfg: &BrokerConfig, key: &str) -> String {
             .message_timestamp_before_max_ms
             .max(cfg.message_timestamp_after_max_ms)
             .to_string(),
-        "message.timestamp.type" => match cfg.message_timestamp_type {
-            TimestampType::CreateTime => "CreateTime".into(),
-            TimestampType::LogAppendTime => "LogAppendTime".into(),
-        },
+        "message.timestamp.type" => cfg.message_timestamp_type.name().into(),
         "max.compaction.lag.ms" => cfg.cleaner_max_compaction_lag_ms.to_string(),
         "min.cleanable.dirty.ratio" => cfg.cleaner_min_cleanable_ratio.to_string(),
         "min.compaction.lag.ms" => cfg.cleaner_min_compaction_lag_ms.to_string(),

@@ -367,7 +367,7 @@ pub async fn write_markers_here(
     for (tp, r) in tps.into_iter().zip(acked) {
         let code = match r {
             Ok(()) => {
-                if tp.topic == OFFSETS_TOPIC {
+                if &*tp.topic == OFFSETS_TOPIC {
                     broker.groups.complete_transaction(
                         tp.partition,
                         marker.producer_id,

@@ -320,7 +320,7 @@ pub(super) async fn write_markers(broker: &Broker, req: WriteTxnMarkersRequest) 
         let mut by_topic: BTreeMap<String, Vec<WritableTxnMarkerPartitionResult>> = BTreeMap::new();
         for (tp, code) in results {
             by_topic
-                .entry(tp.topic)
+                .entry(tp.topic.to_string())
                 .or_default()
                 .push(WritableTxnMarkerPartitionResult {
                     partition_index: tp.partition,

@@ -1,7 +1,6 @@
 //! [`LogManager`]: every partition log of the broker's data directories.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,39 +29,30 @@ pub fn lock_log(log: &SharedLog) -> MutexGuard<'_, Log> {
     crate::sync::lock(log)
 }
 
-/// A topic and partition; its log directory is `<topic>-<partition>`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    pub topic: String,
-    pub partition: i32,
-}
+/// A topic and partition (kafka-protocol's, shared with the clients); its log directory is
+/// `<topic>-<partition>` ([`LogDirName`]).
+pub use kafka_protocol::TopicPartition;
 
-impl TopicPartition {
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-
+/// What the log layer adds to [`TopicPartition`]: its log directory name.
+pub(crate) trait LogDirName: Sized {
     /// `<topic>-<partition>`.
-    pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.topic, self.partition)
-    }
+    fn dir_name(&self) -> String;
 
     /// Reads a log directory name: the partition follows the *last* `-` (topic names may
     /// contain `-` and `.`).
-    pub fn from_dir_name(name: &str) -> Option<Self> {
+    fn from_dir_name(name: &str) -> Option<Self>;
+}
+
+impl LogDirName for TopicPartition {
+    fn dir_name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    fn from_dir_name(name: &str) -> Option<Self> {
         let (topic, digits) = name.rsplit_once('-')?;
         let partition: i32 = digits.parse().ok().filter(|p| *p >= 0)?;
         (is_valid_topic(topic) && digits == partition.to_string())
             .then(|| Self::new(topic, partition))
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
     }
 }
 

@@ -145,7 +145,7 @@ impl ReplicaManager {
     /// given): the partitions are gone.
     fn forget_checkpointed(&self, topic: &str, from: i32, to: Option<i32>) {
         crate::sync::lock(&self.checkpointed).retain(|tp, _| {
-            tp.topic != topic || tp.partition < from || to.is_some_and(|t| tp.partition >= t)
+            &*tp.topic != topic || tp.partition < from || to.is_some_and(|t| tp.partition >= t)
         });
     }
 
@@ -186,7 +186,7 @@ impl ReplicaManager {
         let mut entries: Vec<(TopicPartition, i64)> = self
             .all()
             .iter()
-            .map(|p| (TopicPartition::new(&p.topic, p.index), p.high_watermark()))
+            .map(|p| (TopicPartition::new(p.topic.as_str(), p.index), p.high_watermark()))
             .collect();
         entries.extend(
             crate::sync::lock(&self.checkpointed)

@@ -522,7 +522,7 @@ impl TransactionManager {
         let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
         for tp in &m.partitions {
             topics
-                .entry(tp.topic.clone())
+                .entry(tp.topic.to_string())
                 .or_default()
                 .push(tp.partition);
         }

@@ -73,7 +73,7 @@ impl TxnLogValue {
         if t.state != TxnState::Empty {
             for tp in &t.partitions {
                 partitions
-                    .entry(tp.topic.clone())
+                    .entry(tp.topic.to_string())
                     .or_default()
                     .insert(tp.partition);
             }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use kafka_protocol::error_code::ErrorCode;
 
+use super::super::manager::LogDirName;
 use super::super::{CLEAN_SHUTDOWN_FILE, LogError, LogManager, TopicPartition, lock_log};
 use super::*;
 
@@ -16,7 +17,7 @@ fn manager(dirs: &[&Path]) -> LogManager {
 #[test]
 fn directory_names_split_at_the_last_dash() {
     let tp = TopicPartition::from_dir_name("my-topic.v2-13").unwrap();
-    assert_eq!((tp.topic.as_str(), tp.partition), ("my-topic.v2", 13));
+    assert_eq!((&*tp.topic, tp.partition), ("my-topic.v2", 13));
     assert_eq!(tp.dir_name(), "my-topic.v2-13");
     for bad in [
         "nodash", "topic-", "-3", "topic-x", "topic-1-", "topic-+1", "topic-01", "a/b-0",
