@@ -194,6 +194,11 @@ fn duplicates<K: Ord>(keys: impl Iterator<Item = K>) -> Vec<bool> {
     keys.map(|k| !seen.insert(k)).collect()
 }
 
+/// The error of an item [`duplicates`] found.
+fn duplicate(what: &str, name: &str) -> NetError {
+    NetError::Config(format!("{what} {name} is named more than once in one call"))
+}
+
 /// A per-item Kafka error code as a result, with the broker's message (if any) in the context.
 fn check_code(
     code: i16,

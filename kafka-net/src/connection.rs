@@ -6,6 +6,9 @@
 //! record sets are not copied), reads and decodes responses as they come, and drives timeouts.
 //! Dropping a caller's future does not disturb the connection: its request still goes out in
 //! order and its response is read and dropped.
+//!
+//! After connecting it runs the ApiVersions handshake, asking [`crate::versions`] what each
+//! answer means.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -14,7 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestBody, ResponseBody};
 use kafka_protocol::{KStr, Response};
 use tokio::io::Interest;
@@ -26,7 +28,7 @@ use tokio_util::codec::Decoder;
 use crate::codec::KafkaCodec;
 use crate::conn_state::{ConnConfig, ConnState, Outcome};
 use crate::error::NetError;
-use crate::versions::ApiVersions;
+use crate::versions::{ApiVersions, Negotiation, on_answer};
 
 /// Settings for opening a connection.
 #[derive(Debug, Clone)]
@@ -99,7 +101,7 @@ impl Connection {
             })??;
         let mut conn = Self::from_stream(stream, addr, &cfg);
         if cfg.handshake {
-            let versions = crate::versions::negotiate(&conn, &cfg).await?;
+            let versions = negotiate(&conn, &cfg).await?;
             conn.versions = Some(Arc::new(versions));
         }
         Ok(conn)
@@ -422,24 +424,40 @@ async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-/// Checks a top-level error code of a response, turning it into an error with context.
-pub fn check(code: i16, context: &str) -> Result<(), NetError> {
-    let code = ErrorCode(code);
-    if code.is_ok() {
-        Ok(())
-    } else {
-        Err(NetError::Kafka {
-            code,
-            context: context.to_owned(),
-        })
-    }
-}
+/// Checks a top-level error code of a response (defined beside [`NetError`]).
+pub use crate::error::check;
 
 /// An ApiVersions request with our software name and version.
-pub(crate) fn api_versions_request(cfg: &ConnectionConfig) -> RequestBody {
+fn api_versions_request(cfg: &ConnectionConfig) -> RequestBody {
     RequestBody::ApiVersions(ApiVersionsRequest {
         client_software_name: cfg.software_name.clone(),
         client_software_version: cfg.software_version.clone(),
         ..Default::default()
     })
+}
+
+/// Sends ApiVersions at our newest version, then at the version each answer asks for
+/// ([`on_answer`]) until the broker tells its versions.
+async fn negotiate(conn: &Connection, cfg: &ConnectionConfig) -> Result<ApiVersions, NetError> {
+    let mut version = ApiKey::ApiVersions.versions().max;
+    loop {
+        let body = conn.request_at(api_versions_request(cfg), version).await?;
+        let ResponseBody::ApiVersions(resp) = body else {
+            return Err(NetError::Closed(Some(
+                "ApiVersions answered with another api".into(),
+            )));
+        };
+        match on_answer(&resp, version)? {
+            Negotiation::Done(versions) => return Ok(versions),
+            Negotiation::Retry(next) => {
+                tracing::debug!(
+                    addr = conn.addr(),
+                    from = version,
+                    to = next,
+                    "ApiVersions downgrade"
+                );
+                version = next;
+            }
+        }
+    }
 }

@@ -105,3 +105,16 @@ impl NetError {
         }
     }
 }
+
+/// Checks a top-level error code of a response, turning it into an error with context.
+pub fn check(code: i16, context: &str) -> Result<(), NetError> {
+    let code = ErrorCode(code);
+    if code.is_ok() {
+        Ok(())
+    } else {
+        Err(NetError::Kafka {
+            code,
+            context: context.to_owned(),
+        })
+    }
+}

@@ -10,8 +10,7 @@ use kafka_protocol::messages::{
     incremental_alter_configs_request,
 };
 
-use super::topics::duplicate;
-use super::{ANY, Admin, Replies, Retry, Routes, check_code, duplicates, expect_body};
+use super::{ANY, Admin, Replies, Retry, Routes, check_code, duplicate, duplicates, expect_body};
 use crate::connection::Connection;
 use crate::error::NetError;
 

@@ -11,8 +11,7 @@ use kafka_protocol::messages::{
     describe_groups_response,
 };
 
-use super::topics::duplicate;
-use super::{Admin, Replies, Retry, Routes, check_code, duplicates, expect_body};
+use super::{Admin, Replies, Retry, Routes, check_code, duplicate, duplicates, expect_body};
 use crate::cluster::CoordinatorType;
 use crate::error::NetError;
 

@@ -12,7 +12,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::{KStr, Uuid};
 
-use super::{ANY, Admin, ConfigEntry, Replies, Retry, Routes, check_code, duplicates, expect_body};
+use super::{
+    ANY, Admin, ConfigEntry, Replies, Retry, Routes, check_code, duplicate, duplicates, expect_body,
+};
 use crate::error::NetError;
 use crate::metadata::{BrokerInfo, MetadataSnapshot};
 
@@ -521,13 +523,9 @@ fn listed(
     })
 }
 
-pub(super) fn unsupported(api: ApiKey, why: &str) -> NetError {
+fn unsupported(api: ApiKey, why: &str) -> NetError {
     NetError::UnsupportedApi {
         api,
         detail: Some(why.to_owned()),
     }
-}
-
-pub(super) fn duplicate(what: &str, name: &str) -> NetError {
-    NetError::Config(format!("{what} {name} is named more than once in one call"))
 }
