@@ -27,11 +27,11 @@ pub mod serializer;
 mod transaction;
 mod typed;
 
-pub use kafka_protocol::TopicPartition;
 pub use config::{Acks, ProducerConfig, ProducerConfigBuilder};
 pub use delivery::{Callback, DeliveryHandler, DeliveryResult};
 pub use error::ProducerError;
 pub use kafka_net::{ConsumerGroupMetadata, OffsetAndMetadata};
+pub use kafka_protocol::TopicPartition;
 pub use metrics::ProducerMetrics;
 pub use producer::{DeliveryFuture, Producer};
 pub use record::{Header, ProducerRecord, RecordMetadata};

@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use kafka_net::{Cluster, PartitionInfo};
-use kafka_protocol::record::HeaderRef;
 use kafka_protocol::TopicPartition;
+use kafka_protocol::record::HeaderRef;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

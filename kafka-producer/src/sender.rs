@@ -26,13 +26,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use kafka_net::{BrokerInfo, Cluster, Connection, LeaderHint, MetadataSnapshot, NetError, Outcome};
+use kafka_protocol::TopicPartition;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, ProduceRequest, ProduceResponse, RequestBody, ResponseBody,
     produce_request,
 };
 use kafka_protocol::{KStr, Response};
-use kafka_protocol::TopicPartition;
 use tokio::sync::watch;
 use tokio::time::Instant;
 

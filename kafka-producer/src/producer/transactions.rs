@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use kafka_net::{ConsumerGroupMetadata, OffsetAndMetadata};
 
 use super::Producer;
-use kafka_protocol::TopicPartition;
 use crate::error::ProducerError;
 use crate::transaction::{TransactionState, TxnManager, TxnResult, lock};
+use kafka_protocol::TopicPartition;
 
 impl Producer {
     /// Gets the producer id and epoch for `transactional.id` from its transaction

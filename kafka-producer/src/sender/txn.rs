@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kafka_net::{CoordinatorType, NetError};
-use kafka_protocol::messages::ResponseBody;
 use kafka_protocol::TopicPartition;
+use kafka_protocol::messages::ResponseBody;
 use tokio::time::Instant;
 
 use super::Sender;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_net::{ConsumerGroupMetadata, NetError};
+use kafka_protocol::TopicPartition;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::ResponseBody;
-use kafka_protocol::TopicPartition;
 use tokio::time::Instant;
 
 use super::TxnResult;

@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use kafka_net::{ConsumerGroupMetadata, CoordinatorType, OffsetAndMetadata};
 use kafka_protocol::KStr;
+use kafka_protocol::TopicPartition;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiKey, EndTxnRequest,
     InitProducerIdRequest, RequestBody, ResponseBody, TxnOffsetCommitRequest,
     add_partitions_to_txn_request, txn_offset_commit_request,
 };
-use kafka_protocol::TopicPartition;
-
 
 /// Offsets to commit in a transaction, per partition.
 pub(crate) type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;

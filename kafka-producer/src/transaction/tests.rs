@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use kafka_net::{ConsumerGroupMetadata, NetError, OffsetAndMetadata};
 use kafka_protocol::KStr;
+use kafka_protocol::TopicPartition;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{
     AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
     RequestBody, ResponseBody, add_partitions_to_txn_response,
 };
-use kafka_protocol::TopicPartition;
 use tokio::time::Instant;
 
 use super::requests::TxnRequest;
