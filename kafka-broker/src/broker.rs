@@ -178,7 +178,7 @@ impl Broker {
             // does not keep every other partition from being served.
             for p in 0..t.partitions {
                 if let Err(e) = broker.host_partitions(&t.name, p, p + 1, &t.configs) {
-                    let tp = TopicPartition::new(t.name.as_str(), p);
+                    let tp = TopicPartition::new(&*t.name, p);
                     tracing::error!(partition = %tp, error = %e,
                         "partition offline: it could not be opened at start");
                     broker.logs.mark_offline(&tp, e.to_string(), retryable(&e));
@@ -390,7 +390,7 @@ impl Broker {
             if topics::is_internal(&part.topic) || !part.log_failed() {
                 continue;
             }
-            let tp = TopicPartition::new(part.topic.as_str(), part.index);
+            let tp = TopicPartition::new(&*part.topic, part.index);
             tracing::error!(partition = %tp, "partition offline: its log failed an fsync; \
                 it is reopened (and recovered) every log.offline.retry.ms until that works");
             self.replicas.take_offline(&part.topic, part.index);

@@ -29,6 +29,6 @@ pub use error::{DecodeError, EncodeError};
 pub use frame::{
     Request, Response, decode_request, decode_response, encode_request, encode_response,
 };
-pub use topic_partition::TopicPartition;
 pub use messages::{ApiKey, RequestBody, RequestHeader, ResponseBody, ResponseHeader};
+pub use topic_partition::TopicPartition;
 pub mod messages;

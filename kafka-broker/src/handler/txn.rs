@@ -319,14 +319,13 @@ pub(super) async fn write_markers(broker: &Broker, req: WriteTxnMarkersRequest) 
         let results = write_markers_here(broker, &marker, partitions).await;
         let mut by_topic: BTreeMap<String, Vec<WritableTxnMarkerPartitionResult>> = BTreeMap::new();
         for (tp, code) in results {
-            by_topic
-                .entry(tp.topic.to_string())
-                .or_default()
-                .push(WritableTxnMarkerPartitionResult {
+            by_topic.entry(tp.topic.to_string()).or_default().push(
+                WritableTxnMarkerPartitionResult {
                     partition_index: tp.partition,
                     error_code: code.code(),
                     ..Default::default()
-                });
+                },
+            );
         }
         markers.push(WritableTxnMarkerResult {
             producer_id: m.producer_id,

@@ -186,7 +186,7 @@ impl ReplicaManager {
         let mut entries: Vec<(TopicPartition, i64)> = self
             .all()
             .iter()
-            .map(|p| (TopicPartition::new(p.topic.as_str(), p.index), p.high_watermark()))
+            .map(|p| (TopicPartition::new(&*p.topic, p.index), p.high_watermark()))
             .collect();
         entries.extend(
             crate::sync::lock(&self.checkpointed)

@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn names_are_kafkas() {
-        assert_eq!(TimestampType::NoTimestampType.to_string(), "NoTimestampType");
+        assert_eq!(
+            TimestampType::NoTimestampType.to_string(),
+            "NoTimestampType"
+        );
         assert_eq!(TimestampType::CreateTime.to_string(), "CreateTime");
         assert_eq!(TimestampType::LogAppendTime.name(), "LogAppendTime");
     }
