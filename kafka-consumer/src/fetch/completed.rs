@@ -215,7 +215,7 @@ impl CompletedFetch {
                             partition: self.tp.partition,
                             offset,
                             timestamp: rec.timestamp(batch),
-                            timestamp_type: batch.timestamp_type().into(),
+                            timestamp_type: batch.timestamp_type(),
                             key: rec.key,
                             value: rec.value,
                             headers: rec.headers,
