@@ -11,7 +11,7 @@ use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::log::{FileCache, LogConfig, LogManager, TopicPartition, lock_log};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
-use crate::producer_state::ProducerStates;
+use crate::replica::producer_state::ProducerStates;
 use crate::replica::{Partition, ReplicaManager};
 use crate::sync::lock;
 use crate::topic_config::{TopicConfig, TopicConfigs};
@@ -24,6 +24,8 @@ pub use crate::topic_config::ProduceRules;
 #[derive(Debug)]
 pub struct Broker {
     pub config: BrokerConfig,
+    /// The node's one clock.
+    pub clock: crate::clock::Clock,
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
     /// Every topic's typed config; changed only under the `topics` lock.
@@ -72,6 +74,11 @@ pub fn now_ms() -> i64 {
 }
 
 impl Broker {
+    /// Milliseconds since the Unix epoch, on the node's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// Opens the data directory (creating it), loads topics and logs.
     pub fn open(config: BrokerConfig) -> Result<Self, BrokerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
@@ -145,6 +152,7 @@ impl Broker {
             )),
         );
         let broker = Self {
+            clock: crate::clock::Clock::system(),
             groups,
             txn: crate::txn::TxnCoordinator::new(config.txn.clone()),
             txn_log: OffsetsPartitions::default(),
@@ -370,8 +378,10 @@ impl Broker {
                     }
                     Err(e) => return Err(e.into()),
                 };
-            let producers = load_producer_state(&log, self.config.producer_id_expiration_ms);
-            self.replicas.host(topic, p, log, producers)?;
+            let now = self.now_ms();
+            let producers = load_producer_state(&log, now, self.config.producer_id_expiration_ms);
+            let rules = self.topic_configs.produce_rules(topic);
+            self.replicas.host(topic, p, log, producers, rules, now)?;
         }
         Ok(())
     }
@@ -417,9 +427,12 @@ impl Broker {
                 .reopen(&tp, config)
                 .map_err(BrokerError::from)
                 .and_then(|log| {
+                    let now = self.now_ms();
                     let producers =
-                        load_producer_state(&log, self.config.producer_id_expiration_ms);
-                    self.replicas.host(&tp.topic, tp.partition, log, producers)
+                        load_producer_state(&log, now, self.config.producer_id_expiration_ms);
+                    let rules = self.topic_configs.produce_rules(&tp.topic);
+                    self.replicas
+                        .host(&tp.topic, tp.partition, log, producers, rules, now)
                 });
             match hosted {
                 Ok(part) => {
@@ -942,8 +955,9 @@ impl Broker {
     /// Sets the log config of every hosted partition of a topic.
     fn apply_log_config(&self, name: &str, typed: &TopicConfig) {
         let log_config = typed.log_config();
+        let rules = typed.produce_rules();
         for part in self.partitions().into_iter().filter(|p| p.topic == name) {
-            if let Err(e) = part.set_config(log_config.clone()) {
+            if let Err(e) = part.set_config(log_config.clone(), rules) {
                 // Cannot happen for a parsed config; the log keeps its old settings.
                 tracing::error!(topic = name, partition = part.index, error = %e,
                     "the new topic config was not applied to the log");
@@ -1050,11 +1064,15 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
 }
 
 /// The producer state of a log: the clean-shutdown snapshot if it is sound and current, else
-/// rebuilt from the batch headers of the log (see [`crate::producer_state::load`]); idle
+/// rebuilt from the batch headers of the log (see [`crate::replica::producer_state::load`]); idle
 /// producers expired.
-fn load_producer_state(log: &crate::log::SharedLog, expiration_ms: i64) -> ProducerStates {
+fn load_producer_state(
+    log: &crate::log::SharedLog,
+    now_ms: i64,
+    expiration_ms: i64,
+) -> ProducerStates {
     let mut l = lock_log(log);
-    crate::replica::partition::load_producer_state(&mut l, now_ms(), expiration_ms)
+    crate::replica::partition::load_producer_state(&mut l, now_ms, expiration_ms)
 }
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat

@@ -22,7 +22,6 @@ pub mod handler;
 pub mod log;
 pub mod meta_properties;
 pub mod offsets_topic;
-pub mod producer_state;
 mod rate_limit;
 pub mod replica;
 pub mod replication;

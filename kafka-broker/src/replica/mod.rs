@@ -22,7 +22,9 @@
 pub mod budget;
 pub mod checkpoint;
 pub mod delayed;
+pub mod isr;
 pub mod partition;
+pub mod producer_state;
 pub mod selector;
 pub mod validate;
 
@@ -30,19 +32,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::BytesMut;
-
 pub use budget::MemoryBudget;
 pub use delayed::Acks;
-pub use partition::{
-    Appended, BatchSummary, Follower, IsrChange, Leadership, Offsets, Partition, PendingAck, Role,
-    SyncNeeded,
-};
-pub use validate::{BadRecord, Refused};
+pub use isr::{Follower, IsrChange, Leadership, Role};
+pub use partition::{Appended, Isolation, Offsets, Partition, PendingAck, ReadRange, SyncNeeded};
+pub use validate::{BadRecord, BatchSummary, Refused};
 
 use crate::error::BrokerError;
 use crate::log::{LogIo, SharedLog, StdIo, TopicPartition};
-use crate::producer_state::ProducerStates;
+use crate::topic_config::ProduceRules;
+use producer_state::ProducerStates;
 
 /// The partitions hosted here.
 #[derive(Debug)]
@@ -93,11 +92,13 @@ impl ReplicaManager {
         index: i32,
         log: SharedLog,
         producers: ProducerStates,
+        rules: ProduceRules,
+        now_ms: i64,
     ) -> Result<Arc<Partition>, BrokerError> {
         let hw = crate::sync::lock(&self.checkpointed).remove(&TopicPartition::new(topic, index));
-        let partition = Arc::new(Partition::new(topic, index, log, producers, hw));
+        let partition = Arc::new(Partition::new(topic, index, log, producers, hw, rules));
         if self.lead_on_host.load(std::sync::atomic::Ordering::Acquire) {
-            partition.become_leader(partition.leader_epoch(), &[], &[])?;
+            partition.become_leader(partition.leader_epoch(), &[], &[], now_ms)?;
         }
         crate::sync::write(&self.partitions)
             .entry(topic.to_owned())
@@ -137,7 +138,7 @@ impl ReplicaManager {
         };
         crate::sync::lock(&self.checkpointed)
             .insert(TopicPartition::new(topic, index), part.high_watermark());
-        part.changed().notify_waiters();
+        part.wake_all();
         Some(part)
     }
 
@@ -158,7 +159,7 @@ impl ReplicaManager {
             .map(|m| m.into_values().collect())
             .unwrap_or_default();
         for p in &removed {
-            p.changed().notify_waiters();
+            p.wake_all();
         }
         removed
     }
@@ -170,7 +171,7 @@ impl ReplicaManager {
         if let Some(by_index) = all.get_mut(topic) {
             for p in from..to {
                 if let Some(part) = by_index.remove(&p) {
-                    part.changed().notify_waiters();
+                    part.wake_all();
                 }
             }
             if by_index.is_empty() {
@@ -198,23 +199,6 @@ impl ReplicaManager {
         checkpoint::write(self.io.as_ref(), &self.data_dir, &entries)?;
         Ok(())
     }
-}
-
-/// An append whose caller cannot await (the group coordinator writes under its own lock on a
-/// plain call): the leader append, then the fsync it needs, blocking this thread for it, then
-/// the high watermark. Returns once the records may be acknowledged (acks=1 semantics).
-pub fn append_blocking(
-    partition: &Arc<Partition>,
-    records: BytesMut,
-    batches: &[BatchSummary],
-    now_ms: i64,
-) -> Result<Appended, BrokerError> {
-    let (appended, pending) = partition.append_as_leader(records, batches, now_ms)?;
-    if let Some((flusher, offset)) = pending.sync {
-        let durable = flusher.sync_to(offset)?;
-        partition.on_durable(durable);
-    }
-    Ok(appended)
 }
 
 #[cfg(test)]
