@@ -13,7 +13,9 @@ use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 use tokio::time::Instant;
 
 use super::delayed::{self, Acks};
+use super::producer_state::ProducerStates;
 use super::*;
+use crate::log::SharedLog;
 use crate::log::{Log, LogConfig};
 
 fn batch(n: usize, tag: &str) -> (BytesMut, BatchSummary) {
@@ -439,18 +441,26 @@ fn the_follower_side_keeps_idempotent_producer_state() {
 fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();
+    let manager = || {
+        ReplicaManager::open(
+            data.clone(),
+            |_| LogConfig::default(),
+            crate::log::FileCache::new(64),
+            ReplicaSettings {
+                producer_id_expiration_ms: i64::MAX,
+                producer_id_expiration_check_interval_ms: i64::MAX,
+                cleaner_dedupe_buffer_size: 1 << 20,
+            },
+            Roles::LeadOnHost,
+            crate::clock::Clock::manual(0),
+        )
+        .unwrap()
+    };
+    let config =
+        crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default());
     {
-        let m = ReplicaManager::open(data.clone());
-        let p = m
-            .host(
-                "t",
-                0,
-                open_log(&data.join("t-0"), LogConfig::default()),
-                ProducerStates::default(),
-                rules(),
-                0,
-            )
-            .unwrap();
+        let m = manager();
+        let p = m.host("t", 0, &config).unwrap();
         append(&p, 6, "a");
         p.become_leader(1, &[9], &[9], 0).unwrap();
         append(&p, 4, "b");
@@ -461,14 +471,17 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
             std::fs::read_to_string(data.join(checkpoint::HIGH_WATERMARK_FILE)).unwrap(),
             "0\n1\nt 0 6\n"
         );
+        drop(p);
+        m.close();
     }
     // Restarted as a follower: the checkpointed value, not the log end (10).
-    let m = ReplicaManager::open(data.clone());
+    let m = manager();
     let hw = m
         .checkpointed
         .lock()
         .unwrap()
         .remove(&crate::log::TopicPartition::new("t", 0));
+    drop(m);
     let f = Partition::new(
         "t",
         0,

@@ -12,7 +12,9 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::control::{ControlRecordType, parse_end_txn_marker};
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
+use super::producer_state::ProducerStates;
 use super::*;
+use crate::log::SharedLog;
 use crate::log::{CleanerLimits, Log, LogConfig};
 
 /// A batch of producer `pid` (epoch 0) with sequence `seq`: `n` records `tag-i` keyed `k-i`.
