@@ -9,10 +9,9 @@ use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
-use crate::log::{FileCache, LogConfig, LogManager, TopicPartition, lock_log};
+use crate::log::{FileCache, LogConfig, TopicPartition};
 use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
-use crate::producer_state::ProducerStates;
-use crate::replica::{Partition, ReplicaManager};
+use crate::replica::{Partition, ReplicaManager, ReplicaSettings, Roles};
 use crate::sync::lock;
 use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
@@ -24,21 +23,18 @@ pub use crate::topic_config::ProduceRules;
 #[derive(Debug)]
 pub struct Broker {
     pub config: BrokerConfig,
+    /// The node's one clock.
+    pub clock: crate::clock::Clock,
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
     /// Every topic's typed config; changed only under the `topics` lock.
     topic_configs: TopicConfigs,
     /// The partition layer: every hosted partition, every append.
     pub replicas: ReplicaManager,
-    logs: LogManager,
     /// Single node: the next producer id (blocks reserved in `producer.ids`).
     next_producer_id: AtomicI64,
     /// In a cluster: producer ids in blocks from the controller.
     pub producer_ids: crate::cluster::producer_ids::ProducerIdManager,
-    last_full_flush: AtomicI64,
-    last_hw_checkpoint: AtomicI64,
-    /// When idle producers were last expired (`producer.id.expiration.check.interval.ms`).
-    last_producer_expiry: AtomicI64,
     /// The group coordinator, persisted in `__consumer_offsets`.
     pub groups: crate::group::GroupCoordinator,
     /// Memory for decompressed records, shared by every produce validation
@@ -72,6 +68,11 @@ pub fn now_ms() -> i64 {
 }
 
 impl Broker {
+    /// Milliseconds since the Unix epoch, on the node's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// Opens the data directory (creating it), loads topics and logs.
     pub fn open(config: BrokerConfig) -> Result<Self, BrokerError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
@@ -111,15 +112,25 @@ impl Broker {
             descriptor_limit = crate::log::files::nofile_limit(),
             "segment files open at most"
         );
-        let logs = LogManager::open_with(
-            vec![config.data_dir.clone()],
+        let clock = crate::clock::Clock::system();
+        let replicas = ReplicaManager::open(
+            config.data_dir.clone(),
             |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
-            Arc::new(crate::log::StdIo),
             files,
+            ReplicaSettings {
+                producer_id_expiration_ms: config.producer_id_expiration_ms,
+                producer_id_expiration_check_interval_ms: config
+                    .producer_id_expiration_check_interval_ms
+                    as i64,
+                cleaner_dedupe_buffer_size: config.cleaner_dedupe_buffer_size,
+            },
+            if clustered {
+                Roles::FromMetadata
+            } else {
+                Roles::LeadOnHost
+            },
+            clock.clone(),
         )?;
-        if logs.recovered_at_start() {
-            tracing::warn!("the last shutdown was not clean: logs were recovered");
-        }
         // The offsets topic keeps its partition count once created (groups map to partitions
         // by it); `offsets.topic.num.partitions` only applies when it is created.
         let offsets_partitions = topics
@@ -145,10 +156,11 @@ impl Broker {
             )),
         );
         let broker = Self {
+            clock,
             groups,
             txn: crate::txn::TxnCoordinator::new(config.txn.clone()),
             txn_log: OffsetsPartitions::default(),
-            replicas: ReplicaManager::open(config.data_dir.clone()),
+            replicas,
             decompression: crate::replica::MemoryBudget::new(
                 config.produce_decompression_max_bytes,
             ),
@@ -161,15 +173,10 @@ impl Broker {
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
-            logs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),
-            last_full_flush: AtomicI64::new(now_ms()),
-            last_hw_checkpoint: AtomicI64::new(now_ms()),
-            last_producer_expiry: AtomicI64::new(now_ms()),
         };
         if clustered {
-            broker.replicas.roles_from_metadata();
             return Ok(broker);
         }
         for t in broker.all_topics() {
@@ -177,22 +184,24 @@ impl Broker {
             // reason logged (KAFKA_STORAGE_ERROR, retried every `log.offline.retry.ms`); it
             // does not keep every other partition from being served.
             for p in 0..t.partitions {
-                if let Err(e) = broker.host_partitions(&t.name, p, p + 1, &t.configs) {
-                    let tp = TopicPartition::new(&*t.name, p);
+                if let Err(e) = broker.host_partitions(&t.name, p, p + 1) {
+                    let tp = TopicPartition::new(t.name.as_str(), p);
                     tracing::error!(partition = %tp, error = %e,
                         "partition offline: it could not be opened at start");
-                    broker.logs.mark_offline(&tp, e.to_string(), retryable(&e));
+                    broker.replicas.mark_offline(&t.name, p, &e);
                 }
             }
         }
         // Logs of topics that no longer exist (a crash during a delete) go away.
-        for tp in broker.logs.partitions() {
+        for tp in broker.replicas.log_partitions() {
             if broker
                 .topic(&tp.topic)
                 .is_none_or(|t| tp.partition >= t.partitions)
             {
                 tracing::warn!(partition = %tp, "removing the log of a partition that does not exist");
-                let _ = broker.logs.delete(&tp.topic, tp.partition);
+                broker
+                    .replicas
+                    .remove_partitions(&tp.topic, tp.partition, tp.partition + 1);
             }
         }
         broker.load_groups(offsets_partitions, &offsets_log)?;
@@ -347,166 +356,22 @@ impl Broker {
         Ok(())
     }
 
-    /// Opens (creating if needed) the logs of partitions `from..to` of a topic.
-    fn host_partitions(
-        &self,
-        topic: &str,
-        from: i32,
-        to: i32,
-        configs: &BTreeMap<String, String>,
-    ) -> Result<(), BrokerError> {
-        for p in from..to {
-            let log =
-                match self
-                    .logs
-                    .get_or_create(topic, p, log_config(&self.config, Some(configs)))
-                {
-                    Ok(log) => log,
-                    // A damaged log stays offline (KAFKA_STORAGE_ERROR) while the rest serve.
-                    Err(e @ crate::log::LogError::Offline { .. })
-                    | Err(e @ crate::log::LogError::Corrupt { .. }) => {
-                        tracing::error!(topic, partition = p, error = %e, "partition offline");
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-            let producers = load_producer_state(&log, self.config.producer_id_expiration_ms);
-            self.replicas.host(topic, p, log, producers)?;
-        }
-        Ok(())
+    /// Hosts partitions `from..to` of a topic (opening or creating their logs) with the
+    /// topic's current config.
+    fn host_partitions(&self, topic: &str, from: i32, to: i32) -> Result<(), BrokerError> {
+        let config = self.topic_configs.get_or_default(topic);
+        self.replicas.host_range(topic, from, to, &config)
     }
 
-    /// Brings offline partitions back (called every `log.offline.retry.ms`): first takes
-    /// offline every hosted partition whose log failed an fsync (it accepts nothing more
-    /// until reopened), then reopens each offline partition through the recovery a restart
-    /// runs and hosts it again with the high watermark, leader epoch and producer state a
-    /// restart would give it. `__consumer_offsets` and `__transaction_state` partitions are not
-    /// reopened: their coordinators load them only at start, so one that was offline stays
-    /// offline (KAFKA_STORAGE_ERROR, its groups or transactional ids NOT_COORDINATOR) until a
-    /// restart. Returns the partitions that came back (in a cluster they take their role
-    /// from the metadata next: [`crate::cluster::publish::retake`]).
+    /// Brings offline partitions back (see [`ReplicaManager::retry_offline`]); returns the
+    /// partitions that came back (in a cluster they take their role from the metadata next:
+    /// [`crate::cluster::publish::retake`]).
     pub fn retry_offline(&self) -> Vec<TopicPartition> {
-        for part in self.partitions() {
-            if topics::is_internal(&part.topic) || !part.log_failed() {
-                continue;
-            }
-            let tp = TopicPartition::new(&*part.topic, part.index);
-            tracing::error!(partition = %tp, "partition offline: its log failed an fsync; \
-                it is reopened (and recovered) every log.offline.retry.ms until that works");
-            self.replicas.take_offline(&part.topic, part.index);
-            self.logs.mark_offline(
-                &tp,
-                "an fsync failed; reopening through recovery".into(),
-                true,
-            );
-        }
-        let mut back = Vec::new();
-        for tp in self.logs.retryable_offline() {
-            if topics::is_internal(&tp.topic) {
-                continue;
-            }
-            let Some(meta) = self
-                .topic(&tp.topic)
-                .filter(|t| tp.partition < t.partitions)
-            else {
-                continue;
-            };
-            let config = log_config(&self.config, Some(&meta.configs));
-            let hosted = self
-                .logs
-                .reopen(&tp, config)
-                .map_err(BrokerError::from)
-                .and_then(|log| {
-                    let producers =
-                        load_producer_state(&log, self.config.producer_id_expiration_ms);
-                    self.replicas.host(&tp.topic, tp.partition, log, producers)
-                });
-            match hosted {
-                Ok(part) => {
-                    self.push_log_configs(&tp.topic);
-                    tracing::info!(partition = %tp, log_end_offset = part.log_end_offset(),
-                        high_watermark = part.high_watermark(), leader_epoch = part.leader_epoch(),
-                        "offline partition reopened and served again");
-                    back.push(tp);
-                }
-                Err(e) => {
-                    tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");
-                    self.logs.mark_offline(&tp, e.to_string(), retryable(&e));
-                }
-            }
-        }
-        back
-    }
-
-    /// Applies retention and due flushes (called on the broker's timer).
-    pub fn maintain(&self) {
-        let now = now_ms();
-        let deleted = self.logs.apply_retention(now);
-        if deleted > 0 {
-            tracing::info!(segments = deleted, "retention deleted segments");
-        }
-        self.logs.flush_due(now);
-        let interval = self.config.producer_id_expiration_check_interval_ms as i64;
-        if now - self.last_producer_expiry.load(Ordering::Relaxed) >= interval {
-            self.last_producer_expiry.store(now, Ordering::Relaxed);
-            let expiration = self.config.producer_id_expiration_ms;
-            let expired: usize = self
-                .partitions()
-                .iter()
-                .map(|p| p.expire_producers(now, expiration))
-                .sum();
-            if expired > 0 {
-                tracing::info!(expired, "expired idle producers");
-            }
-        }
-        // Move the recovery points now and then, so recovery after a crash scans little.
-        let last = self.last_full_flush.load(Ordering::Relaxed);
-        if now - last >= 60_000 {
-            self.last_full_flush.store(now, Ordering::Relaxed);
-            if let Err(e) = self.logs.flush_all() {
-                tracing::warn!(error = %e, "periodic flush failed");
-            }
-        }
-        let last = self.last_hw_checkpoint.load(Ordering::Relaxed);
-        if now - last >= HW_CHECKPOINT_INTERVAL_MS {
-            self.last_hw_checkpoint.store(now, Ordering::Relaxed);
-            if let Err(e) = self.replicas.checkpoint_high_watermarks() {
-                tracing::warn!(error = %e, "high-watermark checkpoint not written");
-            }
-        }
-    }
-
-    /// One round of the log cleaner: a compaction pass on every compacted partition that is
-    /// due. Returns how many partitions were cleaned; failures are logged and leave the log
-    /// as it was.
-    pub fn clean_logs(&self) -> usize {
-        let limits = crate::log::CleanerLimits {
-            dedupe_buffer_size: self.config.cleaner_dedupe_buffer_size,
-        };
-        let mut cleaned = 0;
-        for part in self.partitions() {
-            let started = std::time::Instant::now();
-            match part.clean(&limits, now_ms()) {
-                Ok(Some(stats)) => {
-                    cleaned += 1;
-                    tracing::info!(
-                        topic = %part.topic,
-                        partition = part.index,
-                        ms = started.elapsed().as_millis() as u64,
-                        ?stats,
-                        "log cleaned"
-                    );
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    topic = %part.topic,
-                    partition = part.index,
-                    error = %e,
-                    "log cleaning failed; the log is unchanged"
-                ),
-            }
-        }
-        cleaned
+        self.replicas.retry_offline(|topic, index| {
+            self.topic(topic)
+                .filter(|t| index < t.partitions)
+                .map(|_| self.topic_configs.get_or_default(topic))
+        })
     }
 
     /// The cluster side, when this node is part of a cluster.
@@ -563,13 +428,8 @@ impl Broker {
         topic: &str,
         index: i32,
     ) -> Result<Arc<Partition>, BrokerError> {
-        if let Some(p) = self.partition(topic, index) {
-            return Ok(p);
-        }
-        let configs = self.topic(topic).map(|t| t.configs).unwrap_or_default();
-        self.host_partitions(topic, index, index + 1, &configs)?;
-        self.partition(topic, index)
-            .ok_or_else(|| self.partition_error(topic, index))
+        let config = self.topic_configs.get_or_default(topic);
+        self.replicas.host(topic, index, &config)
     }
 
     /// In a cluster: this broker leads `__consumer_offsets` partition `index` (hosted): its
@@ -618,16 +478,6 @@ impl Broker {
             reg.delete(name).ok()
         };
         self.replicas.remove_topic(name);
-        for tp in self
-            .logs
-            .partitions()
-            .into_iter()
-            .filter(|tp| &*tp.topic == name)
-        {
-            if let Err(e) = self.logs.delete(name, tp.partition) {
-                tracing::warn!(topic = name, partition = tp.partition, error = %e, "deleting the log failed");
-            }
-        }
         if meta.is_some() {
             tracing::info!(topic = name, "deleted topic (the controller deleted it)");
         }
@@ -646,42 +496,16 @@ impl Broker {
     /// A partition hosted here that clients may read: in a cluster only where this node
     /// leads it (a follower's answer is [`Self::partition_error`]'s NOT_LEADER_OR_FOLLOWER).
     pub fn led_partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        self.partition(topic, index)
-            .filter(|p| self.cluster().is_none() || p.is_leader())
+        self.replicas.leader(topic, index)
     }
 
-    /// The error for a partition that is not served: KAFKA_STORAGE_ERROR when its log is
-    /// offline (damaged), UNKNOWN_TOPIC_OR_PARTITION otherwise.
+    /// The error for a partition that is not served (see
+    /// [`ReplicaManager::unhosted_error`]).
     pub fn partition_error(&self, topic: &str, index: i32) -> BrokerError {
-        // In a cluster a known partition that this node hosts as a follower, or does not host,
-        // is led elsewhere: the client refreshes its metadata and goes there.
-        if self.cluster().is_some()
-            && self
-                .topic(topic)
-                .is_some_and(|t| index >= 0 && index < t.partitions)
-            && self.partition(topic, index).is_none_or(|p| !p.is_leader())
-            && self.logs.get(topic, index).is_ok()
-        {
-            return BrokerError::kafka(
-                ErrorCode::NOT_LEADER_OR_FOLLOWER,
-                format!("{topic}-{index} is not led by this broker"),
-            );
-        }
-        match self.logs.get(topic, index) {
-            Err(e) => BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()),
-            // An offline partition coming back: its log is open again and the partition layer
-            // is about to host it (`retry_offline`); still the storage outage to a client.
-            Ok(Some(_)) if self.topic(topic).is_some_and(|t| index < t.partitions) => {
-                BrokerError::kafka(
-                    ErrorCode::KAFKA_STORAGE_ERROR,
-                    format!("{topic}-{index} is being reopened after its log was offline"),
-                )
-            }
-            Ok(_) => BrokerError::kafka(
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                format!("{topic}-{index} is not hosted here"),
-            ),
-        }
+        let known = self
+            .topic(topic)
+            .is_some_and(|t| index >= 0 && index < t.partitions);
+        self.replicas.unhosted_error(topic, index, known)
     }
 
     /// What a Produce request to `topic` is checked against: a lookup of the topic's
@@ -763,9 +587,9 @@ impl Broker {
         let meta = reg.create(name, partitions, configs, topics::random_uuid())?;
         self.topic_configs.insert(name, Arc::new(typed));
         drop(reg);
-        if let Err(e) = self.host_partitions(name, 0, partitions, &meta.configs) {
+        if let Err(e) = self.host_partitions(name, 0, partitions) {
             // All or nothing: no registry entry, no directories left behind.
-            self.undo_hosting(name, 0, partitions);
+            self.replicas.remove_partitions(name, 0, partitions);
             let _ = lock(&self.topics).delete(name);
             self.topic_configs.remove(name);
             tracing::warn!(topic = name, partitions, error = %e, "topic creation failed and was undone");
@@ -798,11 +622,6 @@ impl Broker {
             meta
         };
         self.replicas.remove_topic(name);
-        for p in 0..meta.partitions {
-            if let Err(e) = self.logs.delete(name, p) {
-                tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
-            }
-        }
         tracing::info!(topic = name, "deleted topic");
         Ok(meta)
     }
@@ -835,10 +654,9 @@ impl Broker {
         self.check_partition_budget(&reg, total - current)?;
         if !validate_only {
             reg.set_partitions(name, total)?;
-            let configs = reg.get(name).map(|t| t.configs.clone()).unwrap_or_default();
             drop(reg);
-            if let Err(e) = self.host_partitions(name, current, total, &configs) {
-                self.undo_hosting(name, current, total);
+            if let Err(e) = self.host_partitions(name, current, total) {
+                self.replicas.remove_partitions(name, current, total);
                 let _ = lock(&self.topics).set_partitions(name, current);
                 tracing::warn!(topic = name, total, error = %e, "adding partitions failed and was undone");
                 return Err(e);
@@ -864,17 +682,6 @@ impl Broker {
             ));
         }
         Ok(())
-    }
-
-    /// Stops hosting partitions `from..to` of a topic and deletes their logs (a creation that
-    /// failed half way).
-    fn undo_hosting(&self, name: &str, from: i32, to: i32) {
-        self.replicas.remove_partitions(name, from, to);
-        for p in from..to {
-            if let Err(e) = self.logs.delete(name, p) {
-                tracing::warn!(topic = name, partition = p, error = %e, "deleting the log failed");
-            }
-        }
     }
 
     /// Replaces a topic's config overrides (see [`Self::alter_topic_configs`]).
@@ -941,14 +748,7 @@ impl Broker {
 
     /// Sets the log config of every hosted partition of a topic.
     fn apply_log_config(&self, name: &str, typed: &TopicConfig) {
-        let log_config = typed.log_config();
-        for part in self.partitions().into_iter().filter(|p| p.topic == name) {
-            if let Err(e) = part.set_config(log_config.clone()) {
-                // Cannot happen for a parsed config; the log keeps its old settings.
-                tracing::error!(topic = name, partition = part.index, error = %e,
-                    "the new topic config was not applied to the log");
-            }
-        }
+        self.replicas.set_topic_config(name, typed);
     }
 
     /// The leader epoch of a partition hosted here (-1 when it is not).
@@ -987,59 +787,15 @@ impl Broker {
         }
     }
 
-    /// Flushes and closes everything and marks the shutdown as clean where it is. On a full
-    /// or failing disk it writes what it can and warns naming what it could not (each of
-    /// those is only a shortcut for the next start: without them it recovers the logs,
-    /// rebuilds producer state from the batches and takes high watermarks from the logs;
-    /// every acknowledged record is in the segment files already). Never fails.
+    /// Flushes and closes everything and marks the shutdown as clean where it is (see
+    /// [`ReplicaManager::close`]). Never fails.
     pub fn close(&self) -> Result<(), BrokerError> {
-        let mut not_written = Vec::new();
-        if let Err(e) = self.replicas.checkpoint_high_watermarks() {
-            tracing::warn!(error = %e, "high-watermark checkpoint not written at shutdown");
-            not_written.push(format!("the high-watermark checkpoint ({e})"));
-        }
-        for part in self.partitions() {
-            if let Err(e) = part.write_producer_snapshot() {
-                tracing::warn!(partition = ?part, error = %e, "cannot write the producer state snapshot");
-                not_written.push(format!(
-                    "the producer state snapshot of {}-{}",
-                    part.topic, part.index
-                ));
-            }
-        }
-        if let Err(logs) = self.logs.close() {
-            not_written.extend(logs);
-        }
-        if not_written.is_empty() {
-            tracing::info!("broker closed cleanly");
-        } else {
-            tracing::warn!(
-                not_written = not_written.len(),
-                "broker closed, but the disk refused some writes (the next start recovers \
-                 instead): not written: {}",
-                not_written.join("; ")
-            );
-        }
+        self.replicas.close();
         Ok(())
     }
 }
 
-/// Whether a partition that failed to open with `e` is worth reopening later: the disk was
-/// at fault (space, descriptors, an I/O error), not the data (a corrupt segment stays offline,
-/// reported and untouched).
-fn retryable(e: &BrokerError) -> bool {
-    match e {
-        BrokerError::Log(e) => e.is_io(),
-        BrokerError::Io(_) | BrokerError::Storage(_) => true,
-        _ => false,
-    }
-}
-
 const PRODUCER_ID_BLOCK: i64 = 1000;
-/// How often the high watermarks are checkpointed (Kafka's
-/// `replica.high.watermark.checkpoint.interval.ms` default).
-const HW_CHECKPOINT_INTERVAL_MS: i64 = 5_000;
-
 /// A partition's log configuration: the broker's defaults, then the topic's overrides (an
 /// invalid stored override is logged and skipped).
 pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) -> LogConfig {
@@ -1047,14 +803,6 @@ pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) 
         Some(overrides) => TopicConfig::lenient(cfg, "", overrides).log_config(),
         None => TopicConfig::defaults(cfg).log_config(),
     }
-}
-
-/// The producer state of a log: the clean-shutdown snapshot if it is sound and current, else
-/// rebuilt from the batch headers of the log (see [`crate::producer_state::load`]); idle
-/// producers expired.
-fn load_producer_state(log: &crate::log::SharedLog, expiration_ms: i64) -> ProducerStates {
-    let mut l = lock_log(log);
-    crate::replica::partition::load_producer_state(&mut l, now_ms(), expiration_ms)
 }
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat

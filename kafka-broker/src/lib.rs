@@ -22,7 +22,6 @@ pub mod handler;
 pub mod log;
 pub mod meta_properties;
 pub mod offsets_topic;
-pub mod producer_state;
 mod rate_limit;
 pub mod replica;
 pub mod replication;
@@ -85,7 +84,7 @@ pub async fn run(
                 tick.tick().await;
                 let b = b.clone();
                 // File work runs off the async threads.
-                let _ = tokio::task::spawn_blocking(move || b.maintain()).await;
+                let _ = tokio::task::spawn_blocking(move || b.replicas.maintain()).await;
             }
         })
     };
@@ -126,7 +125,7 @@ pub async fn run(
                     _ = cleaner_stopped.changed() => return,
                 }
                 let b = b.clone();
-                let _ = tokio::task::spawn_blocking(move || b.clean_logs()).await;
+                let _ = tokio::task::spawn_blocking(move || b.replicas.clean()).await;
             }
         })
     });

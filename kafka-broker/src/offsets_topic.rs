@@ -105,7 +105,7 @@ impl OffsetsTopicSink {
             max_timestamp: now,
             transactional: txn.is_some(),
         };
-        let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
+        let (_, pending) = partition.append_as_leader(batch, &[summary], Acks::All, now)?;
         Ok((!pending.is_acknowledged()).then_some(pending))
     }
 }
@@ -210,7 +210,7 @@ fn acknowledged(
     }
     Some(Box::pin(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-        for r in delayed::complete_appends(waits, Acks::All, deadline).await {
+        for r in delayed::complete_appends(waits, deadline).await {
             if let Err(e) = r {
                 tracing::error!(topic = OFFSETS_TOPIC, error = %e,
                     "group coordinator records not acknowledged");
@@ -499,7 +499,7 @@ mod tests {
             max_timestamp: now,
             transactional: true,
         };
-        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], now)
+        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], Acks::All, now)
             .unwrap();
         broker.groups.complete_transaction(index, pid, commit);
     }

@@ -78,7 +78,7 @@ fn write(broker: &Arc<Broker>, w: TxnWrite) {
             let b = Arc::clone(broker);
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + WRITE_TIMEOUT;
-                let result = delayed::complete_append(pending, Acks::All, deadline)
+                let result = delayed::complete_append(pending, deadline)
                     .await
                     .map_err(|e| e.error_code());
                 if let Err(code) = result {
@@ -107,10 +107,6 @@ fn append_record(
             format!("{TRANSACTION_STATE_TOPIC}-{index} is not coordinated here"),
         )
     })?;
-    let min_insync = broker
-        .produce_rules(TRANSACTION_STATE_TOPIC)
-        .min_insync_replicas;
-    partition.check_min_insync(min_insync)?;
     let now = now_ms();
     let (key, value) = record.encode()?;
     let mut b = RecordBatchBuilder::new();
@@ -124,8 +120,8 @@ fn append_record(
         max_timestamp: now,
         transactional: false,
     };
-    let (_, pending) = partition.append_as_leader(batch, &[summary], now)?;
-    Ok(pending.with_min_insync(min_insync))
+    let (_, pending) = partition.append_as_leader(batch, &[summary], Acks::All, now)?;
+    Ok(pending)
 }
 
 /// Every record of one `__transaction_state` partition, from the log start to the log end,
@@ -339,11 +335,6 @@ pub async fn write_markers_here(
         };
         // Written with acks=all, so under `min.insync.replicas` as a produce is (Kafka's
         // markers are refused NOT_ENOUGH_REPLICAS there too, and retried).
-        let min_insync = broker.produce_rules(&tp.topic).min_insync_replicas;
-        if let Err(e) = part.check_min_insync(min_insync) {
-            results.push((tp, e.error_code()));
-            continue;
-        }
         match part.write_txn_marker(
             marker.producer_id,
             marker.producer_epoch,
@@ -351,7 +342,7 @@ pub async fn write_markers_here(
             marker.commit,
             now,
         ) {
-            Ok((_, pending)) => waits.push((tp, pending.with_min_insync(min_insync))),
+            Ok((_, pending)) => waits.push((tp, pending)),
             Err(e) => {
                 tracing::debug!(partition = %tp, error = %e, "marker refused");
                 results.push((tp, e.error_code()));
@@ -363,7 +354,7 @@ pub async fn write_markers_here(
     }
     let deadline = tokio::time::Instant::now() + MARKER_TIMEOUT;
     let (tps, pending): (Vec<_>, Vec<_>) = waits.into_iter().unzip();
-    let acked = delayed::complete_appends(pending, Acks::All, deadline).await;
+    let acked = delayed::complete_appends(pending, deadline).await;
     for (tp, r) in tps.into_iter().zip(acked) {
         let code = match r {
             Ok(()) => {

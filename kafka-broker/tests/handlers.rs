@@ -182,7 +182,7 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
     broker
         .partition("epochs", 0)
         .unwrap()
-        .become_leader(epoch + 3, &[], &[])
+        .become_leader(epoch + 3, &[], &[], broker.now_ms())
         .unwrap();
     let ResponseBody::Fetch(r) = ask(fetch(epoch), ApiKey::Fetch, 12).await else {
         panic!()

@@ -171,7 +171,7 @@ async fn idle_producers_expire_on_the_maintenance_timer() {
         produce(&broker, batch(7, 0, 0, 5)).await,
         (ErrorCode::NONE, 0)
     );
-    broker.maintain();
+    broker.replicas.maintain();
     assert_eq!(
         produce(&broker, batch(7, 0, 0, 5)).await,
         (ErrorCode::NONE, 0),
@@ -183,7 +183,7 @@ async fn idle_producers_expire_on_the_maintenance_timer() {
         produce(&broker, batch(9, 0, 0, 1)).await,
         (ErrorCode::NONE, 5)
     );
-    broker.maintain();
+    broker.replicas.maintain();
     // Producer 7 is forgotten: its next sequence is taken as a new producer's...
     assert_eq!(
         produce(&broker, batch(7, 0, 5, 2)).await,

@@ -44,6 +44,7 @@ use harness::{
     Cluster, Role, admin, agreed_partitions, segment_files, until_brokers, until_same_bytes,
 };
 use kafka_net::admin::NewTopic;
+use kafka_protocol::error_code::ErrorCode;
 use support::{
     Background, Load, Rng, check_read, disk_batches, disk_log_end, leaders_by_epoch,
     parse_produced, partition_state, python_client, read_kafka_python, read_kcat, read_ours,
@@ -1034,4 +1035,146 @@ async fn committed_offsets(bootstrap: &str, group: &str, topic: &str) -> BTreeMa
     got.into_iter()
         .filter_map(|(tp, o)| Some((tp.partition, o?.offset)))
         .collect()
+}
+
+/// A follower's fetch that names another leader epoch than the leader's moves nothing at the
+/// leader: not the follower's log end, not the ISR, not the high watermark. One follower is
+/// SIGSTOPped (with failure detection slow enough that it stays registered and in the ISR),
+/// so the high watermark waits for it; a fetch forged in its name, at the leader's log end but
+/// for the next epoch, is answered UNKNOWN_LEADER_EPOCH and leaves the high watermark where
+/// the stopped follower holds it; the same fetch for the leader's epoch moves it (so the
+/// forged fetch is one the leader would otherwise count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_fetch_for_another_leader_epoch_moves_no_replica_state() {
+    const TOPIC: &str = "fenced-fetch";
+    let settings = [
+        "broker.heartbeat.interval.ms=250",
+        "broker.session.timeout.ms=60000",
+        "replica.lag.time.max.ms=60000",
+        "replica.fetch.backoff.ms=100",
+    ];
+    let mut c = Cluster::new(&[Role::Combined; 3], &settings);
+    c.start_all();
+    until_brokers(&mut c, &ALL).await;
+    create_topic(&mut c, TOPIC, 1, 1).await;
+    let s = until_partition(
+        &mut c,
+        "the partition has a leader and a full ISR",
+        TOPIC,
+        0,
+        Duration::from_secs(20),
+        |s| s.leader >= 0 && s.isr == ALL,
+    )
+    .await;
+    let (leader, epoch) = (s.leader, s.leader_epoch);
+    let stopped = ALL.iter().copied().find(|&i| i != leader).unwrap();
+    let addr = c.addr(leader);
+    let values = |prefix: &str| -> Vec<String> { (0..5).map(|i| format!("{prefix}{i}")).collect() };
+    // Five records every replica has (the leader may apply its image a moment after the
+    // metadata names it).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match produce_raw(&addr, TOPIC, 0, -1, &values("a"), Duration::from_secs(10)).await {
+            Err(e) if e.starts_with("NOT_LEADER_OR_FOLLOWER") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => {
+                r.unwrap_or_else(|e| panic!("acks=all: {e}\n{}", c.logs()));
+                break;
+            }
+        }
+    }
+    assert_eq!(high_watermark_at(&addr, TOPIC).await, 5);
+    c.signal(stopped, "STOP");
+    produce_raw(&addr, TOPIC, 0, 1, &values("b"), Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("acks=1: {e}\n{}", c.logs()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        high_watermark_at(&addr, TOPIC).await,
+        5,
+        "the stopped follower holds the high watermark"
+    );
+    // In the stopped follower's name, everything the leader has, for the next epoch.
+    let code = fetch_as_follower(&addr, TOPIC, stopped, epoch + 1, 10).await;
+    assert_eq!(code, ErrorCode::UNKNOWN_LEADER_EPOCH);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        high_watermark_at(&addr, TOPIC).await,
+        5,
+        "a fetch for another epoch moved the follower's log end and the high watermark"
+    );
+    // For the leader's epoch the same fetch counts.
+    let code = fetch_as_follower(&addr, TOPIC, stopped, epoch, 10).await;
+    assert_eq!(code, ErrorCode::NONE);
+    assert_eq!(high_watermark_at(&addr, TOPIC).await, 10);
+    c.signal(stopped, "CONT");
+    c.assert_running();
+}
+
+async fn connect(addr: &str) -> kafka_net::connection::Connection {
+    kafka_net::connection::Connection::connect(addr, Default::default())
+        .await
+        .unwrap()
+}
+
+/// One Fetch v12 of `topic`-0 from `offset`, answered at once: the partition's answer.
+async fn fetch_once(
+    addr: &str,
+    topic: &str,
+    replica_id: i32,
+    leader_epoch: i32,
+    offset: i64,
+) -> kafka_protocol::messages::fetch_response::PartitionData {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, RequestBody, ResponseBody};
+    let req = FetchRequest {
+        replica_id,
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 1 << 20,
+        topics: vec![FetchTopic {
+            topic: kafka_protocol::KStr::from(topic.to_owned()),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                current_leader_epoch: leader_epoch,
+                fetch_offset: offset,
+                last_fetched_epoch: -1,
+                log_start_offset: 0,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let answer = connect(addr)
+        .await
+        .request_at(RequestBody::Fetch(Box::new(req)), 12)
+        .await
+        .unwrap();
+    let ResponseBody::Fetch(mut r) = answer else {
+        panic!("not a fetch answer: {answer:?}")
+    };
+    r.responses.remove(0).partitions.remove(0)
+}
+
+/// A fetch in the name of follower `replica_id`, naming `leader_epoch`: its error code.
+async fn fetch_as_follower(
+    addr: &str,
+    topic: &str,
+    replica_id: i32,
+    leader_epoch: i32,
+    offset: i64,
+) -> ErrorCode {
+    ErrorCode::from(
+        fetch_once(addr, topic, replica_id, leader_epoch, offset)
+            .await
+            .error_code,
+    )
+}
+
+/// The high watermark a consumer's fetch is told.
+async fn high_watermark_at(addr: &str, topic: &str) -> i64 {
+    fetch_once(addr, topic, -1, -1, 0).await.high_watermark
 }

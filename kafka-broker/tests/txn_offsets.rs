@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use kafka_broker::offsets_topic::OFFSETS_TOPIC;
-use kafka_broker::replica::BatchSummary;
+use kafka_broker::replica::{Acks, BatchSummary};
 use kafka_broker::{Broker, BrokerConfig};
 use kafka_net::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
@@ -114,7 +114,7 @@ impl Served {
             max_timestamp: now,
             transactional: true,
         };
-        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], now)
+        part.append_as_leader(BytesMut::from(&batch[..]), &[summary], Acks::All, now)
             .unwrap();
         self.broker.groups.complete_transaction(index, pid, commit);
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_broker::replica::{Acks, delayed};
+use kafka_broker::replica::delayed;
 use kafka_broker::{Broker, BrokerConfig};
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
@@ -93,9 +93,7 @@ impl Running {
         let now = kafka_broker::broker::now_ms();
         let (_, pending) = part.write_txn_marker(pid, 0, 0, commit, now).unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        delayed::complete_append(pending, Acks::All, deadline)
-            .await
-            .unwrap();
+        delayed::complete_append(pending, deadline).await.unwrap();
     }
 }
 

@@ -39,8 +39,10 @@ use crate::broker::Broker;
 use crate::cluster::active::SharedState;
 use crate::config::ReplicaSelectorClass;
 use crate::convert::FetchFormat;
+use crate::replica::delayed::{self, Watch};
+use crate::replica::partition::ReadFailed;
 use crate::replica::selector::{self, ReplicaView};
-use crate::replica::{Partition, delayed};
+use crate::replica::{Isolation, Partition};
 use crate::sendfile::Regions;
 
 const READ_COMMITTED: i8 = 1;
@@ -154,18 +156,36 @@ pub(super) async fn handle(
             }
         })
         .collect();
-    if let Some(replica) = follower {
-        let now = crate::broker::now_ms();
-        for (w, part) in wanted.iter().zip(&hosted) {
-            if let Some(part) = part {
-                if let Some(change) =
-                    part.update_follower(replica, w.offset, w.log_start_offset, now)
-                {
-                    broker.isr.submit(part, change);
-                }
-            }
+    // A follower's fetch moves its state at the leader (its log end, the ISR, the high
+    // watermark) only for the epoch the leader is at: one naming another epoch is refused for
+    // that partition before anything moves.
+    let fenced: Vec<Option<ErrorCode>> = match follower {
+        Some(replica) => {
+            let now = broker.now_ms();
+            wanted
+                .iter()
+                .zip(&hosted)
+                .map(|(w, part)| {
+                    let part = part.as_ref()?;
+                    match part.follower_fetched(
+                        replica,
+                        w.current_leader_epoch,
+                        w.offset,
+                        w.log_start_offset,
+                        now,
+                    ) {
+                        Ok(Some(change)) => {
+                            broker.isr.submit(part, change);
+                            None
+                        }
+                        Ok(None) => None,
+                        Err(code) => Some(code),
+                    }
+                })
+                .collect()
         }
-    }
+        None => vec![None; wanted.len()],
+    };
     let selection = match (broker.config.replica_selector, broker.cluster()) {
         (Some(selector), Some(link)) if client_metadata => Some(Selection {
             selector,
@@ -176,8 +196,15 @@ pub(super) async fn handle(
         _ => None,
     };
     let watched: Vec<Arc<Partition>> = hosted.iter().flatten().cloned().collect();
+    let isolation = if follower.is_some() {
+        Isolation::LogEnd
+    } else if read_committed {
+        Isolation::Committed
+    } else {
+        Isolation::HighWatermark
+    };
     let plan = Plan {
-        follower: follower.is_some(),
+        isolation,
         by_id,
         read_committed,
         response_max,
@@ -185,9 +212,14 @@ pub(super) async fn handle(
         selection,
         names_itself: broker.cluster().is_none() && version >= 12,
     };
-    let (parts, regions) = delayed::fetch_until(&watched, deadline, || {
+    let watch = if follower.is_some() {
+        Watch::Appended
+    } else {
+        Watch::Visible
+    };
+    let (parts, regions) = delayed::fetch_until(&watched, watch, deadline, || {
         let mut regions = Regions::default();
-        let (parts, total, now) = read_all(broker, &wanted, &hosted, &plan, &mut regions);
+        let (parts, total, now) = read_all(broker, &wanted, &hosted, &fenced, &plan, &mut regions);
         let done = total >= min_bytes || now || min_bytes == 0;
         ((parts, regions), done)
     })
@@ -246,8 +278,9 @@ impl Selection {
 
 /// What a fetch reads, the same for each of its attempts.
 struct Plan {
-    /// A follower's fetch: read up to the log end.
-    follower: bool,
+    /// What the fetcher may read: a follower up to the log end, a consumer up to the high
+    /// watermark or the last stable offset.
+    isolation: Isolation,
     by_id: bool,
     read_committed: bool,
     /// The response's byte limit.
@@ -262,36 +295,31 @@ struct Plan {
 
 /// One read of every wanted partition: the answers, the record bytes read, and whether the
 /// fetch must be answered now whatever `min_bytes` says (an error, a preferred replica).
+/// `fenced` holds the partitions a follower's fetch was refused for.
 fn read_all<'w>(
     broker: &Broker,
     wanted: &'w [Wanted],
     hosted: &[Option<Arc<Partition>>],
+    fenced: &[Option<ErrorCode>],
     plan: &Plan,
     regions: &mut Regions,
 ) -> (Vec<(&'w Wanted, PartitionData)>, usize, bool) {
-    let Plan {
-        follower,
-        by_id,
-        read_committed,
-        response_max,
-        ..
-    } = *plan;
     let mut total = 0usize;
     let mut answer_now = false;
     let mut out = Vec::with_capacity(wanted.len());
-    for (w, part) in wanted.iter().zip(hosted) {
+    for ((w, part), fenced) in wanted.iter().zip(hosted).zip(fenced) {
         let mut pd = PartitionData {
             partition_index: w.partition,
             high_watermark: -1,
             last_stable_offset: -1,
             log_start_offset: -1,
             preferred_read_replica: -1,
-            aborted_transactions: read_committed.then(Vec::new),
+            aborted_transactions: plan.read_committed.then(Vec::new),
             records: Some(Bytes::new()),
             ..Default::default()
         };
         let Some(part) = part else {
-            pd.error_code = if by_id && w.topic.is_empty() {
+            pd.error_code = if plan.by_id && w.topic.is_empty() {
                 ErrorCode::UNKNOWN_TOPIC_ID.code()
             } else {
                 broker
@@ -303,11 +331,12 @@ fn read_all<'w>(
             out.push((w, pd));
             continue;
         };
-        let offsets = part.offsets();
-        pd.high_watermark = offsets.high_watermark;
-        pd.last_stable_offset = offsets.last_stable;
-        pd.log_start_offset = offsets.log_start;
-        if let Err(code) = part.check_leader_epoch(w.current_leader_epoch) {
+        set_offsets(&mut pd, &part.offsets());
+        let epoch_checked = match fenced {
+            Some(code) => Err(*code),
+            None => part.check_leader_epoch(w.current_leader_epoch),
+        };
+        if let Err(code) = epoch_checked {
             pd.error_code = code.code();
             if plan.names_itself {
                 pd.current_leader = LeaderIdAndEpoch {
@@ -329,70 +358,74 @@ fn read_all<'w>(
                 continue;
             }
         }
-        if w.offset < offsets.log_start || w.offset > offsets.log_end {
-            pd.error_code = ErrorCode::OFFSET_OUT_OF_RANGE.code();
-            answer_now = true;
+        // KIP-74: the first partition with data may exceed the response limit by one batch.
+        let budget = plan.response_max.saturating_sub(total).min(w.max_bytes);
+        let range = match part.read_range(w.offset, budget, total == 0, plan.isolation) {
+            Ok(range) => range,
+            Err(ReadFailed { error, offsets }) => {
+                set_offsets(&mut pd, &offsets);
+                pd.error_code = error.error_code().code();
+                answer_now = true;
+                out.push((w, pd));
+                continue;
+            }
+        };
+        set_offsets(&mut pd, &range.offsets);
+        if let Some(aborted) = range.aborted {
+            pd.aborted_transactions = Some(
+                aborted
+                    .into_iter()
+                    .map(|(producer_id, first_offset)| AbortedTransaction {
+                        producer_id,
+                        first_offset,
+                        ..Default::default()
+                    })
+                    .collect(),
+            );
+        }
+        let Some(mut info) = range.info else {
             out.push((w, pd));
             continue;
-        }
-        let upper = if follower {
-            offsets.log_end
-        } else if read_committed {
-            offsets.last_stable
-        } else {
-            offsets.high_watermark
         };
-        // KIP-74: the first partition with data may exceed the response limit by one batch.
-        let budget = response_max.saturating_sub(total).min(w.max_bytes);
-        if w.offset < upper && (budget > 0 || total == 0) {
-            let mut read_end = w.offset;
-            let read = part
-                .read_slices(w.offset, budget.max(1), upper)
-                .and_then(|mut info| {
-                    read_end = info.next_offset;
-                    if plan.format.converts() {
-                        // Fetch v0-3: down-converted, read into memory.
-                        return plan.format.convert(info.read_bytes()?, w.offset, budget);
-                    }
-                    if plan.format == FetchFormat::NoZstd {
-                        info.slices = crate::convert::zstd_free(info.slices)?;
-                        info.bytes = info.slices.iter().map(|s| s.len).sum();
-                    }
-                    let len = info.bytes;
-                    match broker.config.sendfile {
-                        true => match regions.placeholder(info.slices.clone(), len) {
-                            Some(b) => Ok(b),
-                            None => Ok(info.read_bytes()?),
-                        },
-                        false => Ok(info.read_bytes()?),
-                    }
-                });
-            match read {
-                Ok(bytes) => {
-                    total += bytes.len();
-                    pd.records = Some(bytes);
-                    if read_committed && !follower && read_end > w.offset {
-                        pd.aborted_transactions = Some(
-                            part.aborted_transactions(w.offset, read_end)
-                                .into_iter()
-                                .map(|(producer_id, first_offset)| AbortedTransaction {
-                                    producer_id,
-                                    first_offset,
-                                    ..Default::default()
-                                })
-                                .collect(),
-                        );
-                    }
-                }
-                Err(e) => {
-                    pd.error_code = e.error_code().code();
-                    answer_now = true;
-                }
+        let read = (|| {
+            if plan.format.converts() {
+                // Fetch v0-3: down-converted, read into memory.
+                return plan.format.convert(info.read_bytes()?, w.offset, budget);
+            }
+            if plan.format == FetchFormat::NoZstd {
+                info.slices = crate::convert::zstd_free(info.slices)?;
+                info.bytes = info.slices.iter().map(|s| s.len).sum();
+            }
+            let len = info.bytes;
+            match broker.config.sendfile {
+                true => match regions.placeholder(info.slices.clone(), len) {
+                    Some(b) => Ok(b),
+                    None => Ok(info.read_bytes()?),
+                },
+                false => Ok(info.read_bytes()?),
+            }
+        })();
+        match read {
+            Ok(bytes) => {
+                total += bytes.len();
+                pd.records = Some(bytes);
+            }
+            Err(e) => {
+                let e: crate::error::BrokerError = e;
+                pd.error_code = e.error_code().code();
+                answer_now = true;
             }
         }
         out.push((w, pd));
     }
     (out, total, answer_now)
+}
+
+/// The partition's offsets as an answer carries them.
+fn set_offsets(pd: &mut PartitionData, o: &crate::replica::Offsets) {
+    pd.high_watermark = o.high_watermark;
+    pd.last_stable_offset = o.last_stable;
+    pd.log_start_offset = o.log_start;
 }
 
 /// The answer, by topic in request order. With `hints` (v16+), partitions refused for

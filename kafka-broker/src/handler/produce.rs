@@ -1,7 +1,9 @@
 //! Produce: each partition's record set (up-converted for old clients) handed to the partition
-//! layer, which validates and appends it; the answers once their acknowledgement condition holds.
-//! A partition this broker of a cluster does not lead is refused before its records are read,
-//! with NOT_LEADER_OR_FOLLOWER and, from v10, the current leader (see [`super::leader_hints`]).
+//! layer's append, in request order, then every acknowledgement waited for at once; the
+//! partition layer holds the whole acks contract (the leadership, `min.insync.replicas` before
+//! and after, the fsync, the in-sync replicas, the deadline). A partition this broker of a
+//! cluster does not lead is refused before its records are read, with NOT_LEADER_OR_FOLLOWER
+//! and, from v10, the current leader (see [`super::leader_hints`]).
 
 use bytes::Bytes;
 use kafka_protocol::KStr;
@@ -11,13 +13,21 @@ use kafka_protocol::messages::produce_response::{
     TopicProduceResponse,
 };
 use kafka_protocol::messages::{ProduceResponse, ResponseBody};
-use kafka_protocol::view::{self, ProduceRequestView};
+use kafka_protocol::view::{self, PartitionView, ProduceRequestView};
+use tokio::time::Instant;
 
 use super::leader_hints::LeaderHints;
 use super::message;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::replica::{Acks, delayed};
+use crate::replica::{Acks, Appended, BadRecord, PendingAck, delayed};
+
+/// One partition of the request after its append: answered, or waiting for its
+/// acknowledgement.
+enum Stage {
+    Answered(PartitionProduceResponse),
+    Waiting(i32, Appended, PendingAck),
+}
 
 /// Handles a produce request read through the borrowing view of `frame`, which came in on
 /// `listener`; `None` for acks=0 (no response is sent).
@@ -28,113 +38,52 @@ pub(super) async fn handle(
     listener: &str,
 ) -> Option<ResponseBody> {
     let acks = req.acks();
-    let acks_ok = (-1..=1).contains(&acks);
-    let now = crate::broker::now_ms();
-    let deadline = tokio::time::Instant::now()
+    let now = broker.now_ms();
+    let deadline = Instant::now()
         + std::time::Duration::from_millis(u64::try_from(req.timeout_ms()).unwrap_or(0));
-    // Appends still waiting for their acknowledgement condition, with where their answer is
-    // (topic, partition position in the response).
-    let mut pending = Vec::new();
-    let mut pending_at = Vec::new();
-    // Capacities capped: the counts come from the client (bounded by the frame's size, but a
-    // response entry is larger than the bytes that ask for it).
-    let mut responses = Vec::with_capacity(req.topics().len().min(1024));
-    let budget = &broker.decompression;
-    for topic in req.topics() {
-        let name = topic.name();
-        let rules = broker.produce_rules(name);
-        let mut partition_responses = Vec::with_capacity(topic.partitions().len().min(1024));
+    // Appends in request order; (topic position, stage) per partition. Capacities capped:
+    // the counts come from the client (bounded by the frame's size, but an answer is larger
+    // than the bytes that ask for it).
+    let mut stages = Vec::with_capacity(req.topics().len().min(1024));
+    for (t, topic) in req.topics().into_iter().enumerate() {
         for p in topic.partitions() {
-            let index = p.index();
-            let result = async {
-                let plain = |e: BrokerError| (e, Vec::new());
-                if !acks_ok {
-                    return Err(plain(BrokerError::kafka(
-                        ErrorCode::INVALID_REQUIRED_ACKS,
-                        format!("acks must be -1, 0 or 1, got {acks}"),
-                    )));
+            let stage = append(broker, frame, req.version(), topic.name(), &p, acks, now).await;
+            stages.push((t, stage));
+        }
+    }
+    // The partition layer decides when each append may be acknowledged.
+    let answers = futures::future::join_all(stages.into_iter().map(|(t, stage)| async move {
+        let answer = match stage {
+            Stage::Answered(r) => r,
+            Stage::Waiting(index, appended, pending) => {
+                match delayed::complete_append(pending, deadline).await {
+                    Ok(()) => accepted(index, &appended),
+                    Err(e) => refused(index, &e, Vec::new()),
                 }
-                // Only the leader takes records (in a cluster a follower's replica refuses).
-                let part = broker
-                    .led_partition(name, index)
-                    .ok_or_else(|| plain(broker.partition_error(name, index)))?;
-                // acks=all: refused before anything is written while the ISR is too small.
-                if acks == -1 {
-                    part.check_min_insync(rules.min_insync_replicas)
-                        .map_err(plain)?;
-                }
-                let records = p.records_bytes(frame).unwrap_or_default();
-                // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
-                let records = crate::convert::produced(records, req.version(), budget)
-                    .await
-                    .map_err(plain)?;
-                // The partition layer validates (decompressing within the broker's budget)
-                // and appends.
-                part.append_records(&records, &rules, now, budget)
-                    .await
-                    .map_err(|r| (r.error, r.records))
             }
-            .await;
-            let resp = match result {
-                Ok((a, wait)) => {
-                    pending.push(wait.with_min_insync(rules.min_insync_replicas));
-                    pending_at.push((responses.len(), partition_responses.len()));
-                    PartitionProduceResponse {
-                        index,
-                        base_offset: a.base_offset,
-                        log_append_time_ms: a.log_append_time,
-                        log_start_offset: a.log_start_offset,
-                        ..Default::default()
-                    }
-                }
-                Err((e, bad)) => {
-                    tracing::debug!(topic = name, partition = index, error = %e, "produce rejected");
-                    PartitionProduceResponse {
-                        index,
-                        error_code: e.error_code().code(),
-                        base_offset: -1,
-                        log_append_time_ms: -1,
-                        log_start_offset: -1,
-                        error_message: message(&e),
-                        record_errors: bad
-                            .into_iter()
-                            .map(|b| BatchIndexAndErrorMessage {
-                                batch_index: b.index,
-                                batch_index_error_message: Some(b.message.into()),
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    }
-                }
-            };
-            partition_responses.push(resp);
-        }
-        responses.push(TopicProduceResponse {
-            name: KStr::from_utf8(view::share(frame, name.as_bytes()))
-                .unwrap_or_else(|_| KStr::from(name.to_owned())),
-            partition_responses,
-            ..Default::default()
-        });
-    }
-    // The partition layer decides when each append may be acknowledged (a group-commit
-    // fsync in durable mode, the in-sync replicas for acks=all).
-    let results = delayed::complete_appends(pending, Acks::from_wire(acks), deadline).await;
-    for (result, (t, p)) in results.into_iter().zip(pending_at) {
-        if let Err(e) = result
-            && let Some(p) = responses
-                .get_mut(t)
-                .and_then(|t: &mut TopicProduceResponse| t.partition_responses.get_mut(p))
-        {
-            p.error_code = e.error_code().code();
-            p.error_message = message(&e);
-            p.base_offset = -1;
-            p.log_append_time_ms = -1;
-            p.log_start_offset = -1;
-        }
-    }
+        };
+        (t, answer)
+    }))
+    .await;
     if acks == 0 {
         return None;
+    }
+    let mut responses: Vec<TopicProduceResponse> = req
+        .topics()
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name();
+            TopicProduceResponse {
+                name: KStr::from_utf8(view::share(frame, name.as_bytes()))
+                    .unwrap_or_else(|_| KStr::from(name.to_owned())),
+                ..Default::default()
+            }
+        })
+        .collect();
+    for (t, answer) in answers {
+        if let Some(topic) = responses.get_mut(t) {
+            topic.partition_responses.push(answer);
+        }
     }
     let node_endpoints = if req.version() >= 10 {
         name_leaders(broker, listener, &mut responses)
@@ -146,6 +95,79 @@ pub(super) async fn handle(
         node_endpoints,
         ..Default::default()
     }))
+}
+
+/// One partition's append: refused, or appended and waiting for its acknowledgement.
+async fn append(
+    broker: &Broker,
+    frame: &Bytes,
+    version: i16,
+    topic: &str,
+    p: &PartitionView<'_>,
+    acks: i16,
+    now: i64,
+) -> Stage {
+    let index = p.index();
+    let result = async {
+        let plain = |e: BrokerError| (e, Vec::new());
+        if !(-1..=1).contains(&acks) {
+            return Err(plain(BrokerError::kafka(
+                ErrorCode::INVALID_REQUIRED_ACKS,
+                format!("acks must be -1, 0 or 1, got {acks}"),
+            )));
+        }
+        // Only the leader takes records (in a cluster a follower's replica refuses).
+        let part = broker
+            .led_partition(topic, index)
+            .ok_or_else(|| plain(broker.partition_error(topic, index)))?;
+        let budget = &broker.decompression;
+        // Old clients' magic 0/1 sets become a v2 batch; zstd only from v7.
+        let records = p.records_bytes(frame).unwrap_or_default();
+        let records = crate::convert::produced(records, version, budget)
+            .await
+            .map_err(plain)?;
+        part.append_records(&records, Acks::from_wire(acks), now, budget)
+            .await
+            .map_err(|r| (r.error, r.records))
+    }
+    .await;
+    match result {
+        Ok((appended, pending)) => Stage::Waiting(index, appended, pending),
+        Err((e, bad)) => {
+            tracing::debug!(topic, partition = index, error = %e, "produce rejected");
+            Stage::Answered(refused(index, &e, bad))
+        }
+    }
+}
+
+fn accepted(index: i32, a: &Appended) -> PartitionProduceResponse {
+    PartitionProduceResponse {
+        index,
+        base_offset: a.base_offset,
+        log_append_time_ms: a.log_append_time,
+        log_start_offset: a.log_start_offset,
+        ..Default::default()
+    }
+}
+
+fn refused(index: i32, e: &BrokerError, bad: Vec<BadRecord>) -> PartitionProduceResponse {
+    PartitionProduceResponse {
+        index,
+        error_code: e.error_code().code(),
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+        error_message: message(e),
+        record_errors: bad
+            .into_iter()
+            .map(|b| BatchIndexAndErrorMessage {
+                batch_index: b.index,
+                batch_index_error_message: Some(b.message.into()),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
 }
 
 /// KIP-951: every partition refused with NOT_LEADER_OR_FOLLOWER names its current leader;

@@ -2,11 +2,13 @@
 //! condition and a fetch that waits for enough data, each watching only the partitions it
 //! names, each completed or expired exactly once (it is one future that returns once).
 //!
-//! Every [`Partition`] has one [`Notify`](tokio::sync::Notify) that is woken when its high
-//! watermark moves (and when its log start, log end by truncation or leadership changes). A
-//! waiter registers on the partitions it names *before* it checks its condition, so a change
-//! that lands between the check and the wait still wakes it; an append elsewhere in the broker
-//! wakes nobody here.
+//! Every [`Partition`] has two [`Notify`](tokio::sync::Notify)s: [`Partition::changed`], woken
+//! when what consumers may read changes (high watermark, last stable offset, log start,
+//! truncation, leadership), and [`Partition::appended`], woken when its log end moves. Acks=all
+//! produces and consumers' fetches wait on the first, followers' fetches on both. A waiter
+//! registers on the partitions it names *before* it checks its condition, so a change that
+//! lands between the check and the wait still wakes it; an append elsewhere in the broker
+//! wakes nobody here, and an append that moves no high watermark wakes no consumer.
 //!
 //! Time comes from tokio's clock, so tests run these on virtual time
 //! (`#[tokio::test(start_paused = true)]`).
@@ -39,23 +41,21 @@ impl Acks {
 
 /// Completes an append: runs (or joins) the group-commit fsync it needs, moves the high
 /// watermark with it, and for acks=all waits until the high watermark covers the append, at
-/// most until `deadline` (then REQUEST_TIMED_OUT, as Kafka's delayed produce expires). The
-/// fsync itself is not bounded by the deadline: like Kafka's flush on append it is local I/O
-/// that the acknowledgement must not skip.
-pub async fn complete_append(
-    pending: PendingAck,
-    acks: Acks,
-    deadline: Instant,
-) -> Result<(), BrokerError> {
+/// most until `deadline` (then REQUEST_TIMED_OUT, as Kafka's delayed produce expires), and
+/// checks that the in-sync replicas are still at least `min.insync.replicas`. The fsync itself
+/// is not bounded by the deadline: like Kafka's flush on append it is local I/O that the
+/// acknowledgement must not skip.
+pub async fn complete_append(pending: PendingAck, deadline: Instant) -> Result<(), BrokerError> {
     let PendingAck {
         partition,
         required,
         sync,
+        acks,
         min_insync,
     } = pending;
     if let Some((flusher, offset)) = sync {
-        let durable = flusher.sync_to_async(offset).await?;
-        partition.on_durable(durable);
+        flusher.sync_to_async(offset).await?;
+        partition.on_durable();
     }
     if acks == Acks::Leader {
         return Ok(());
@@ -106,23 +106,27 @@ pub async fn complete_append(
 /// Completes every append of one request concurrently; the results are in `pending`'s order.
 pub async fn complete_appends(
     pending: Vec<PendingAck>,
-    acks: Acks,
     deadline: Instant,
 ) -> Vec<Result<(), BrokerError>> {
-    futures::future::join_all(
-        pending
-            .into_iter()
-            .map(|p| complete_append(p, acks, deadline)),
-    )
-    .await
+    futures::future::join_all(pending.into_iter().map(|p| complete_append(p, deadline))).await
+}
+
+/// What a delayed fetch waits for on each partition it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// What consumers may read (a consumer's fetch).
+    Visible,
+    /// That and the log end (a follower's fetch).
+    Appended,
 }
 
 /// A delayed fetch: calls `attempt` (which reads the partitions and says whether the fetch is
 /// satisfied) until it is satisfied or `deadline` passes, waking only when one of `watched`
-/// changed. Returns the last attempt's answer. With nothing to watch (every partition named
+/// changed in the way `watch` names. Returns the last attempt's answer. With nothing to watch (every partition named
 /// is unknown here) the first answer is returned.
 pub async fn fetch_until<R>(
     watched: &[Arc<Partition>],
+    watch: Watch,
     deadline: Instant,
     mut attempt: impl FnMut() -> (R, bool),
 ) -> R {
@@ -132,6 +136,9 @@ pub async fn fetch_until<R>(
             .iter()
             .map(|p| Box::pin(p.changed().notified()))
             .collect();
+        if watch == Watch::Appended {
+            waits.extend(watched.iter().map(|p| Box::pin(p.appended().notified())));
+        }
         for w in &mut waits {
             w.as_mut().enable();
         }

@@ -13,7 +13,9 @@ use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 use tokio::time::Instant;
 
 use super::delayed::{self, Acks};
+use super::producer_state::ProducerStates;
 use super::*;
+use crate::log::SharedLog;
 use crate::log::{Log, LogConfig};
 
 fn batch(n: usize, tag: &str) -> (BytesMut, BatchSummary) {
@@ -46,14 +48,39 @@ fn leader(dir: &Path, name: &str, config: LogConfig) -> Arc<Partition> {
         open_log(&dir.join(name), config),
         ProducerStates::default(),
         None,
+        rules(),
     ));
-    p.become_leader(0, &[], &[]).unwrap();
+    p.become_leader(0, &[], &[], 0).unwrap();
     p
 }
 
 fn append(p: &Arc<Partition>, n: usize, tag: &str) -> (Appended, PendingAck) {
+    append_with(p, n, tag, Acks::Leader)
+}
+
+/// An acks=all append.
+fn append_all(p: &Arc<Partition>, n: usize, tag: &str) -> (Appended, PendingAck) {
+    append_with(p, n, tag, Acks::All)
+}
+
+fn append_with(p: &Arc<Partition>, n: usize, tag: &str, acks: Acks) -> (Appended, PendingAck) {
     let (records, summary) = batch(n, tag);
-    p.append_as_leader(records, &[summary], 5_000).unwrap()
+    p.append_as_leader(records, &[summary], acks, 5_000)
+        .unwrap()
+}
+
+/// The produce rules of a topic with the broker's defaults.
+pub(super) fn rules() -> crate::topic_config::ProduceRules {
+    crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default())
+        .produce_rules()
+}
+
+/// Those rules with `min.insync.replicas` set to `n`.
+fn min_insync(n: usize) -> crate::topic_config::ProduceRules {
+    crate::topic_config::ProduceRules {
+        min_insync_replicas: n,
+        ..rules()
+    }
 }
 
 fn all_bytes(p: &Partition) -> bytes::Bytes {
@@ -77,10 +104,15 @@ async fn a_fetch_wakes_only_for_the_partitions_it_names() {
         let (p, attempts) = (Arc::clone(p), Arc::clone(&attempts));
         sleepers.push(tokio::spawn(async move {
             let watched = [Arc::clone(&p)];
-            delayed::fetch_until(&watched, started + max_wait, || {
-                attempts[i].fetch_add(1, Ordering::SeqCst);
-                ((), p.high_watermark() > 0)
-            })
+            delayed::fetch_until(
+                &watched,
+                delayed::Watch::Visible,
+                started + max_wait,
+                || {
+                    attempts[i].fetch_add(1, Ordering::SeqCst);
+                    ((), p.high_watermark() > 0)
+                },
+            )
             .await;
             Instant::now()
         }));
@@ -91,11 +123,16 @@ async fn a_fetch_wakes_only_for_the_partitions_it_names() {
         let (p, woken) = (Arc::clone(&busy), Arc::clone(&woken));
         tokio::spawn(async move {
             let watched = [Arc::clone(&p)];
-            delayed::fetch_until(&watched, started + max_wait, || {
-                woken.fetch_add(1, Ordering::SeqCst);
-                let hw = p.high_watermark();
-                (hw, hw >= 3)
-            })
+            delayed::fetch_until(
+                &watched,
+                delayed::Watch::Visible,
+                started + max_wait,
+                || {
+                    woken.fetch_add(1, Ordering::SeqCst);
+                    let hw = p.high_watermark();
+                    (hw, hw >= 3)
+                },
+            )
             .await
         })
     };
@@ -107,7 +144,7 @@ async fn a_fetch_wakes_only_for_the_partitions_it_names() {
     assert_eq!(woken.load(Ordering::SeqCst), 1);
     for i in 0..3 {
         let (_, pending) = append(&busy, 1, &format!("r{i}"));
-        delayed::complete_append(pending, Acks::Leader, Instant::now() + max_wait)
+        delayed::complete_append(pending, Instant::now() + max_wait)
             .await
             .unwrap();
         for _ in 0..10 {
@@ -132,8 +169,13 @@ async fn a_fetch_wakes_only_for_the_partitions_it_names() {
 
 #[tokio::test(start_paused = true)]
 async fn a_fetch_with_nothing_hosted_answers_at_once() {
-    let answer =
-        delayed::fetch_until(&[], Instant::now() + Duration::from_secs(10), || (7, false)).await;
+    let answer = delayed::fetch_until(
+        &[],
+        delayed::Watch::Visible,
+        Instant::now() + Duration::from_secs(10),
+        || (7, false),
+    )
+    .await;
     assert_eq!(answer, 7);
 }
 
@@ -141,22 +183,25 @@ async fn a_fetch_with_nothing_hosted_answers_at_once() {
 async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), "t", LogConfig::default());
-    p.become_leader(1, &[2, 3], &[2, 3]).unwrap();
-    let (a, pending) = append(&p, 5, "a");
+    p.become_leader(1, &[2, 3], &[2, 3], 0).unwrap();
+    let (a, pending) = append_all(&p, 5, "a");
     assert_eq!((a.base_offset, a.last_offset), (0, 4));
     assert_eq!(p.high_watermark(), 0, "followers have not fetched");
     let started = Instant::now();
     let waiter = tokio::spawn(delayed::complete_append(
         pending,
-        Acks::All,
         started + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 5, -1, 0);
+    p.follower_fetched(2, -1, 5, -1, 0).unwrap();
     assert_eq!(p.high_watermark(), 0, "one follower is not enough");
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
-    assert_eq!(p.update_follower(3, 5, -1, 0), None, "in sync already");
+    assert_eq!(
+        p.follower_fetched(3, -1, 5, -1, 0),
+        Ok(None),
+        "in sync already"
+    );
     assert_eq!(p.high_watermark(), 5);
     waiter.await.unwrap().unwrap();
     assert_eq!(
@@ -167,9 +212,9 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
     assert_eq!(p.high_watermark(), 5);
 
     // Nobody fetches: the produce expires at its deadline with REQUEST_TIMED_OUT.
-    let (_, pending) = append(&p, 1, "b");
+    let (_, pending) = append_all(&p, 1, "b");
     let deadline = Instant::now() + Duration::from_millis(1_500);
-    let err = delayed::complete_append(pending, Acks::All, deadline)
+    let err = delayed::complete_append(pending, deadline)
         .await
         .unwrap_err();
     assert_eq!(err.error_code(), ErrorCode::REQUEST_TIMED_OUT);
@@ -178,20 +223,19 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
     // acks=1 does not wait for followers.
     let (_, pending) = append(&p, 1, "c");
     let at = Instant::now();
-    delayed::complete_append(pending, Acks::Leader, at + Duration::from_secs(30))
+    delayed::complete_append(pending, at + Duration::from_secs(30))
         .await
         .unwrap();
     assert_eq!(Instant::now(), at);
 
     // A follower leaving the in-sync set completes what waited for it.
-    let (_, pending) = append(&p, 1, "d");
+    let (_, pending) = append_all(&p, 1, "d");
     let waiter = tokio::spawn(delayed::complete_append(
         pending,
-        Acks::All,
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 8, -1, 0);
+    p.follower_fetched(2, -1, 8, -1, 0).unwrap();
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished());
     p.set_in_sync(3, false);
@@ -199,10 +243,9 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
     assert_eq!(p.high_watermark(), 8);
 
     // Losing the leadership fails a waiting produce at once.
-    let (_, pending) = append(&p, 1, "e");
+    let (_, pending) = append_all(&p, 1, "e");
     let waiter = tokio::spawn(delayed::complete_append(
         pending,
-        Acks::All,
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
@@ -213,7 +256,9 @@ async fn acks_all_waits_for_the_in_sync_followers_or_expires_once() {
     assert_eq!(Instant::now(), at);
     // And a follower takes no client appends.
     let (records, summary) = batch(1, "f");
-    let err = p.append_as_leader(records, &[summary], 0).unwrap_err();
+    let err = p
+        .append_as_leader(records, &[summary], Acks::Leader, 0)
+        .unwrap_err();
     assert_eq!(err.error_code(), ErrorCode::NOT_LEADER_OR_FOLLOWER);
 }
 
@@ -228,7 +273,7 @@ async fn in_durable_mode_the_high_watermark_waits_for_the_fsync() {
     let (_, pending) = append(&p, 4, "a");
     assert!(pending.sync.is_some());
     assert_eq!(p.high_watermark(), 0, "visible before it is on disk");
-    delayed::complete_append(pending, Acks::Leader, Instant::now())
+    delayed::complete_append(pending, Instant::now())
         .await
         .unwrap();
     assert_eq!(p.high_watermark(), 4);
@@ -248,7 +293,7 @@ fn leader_epochs_are_persisted_stamped_and_fenced() {
         let p = leader(dir.path(), "e", LogConfig::default());
         assert_eq!(p.leader_epoch(), 0);
         append(&p, 2, "a");
-        p.become_leader(3, &[], &[]).unwrap();
+        p.become_leader(3, &[], &[], 0).unwrap();
         append(&p, 2, "b");
         let epochs: Vec<i32> = RecordBatches::new(all_bytes(&p))
             .map(|b| b.unwrap().partition_leader_epoch())
@@ -261,13 +306,13 @@ fn leader_epochs_are_persisted_stamped_and_fenced() {
             p.check_leader_epoch(4),
             Err(ErrorCode::UNKNOWN_LEADER_EPOCH)
         );
-        let err = p.become_leader(2, &[], &[]).unwrap_err();
+        let err = p.become_leader(2, &[], &[], 0).unwrap_err();
         assert_eq!(err.error_code(), ErrorCode::FENCED_LEADER_EPOCH);
         // OffsetForLeaderEpoch reads the cache: epoch 0 ended where 3 began.
         assert_eq!(p.end_offset_for_epoch(0), (0, 2));
         assert_eq!(p.end_offset_for_epoch(3), (3, 4));
         // A new epoch with no records yet is known at once (started at the log end).
-        p.become_leader(5, &[], &[]).unwrap();
+        p.become_leader(5, &[], &[], 0).unwrap();
         assert_eq!(p.end_offset_for_epoch(3), (3, 4));
         assert_eq!(p.end_offset_for_epoch(5), (5, 4));
     }
@@ -278,6 +323,7 @@ fn leader_epochs_are_persisted_stamped_and_fenced() {
         open_log(&path, LogConfig::default()),
         ProducerStates::default(),
         None,
+        rules(),
     );
     assert_eq!(p.leader_epoch(), 5);
     let text = std::fs::read_to_string(path.join("leader-epoch-checkpoint")).unwrap();
@@ -289,7 +335,7 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_bytes_and_truncates() {
     let dir = tempfile::tempdir().unwrap();
     let l = leader(dir.path(), "lead", LogConfig::default());
     append(&l, 3, "a");
-    l.become_leader(2, &[], &[]).unwrap();
+    l.become_leader(2, &[], &[], 0).unwrap();
     append(&l, 2, "b");
     append(&l, 4, "c");
     let leader_bytes = all_bytes(&l);
@@ -300,6 +346,7 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_bytes_and_truncates() {
         open_log(&dir.path().join("follow"), LogConfig::default()),
         ProducerStates::default(),
         None,
+        rules(),
     ));
     f.become_follower(2).unwrap();
     let info = f
@@ -332,7 +379,7 @@ fn a_follower_keeps_the_leaders_offsets_epochs_and_bytes_and_truncates() {
     assert_eq!(f.offsets().log_end, 9);
 
     // Truncate to the start of epoch 2 (offset 3) and fetch the rest again.
-    f.truncate_to(3).unwrap();
+    f.truncate_to(3, 0).unwrap();
     let o = f.offsets();
     assert_eq!((o.log_end, o.high_watermark), (3, 3));
     assert_eq!(
@@ -364,7 +411,7 @@ fn the_follower_side_keeps_idempotent_producer_state() {
         max_timestamp: 2,
         transactional: false,
     };
-    l.append_as_leader(b.build_mut().unwrap(), &[summary], 0)
+    l.append_as_leader(b.build_mut().unwrap(), &[summary], Acks::Leader, 0)
         .unwrap();
     let f = Arc::new(Partition::new(
         "follow",
@@ -372,17 +419,18 @@ fn the_follower_side_keeps_idempotent_producer_state() {
         open_log(&dir.path().join("follow"), LogConfig::default()),
         ProducerStates::default(),
         None,
+        rules(),
     ));
     f.append_as_follower(BytesMut::from(&all_bytes(&l)[..]), 0)
         .unwrap();
     // Promoted, the follower recognises the producer's retry as a duplicate.
-    f.become_leader(1, &[], &[]).unwrap();
+    f.become_leader(1, &[], &[], 0).unwrap();
     let mut retry = RecordBatchBuilder::new().producer(77, 0, 0);
     for i in 0..3 {
         retry.append(i, None, Some(b"v"), &[]).unwrap();
     }
     let (a, _) = f
-        .append_as_leader(retry.build_mut().unwrap(), &[summary], 0)
+        .append_as_leader(retry.build_mut().unwrap(), &[summary], Acks::Leader, 0)
         .unwrap();
     assert!(a.duplicate);
     assert_eq!((a.base_offset, a.last_offset), (0, 2));
@@ -393,40 +441,54 @@ fn the_follower_side_keeps_idempotent_producer_state() {
 fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_them() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();
+    let manager = || {
+        ReplicaManager::open(
+            data.clone(),
+            |_| LogConfig::default(),
+            crate::log::FileCache::new(64),
+            ReplicaSettings {
+                producer_id_expiration_ms: i64::MAX,
+                producer_id_expiration_check_interval_ms: i64::MAX,
+                cleaner_dedupe_buffer_size: 1 << 20,
+            },
+            Roles::LeadOnHost,
+            crate::clock::Clock::manual(0),
+        )
+        .unwrap()
+    };
+    let config =
+        crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default());
     {
-        let m = ReplicaManager::open(data.clone());
-        let p = m
-            .host(
-                "t",
-                0,
-                open_log(&data.join("t-0"), LogConfig::default()),
-                ProducerStates::default(),
-            )
-            .unwrap();
+        let m = manager();
+        let p = m.host("t", 0, &config).unwrap();
         append(&p, 6, "a");
-        p.become_leader(1, &[9], &[9]).unwrap();
+        p.become_leader(1, &[9], &[9], 0).unwrap();
         append(&p, 4, "b");
-        p.update_follower(9, 6, -1, 0);
+        p.follower_fetched(9, -1, 6, -1, 0).unwrap();
         assert_eq!(p.high_watermark(), 6);
         m.checkpoint_high_watermarks().unwrap();
         assert_eq!(
             std::fs::read_to_string(data.join(checkpoint::HIGH_WATERMARK_FILE)).unwrap(),
             "0\n1\nt 0 6\n"
         );
+        drop(p);
+        m.close();
     }
     // Restarted as a follower: the checkpointed value, not the log end (10).
-    let m = ReplicaManager::open(data.clone());
+    let m = manager();
     let hw = m
         .checkpointed
         .lock()
         .unwrap()
         .remove(&crate::log::TopicPartition::new("t", 0));
+    drop(m);
     let f = Partition::new(
         "t",
         0,
         open_log(&data.join("t-0"), LogConfig::default()),
         ProducerStates::default(),
         hw,
+        rules(),
     );
     f.become_follower(2).unwrap();
     let o = f.offsets();
@@ -439,6 +501,7 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         open_log(&data.join("t-0"), LogConfig::default()),
         ProducerStates::default(),
         None,
+        rules(),
     );
     assert_eq!(g.high_watermark(), 0);
 }
@@ -465,7 +528,7 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     lead(&p, 1, 0, &[1, 2, 3], 1_000);
     assert_eq!(p.isr(), (vec![1, 2, 3], 0));
     append(&p, 5, "a");
-    assert_eq!(p.update_follower(2, 5, -1, 1_500), None);
+    assert_eq!(p.follower_fetched(2, -1, 5, -1, 1_500), Ok(None));
     // Follower 3 never fetches: within the lag it stays, after it it is asked out; follower 2
     // has the log end and stays.
     assert_eq!(p.isr_shrink(1_000 + LAG, LAG), None);
@@ -483,15 +546,15 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     // and counts for min.insync.replicas.
     assert_eq!(p.high_watermark(), 0);
     assert_eq!(p.in_sync_count(), 3);
-    p.check_min_insync(3).unwrap();
-    let (_, pending) = append(&p, 1, "b");
+    p.set_config(LogConfig::default(), min_insync(3)).unwrap();
+    p.check_min_insync().unwrap();
+    let (_, pending) = append_all(&p, 1, "b");
     let waiter = tokio::spawn(delayed::complete_append(
-        pending.with_min_insync(3),
-        Acks::All,
+        pending,
         Instant::now() + Duration::from_secs(30),
     ));
     tokio::task::yield_now().await;
-    p.update_follower(2, 6, -1, 32_000);
+    p.follower_fetched(2, -1, 6, -1, 32_000).unwrap();
     tokio::task::yield_now().await;
     assert!(!waiter.is_finished(), "follower 3 is still in the ISR");
     p.isr_changed(1, 1, &[1, 2]);
@@ -504,14 +567,25 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
         ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
     );
     // Before an append the committed ISR is checked.
-    let err = p.check_min_insync(3).unwrap_err();
+    let err = p.check_min_insync().unwrap_err();
     assert_eq!(err.error_code(), ErrorCode::NOT_ENOUGH_REPLICAS);
-    p.check_min_insync(2).unwrap();
+    let (records, summary) = batch(1, "refused");
+    let err = p
+        .append_as_leader(records, &[summary], Acks::All, 35_000)
+        .unwrap_err();
+    assert_eq!(
+        err.error_code(),
+        ErrorCode::NOT_ENOUGH_REPLICAS,
+        "nothing written"
+    );
+    assert_eq!(p.log_end_offset(), 6);
+    p.set_config(LogConfig::default(), min_insync(2)).unwrap();
+    p.check_min_insync().unwrap();
 
     // Follower 3 comes back: behind the high watermark it stays out; at it, it is asked in,
     // and counts for the high watermark at once (the maximal ISR).
-    assert_eq!(p.update_follower(3, 2, -1, 40_000), None);
-    let grow = p.update_follower(3, 6, -1, 40_100).unwrap();
+    assert_eq!(p.follower_fetched(3, -1, 2, -1, 40_000), Ok(None));
+    let grow = p.follower_fetched(3, -1, 6, -1, 40_100).unwrap().unwrap();
     assert_eq!(grow.isr, vec![1, 2, 3]);
     assert_eq!(grow.partition_epoch, 1);
     assert_eq!(p.maximal_isr_count(), 3);
@@ -519,9 +593,10 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     // Refused: it no longer counts, and is asked again only after a pause.
     p.isr_change_failed(40_200);
     assert_eq!(p.maximal_isr_count(), 2);
-    assert_eq!(p.update_follower(3, 6, -1, 40_300), None);
+    assert_eq!(p.follower_fetched(3, -1, 6, -1, 40_300), Ok(None));
     let grow = p
-        .update_follower(3, 6, -1, 40_200 + partition::ISR_CHANGE_RETRY_MS)
+        .follower_fetched(3, -1, 6, -1, 40_200 + super::isr::ISR_CHANGE_RETRY_MS)
+        .unwrap()
         .unwrap();
     assert_eq!(grow.isr, vec![1, 2, 3]);
     p.isr_changed(1, 2, &[1, 2, 3]);
@@ -546,13 +621,13 @@ async fn the_isr_shrinks_for_lagging_followers_and_grows_back_when_they_catch_up
     assert_eq!((p.high_watermark(), p.log_end_offset()), (6, 7));
     lead(&p, 2, 4, &[1, 3], 50_000);
     assert_eq!(
-        p.update_follower(2, 6, -1, 50_100),
-        None,
+        p.follower_fetched(2, -1, 6, -1, 50_100),
+        Ok(None),
         "before the epoch's start"
     );
-    assert_eq!(p.update_follower(3, 7, -1, 50_100), None);
+    assert_eq!(p.follower_fetched(3, -1, 7, -1, 50_100), Ok(None));
     assert_eq!(p.high_watermark(), 7);
-    let grow = p.update_follower(2, 7, -1, 50_200).unwrap();
+    let grow = p.follower_fetched(2, -1, 7, -1, 50_200).unwrap().unwrap();
     assert_eq!((grow.leader_epoch, grow.partition_epoch), (2, 4));
     assert_eq!(grow.isr, vec![1, 2, 3]);
 }
@@ -569,8 +644,8 @@ fn a_follower_that_keeps_up_with_a_busy_leader_stays_in_sync() {
     for _ in 0..30 {
         append(&p, 1, "x");
         let end = p.log_end_offset();
-        p.update_follower(2, end - 1, -1, now);
-        p.update_follower(3, end - 1, -1, now);
+        p.follower_fetched(2, -1, end - 1, -1, now).unwrap();
+        p.follower_fetched(3, -1, end - 1, -1, now).unwrap();
         now += 1_000;
     }
     assert_eq!(p.isr_shrink(now, LAG), None);
@@ -578,7 +653,7 @@ fn a_follower_that_keeps_up_with_a_busy_leader_stays_in_sync() {
     for _ in 0..11 {
         append(&p, 1, "y");
         let end = p.log_end_offset();
-        p.update_follower(2, end - 1, -1, now);
+        p.follower_fetched(2, -1, end - 1, -1, now).unwrap();
         now += 1_000;
     }
     assert_eq!(p.isr_shrink(now, LAG).unwrap().isr, vec![1, 2]);

@@ -12,7 +12,9 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::control::{ControlRecordType, parse_end_txn_marker};
 use kafka_protocol::record::{RecordBatchBuilder, RecordBatches};
 
+use super::producer_state::ProducerStates;
 use super::*;
+use crate::log::SharedLog;
 use crate::log::{CleanerLimits, Log, LogConfig};
 
 /// A batch of producer `pid` (epoch 0) with sequence `seq`: `n` records `tag-i` keyed `k-i`.
@@ -52,6 +54,7 @@ fn partition_over(name: &str, log: Log, producers: ProducerStates) -> Arc<Partit
         Arc::new(Mutex::new(log)),
         producers,
         None,
+        super::tests::rules(),
     ))
 }
 
@@ -68,14 +71,17 @@ fn leader_with_log(dir: &Path, config: LogConfig) -> (Arc<Partition>, SharedLog)
         Arc::clone(&log),
         ProducerStates::default(),
         None,
+        super::tests::rules(),
     ));
-    p.become_leader(0, &[], &[]).unwrap();
+    p.become_leader(0, &[], &[], 0).unwrap();
     (p, log)
 }
 
 fn produce(p: &Arc<Partition>, pid: i64, seq: i32, n: usize, tag: &str, txn: bool) -> Appended {
     let (records, summary) = producer_batch(pid, seq, n, tag, txn);
-    p.append_as_leader(records, &[summary], 5_000).unwrap().0
+    p.append_as_leader(records, &[summary], Acks::Leader, 5_000)
+        .unwrap()
+        .0
 }
 
 /// The values a read_committed consumer gets from `p` (up to its last stable offset, dropping
@@ -149,7 +155,9 @@ fn transactions_open_complete_and_move_the_last_stable_offset() {
     assert_eq!(views[1].current_txn_start_offset, 3);
     // A non-transactional batch while the transaction is open: refused, nothing written.
     let (records, summary) = producer_batch(1, 3, 1, "x", false);
-    let e = p.append_as_leader(records, &[summary], 0).unwrap_err();
+    let e = p
+        .append_as_leader(records, &[summary], Acks::Leader, 0)
+        .unwrap_err();
     assert_eq!(e.error_code(), ErrorCode::INVALID_TXN_STATE);
     assert_eq!(p.offsets().log_end, 5);
     // Producer 1 commits: the LSO moves to producer 2's open transaction.
@@ -199,7 +207,9 @@ fn markers_are_fenced_by_producer_and_coordinator_epochs() {
     assert_eq!(e.error_code(), ErrorCode::INVALID_PRODUCER_EPOCH);
     // So is the producer's data at the old epoch.
     let (records, summary) = producer_batch(1, 1, 1, "old", true);
-    let e = p.append_as_leader(records, &[summary], 0).unwrap_err();
+    let e = p
+        .append_as_leader(records, &[summary], Acks::Leader, 0)
+        .unwrap_err();
     assert_eq!(e.error_code(), ErrorCode::INVALID_PRODUCER_EPOCH);
     // A follower refuses to write markers.
     p.become_follower(1).unwrap();
@@ -212,7 +222,8 @@ fn a_coordinator_batch_without_sequence_opens_a_transaction_too() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), LogConfig::default());
     let (records, summary) = producer_batch(9, -1, 1, "offsets", true);
-    p.append_as_leader(records, &[summary], 0).unwrap();
+    p.append_as_leader(records, &[summary], Acks::Leader, 0)
+        .unwrap();
     assert_eq!(p.offsets().last_stable, 0);
     p.write_txn_marker(9, 0, 0, true, 0).unwrap();
     assert_eq!(p.offsets().last_stable, 2);
@@ -226,9 +237,9 @@ fn with_a_follower_a_transaction_is_stable_only_once_its_marker_is_replicated() 
         open_log(&dir.path().join("lead"), LogConfig::default(), false),
         ProducerStates::default(),
     );
-    l.become_leader(0, &[2], &[2]).unwrap();
+    l.become_leader(0, &[2], &[2], 0).unwrap();
     produce(&l, 1, 0, 3, "a", true);
-    l.update_follower(2, 3, 0, 0);
+    l.follower_fetched(2, -1, 3, 0, 0).unwrap();
     assert_eq!(
         (l.offsets().high_watermark, l.offsets().last_stable),
         (3, 0)
@@ -236,7 +247,7 @@ fn with_a_follower_a_transaction_is_stable_only_once_its_marker_is_replicated() 
     l.write_txn_marker(1, 0, 0, true, 0).unwrap();
     // The marker is at 3: not replicated, the transaction still holds the LSO.
     assert_eq!(l.offsets().last_stable, 0);
-    l.update_follower(2, 4, 0, 0);
+    l.follower_fetched(2, -1, 4, 0, 0).unwrap();
     let o = l.offsets();
     assert_eq!((o.high_watermark, o.last_stable), (4, 4));
 
@@ -268,7 +279,7 @@ fn with_a_follower_a_transaction_is_stable_only_once_its_marker_is_replicated() 
     );
     assert_eq!(f.producer_views(), l.producer_views());
     // Truncated below the abort marker, the follower forgets it and the transaction is open.
-    f.truncate_to(6).unwrap();
+    f.truncate_to(6, 0).unwrap();
     assert_eq!(f.aborted_transactions(0, 7), vec![]);
     assert_eq!(f.producer_views()[0].current_txn_start_offset, 4);
     assert_eq!(
@@ -311,11 +322,18 @@ fn small_segments() -> LogConfig {
 
 fn reopen(dir: &Path, config: &LogConfig, recover: bool) -> (Arc<Partition>, SharedLog) {
     let mut log = open_log(dir, config.clone(), recover);
-    let states = partition::load_producer_state(&mut log, crate::broker::now_ms(), i64::MAX);
+    let states = partition::load_producer_state(&mut log, 1_700_000_000_000, i64::MAX);
     let hw = log.log_end_offset();
     let log: SharedLog = Arc::new(Mutex::new(log));
-    let p = Arc::new(Partition::new("t", 0, Arc::clone(&log), states, Some(hw)));
-    p.become_leader(1, &[], &[]).unwrap();
+    let p = Arc::new(Partition::new(
+        "t",
+        0,
+        Arc::clone(&log),
+        states,
+        Some(hw),
+        super::tests::rules(),
+    ));
+    p.become_leader(1, &[], &[], 0).unwrap();
     (p, log)
 }
 
@@ -394,10 +412,10 @@ fn compaction_keeps_markers_drops_aborted_records_and_stops_at_the_lso() {
     // Roll past the open transaction so that segments beyond the LSO are sealed.
     for i in 0..6 {
         let (records, s) = producer_batch(-1, -1, 3, &format!("tail{i}"), false);
-        p.append_as_leader(records, &[s], 0).unwrap();
+        p.append_as_leader(records, &[s], Acks::Leader, 0).unwrap();
     }
     let stats = p
-        .clean(&CleanerLimits::default(), crate::broker::now_ms())
+        .clean(&CleanerLimits::default(), 1_700_000_000_000)
         .unwrap()
         .unwrap();
     assert!(stats.records_removed > 0);

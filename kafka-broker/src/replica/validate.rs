@@ -16,9 +16,21 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::batch::{MAGIC_V2, NO_TIMESTAMP};
 use kafka_protocol::record::{RecordBatch, RecordBatches, compression};
 
-use super::partition::BatchSummary;
 use crate::error::BrokerError;
 use crate::topic_config::ProduceRules;
+
+/// The facts of one validated batch that the partition needs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchSummary {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records: i32,
+    pub max_timestamp: i64,
+    /// The batch's transactional attribute: its records belong to the producer's open
+    /// transaction and stay invisible to read_committed until its marker.
+    pub transactional: bool,
+}
 
 /// Decompressed-record memory a check may use: `granted` now (reserved from the budget), and
 /// `cap`, the most any batch may ever take (the whole budget).

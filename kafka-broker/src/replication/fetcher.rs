@@ -332,7 +332,8 @@ async fn truncate(
             if p.end_offset >= 0 && p.end_offset < end {
                 tracing::info!(topic = %key.0, partition = key.1, from = end, to = p.end_offset,
                     leader_epoch = p.leader_epoch, "truncating a divergent tail before fetching");
-                part.truncate_to(p.end_offset).map_err(|e| e.to_string())?;
+                part.truncate_to(p.end_offset, b.now_ms())
+                    .map_err(|e| e.to_string())?;
             }
             done.push((key, *epoch));
         }
