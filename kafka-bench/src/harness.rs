@@ -1,6 +1,6 @@
-//! What the client benchmarks (`producer_bench`, `consumer_bench`) share to run a release
-//! broker as a child process, run measured phases in child processes of their own and
-//! account for CPU time around them.
+//! What the client benchmarks (`producer_bench`, `consumer_bench`) share: the clients and run
+//! modes, running a release broker as a child process, running measured phases in child
+//! processes of their own and accounting for CPU time around them.
 
 use std::fs::File;
 use std::io::Read;
@@ -13,6 +13,51 @@ use crate::cpu_time_of;
 
 /// The benchmarks' error type.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The client a phase of a client benchmark measures.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Client {
+    Ours,
+    Librdkafka,
+}
+
+impl Client {
+    /// The name in tables, JSON and phase arguments.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ours => "ours",
+            Self::Librdkafka => "librdkafka",
+        }
+    }
+
+    /// The client named `s` (see [`name`](Self::name)).
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "ours" => Ok(Self::Ours),
+            "librdkafka" => Ok(Self::Librdkafka),
+            other => Err(format!("unknown client {other}").into()),
+        }
+    }
+}
+
+/// How many cases a client benchmark runs (`--quick`, the default, `--full`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Quick,
+    Default,
+    Full,
+}
+
+impl Mode {
+    /// The name in the headline and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Quick => "quick",
+            Self::Default => "default",
+            Self::Full => "full",
+        }
+    }
+}
 
 /// A child process; killed (and reaped) on drop.
 #[derive(Debug)]

@@ -2,13 +2,13 @@
 //! the bytes go from the page cache to the socket without being read into this process.
 //!
 //! A response to write is a list of [`Chunk`]s, each either bytes in memory or file regions.
-//! To get there, the fetch handler encodes the response as usual with each large record set
-//! standing in as a placeholder: a slice, of the right length, of a static zero region that is
-//! never written, whose file regions [`Regions`] remembers. [`Regions::into_chunks`] then turns
-//! the encoder's output into chunks, replacing each placeholder by its file regions, and checks
-//! that every placeholder was found exactly once, whole: had the encoder copied a record set
-//! instead of chaining it, the response would be refused (and the caller answers from memory)
-//! rather than send zeros. The placeholder is never seen past this module.
+//! To get there, the fetch handler puts in each large record set's place a stand-in (a tiny
+//! `Bytes` of its own) from [`Regions::stand_in`], which remembers the set's file regions and
+//! length. [`Regions::encode`] registers the stand-ins with the encoder as external record
+//! sets: the encoder writes each one's true length and leaves an external chunk where its data
+//! goes, which becomes the file regions. Unless every stand-in was written exactly once, in a
+//! records field, the answer is refused (the connection closes and the client fetches again)
+//! rather than sent with a stand-in's byte in place of the data.
 //!
 //! This is the broker's only `unsafe` code: the `sendfile` call itself.
 
@@ -16,7 +16,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use bytes::Bytes;
-use kafka_protocol::codec::CHAIN_THRESHOLD;
+use kafka_net::server::response_chunks_with_externals;
+use kafka_protocol::codec::{CHAIN_THRESHOLD, Chunk as Encoded};
+use kafka_protocol::messages::ResponseBody;
 use tokio::io::{AsyncWriteExt, BufWriter, Interest};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
@@ -66,29 +68,27 @@ pub fn materialize(chunks: &[Chunk]) -> io::Result<Vec<Bytes>> {
 /// Bytes of record data one response can send from files (more is read into memory).
 pub const MAX_SENDFILE_BYTES: usize = 128 << 20;
 
-/// The zero region placeholders are cut from: in `.bss`, never written, so it costs no memory.
-static ZEROS: [u8; MAX_SENDFILE_BYTES] = [0; MAX_SENDFILE_BYTES];
-
 /// The most file regions one response sends from files; the data of further partitions is
 /// read into memory. Each region holds its segment file's descriptor until the answer is
 /// written, even if the broker's file cache closed it meanwhile, so this bounds what one
 /// answer adds to `log.open.files.max`.
 pub const MAX_FILE_REGIONS: usize = 32;
 
-/// The file regions behind the placeholders of one response.
+/// The record sets of one response that are sent from files: for each, the stand-in the
+/// answer holds in its place, its length, and its file regions in order.
 #[derive(Debug, Default)]
 pub struct Regions {
-    /// (start in `ZEROS`, length, regions in order)
-    entries: Vec<(usize, usize, Vec<FileSlice>)>,
+    entries: Vec<(Bytes, usize, Vec<FileSlice>)>,
     used: usize,
     regions: usize,
 }
 
 impl Regions {
-    /// A placeholder for `slices` (whose lengths add up to `len`), or `None` when the data is
-    /// too small to be chained by the encoder or the response has no room left (in bytes, or
-    /// in regions: [`MAX_FILE_REGIONS`]).
-    pub fn placeholder(&mut self, slices: Vec<FileSlice>, len: usize) -> Option<Bytes> {
+    /// A stand-in for `slices` (whose lengths add up to `len`) to put in the answer's records
+    /// field, or `None` when the data is too small to be worth a `sendfile` (under
+    /// [`CHAIN_THRESHOLD`], the encoder's own limit for not copying) or the response has no
+    /// room left (in bytes: [`MAX_SENDFILE_BYTES`], or in regions: [`MAX_FILE_REGIONS`]).
+    pub fn stand_in(&mut self, slices: Vec<FileSlice>, len: usize) -> Option<Bytes> {
         if len < CHAIN_THRESHOLD
             || self.used + len > MAX_SENDFILE_BYTES
             || self.regions + slices.len() > MAX_FILE_REGIONS
@@ -96,59 +96,60 @@ impl Regions {
             return None;
         }
         self.regions += slices.len();
-        let start = self.used;
-        let bytes = Bytes::from_static(ZEROS.get(start..start + len)?);
         self.used += len;
-        self.entries.push((start, len, slices));
-        Some(bytes)
+        let stand_in = kafka_protocol::codec::stand_in();
+        self.entries.push((stand_in.clone(), len, slices));
+        Some(stand_in)
     }
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    /// The encoder's output as chunks to write: each placeholder replaced by its file regions.
-    /// Fails when a placeholder is not among `encoded` exactly once, whole (the encoder copied,
-    /// split or repeated it): then nothing may be sent from files.
-    pub fn into_chunks(self, encoded: Vec<Bytes>) -> io::Result<Vec<Chunk>> {
-        let mut entries: Vec<(usize, usize, Option<Vec<FileSlice>>)> = self
+    /// Encodes the answer `body` (whose records fields hold the stand-ins) as chunks to write:
+    /// each stand-in's place becomes its file regions. Fails when a stand-in is not in a
+    /// records field of `body` exactly once: then nothing may be sent from files.
+    pub fn encode(
+        self,
+        correlation_id: i32,
+        body: &ResponseBody,
+        version: i16,
+    ) -> io::Result<Vec<Chunk>> {
+        let externals: Vec<(Bytes, usize)> = self
             .entries
-            .into_iter()
-            .map(|(start, len, slices)| (start, len, Some(slices)))
+            .iter()
+            .map(|(stand_in, len, _)| (stand_in.clone(), *len))
             .collect();
-        let mut out = Vec::with_capacity(encoded.len());
-        for c in encoded {
-            let Some(at) = placeholder_offset(&c) else {
-                out.push(Chunk::Mem(c));
-                continue;
-            };
-            let slices = entries
-                .iter_mut()
-                .find(|(start, len, _)| *start == at && *len == c.len())
-                .and_then(|e| e.2.take())
-                .ok_or_else(|| {
-                    io::Error::other(
-                        "a record set placeholder was split or repeated by the encoder",
-                    )
-                })?;
-            out.push(Chunk::File(slices));
-        }
-        if entries.iter().any(|e| e.2.is_some()) {
+        let encoded = response_chunks_with_externals(correlation_id, body, version, &externals)
+            .map_err(io::Error::other)?;
+        self.into_chunks(encoded)
+    }
+
+    /// The encoder's output as chunks to write: external record set `n` becomes the file
+    /// regions of the `n`th stand-in. Fails unless each appears exactly once.
+    fn into_chunks(self, encoded: Vec<Encoded>) -> io::Result<Vec<Chunk>> {
+        let mut slices: Vec<Option<Vec<FileSlice>>> =
+            self.entries.into_iter().map(|(_, _, s)| Some(s)).collect();
+        let out = encoded
+            .into_iter()
+            .map(|c| match c {
+                Encoded::Bytes(b) => Ok(Chunk::Mem(b)),
+                Encoded::External(n) => slices
+                    .get_mut(n)
+                    .and_then(Option::take)
+                    .map(Chunk::File)
+                    .ok_or_else(|| {
+                        io::Error::other("a record set was placed twice or is not ours")
+                    }),
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        if slices.iter().any(Option::is_some) {
             return Err(io::Error::other(
-                "a record set placeholder is missing from the encoded response (it was copied)",
+                "a record set sent from files is missing from the encoded answer",
             ));
         }
         Ok(out)
     }
-}
-
-/// Where a chunk starts in the zero region, if it is a (part of a) placeholder.
-fn placeholder_offset(chunk: &Bytes) -> Option<usize> {
-    if chunk.is_empty() {
-        return None;
-    }
-    let at = (chunk.as_ptr() as usize).checked_sub(ZEROS.as_ptr() as usize)?;
-    (at < MAX_SENDFILE_BYTES).then_some(at)
 }
 
 /// Writes a response: in-memory chunks through the buffered writer, file chunks with
@@ -216,7 +217,9 @@ mod tests {
     use std::io::Write;
     use std::sync::Arc;
 
-    use kafka_protocol::codec::Writer;
+    use kafka_net::server::response_chunks;
+    use kafka_protocol::messages::FetchResponse;
+    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 
     use super::*;
 
@@ -232,47 +235,104 @@ mod tests {
         (f, s)
     }
 
-    #[test]
-    fn placeholders_chained_by_the_encoder_become_file_chunks() {
-        let (_f, s) = slice(5000);
-        let mut regions = Regions::default();
-        let p = regions.placeholder(vec![s], 5000).unwrap();
-        let mut w = Writer::new();
-        w.raw(&Bytes::from_static(b"head"));
-        w.raw(&p);
-        w.raw(&Bytes::from_static(b"tail"));
-        let chunks = regions.into_chunks(w.into_chunks()).unwrap();
-        assert!(matches!(
-            chunks.as_slice(),
-            [Chunk::Mem(_), Chunk::File(_), Chunk::Mem(_)]
-        ));
-        let bytes: Vec<u8> = materialize(&chunks).unwrap().concat();
-        assert_eq!(bytes.len(), 5008);
-        assert!(
-            bytes[4..5004].iter().all(|&b| b == b'r'),
-            "file data, not zeros"
-        );
-        // Small record sets get no placeholder (the encoder would copy them).
-        let (_g, small) = slice(100);
-        assert!(Regions::default().placeholder(vec![small], 100).is_none());
+    /// A Fetch answer whose partitions hold `records`.
+    fn answer(records: &[Option<Bytes>]) -> ResponseBody {
+        ResponseBody::Fetch(FetchResponse {
+            responses: vec![FetchableTopicResponse {
+                topic: "t".into(),
+                partitions: records
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| PartitionData {
+                        partition_index: i as i32,
+                        records: r.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
     }
 
     #[test]
-    fn a_placeholder_copied_split_or_repeated_is_refused() {
+    fn registered_record_sets_become_file_chunks() {
+        let (_f, s) = slice(5000);
+        let mut regions = Regions::default();
+        let stand_in = regions.stand_in(vec![s.clone()], 5000).unwrap();
+        let small = Some(Bytes::from_static(b"small"));
+        let chunks = regions
+            .encode(7, &answer(&[small.clone(), Some(stand_in), None]), 11)
+            .unwrap();
+        // Size prefix, header and answer up to the records, the file regions, the rest.
+        assert!(matches!(
+            chunks.as_slice(),
+            [Chunk::Mem(_), Chunk::Mem(_), Chunk::File(_), Chunk::Mem(_)]
+        ));
+        // Byte for byte the answer with the data read into memory.
+        let bytes: Vec<u8> = materialize(&chunks).unwrap().concat();
+        let read = Some(s.read_bytes().unwrap());
+        let plain = response_chunks(7, &answer(&[small, read, None]), 11).unwrap();
+        assert_eq!(bytes, plain.concat());
+        assert!(
+            bytes.windows(5000).any(|w| w.iter().all(|&b| b == b'r')),
+            "file data in the answer"
+        );
+    }
+
+    #[test]
+    fn the_limits_hold() {
+        // Small record sets get no stand-in (not worth a sendfile; the encoder copies them).
+        let (_g, small) = slice(100);
+        assert!(Regions::default().stand_in(vec![small], 100).is_none());
+        // At most MAX_FILE_REGIONS regions per answer.
+        let (_f, s) = slice(CHAIN_THRESHOLD);
+        let mut regions = Regions::default();
+        for _ in 0..MAX_FILE_REGIONS {
+            assert!(regions.stand_in(vec![s.clone()], s.len).is_some());
+        }
+        assert!(regions.stand_in(vec![s.clone()], s.len).is_none());
+        // At most MAX_SENDFILE_BYTES per answer.
+        let mut regions = Regions::default();
+        let big = FileSlice {
+            len: MAX_SENDFILE_BYTES - CHAIN_THRESHOLD + 1,
+            ..s.clone()
+        };
+        assert!(regions.stand_in(vec![big.clone()], big.len).is_some());
+        assert!(regions.stand_in(vec![s.clone()], s.len).is_none());
+    }
+
+    #[test]
+    fn a_record_set_missing_or_repeated_is_refused() {
         let (_f, s) = slice(5000);
         let make = || {
             let mut r = Regions::default();
-            let p = r.placeholder(vec![s.clone()], 5000).unwrap();
+            let p = r.stand_in(vec![s.clone()], 5000).unwrap();
             (r, p)
         };
-        // Copied into another buffer: missing.
+        // Not in the answer (left out, or copied into other bytes).
+        let (r, _) = make();
+        assert!(r.encode(1, &answer(&[None]), 11).is_err());
         let (r, p) = make();
-        assert!(r.into_chunks(vec![Bytes::copy_from_slice(&p)]).is_err());
-        // Split in two chunks.
+        let copied = Some(Bytes::copy_from_slice(&p));
+        assert!(r.encode(1, &answer(&[copied]), 11).is_err());
+        // Another answer's stand-in (not registered here) is only bytes; ours is missing.
+        let (r, _) = make();
+        assert!(r.encode(1, &answer(&[Some(p)]), 11).is_err());
+        // In two partitions.
         let (r, p) = make();
-        assert!(r.into_chunks(vec![p.slice(..100), p.slice(100..)]).is_err());
-        // Repeated.
-        let (r, p) = make();
-        assert!(r.into_chunks(vec![p.clone(), p]).is_err());
+        assert!(
+            r.encode(1, &answer(&[Some(p.clone()), Some(p)]), 11)
+                .is_err()
+        );
+        // An encoder's output that does not place it once: missing, repeated, or not ours.
+        let (r, _) = make();
+        assert!(r.into_chunks(vec![Encoded::Bytes(Bytes::new())]).is_err());
+        let (r, _) = make();
+        let twice = vec![Encoded::External(0), Encoded::External(0)];
+        assert!(r.into_chunks(twice).is_err());
+        let (r, _) = make();
+        let unknown = vec![Encoded::External(0), Encoded::External(1)];
+        assert!(r.into_chunks(unknown).is_err());
     }
 }

@@ -1,10 +1,13 @@
 //! The server side of a connection, for brokers: frames in, decoded requests out, responses
-//! written back as chunk lists (record sets are not copied) in the order the caller gives.
+//! written back as chunk lists (record sets are not copied) in the order the caller gives, or
+//! encoded with external record sets left for the caller to send (from files, say).
 
 use std::io::IoSlice;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use kafka_protocol::Writer;
+use kafka_protocol::codec::Chunk;
 use kafka_protocol::frame::{self, RequestPrefix};
 use kafka_protocol::messages::{ResponseBody, ResponseHeader};
 use kafka_protocol::{DecodeError, Request};
@@ -87,6 +90,33 @@ pub fn response_chunks(
     let mut chunks = w.into_chunks();
     let len = chunks.iter().map(Bytes::len).sum();
     chunks.insert(0, size_prefix(len)?);
+    Ok(chunks)
+}
+
+/// As [`response_chunks`], with record sets the caller sends by other means (a broker sends
+/// file regions with `sendfile`): each of `externals` is a stand-in that a records field of
+/// `body` holds ([`kafka_protocol::codec::stand_in`]) and the true length of its data. The
+/// size prefix counts that length, and [`Chunk::External`] with the external's index in
+/// `externals` marks where its data goes. Fails when a stand-in is not in a records field of
+/// `body` exactly once.
+pub fn response_chunks_with_externals(
+    correlation_id: i32,
+    body: &ResponseBody,
+    version: i16,
+    externals: &[(Bytes, usize)],
+) -> Result<Vec<Chunk>, NetError> {
+    let header = ResponseHeader {
+        correlation_id,
+        ..Default::default()
+    };
+    let mut w = Writer::new();
+    for (stand_in, len) in externals {
+        w.register_external(stand_in.clone(), *len)?;
+    }
+    let w = frame::encode_response_into(w, &header, body, version)?;
+    let prefix = size_prefix(w.len())?;
+    let mut chunks = w.into_external_chunks()?;
+    chunks.insert(0, Chunk::Bytes(prefix));
     Ok(chunks)
 }
 
@@ -187,6 +217,49 @@ mod tests {
         fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
             Poll::Ready(Ok(()))
         }
+    }
+
+    #[test]
+    fn externals_leave_their_place_and_count_in_the_size_prefix() {
+        use kafka_protocol::messages::FetchResponse;
+        use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+
+        let real = Bytes::from(vec![b'r'; 5000]);
+        let body = |records: &Bytes| {
+            ResponseBody::Fetch(FetchResponse {
+                responses: vec![FetchableTopicResponse {
+                    topic: "t".into(),
+                    partitions: vec![PartitionData {
+                        records: Some(records.clone()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        };
+        let plain: Vec<u8> = response_chunks(9, &body(&real), 11).unwrap().concat();
+        let s = kafka_protocol::codec::stand_in();
+        let chunks =
+            response_chunks_with_externals(9, &body(&s), 11, &[(s.clone(), real.len())]).unwrap();
+        assert_eq!(
+            chunks
+                .iter()
+                .filter(|c| matches!(c, Chunk::External(0)))
+                .count(),
+            1
+        );
+        let spliced: Vec<u8> = chunks
+            .iter()
+            .flat_map(|c| match c {
+                Chunk::Bytes(b) => b.to_vec(),
+                Chunk::External(_) => real.to_vec(),
+            })
+            .collect();
+        assert_eq!(spliced, plain);
+        // A stand-in the body does not hold is refused.
+        let other = kafka_protocol::codec::stand_in();
+        assert!(response_chunks_with_externals(9, &body(&real), 11, &[(other, 5000)]).is_err());
     }
 
     #[tokio::test]

@@ -119,6 +119,13 @@ pub enum EncodeError {
     /// Compression failed.
     #[error("{codec} compression failed: {reason}")]
     Compression { codec: &'static str, reason: String },
+    /// A stand-in for an external record set that the writer cannot take (see
+    /// [`crate::codec::Writer::register_external`]).
+    #[error("external record set refused: {reason}")]
+    ExternalRefused { reason: &'static str },
+    /// A registered external record set was not written by a records field exactly once.
+    #[error("external record set {number} was written {written} times, not once")]
+    ExternalNotOnce { number: usize, written: usize },
     /// Context: the message and version being encoded when `source` happened.
     #[error("encoding {message} v{version}: {source}")]
     InMessage {

@@ -169,6 +169,17 @@ pub fn encode_response(
     body: &ResponseBody,
     version: i16,
 ) -> Result<Writer, EncodeError> {
+    encode_response_into(Writer::new(), header, body, version)
+}
+
+/// As [`encode_response`], into `w`: a writer on which the caller registered external record
+/// sets ([`Writer::register_external`]), say.
+pub fn encode_response_into(
+    mut w: Writer,
+    header: &ResponseHeader,
+    body: &ResponseBody,
+    version: i16,
+) -> Result<Writer, EncodeError> {
     let key = body.api_key();
     if !key.versions().contains(version) {
         return Err(EncodeError::UnsupportedVersion {
@@ -176,7 +187,6 @@ pub fn encode_response(
             version,
         });
     }
-    let mut w = Writer::new();
     let hv = response_header_version(key, version);
     header
         .encode(&mut w, hv)

@@ -7,10 +7,13 @@
 //! flight, CPU time per request, peak RSS), which prints its progress, a table and JSON; the
 //! JSON also goes to `target/bench-net.json`.
 //!
-//! `cargo xtask bench broker [--quick]`: builds `kafka-broker` in release, then runs
-//! `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which compiles the bundled
-//! librdkafka) against it: produce/consume throughput, end-to-end latency, broker CPU and peak
-//! RSS, disk write speed. It prints progress, a table and JSON; the JSON also goes to
+//! `cargo xtask bench broker [--baseline PATH [--rounds N]] [--quick]`: builds `kafka-broker`
+//! in release, then runs `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which
+//! compiles the bundled librdkafka) against it: produce/consume throughput, end-to-end
+//! latency, broker CPU and peak RSS, disk write speed. With `--baseline PATH` another broker
+//! binary (a build of an earlier commit) runs the same cases in interleaved rounds (default 3)
+//! and the summary gives per case the median throughput of each, the ratio ours/baseline and
+//! the broker CPU time per record. It prints progress, a table and JSON; the JSON also goes to
 //! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
 //! `--quick` when given) on three nodes of the same build.
 //!
@@ -121,16 +124,28 @@ fn net(root: &Path, rest: &[String]) -> Result<(), Error> {
 
 fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     let target = target_dir(root);
-    let out = target
-        .join("bench-broker.json")
-        .to_string_lossy()
-        .into_owned();
+    let (args, quick) = broker_args(&target, rest)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let replication = cluster_args(&target, "replication", &quick)?;
+    let replication: Vec<&str> = replication.iter().map(String::as_str).collect();
+    println!("bench: building kafka-broker in release");
+    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    println!("bench: building broker_bench (bundled librdkafka) in release and running it");
+    crate::cargo(root, &args)?;
+    println!("bench: building replication_bench in release and running it on three nodes");
+    crate::cargo(root, &replication)
+}
+
+/// The `cargo` arguments that run `broker_bench` for `cargo xtask bench broker <rest>`, its
+/// JSON in `bench-broker.json`, and the arguments the replication cases that follow take
+/// (`--quick` when given). A `--baseline` path is made absolute (cargo runs the example from
+/// the workspace root).
+fn broker_args(target: &Path, rest: &[String]) -> Result<(Vec<String>, Vec<String>), Error> {
     let exe = target
         .join("release")
-        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX))
-        .to_string_lossy()
-        .into_owned();
-    let mut args = vec![
+        .join(format!("kafka-broker{}", std::env::consts::EXE_SUFFIX));
+    let out = target.join("bench-broker.json");
+    let mut args: Vec<String> = [
         "run",
         "--release",
         "-p",
@@ -141,28 +156,39 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
         "broker_bench",
         "--",
         "--broker",
-        &exe,
-        "--json",
-        &out,
-    ];
+    ]
+    .map(String::from)
+    .into();
+    args.push(exe.to_string_lossy().into_owned());
+    args.push("--json".into());
+    args.push(out.to_string_lossy().into_owned());
     let mut quick = Vec::new();
-    for a in rest {
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => {
-                args.push("--quick");
+                args.push(a.clone());
                 quick.push(a.clone());
+            }
+            "--baseline" => {
+                let v = it.next().ok_or("bench broker: --baseline needs a path")?;
+                let path = std::path::absolute(v)
+                    .map_err(|e| format!("bench broker: --baseline {v}: {e}"))?;
+                args.push(a.clone());
+                args.push(path.to_string_lossy().into_owned());
+            }
+            "--rounds" => {
+                let v = it.next().ok_or("bench broker: --rounds needs a value")?;
+                if !v.parse::<u64>().is_ok_and(|n| (1..=9).contains(&n)) {
+                    return Err(format!("bench broker: --rounds takes 1 to 9, not {v}").into());
+                }
+                args.push(a.clone());
+                args.push(v.clone());
             }
             other => return Err(format!("bench broker: unknown argument {other}").into()),
         }
     }
-    let replication = cluster_args(&target, "replication", &quick)?;
-    let replication: Vec<&str> = replication.iter().map(String::as_str).collect();
-    println!("bench: building kafka-broker in release");
-    crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
-    println!("bench: building broker_bench (bundled librdkafka) in release and running it");
-    crate::cargo(root, &args)?;
-    println!("bench: building replication_bench in release and running it on three nodes");
-    crate::cargo(root, &replication)
+    Ok((args, quick))
 }
 
 /// `bench producer` / `bench consumer`: the `<client>_bench` example of kafka-bench (ours vs
@@ -446,6 +472,68 @@ mod tests {
                 "--quick",
             ])
         );
+    }
+
+    #[test]
+    fn broker_arguments_reach_the_example() {
+        let target = Path::new("/t");
+        let exe = format!("/t/release/kafka-broker{}", std::env::consts::EXE_SUFFIX);
+        let head = [
+            "run",
+            "--release",
+            "-p",
+            "kafka-bench",
+            "--features",
+            "rdkafka",
+            "--example",
+            "broker_bench",
+            "--",
+            "--broker",
+            &exe,
+            "--json",
+            "/t/bench-broker.json",
+        ];
+        let (args, quick) = broker_args(target, &[]).unwrap_or_default();
+        assert_eq!(args, strings(&head));
+        assert!(quick.is_empty());
+        let (args, quick) = broker_args(
+            target,
+            &strings(&[
+                "--baseline",
+                "/b/kafka-broker-old",
+                "--rounds",
+                "5",
+                "--quick",
+            ]),
+        )
+        .unwrap_or_default();
+        let mut expected = head.to_vec();
+        expected.extend([
+            "--baseline",
+            "/b/kafka-broker-old",
+            "--rounds",
+            "5",
+            "--quick",
+        ]);
+        assert_eq!(args, strings(&expected));
+        assert_eq!(quick, strings(&["--quick"]));
+        // A relative baseline is made absolute.
+        let (args, _) =
+            broker_args(target, &strings(&["--baseline", "old/kafka-broker"])).unwrap_or_default();
+        let baseline = args.last().map(Path::new);
+        assert!(
+            baseline.is_some_and(|p| p.is_absolute() && p.ends_with("old/kafka-broker")),
+            "{args:?}"
+        );
+        for bad in [
+            &["--baseline"][..],
+            &["--rounds"],
+            &["--rounds", "0"],
+            &["--rounds", "many"],
+            &["--full"],
+        ] {
+            assert!(broker_args(target, &strings(bad)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

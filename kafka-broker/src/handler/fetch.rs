@@ -58,9 +58,8 @@ struct Wanted {
     log_start_offset: i64,
 }
 
-/// Answers a fetch that came in on `listener`. Record sets large enough to be chained by the
-/// encoder are placeholders whose file regions are in the returned [`Regions`] (sent with
-/// `sendfile`).
+/// Answers a fetch that came in on `listener`. Record sets large enough to be worth it are
+/// stand-ins whose file regions are in the returned [`Regions`] (sent with `sendfile`).
 pub(super) async fn handle(
     broker: &Broker,
     req: FetchRequest,
@@ -390,7 +389,9 @@ fn read_all<'w>(
         let read = (|| {
             if plan.format.converts() {
                 // Fetch v0-3: down-converted, read into memory.
-                return plan.format.convert(info.read_bytes()?, w.offset, budget);
+                let converted = plan.format.convert(info.read_bytes()?, w.offset, budget)?;
+                let len = converted.len();
+                return Ok((converted, len));
             }
             if plan.format == FetchFormat::NoZstd {
                 info.slices = crate::convert::zstd_free(info.slices)?;
@@ -398,16 +399,17 @@ fn read_all<'w>(
             }
             let len = info.bytes;
             match broker.config.sendfile {
-                true => match regions.placeholder(info.slices.clone(), len) {
-                    Some(b) => Ok(b),
-                    None => Ok(info.read_bytes()?),
+                true => match regions.stand_in(info.slices.clone(), len) {
+                    Some(b) => Ok((b, len)),
+                    None => Ok((info.read_bytes()?, len)),
                 },
-                false => Ok(info.read_bytes()?),
+                false => Ok((info.read_bytes()?, len)),
             }
         })();
         match read {
-            Ok(bytes) => {
-                total += bytes.len();
+            // A record set sent from its files is a stand-in here: its true length counts.
+            Ok((bytes, len)) => {
+                total += len;
                 pd.records = Some(bytes);
             }
             Err(e) => {

@@ -282,16 +282,14 @@ async fn handle_on(
     let body = match req.body {
         RequestBody::Fetch(r) => {
             let (body, regions) = fetch::handle(broker, *r, version, listener).await;
-            return match encode(correlation_id, &body, version) {
-                Reply::Chunks(chunks) if !regions.is_empty() => {
-                    match regions.into_chunks(chunks) {
-                        Ok(chunks) => Reply::Files(chunks),
-                        // Not with today's encoder (a test pins it); if it ever happens the
-                        // client reconnects and fetches again, rather than read zeros.
-                        Err(e) => Reply::Close(format!("fetch answer not sendable: {e}")),
-                    }
-                }
-                other => other,
+            if regions.is_empty() {
+                return encode(correlation_id, &body, version);
+            }
+            return match regions.encode(correlation_id, &body, version) {
+                Ok(chunks) => Reply::Files(chunks),
+                // Not with the generated encoders (a test pins it); if it ever happens the
+                // client reconnects and fetches again, rather than read a stand-in.
+                Err(e) => Reply::Close(format!("fetch answer not sendable: {e}")),
             };
         }
         RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),

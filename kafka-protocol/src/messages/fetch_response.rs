@@ -402,7 +402,7 @@ impl Codec for PartitionData {
                 });
             }
         }
-        w.nullable_bytes("PartitionData.Records", flex, self.records.as_ref())?;
+        w.records("PartitionData.Records", flex, self.records.as_ref())?;
         if flex {
             let mut tags = Vec::new();
             if v >= 12 && self.diverging_epoch != EpochEndOffset::default() {

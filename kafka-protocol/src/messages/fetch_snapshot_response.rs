@@ -258,10 +258,10 @@ impl Codec for PartitionSnapshot {
         self.snapshot_id.encode(w, v)?;
         w.i64(self.size);
         w.i64(self.position);
-        w.bytes(
+        w.records(
             "PartitionSnapshot.UnalignedRecords",
             true,
-            &self.unaligned_records,
+            Some(&self.unaligned_records),
         )?;
         if true {
             let mut tags = Vec::new();

@@ -253,7 +253,7 @@ impl Codec for PartitionProduceData {
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 9;
         w.i32(self.index);
-        w.nullable_bytes("PartitionProduceData.Records", flex, self.records.as_ref())?;
+        w.records("PartitionProduceData.Records", flex, self.records.as_ref())?;
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {

@@ -259,7 +259,7 @@ impl Codec for PartitionData {
             self.acknowledge_error_message.as_ref(),
         )?;
         self.current_leader.encode(w, v)?;
-        w.nullable_bytes("PartitionData.Records", true, self.records.as_ref())?;
+        w.records("PartitionData.Records", true, self.records.as_ref())?;
         w.array(
             "PartitionData.AcquiredRecords",
             true,

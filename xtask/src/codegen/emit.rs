@@ -262,7 +262,8 @@ fn elem_write(ty: &Ty, wire: &str, flex: &str) -> String {
         Ty::Float64 => "{ w.f64(*e); Ok(()) }".into(),
         Ty::Uuid => "{ w.uuid(e); Ok(()) }".into(),
         Ty::String => format!("w.string({wire}, {flex}, e)"),
-        Ty::Bytes | Ty::Records => format!("w.bytes({wire}, {flex}, e)"),
+        Ty::Bytes => format!("w.bytes({wire}, {flex}, e)"),
+        Ty::Records => format!("w.records({wire}, {flex}, Some(e))"),
         Ty::Array(inner) => format!(
             "w.array({wire}, {flex}, e, |w, e| {})",
             elem_write(inner, wire, flex)
@@ -294,10 +295,11 @@ fn write_stmts(x: &F<'_>, flex: &str) -> String {
         (Ty::Uuid, _) => format!("w.uuid(&self.{id});"),
         (Ty::String, false) => format!("w.string({w}, {flex}, &self.{id})?;"),
         (Ty::String, true) => format!("w.nullable_string({w}, {flex}, self.{id}.as_ref())?;"),
-        (Ty::Bytes | Ty::Records, false) => format!("w.bytes({w}, {flex}, &self.{id})?;"),
-        (Ty::Bytes | Ty::Records, true) => {
-            format!("w.nullable_bytes({w}, {flex}, self.{id}.as_ref())?;")
-        }
+        (Ty::Bytes, false) => format!("w.bytes({w}, {flex}, &self.{id})?;"),
+        (Ty::Bytes, true) => format!("w.nullable_bytes({w}, {flex}, self.{id}.as_ref())?;"),
+        // Through the writer's records method, which knows the caller's external record sets.
+        (Ty::Records, false) => format!("w.records({w}, {flex}, Some(&self.{id}))?;"),
+        (Ty::Records, true) => format!("w.records({w}, {flex}, self.{id}.as_ref())?;"),
         (Ty::Array(inner), false) => {
             format!(
                 "w.array({w}, {flex}, &self.{id}, |w, e| {})?;",

@@ -9,10 +9,22 @@
 //! (assigned, from the beginning). Everything stays on loopback and is bounded in count and
 //! time.
 //!
+//! With `--baseline PATH` a second broker binary (a build of an earlier commit, say) runs the
+//! same cases in interleaved rounds with the one under test (`--rounds N`, default 3 then):
+//! each round runs every case, and the latency, on a fresh broker of each binary in a fresh
+//! data directory, alternating which binary goes first. The summary (`compare.rs`) gives per
+//! case and binary the median produce and consume throughput over the rounds, the ratio
+//! ours/baseline, and the broker's CPU time (user + system) per record written and read; per
+//! binary the peak RSS and the latency. `--rounds N` without a baseline runs ours N times
+//! with the same summary.
+//!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example broker_bench -- \
-//!     --broker target/release/kafka-broker [--quick] [--json PATH] [--dir PATH]
+//!     --broker target/release/kafka-broker [--baseline PATH [--rounds N]] [--quick] \
+//!     [--json PATH] [--dir PATH]
 //! ```
+
+mod compare;
 
 use std::fs::File;
 use std::io::Write;
@@ -165,10 +177,28 @@ impl Drop for TempDir {
     }
 }
 
+/// A broker binary a run measures.
+struct Binary {
+    /// "ours" or "baseline".
+    name: &'static str,
+    path: PathBuf,
+}
+
+/// One run of every case, and the latency, on a fresh broker.
+struct Run {
+    rows: Vec<Row>,
+    latency: Latency,
+    /// The broker's CPU time over the whole run.
+    broker_cpu: Option<Duration>,
+    broker_rss: Option<u64>,
+}
+
 fn bench(args: &[String]) -> Result<(), Error> {
     let mut quick = false;
     let mut json_path = None;
     let mut broker_path = None;
+    let mut baseline = None;
+    let mut rounds = None;
     let mut dir = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -178,11 +208,22 @@ fn bench(args: &[String]) -> Result<(), Error> {
             "--broker" => {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
+            "--baseline" => {
+                baseline = Some(PathBuf::from(it.next().ok_or("--baseline needs a path")?))
+            }
+            "--rounds" => {
+                let n: usize = it.next().ok_or("--rounds needs a number")?.parse()?;
+                if !(1..=9).contains(&n) {
+                    return Err("--rounds: 1 to 9".into());
+                }
+                rounds = Some(n);
+            }
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
     let broker_path = broker_path.ok_or("say where the broker binary is: --broker PATH")?;
+    let rounds = rounds.unwrap_or_else(|| if baseline.is_some() { 3 } else { 1 });
     let base = dir.unwrap_or_else(std::env::temp_dir);
     let tmp = TempDir(base.join(format!("kafka-broker-bench-{}", std::process::id())));
     std::fs::create_dir_all(&tmp.0)?;
@@ -193,11 +234,79 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let disk_mb_s = disk_write(&tmp.0)?;
     println!("{disk_mb_s:.0} MB/s");
 
-    let broker = start_broker(&broker_path, &tmp.0)?;
+    let cases = cases(quick);
+    if baseline.is_none() && rounds == 1 {
+        let run = run_once(&broker_path, &tmp.0, &cases, quick)?;
+        print_table(
+            &run.rows,
+            disk_mb_s,
+            &run.latency,
+            run.broker_cpu,
+            run.broker_rss,
+        );
+        let json = to_json(
+            &run.rows,
+            disk_mb_s,
+            &run.latency,
+            run.broker_cpu,
+            run.broker_rss,
+            quick,
+        );
+        return emit(&json, json_path.as_deref());
+    }
+
+    let mut binaries = vec![Binary {
+        name: "ours",
+        path: broker_path,
+    }];
+    if let Some(path) = baseline {
+        binaries.push(Binary {
+            name: "baseline",
+            path,
+        });
+    }
+    // runs[b][round]: binary b's run in that round.
+    let mut runs: Vec<Vec<Run>> = binaries.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        // Alternate which binary goes first, so neither always meets a warmer machine.
+        for k in 0..binaries.len() {
+            let b = (k + round) % binaries.len();
+            let bin = &binaries[b];
+            println!(
+                "  round {}/{rounds}: {} ({})",
+                round + 1,
+                bin.name,
+                bin.path.display()
+            );
+            let dir = tmp.0.join(format!("round-{}-{}", round + 1, bin.name));
+            std::fs::create_dir_all(&dir)?;
+            let run = run_once(&bin.path, &dir, &cases, quick);
+            let _ = std::fs::remove_dir_all(&dir);
+            runs[b].push(run?);
+        }
+    }
+    compare::print_summary(&cases, &binaries, &runs, disk_mb_s);
+    let json = compare::to_json(&cases, &binaries, &runs, disk_mb_s, quick);
+    emit(&json, json_path.as_deref())
+}
+
+/// Prints the JSON and writes it to `path`, if given.
+fn emit(json: &str, path: Option<&str>) -> Result<(), Error> {
+    println!("\n{json}");
+    if let Some(p) = path {
+        std::fs::write(p, format!("{json}\n"))?;
+        println!("JSON written to {p}");
+    }
+    Ok(())
+}
+
+/// Starts the broker at `path` with its data and log in `dir`, runs every case and the
+/// latency against it, and stops it.
+fn run_once(path: &Path, dir: &Path, cases: &[Case], quick: bool) -> Result<Run, Error> {
+    let broker = start_broker(path, dir)?;
     println!("  broker pid {} on {}", broker.pid, broker.addr);
     let cpu_start = cpu_time_of(&broker.pid);
 
-    let cases = cases(quick);
     let mut rows = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let topic = format!("bench-{i}");
@@ -246,15 +355,12 @@ fn bench(args: &[String]) -> Result<(), Error> {
         .map(|(b, a)| b.saturating_sub(a));
     let broker_rss = peak_rss_kib_of(&broker.pid);
     drop(broker);
-
-    print_table(&rows, disk_mb_s, &latency, broker_cpu, broker_rss);
-    let json = to_json(&rows, disk_mb_s, &latency, broker_cpu, broker_rss, quick);
-    println!("\n{json}");
-    if let Some(p) = json_path {
-        std::fs::write(&p, format!("{json}\n"))?;
-        println!("JSON written to {p}");
-    }
-    Ok(())
+    Ok(Run {
+        rows,
+        latency,
+        broker_cpu,
+        broker_rss,
+    })
 }
 
 /// Writes `DISK_BYTES` sequentially in 1 MiB chunks, fsyncs, and returns MB/s (10^6 bytes)

@@ -1,0 +1,319 @@
+//! The summary of a run in rounds (`--baseline`, `--rounds`): per case and binary the median
+//! over the rounds of produce and consume throughput and of broker CPU time per record, the
+//! ratios ours/baseline, and per binary the peak RSS and the latency; as a table and as JSON.
+
+use crate::{Binary, Case, Phase, Row, Run, kib};
+
+/// The median of the finite values of `v` (NaN when there are none).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The broker's CPU time (user + system) per record written and read in one case, in ns.
+fn cpu_ns_per_record(produce: &Phase, consume: &Phase) -> f64 {
+    let records = produce.records + consume.records;
+    (produce.broker_cpu + consume.broker_cpu).as_nanos() as f64 / records.max(1) as f64
+}
+
+/// One binary's figures for one case: medians over the rounds.
+struct CaseFigures {
+    produce_per_sec: f64,
+    produce_mb_per_sec: f64,
+    consume_per_sec: f64,
+    consume_mb_per_sec: f64,
+    cpu_ns_per_record: f64,
+    /// Records not written or not read back, over all rounds.
+    errors: u64,
+    /// Produce and consume records/s of every round, in order.
+    rounds: Vec<(f64, f64)>,
+}
+
+impl CaseFigures {
+    /// Case `case` (an index into the cases) of `runs`, one binary's runs.
+    fn of(runs: &[Run], case: usize) -> Self {
+        let rows: Vec<&Row> = runs.iter().filter_map(|r| r.rows.get(case)).collect();
+        let med = |f: &dyn Fn(&Row) -> f64| median(rows.iter().map(|r| f(r)).collect());
+        Self {
+            produce_per_sec: med(&|r| r.produce.per_sec()),
+            produce_mb_per_sec: med(&|r| r.produce.mb_per_sec()),
+            consume_per_sec: med(&|r| r.consume.per_sec()),
+            consume_mb_per_sec: med(&|r| r.consume.mb_per_sec()),
+            cpu_ns_per_record: med(&|r| cpu_ns_per_record(&r.produce, &r.consume)),
+            errors: rows
+                .iter()
+                .map(|r| r.produce.errors + r.consume.errors)
+                .sum(),
+            rounds: rows
+                .iter()
+                .map(|r| (r.produce.per_sec(), r.consume.per_sec()))
+                .collect(),
+        }
+    }
+}
+
+/// One binary's figures over its whole runs: medians over the rounds (peak RSS also the
+/// highest).
+struct BrokerFigures {
+    rss_kib: f64,
+    rss_kib_max: Option<u64>,
+    cpu_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl BrokerFigures {
+    fn of(runs: &[Run]) -> Self {
+        let med = |f: &dyn Fn(&Run) -> f64| median(runs.iter().map(f).collect());
+        Self {
+            rss_kib: med(&|r| r.broker_rss.map_or(f64::NAN, |k| k as f64)),
+            rss_kib_max: runs.iter().filter_map(|r| r.broker_rss).max(),
+            cpu_s: med(&|r| r.broker_cpu.map_or(f64::NAN, |d| d.as_secs_f64())),
+            p50_ms: med(&|r| r.latency.p50_ms),
+            p99_ms: med(&|r| r.latency.p99_ms),
+        }
+    }
+}
+
+/// `a / b`, NaN unless both are finite and `b` is positive.
+fn ratio(a: f64, b: f64) -> f64 {
+    if a.is_finite() && b.is_finite() && b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// The figures of every binary for case `i`; with a baseline, also the ratios ours/baseline
+/// of produce and consume throughput and of CPU per record.
+fn case_figures(runs: &[Vec<Run>], i: usize) -> (Vec<CaseFigures>, Option<[f64; 3]>) {
+    let figs: Vec<CaseFigures> = runs.iter().map(|r| CaseFigures::of(r, i)).collect();
+    let ratios = match figs.as_slice() {
+        [ours, base] => Some([
+            ratio(ours.produce_per_sec, base.produce_per_sec),
+            ratio(ours.consume_per_sec, base.consume_per_sec),
+            ratio(ours.cpu_ns_per_record, base.cpu_ns_per_record),
+        ]),
+        _ => None,
+    };
+    (figs, ratios)
+}
+
+fn times(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}x")
+    } else {
+        "?".into()
+    }
+}
+
+/// Prints the summary table: a line per case and binary, the ratios on ours.
+pub(crate) fn print_summary(
+    cases: &[Case],
+    binaries: &[Binary],
+    runs: &[Vec<Run>],
+    disk_mb_s: f64,
+) {
+    let rounds = runs.first().map_or(0, Vec::len);
+    println!(
+        "\n| {:<26} | {:<8} | {:>13} | {:>12} | {:>13} | {:>12} | {:>14} | {:>19} |",
+        "case",
+        "broker",
+        "produce rec/s",
+        "produce MB/s",
+        "consume rec/s",
+        "consume MB/s",
+        "broker CPU/rec",
+        "ours/base p, c, CPU"
+    );
+    println!(
+        "|{:-<28}|{:-<10}|{:-<15}|{:-<14}|{:-<15}|{:-<14}|{:-<16}|{:-<21}|",
+        "", "", "", "", "", "", "", ""
+    );
+    let mut errors = 0;
+    for (i, case) in cases.iter().enumerate() {
+        let (figs, ratios) = case_figures(runs, i);
+        for (b, (bin, f)) in binaries.iter().zip(&figs).enumerate() {
+            errors += f.errors;
+            let ratios = match ratios {
+                Some([p, c, cpu]) if b == 0 => {
+                    format!("{}, {}, {}", times(p), times(c), times(cpu))
+                }
+                _ => String::new(),
+            };
+            println!(
+                "| {:<26} | {:<8} | {:>13.0} | {:>12.1} | {:>13.0} | {:>12.1} | {:>11.0} ns | {:>19} |",
+                if b == 0 { case.name() } else { String::new() },
+                bin.name,
+                f.produce_per_sec,
+                f.produce_mb_per_sec,
+                f.consume_per_sec,
+                f.consume_mb_per_sec,
+                f.cpu_ns_per_record,
+                ratios
+            );
+        }
+    }
+    println!(
+        "\nmedians over {rounds} round(s), each on a fresh broker of each binary, alternating \
+         which goes first; broker CPU/rec: the broker's user + system time over a case's produce \
+         and consume phases per record written and read. ours/base: produce and consume \
+         records/s, CPU per record."
+    );
+    println!("disk sequential write (256 MiB + fsync): {disk_mb_s:.0} MB/s");
+    for (bin, runs) in binaries.iter().zip(runs) {
+        let f = BrokerFigures::of(runs);
+        println!(
+            "{} ({}): peak RSS {} (median; highest {}), CPU {:.2} s per run, latency p50 {:.2} \
+             ms, p99 {:.2} ms (medians; 100 B, acks=all, 2,000 msgs/s)",
+            bin.name,
+            bin.path.display(),
+            kib(f.rss_kib.is_finite().then_some(f.rss_kib as u64)),
+            kib(f.rss_kib_max),
+            f.cpu_s,
+            f.p50_ms,
+            f.p99_ms
+        );
+    }
+    if errors > 0 {
+        println!("WARNING: {errors} records not written or not read back (see above).");
+    }
+}
+
+fn num(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.decimals$}")
+    } else {
+        "null".into()
+    }
+}
+
+/// `s` as a JSON string.
+fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The summary as JSON.
+pub(crate) fn to_json(
+    cases: &[Case],
+    binaries: &[Binary],
+    runs: &[Vec<Run>],
+    disk_mb_s: f64,
+    quick: bool,
+) -> String {
+    let rounds = runs.first().map_or(0, Vec::len);
+    let brokers: Vec<String> = binaries
+        .iter()
+        .zip(runs)
+        .map(|(bin, runs)| {
+            let f = BrokerFigures::of(runs);
+            format!(
+                "    {{\"name\": \"{}\", \"path\": {}, \"peak_rss_kib_median\": {}, \
+                 \"peak_rss_kib_max\": {}, \"broker_cpu_s_median\": {}, \
+                 \"latency_p50_ms_median\": {}, \"latency_p99_ms_median\": {}}}",
+                bin.name,
+                string(&bin.path.display().to_string()),
+                num(f.rss_kib, 0),
+                f.rss_kib_max
+                    .map_or_else(|| "null".into(), |k| k.to_string()),
+                num(f.cpu_s, 2),
+                num(f.p50_ms, 3),
+                num(f.p99_ms, 3)
+            )
+        })
+        .collect();
+    let figures = |f: &CaseFigures| {
+        let rounds: Vec<String> = f
+            .rounds
+            .iter()
+            .map(|(p, c)| format!("[{}, {}]", num(*p, 0), num(*c, 0)))
+            .collect();
+        format!(
+            "{{\"produce_records_per_sec\": {}, \"produce_mb_per_sec\": {}, \
+             \"consume_records_per_sec\": {}, \"consume_mb_per_sec\": {}, \
+             \"broker_cpu_ns_per_record\": {}, \"errors\": {}, \
+             \"rounds_produce_consume_records_per_sec\": [{}]}}",
+            num(f.produce_per_sec, 0),
+            num(f.produce_mb_per_sec, 2),
+            num(f.consume_per_sec, 0),
+            num(f.consume_mb_per_sec, 2),
+            num(f.cpu_ns_per_record, 0),
+            f.errors,
+            rounds.join(", ")
+        )
+    };
+    let cases: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let (figs, ratios) = case_figures(runs, i);
+            let mut s = format!(
+                "    {{\"case\": \"{}\", \"record_bytes\": {}, \"acks\": \"{}\", \"keyed\": {}, \
+                 \"partitions\": {}, \"records\": {}",
+                case.name(),
+                case.size,
+                if case.acks_all { "all" } else { "1" },
+                case.keyed,
+                case.partitions,
+                case.records
+            );
+            for (bin, f) in binaries.iter().zip(&figs) {
+                s.push_str(&format!(",\n     \"{}\": {}", bin.name, figures(f)));
+            }
+            if let Some([p, c, cpu]) = ratios {
+                s.push_str(&format!(
+                    ",\n     \"produce_ratio\": {}, \"consume_ratio\": {}, \"cpu_ratio\": {}",
+                    num(p, 3),
+                    num(c, 3),
+                    num(cpu, 3)
+                ));
+            }
+            s.push('}');
+            s
+        })
+        .collect();
+    format!(
+        "{{\n  \"bench\": \"broker\",\n  \"client\": \"librdkafka {}\",\n  \"quick\": {quick},\n  \
+         \"rounds\": {rounds},\n  \"producer\": \"BaseProducer, linger.ms=5, compression none\",\n  \
+         \"disk_write_mb_per_sec\": {disk_mb_s:.1},\n  \"brokers\": [\n{}\n  ],\n  \
+         \"cases\": [\n{}\n  ]\n}}",
+        rdkafka::util::get_rdkafka_version().1,
+        brokers.join(",\n"),
+        cases.join(",\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_skip_what_is_unknown() {
+        assert!(median(vec![]).is_nan());
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![f64::NAN, 5.0]), 5.0);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+}
