@@ -87,7 +87,9 @@ impl Served {
     fn set_min_insync(&self, n: usize) {
         let mut configs = self.broker.topic(OFFSETS_TOPIC).unwrap().configs;
         configs.insert("min.insync.replicas".to_owned(), n.to_string());
-        self.broker.set_topic_configs(OFFSETS_TOPIC, configs).unwrap();
+        self.broker
+            .set_topic_configs(OFFSETS_TOPIC, configs)
+            .unwrap();
     }
 
     /// The offsets partition's leader gets follower 2, in the ISR or not (same leader epoch:
@@ -200,7 +202,11 @@ async fn everyone_sees(served: &Served, conn: &Connection, offset: i64) {
     assert_eq!(committed(conn).await, offset, "OffsetFetch");
     let key = format!("{TOPIC}-0");
     for (name, script, args) in [
-        ("kafka-python", PY_KAFKA_PYTHON, vec![served.addr.clone(), GROUP.to_owned()]),
+        (
+            "kafka-python",
+            PY_KAFKA_PYTHON,
+            vec![served.addr.clone(), GROUP.to_owned()],
+        ),
         (
             "confluent-kafka",
             PY_CONFLUENT,
@@ -238,7 +244,10 @@ async fn offset_commits_obey_min_insync_replicas() {
     served.set_min_insync(2);
     served.follower_in_sync(false);
     let end = served.log_end();
-    assert_eq!(commit(&conn, 10).await, ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    assert_eq!(
+        commit(&conn, 10).await,
+        ErrorCode::COORDINATOR_NOT_AVAILABLE
+    );
     assert_eq!(served.log_end(), end, "a refused commit appended records");
     everyone_sees(&served, &conn, 5).await;
 
@@ -257,7 +266,11 @@ async fn offset_commits_obey_min_insync_replicas() {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(committed(&conn).await, 5, "an unreplicated commit is visible");
+    assert_eq!(
+        committed(&conn).await,
+        5,
+        "an unreplicated commit is visible"
+    );
     served.follower_in_sync(false);
     assert_eq!(pending.await.unwrap(), ErrorCode::COORDINATOR_NOT_AVAILABLE);
     everyone_sees(&served, &conn, 5).await;
