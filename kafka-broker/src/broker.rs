@@ -279,8 +279,15 @@ impl Broker {
             ]);
             self.create_topic(OFFSETS_TOPIC, num_partitions, configs, false)?;
         }
+        let started = std::time::Instant::now();
         let partitions = (0..num_partitions).map(|p| (p, self.partition(OFFSETS_TOPIC, p)));
-        self.offsets_log.lead_all(&self.groups, partitions);
+        let (loaded, records) = self.offsets_log.lead_all(&self.groups, partitions);
+        tracing::info!(
+            partitions = loaded,
+            records,
+            ms = started.elapsed().as_millis() as u64,
+            "loaded consumer groups from {OFFSETS_TOPIC}"
+        );
         Ok(())
     }
 

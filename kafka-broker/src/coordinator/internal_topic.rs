@@ -111,39 +111,61 @@ impl InternalTopic {
         index: i32,
         partition: Arc<Partition>,
     ) -> bool {
-        if self.leads(index) {
-            return false;
-        }
         let started = std::time::Instant::now();
-        owner.begin_load(index);
-        let entries = read_partition(owner, self.topic, &partition);
-        let loaded = entries.len();
-        let epoch = partition.leader_epoch();
-        owner.load(index, epoch, entries);
-        self.set(index, Some(partition));
+        let Some(entries) = self.load(owner, index, partition) else {
+            return false;
+        };
         tracing::info!(
             topic = self.topic,
             partition = index,
-            entries = loaded,
-            epoch,
+            entries,
             ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             "coordinator partition loaded: this broker coordinates its keys"
         );
         true
     }
 
+    /// [`InternalTopic::lead`] without the log line; how many entries were loaded.
+    fn load<O: PartitionOwner>(
+        &self,
+        owner: &O,
+        index: i32,
+        partition: Arc<Partition>,
+    ) -> Option<usize> {
+        if self.leads(index) {
+            return None;
+        }
+        owner.begin_load(index);
+        let entries = read_partition(owner, self.topic, &partition);
+        let loaded = entries.len();
+        owner.load(index, partition.leader_epoch(), entries);
+        self.set(index, Some(partition));
+        tracing::debug!(
+            topic = self.topic,
+            partition = index,
+            entries = loaded,
+            "coordinator partition loaded"
+        );
+        Some(loaded)
+    }
+
     /// Leads every partition of `partitions` that is hosted (`Some`) and not written here
     /// yet (a single node at start, or when the topic comes into existence); an offline one
-    /// stays unloaded (logged). Returns how many were loaded.
+    /// stays unloaded (logged). Returns how many partitions and entries were loaded.
     pub fn lead_all<O: PartitionOwner>(
         &self,
         owner: &O,
         partitions: impl IntoIterator<Item = (i32, Option<Arc<Partition>>)>,
-    ) -> usize {
-        let mut loaded = 0;
+    ) -> (usize, usize) {
+        let (mut loaded, mut entries) = (0, 0);
         for (index, partition) in partitions {
             match partition {
-                Some(p) => loaded += usize::from(self.lead(owner, index, p)),
+                Some(p) => {
+                    if let Some(n) = self.load(owner, index, p) {
+                        loaded += 1;
+                        entries += n;
+                    }
+                }
                 None if !self.leads(index) => tracing::error!(
                     topic = self.topic,
                     partition = index,
@@ -152,7 +174,7 @@ impl InternalTopic {
                 None => {}
             }
         }
-        loaded
+        (loaded, entries)
     }
 
     /// This broker no longer coordinates partition `index` (another broker leads it): no
@@ -303,3 +325,6 @@ fn for_each_batch(partition: &Partition, topic: &str, mut on_batch: impl FnMut(&
         offset = next;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -263,10 +263,15 @@ impl<M: Machine> Shell<M> {
     /// what the partition held), then answers NOT_COORDINATOR to the requests of that
     /// partition still waiting.
     pub fn unload<T>(&self, partition: i32, f: impl FnOnce(&mut M, i64) -> T) -> T {
-        let out = self.call(f);
-        self.lock()
-            .waiters
-            .retain(|_, w| w.partition != Some(partition));
+        let out = {
+            let mut state = self.lock();
+            let now = self.core.clock.now_ms();
+            let out = f(&mut state.machine, now);
+            self.drain(&mut state, now);
+            state.waiters.retain(|_, w| w.partition != Some(partition));
+            out
+        };
+        self.core.timers.notify_one();
         out
     }
 

@@ -371,7 +371,7 @@ impl GroupMachine {
             tracing::debug!(group = %c.group, producer_id = c.producer_id, %error,
                 "transactional offset commit not written");
             c.failed
-                .get_or_insert(answer_for_append_error(error, Written::Offsets));
+                .get_or_insert_with(|| answer_for_append_error(error, Written::Offsets));
         }
         if c.waiting > 0 {
             return;
