@@ -8,9 +8,9 @@ use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
+use crate::coordinator::{InternalTopic, OFFSETS_TOPIC};
 use crate::error::BrokerError;
 use crate::log::{FileCache, LogConfig, TopicPartition};
-use crate::offsets_topic::{OFFSETS_TOPIC, OffsetsPartitions, OffsetsTopicSink};
 use crate::replica::{Partition, ReplicaManager, ReplicaSettings, Roles};
 use crate::sync::lock;
 use crate::topic_config::{TopicConfig, TopicConfigs};
@@ -28,7 +28,7 @@ pub struct Broker {
     pub cluster_id: String,
     topics: Mutex<TopicRegistry>,
     /// Every topic's typed config; changed only under the `topics` lock.
-    topic_configs: TopicConfigs,
+    topic_configs: Arc<TopicConfigs>,
     /// The partition layer: every hosted partition, every append.
     pub replicas: ReplicaManager,
     /// Single node: the next producer id (blocks reserved in `producer.ids`).
@@ -42,14 +42,14 @@ pub struct Broker {
     pub decompression: crate::replica::MemoryBudget,
     /// This data directory's id (`directory.id` in `meta.properties`).
     pub directory_id: Uuid,
-    /// The `__consumer_offsets` partitions the group coordinator writes to.
-    offsets_log: Arc<OffsetsPartitions>,
-    /// The transaction coordinator, persisted in `__transaction_state` (its I/O is
-    /// `crate::txn_driver`).
+    /// `__consumer_offsets` as the group coordinator writes and loads it.
+    offsets_log: Arc<InternalTopic>,
+    /// The transaction coordinator, persisted in `__transaction_state` (its markers are
+    /// `crate::txn_driver`'s).
     pub txn: crate::txn::TxnCoordinator,
-    /// The `__transaction_state` partitions the transaction coordinator writes to: on a
-    /// single node all of them once the topic exists, in a cluster those this broker leads.
-    txn_log: OffsetsPartitions,
+    /// `__transaction_state` as the transaction coordinator writes and loads it: on a single
+    /// node every partition once the topic exists, in a cluster those this broker leads.
+    txn_log: Arc<InternalTopic>,
     /// In a cluster: the fetchers of the partitions this broker follows.
     pub fetchers: crate::replication::ReplicaFetchers,
     /// In a cluster: the ISR changes this broker's led partitions ask the controller for.
@@ -98,7 +98,7 @@ impl Broker {
         } else {
             load_producer_id_block(&config)?
         };
-        let topic_configs = TopicConfigs::new(TopicConfig::defaults(&config));
+        let topic_configs = Arc::new(TopicConfigs::new(TopicConfig::defaults(&config)));
         for t in topics.all() {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
             topic_configs.insert(&t.name, Arc::new(typed));
@@ -143,23 +143,26 @@ impl Broker {
                 "{OFFSETS_TOPIC} exists with another partition count than offsets.topic.num.partitions; keeping it"
             );
         }
-        let offsets_log = Arc::new(OffsetsPartitions::default());
-        let groups = crate::group::GroupCoordinator::with_parts(
+        let internal_topic = |topic: &'static str, timeout| {
+            Arc::new(InternalTopic::new(topic, clock.clone(), timeout))
+        };
+        let offsets_log = internal_topic(OFFSETS_TOPIC, crate::group::OFFSETS_COMMIT_TIMEOUT);
+        let txn_log = internal_topic(TRANSACTION_STATE_TOPIC, crate::txn::TXN_LOG_WRITE_TIMEOUT);
+        let groups = crate::group::GroupCoordinator::new(
             crate::group::GroupConfig {
                 offsets_topic_num_partitions: offsets_partitions,
                 ..config.group.clone()
             },
-            Box::new(crate::group::MemoryOffsetStore::default()),
-            Box::new(OffsetsTopicSink::new(
-                Arc::clone(&offsets_log),
-                offsets_partitions,
-            )),
+            clock.clone(),
+            offsets_log.clone(),
         );
+        let txn =
+            crate::txn::TxnCoordinator::new(config.txn.clone(), clock.clone(), txn_log.clone());
         let broker = Self {
             clock,
             groups,
-            txn: crate::txn::TxnCoordinator::new(config.txn.clone()),
-            txn_log: OffsetsPartitions::default(),
+            txn,
+            txn_log,
             replicas,
             decompression: crate::replica::MemoryBudget::new(
                 config.produce_decompression_max_bytes,
@@ -167,7 +170,7 @@ impl Broker {
             config,
             cluster_id,
             directory_id,
-            offsets_log: Arc::clone(&offsets_log),
+            offsets_log,
             fetchers: crate::replication::ReplicaFetchers::default(),
             isr: crate::replication::IsrManager::default(),
             cluster: std::sync::OnceLock::new(),
@@ -204,7 +207,7 @@ impl Broker {
                     .remove_partitions(&tp.topic, tp.partition, tp.partition + 1);
             }
         }
-        broker.load_groups(offsets_partitions, &offsets_log)?;
+        broker.load_groups(offsets_partitions)?;
         if broker.topic(TRANSACTION_STATE_TOPIC).is_some() {
             broker.load_transactions();
         }
@@ -247,79 +250,27 @@ impl Broker {
         let Some(meta) = self.topic(TRANSACTION_STATE_TOPIC) else {
             return;
         };
-        for index in 0..meta.partitions {
-            if self.txn_log.has(index) {
-                continue;
-            }
-            match self.partition(TRANSACTION_STATE_TOPIC, index) {
-                Some(part) => self.load_txn_partition(index, part),
-                None => tracing::error!(
-                    partition = index,
-                    "{TRANSACTION_STATE_TOPIC} partition offline: its transactional ids are not loaded"
-                ),
-            }
-        }
-    }
-
-    /// Loads one `__transaction_state` partition into the coordinator, at its leader epoch
-    /// (the coordinator epoch its markers carry), and writes there from now on.
-    fn load_txn_partition(&self, index: i32, part: Arc<Partition>) {
-        let started = std::time::Instant::now();
-        self.txn.begin_load(index);
-        let records = crate::txn_driver::read_partition(&part);
-        let loaded = records.len();
-        let epoch = part.leader_epoch();
-        self.txn_log.set_one(index, Some(part));
-        self.txn.load_partition(index, epoch, records);
-        tracing::debug!(
-            partition = index,
-            records = loaded,
-            coordinator_epoch = epoch,
-            ms = started.elapsed().as_millis() as u64,
-            "loaded the transactional ids of {TRANSACTION_STATE_TOPIC}-{index}"
-        );
-    }
-
-    /// The `__transaction_state` partition `index` if the coordinator writes there.
-    pub(crate) fn txn_partition(&self, index: i32) -> Option<Arc<Partition>> {
-        self.txn_log.partition(index)
+        let partitions =
+            (0..meta.partitions).map(|p| (p, self.partition(TRANSACTION_STATE_TOPIC, p)));
+        self.txn_log.lead_all(&self.txn, partitions);
     }
 
     /// In a cluster: this broker leads `__transaction_state` partition `index`; its
     /// transactional ids are loaded and coordinated here. Once per leadership.
     pub(crate) fn lead_txn_partition(&self, index: i32) {
-        if self.txn_log.has(index) {
-            return;
-        }
         if let Some(part) = self.partition(TRANSACTION_STATE_TOPIC, index) {
-            self.load_txn_partition(index, part);
-            tracing::info!(
-                partition = index,
-                "this broker coordinates the transactions of {TRANSACTION_STATE_TOPIC}-{index}"
-            );
+            self.txn_log.lead(&self.txn, index, part);
         }
     }
 
     /// In a cluster: this broker no longer leads `__transaction_state` partition `index`.
     pub(crate) fn follow_txn_partition(&self, index: i32) {
-        if self.txn_log.has(index) {
-            self.txn_log.set_one(index, None);
-            let ids = self.txn.resign(index);
-            tracing::info!(
-                partition = index,
-                ids,
-                "no longer coordinating the transactions of {TRANSACTION_STATE_TOPIC}-{index}"
-            );
-        }
+        self.txn_log.resign(&self.txn, index);
     }
 
-    /// Creates `__consumer_offsets` if needed, hands its partitions to the coordinator's sink
-    /// and replays it into the coordinator (before anything is served).
-    fn load_groups(
-        &self,
-        num_partitions: i32,
-        offsets_log: &OffsetsPartitions,
-    ) -> Result<(), BrokerError> {
+    /// Creates `__consumer_offsets` if needed and loads its partitions into the group
+    /// coordinator, which writes there from then on (before anything is served).
+    fn load_groups(&self, num_partitions: i32) -> Result<(), BrokerError> {
         if self.topic(OFFSETS_TOPIC).is_none() {
             let configs = BTreeMap::from([
                 ("cleanup.policy".to_owned(), "compact".to_owned()),
@@ -330,26 +281,12 @@ impl Broker {
             ]);
             self.create_topic(OFFSETS_TOPIC, num_partitions, configs, false)?;
         }
-        let partitions: Vec<Option<Arc<Partition>>> = (0..num_partitions)
-            .map(|p| self.partition(OFFSETS_TOPIC, p))
-            .collect();
-        offsets_log.set(partitions.clone());
         let started = std::time::Instant::now();
-        let mut records = Vec::new();
-        for (p, part) in partitions.iter().enumerate() {
-            match part {
-                Some(part) => records.extend(crate::offsets_topic::read_partition(part)),
-                None => tracing::error!(
-                    topic = OFFSETS_TOPIC,
-                    partition = p,
-                    "offsets partition offline: its groups and offsets are not loaded"
-                ),
-            }
-        }
-        let loaded = records.len();
-        self.groups.replay(records);
+        let partitions = (0..num_partitions).map(|p| (p, self.partition(OFFSETS_TOPIC, p)));
+        let (loaded, records) = self.offsets_log.lead_all(&self.groups, partitions);
         tracing::info!(
-            records = loaded,
+            partitions = loaded,
+            records,
             ms = started.elapsed().as_millis() as u64,
             "loaded consumer groups from {OFFSETS_TOPIC}"
         );
@@ -436,38 +373,16 @@ impl Broker {
     /// groups and offsets are loaded into the group coordinator, and the coordinator writes
     /// there. Once per leadership.
     pub(crate) fn lead_offsets_partition(&self, index: i32) {
-        if self.offsets_log.has(index) {
-            return;
+        if let Some(part) = self.partition(OFFSETS_TOPIC, index) {
+            self.offsets_log.lead(&self.groups, index, part);
         }
-        let Some(part) = self.partition(OFFSETS_TOPIC, index) else {
-            return;
-        };
-        let started = std::time::Instant::now();
-        let records = crate::offsets_topic::read_partition(&part);
-        let loaded = records.len();
-        self.groups.replay(records);
-        self.offsets_log.set_one(index, Some(part));
-        tracing::info!(
-            partition = index,
-            records = loaded,
-            ms = started.elapsed().as_millis() as u64,
-            "loaded the groups of {OFFSETS_TOPIC}-{index}: this broker coordinates them"
-        );
     }
 
     /// In a cluster: this broker no longer leads `__consumer_offsets` partition `index`; the
     /// coordinator stops writing there (its commits answer NOT_COORDINATOR, and clients find
     /// the new coordinator).
     pub(crate) fn follow_offsets_partition(&self, index: i32) {
-        if self.offsets_log.has(index) {
-            self.offsets_log.set_one(index, None);
-            let groups = self.groups.unload(index);
-            tracing::info!(
-                partition = index,
-                groups,
-                "no longer coordinating the groups of {OFFSETS_TOPIC}-{index}"
-            );
-        }
+        self.offsets_log.resign(&self.groups, index);
     }
 
     /// In a cluster: forgets a topic the controller deleted (its logs too).

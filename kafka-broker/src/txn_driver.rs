@@ -1,13 +1,10 @@
-//! The transaction coordinator's I/O: `__transaction_state` as its storage (appends of
-//! its records, the read that loads a partition), and the markers that end transactions,
-//! written through the partition layer here or sent as WriteTxnMarkers to the broker that
-//! leads the partition.
+//! The markers that end transactions, written through the partition layer here or sent as
+//! WriteTxnMarkers to the broker that leads the partition. (The coordinator's own records go
+//! to `__transaction_state` through its shell and `crate::coordinator::InternalTopic`.)
 //!
-//! [`run`] takes the coordinator's work queue ([`crate::txn::Work`]): a record is appended
-//! at once, in queue order (a page-cache write), and its acknowledgement (the in-sync
-//! replicas, `min.insync.replicas` of the topic) waited for in a task of its own; each marker
-//! request gets a task that writes every partition's marker, retrying what failed until each
-//! is written, its topic is gone, or the coordinator no longer waits for it (it resigned the
+//! [`run`] takes the coordinator's marker queue and runs its timers: each marker request gets
+//! a task that writes every partition's marker, retrying what failed until each is written,
+//! its topic is gone, or the coordinator no longer waits for it (it resigned the
 //! transactional id's partition).
 //!
 //! Lock order: nothing here holds the coordinator's lock across a partition call; reports go
@@ -18,7 +15,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::BytesMut;
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
@@ -26,26 +22,20 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{RequestBody, ResponseBody, WriteTxnMarkersRequest};
-use kafka_protocol::record::RecordBatchBuilder;
 
 use crate::broker::{Broker, now_ms};
-use crate::error::BrokerError;
+use crate::coordinator::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
-use crate::offsets_topic::OFFSETS_TOPIC;
-use crate::replica::{Acks, BatchSummary, Partition, PendingAck, delayed};
-use crate::txn::{MarkerRequest, TRANSACTION_STATE_TOPIC, TxnRecord, TxnResult, TxnWrite, Work};
+use crate::replica::delayed;
+use crate::txn::{MarkerRequest, TxnResult};
 
-/// How long a `__transaction_state` append waits for its acknowledgement (Kafka's
-/// `transaction.state.log` writes use the request timeout; a failure is answered
-/// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR and the client retries).
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a marker append waits for the in-sync replicas.
 const MARKER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The wait before markers that failed are tried again, doubling up to the maximum.
 const MARKER_BACKOFF: Duration = Duration::from_millis(50);
 const MARKER_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// Runs the coordinator's work and timers until `stop` completes.
+/// Runs the coordinator's markers and timers until `stop` completes.
 pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
     let Some(mut work) = broker.txn.take_work() else {
         return;
@@ -58,9 +48,8 @@ pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
     tokio::pin!(stop, timers);
     loop {
         tokio::select! {
-            w = work.recv() => match w {
-                Some(Work::Write(w)) => write(&broker, w),
-                Some(Work::Markers(m)) => {
+            m = work.recv() => match m {
+                Some(m) => {
                     tokio::spawn(write_markers(Arc::clone(&broker), Arc::clone(&peers), m));
                 }
                 None => return,
@@ -69,84 +58,6 @@ pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
             () = &mut stop => return,
         }
     }
-}
-
-/// Appends one record now; its acknowledgement is waited for in a task.
-fn write(broker: &Arc<Broker>, w: TxnWrite) {
-    match append_record(broker, w.partition, &w.record) {
-        Ok(pending) => {
-            let b = Arc::clone(broker);
-            tokio::spawn(async move {
-                let deadline = tokio::time::Instant::now() + WRITE_TIMEOUT;
-                let result = delayed::complete_append(pending, deadline)
-                    .await
-                    .map_err(|e| e.error_code());
-                if let Err(code) = result {
-                    tracing::warn!(partition = w.partition, error = %code,
-                        "{TRANSACTION_STATE_TOPIC} write not acknowledged");
-                }
-                b.txn.write_done(w.id, result);
-            });
-        }
-        Err(e) => {
-            tracing::warn!(partition = w.partition, error = %e,
-                "cannot write to {TRANSACTION_STATE_TOPIC}");
-            broker.txn.write_done(w.id, Err(e.error_code()));
-        }
-    }
-}
-
-fn append_record(
-    broker: &Broker,
-    index: i32,
-    record: &TxnRecord,
-) -> Result<PendingAck, BrokerError> {
-    let partition = broker.txn_partition(index).ok_or_else(|| {
-        BrokerError::kafka(
-            ErrorCode::NOT_COORDINATOR,
-            format!("{TRANSACTION_STATE_TOPIC}-{index} is not coordinated here"),
-        )
-    })?;
-    let now = now_ms();
-    let (key, value) = record.encode()?;
-    let mut b = RecordBatchBuilder::new();
-    b.append(now, Some(&key), value.as_deref(), &[])?;
-    let batch: BytesMut = b.build_mut()?;
-    let summary = BatchSummary {
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-        records: 1,
-        max_timestamp: now,
-        transactional: false,
-    };
-    let (_, pending) = partition.append_as_leader(batch, &[summary], Acks::All, now)?;
-    Ok(pending)
-}
-
-/// Every record of one `__transaction_state` partition, from the log start to the log end,
-/// in log order. Undecodable records are skipped with a warning; a read error stops the
-/// partition there.
-pub fn read_partition(partition: &Partition) -> Vec<TxnRecord> {
-    use crate::offsets_topic::{for_each_batch, for_each_keyed_record};
-    let mut out = Vec::new();
-    for_each_batch(partition, TRANSACTION_STATE_TOPIC, |batch| {
-        if batch.is_control() {
-            return;
-        }
-        for_each_keyed_record(
-            partition,
-            TRANSACTION_STATE_TOPIC,
-            batch,
-            |key, value, offset| match TxnRecord::decode(key, value) {
-                Ok(Some(r)) => out.push(r),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(partition = partition.index, offset, error = %e,
-                    "undecodable {TRANSACTION_STATE_TOPIC} record skipped"),
-            },
-        );
-    });
-    out
 }
 
 // ---- markers ----

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use kafka_broker::offsets_topic::OFFSETS_TOPIC;
+use kafka_broker::coordinator::OFFSETS_TOPIC;
 use kafka_broker::replica::{Acks, BatchSummary};
 use kafka_broker::{Broker, BrokerConfig};
 use kafka_net::{Connection, ConnectionConfig};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::image::{MetadataImage, PartitionImage};
 use crate::broker::Broker;
-use crate::offsets_topic::OFFSETS_TOPIC;
+use crate::coordinator::OFFSETS_TOPIC;
 use crate::replica::Leadership;
 
 /// ConfigRecord's resource type of topics.

@@ -5,8 +5,8 @@
 use kafka_protocol::error_code::ErrorCode;
 
 use super::member::Member;
-use super::state::{Cx, Group, GroupState};
-use super::types::{JoinRequest, JoinResponse, RequestId};
+use super::state::{Cx, Group};
+use super::types::{GroupState, JoinRequest, JoinResponse, RequestId};
 
 impl Group {
     /// Handles a JoinGroup (group id and session timeout already checked). The answer comes

@@ -1,6 +1,7 @@
 //! Every group of this coordinator: request routing and the checks Kafka makes before a
-//! group sees a request, DescribeGroups/ListGroups/DeleteGroups, timers, and rebuilding the
-//! state from `__consumer_offsets` records.
+//! group sees a request, DescribeGroups/ListGroups/DeleteGroups, timers, and unloading a
+//! partition's groups. Offsets are `offsets.rs` and `txn_offsets.rs`, rebuilding the state
+//! from `__consumer_offsets` records `replay.rs`.
 
 use std::collections::{BTreeMap, btree_map::Entry};
 
@@ -8,14 +9,13 @@ use kafka_protocol::error_code::ErrorCode;
 
 use super::MemberIdGen;
 use super::config::GroupConfig;
-use super::offsets::{MemoryOffsetStore, OffsetStore};
-use super::records::{LogEntry, OffsetsRecord, RecordKey, RecordValue};
-use super::state::{Cx, Effects, Group, GroupState};
-use super::txn_offsets::PendingTxnOffsets;
+use super::offset_store::{MemoryOffsetStore, OffsetStore, PendingTxnOffsets};
+use super::records::OffsetsRecord;
+use super::state::{Cx, Effects, Group};
 use super::types::{
-    CLASSIC_GROUP_TYPE, DescribedMember, GroupDescription, GroupListing, HeartbeatRequest,
-    JoinRequest, JoinResponse, LeaveResponse, LeavingMember, Output, RequestId, SyncRequest,
-    SyncResponse,
+    CLASSIC_GROUP_TYPE, DescribedMember, GroupDescription, GroupListing, GroupState,
+    HeartbeatRequest, JoinRequest, JoinResponse, LeaveResponse, LeavingMember, Output, RequestId,
+    SyncRequest, SyncResponse,
 };
 
 /// The pure group coordinator: every group and every committed offset, driven by requests
@@ -56,7 +56,7 @@ impl GroupManager {
             offsets,
             ids,
             fx: Effects::default(),
-            pending_txn: PendingTxnOffsets::new(),
+            pending_txn: PendingTxnOffsets::default(),
             log_order: 0,
         }
     }
@@ -78,6 +78,12 @@ impl GroupManager {
     /// The offset store.
     pub fn offsets(&self) -> &dyn OffsetStore {
         self.offsets.as_ref()
+    }
+
+    /// The next position in the log for an offset record appended or replayed now.
+    pub(super) fn next_log_order(&mut self) -> u64 {
+        self.log_order = self.log_order.wrapping_add(1);
+        self.log_order
     }
 
     /// The next answer released (for JoinGroup and SyncGroup).
@@ -302,7 +308,8 @@ impl GroupManager {
                         // partitions that has no committed offset (Kafka's rule), so that
                         // replay drops them as well.
                         let pending: Vec<(String, i32)> = self
-                            .drop_pending_group(id)
+                            .pending_txn
+                            .drop_group(id)
                             .into_iter()
                             .filter(|k| !committed.contains(k))
                             .collect();
@@ -335,94 +342,7 @@ impl GroupManager {
             }
         }
         self.pending_txn
-            .retain(|group, _| config.partition_for(group) != partition);
+            .retain_groups(|group| config.partition_for(group) != partition);
         gone
-    }
-
-    /// Rebuilds groups and offsets from `__consumer_offsets` entries, in log order (the last
-    /// record of a key wins; a tombstone deletes it and the partition's pending transactional
-    /// offsets). Records of transactional batches are pending for their producer until its
-    /// marker in the same partition commits or aborts them; without a marker they stay
-    /// pending (a later [`GroupManager::complete_transaction`] ends them). Meant for a fresh
-    /// manager at start-up: groups with members come back Stable with their sessions starting
-    /// at `now`, so members that are gone are removed after one session timeout.
-    pub fn replay<R: Into<LogEntry>>(&mut self, entries: impl IntoIterator<Item = R>, now: i64) {
-        let mut metadata: BTreeMap<String, Option<super::records::GroupMetadataValue>> =
-            BTreeMap::new();
-        for entry in entries {
-            let (producer, record) = match entry.into() {
-                LogEntry::Record(record) => (None, record),
-                LogEntry::Transactional {
-                    producer_id,
-                    record,
-                } => (Some(producer_id), record),
-                LogEntry::Marker {
-                    offsets_partition,
-                    producer_id,
-                    commit,
-                } => {
-                    self.complete_transaction(offsets_partition, producer_id, commit);
-                    continue;
-                }
-            };
-            match (record.key, record.value) {
-                (
-                    RecordKey::OffsetCommit {
-                        group,
-                        topic,
-                        partition,
-                    },
-                    Some(RecordValue::OffsetCommit(mut v)),
-                ) => {
-                    v.log_order = self.next_log_order();
-                    match producer {
-                        None => self.offsets.put(&group, &topic, partition, v),
-                        Some(pid) => self.put_pending(&group, pid, &topic, partition, Some(v)),
-                    }
-                }
-                (
-                    RecordKey::OffsetCommit {
-                        group,
-                        topic,
-                        partition,
-                    },
-                    None,
-                ) => {
-                    self.offsets.remove(&group, &topic, partition);
-                    self.drop_pending_partition(&group, &topic, partition);
-                }
-                (RecordKey::GroupMetadata { group }, Some(RecordValue::GroupMetadata(v))) => {
-                    metadata.insert(group, Some(v));
-                }
-                (RecordKey::GroupMetadata { group }, None) => {
-                    metadata.insert(group, None);
-                }
-                (key, Some(_)) => {
-                    tracing::warn!(
-                        ?key,
-                        "__consumer_offsets record whose value does not match its key; skipped"
-                    );
-                }
-            }
-        }
-        for (id, value) in metadata {
-            match value {
-                Some(v) => {
-                    let group = Group::from_value(id.clone(), v, now);
-                    self.groups.insert(id, group);
-                }
-                None => {
-                    self.groups.remove(&id);
-                }
-            }
-        }
-        // Groups known only by their offsets (simple consumers, producers' transactions)
-        // exist as empty groups.
-        let pending: Vec<String> = self.pending_txn.keys().cloned().collect();
-        for id in self.offsets.groups().into_iter().chain(pending) {
-            if !self.groups.contains_key(&id) {
-                self.groups.insert(id.clone(), Group::new(id, now));
-            }
-        }
     }
 }

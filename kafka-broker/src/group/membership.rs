@@ -2,9 +2,10 @@
 
 use kafka_protocol::error_code::ErrorCode;
 
-use super::state::{Cx, Group, GroupState};
+use super::state::{Cx, Group};
 use super::types::{
-    HeartbeatRequest, LeaveResponse, LeavingMember, RequestId, SyncRequest, SyncResponse,
+    GroupState, HeartbeatRequest, LeaveResponse, LeavingMember, RequestId, SyncRequest,
+    SyncResponse,
 };
 
 impl Group {

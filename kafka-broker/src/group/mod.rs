@@ -9,34 +9,47 @@
 //! [`TxnBatch`], written as the producer's transactional batch; its offsets stay pending until
 //! [`GroupManager::complete_transaction`], see `txn_offsets.rs`).
 //!
-//! [`GroupCoordinator`] wraps the manager in a mutex for the request handlers, turns pending
-//! answers into futures (tokio oneshot channels) and hands records to a [`RecordSink`];
-//! [`run_timers`] drives its timers. The broker's sink appends the records to
-//! `__consumer_offsets` before the operation is answered, and the broker replays that topic at
-//! start-up (`crate::offsets_topic`).
+//! [`GroupMachine`] adds what the records' acknowledgement decides (an offset commit counts
+//! once its records are acknowledged) and the offset-expiry schedule, still pure.
+//! [`GroupCoordinator`] runs it in the shell every coordinator shares
+//! ([`crate::coordinator::Shell`]: the clock, waiting answers as futures, timers), appending
+//! its records to `__consumer_offsets` through the internal-topic adapter before the
+//! operation is answered; the broker replays that topic when this broker takes a partition
+//! over ([`crate::coordinator::InternalTopic::lead`]).
 //!
 //! | file | what |
 //! |---|---|
-//! | `state.rs` | one group: states, members, protocol selection, rebalance completion |
+//! | `types.rs` | requests, answers, outputs, group states (plain data) |
+//! | `offset_store.rs` | committed offsets ([`OffsetStore`]) and pending transactional ones |
+//! | `records.rs` | `__consumer_offsets` keys and values, and reading a batch back |
+//! | `member.rs` | one member |
+//! | `state.rs` | one group: members, protocol selection, rebalance completion |
 //! | `timers.rs` | a group's sessions, rebalance and sync deadlines |
 //! | `persist.rs` | a group as a group metadata record, and back |
 //! | `join.rs` | JoinGroup: new, known and static members |
 //! | `membership.rs` | SyncGroup, Heartbeat, LeaveGroup |
-//! | `manager.rs` | every group: routing, describe/list/delete, timers, replay |
-//! | `offsets.rs` | OffsetCommit/OffsetFetch/OffsetDelete, offset expiry, [`OffsetStore`] |
+//! | `manager.rs` | every group: routing, describe/list/delete, timers, unload |
+//! | `offsets.rs` | OffsetCommit/OffsetFetch/OffsetDelete, offset expiry |
 //! | `txn_offsets.rs` | TxnOffsetCommit: offsets pending until their transaction's marker |
-//! | `records.rs` | `__consumer_offsets` keys and values |
-//! | `coordinator.rs` | the thread-safe async wrapper and its timer task |
+//! | `replay.rs` | rebuilding groups and offsets from `__consumer_offsets` entries |
+//! | `machine.rs` | [`GroupMachine`]: pending commits and timers, for the shell |
+//! | `coordinator.rs` | [`GroupCoordinator`]: the machine in its shell, for the handlers |
+//!
+//! Imports: `crate::coordinator` (the shell, the record log's types), the base layer; never
+//! the partition layer or the broker.
 
 pub(crate) mod config;
 pub mod coordinator;
 mod join;
+mod machine;
 mod manager;
 mod member;
 mod membership;
-pub mod offsets;
+mod offset_store;
+mod offsets;
 mod persist;
 pub mod records;
+mod replay;
 mod state;
 mod timers;
 mod txn_offsets;
@@ -46,36 +59,21 @@ mod types;
 mod tests;
 
 pub use config::GroupConfig;
-pub use coordinator::{DiscardRecords, DurableWait, GroupCoordinator, RecordSink, run_timers};
+pub use coordinator::{GroupCoordinator, OFFSETS_COMMIT_TIMEOUT, run_timers};
+pub use machine::{GroupAnswer, GroupMachine, GroupWrite};
 pub use manager::GroupManager;
 pub use member::Member;
-pub use offsets::{MemoryOffsetStore, OffsetAndMetadata, OffsetStore};
-pub use records::{LogEntry, OffsetsRecord, RecordKey, RecordValue};
-pub use state::{Group, GroupState};
+pub use offset_store::{
+    MemoryOffsetStore, OffsetAndMetadata, OffsetStore, PendingTxnOffsets, ProducerOffsets,
+};
+pub use records::{LogEntry, OffsetsRecord, RecordKey, RecordValue, decode_batch};
+pub use state::Group;
 pub use types::*;
+
+pub use crate::coordinator::{OFFSETS_TOPIC, java_string_hash, partition_for};
 
 /// The protocol type of Kafka consumers (their metadata is a `ConsumerProtocolSubscription`).
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
-
-/// Java's `String.hashCode`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, in
-/// wrapping 32-bit arithmetic.
-pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
-}
-
-/// The `__consumer_offsets` partition of a group: Kafka's
-/// `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`, where `Utils.abs` maps
-/// `Integer.MIN_VALUE` to 0. A non-positive partition count gives 0.
-pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    if partitions <= 0 {
-        return 0;
-    }
-    let h = java_string_hash(group_id);
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs % partitions
-}
 
 /// Generates the random part of member ids (`<client_id>-<uuid>`): a splitmix64 stream
 /// formatted as a version-4 UUID. Seeded, so tests are reproducible.

@@ -1,104 +1,16 @@
-//! Committed offsets: the [`OffsetStore`] they live in, and OffsetCommit, OffsetFetch,
-//! OffsetDelete and offset expiry on the [`GroupManager`].
+//! OffsetCommit, OffsetFetch, OffsetDelete and offset expiry on the [`GroupManager`] (the
+//! offsets themselves live in an [`OffsetStore`](super::OffsetStore)).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use kafka_protocol::error_code::ErrorCode;
 
 use super::CONSUMER_PROTOCOL_TYPE;
 use super::manager::GroupManager;
+use super::offset_store::OffsetAndMetadata;
 use super::records::OffsetsRecord;
-use super::state::{Group, GroupState};
-use super::types::{CommitRequest, FetchedOffset};
-
-/// A committed offset as Kafka keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetAndMetadata {
-    pub offset: i64,
-    /// -1 for none.
-    pub leader_epoch: i32,
-    pub metadata: String,
-    /// Milliseconds since the epoch.
-    pub commit_timestamp: i64,
-    /// Set only by OffsetCommit v2-4 with an explicit retention time.
-    pub expire_timestamp: Option<i64>,
-    /// Where the offset's record is in the group's `__consumer_offsets` partition, relative to
-    /// the group's other offset records: the manager's count of offset records appended or
-    /// replayed (Kafka keeps the record's log offset). Not part of the record; a committed
-    /// transaction's offset replaces a committed offset only if its record came later.
-    pub log_order: u64,
-}
-
-/// Where committed offsets are kept, by group, topic and partition. The coordinator keeps
-/// every offset in memory through this; persistence is the records it emits.
-pub trait OffsetStore: Send + std::fmt::Debug {
-    fn get(&self, group: &str, topic: &str, partition: i32) -> Option<OffsetAndMetadata>;
-    fn put(&mut self, group: &str, topic: &str, partition: i32, value: OffsetAndMetadata);
-    /// Whether there was an offset to remove.
-    fn remove(&mut self, group: &str, topic: &str, partition: i32) -> bool;
-    /// A group's offsets, sorted by topic and partition.
-    fn group_offsets(&self, group: &str) -> Vec<(String, i32, OffsetAndMetadata)>;
-    /// Removes a group's offsets, returning which partitions they were for.
-    fn remove_group(&mut self, group: &str) -> Vec<(String, i32)>;
-    /// Groups that have offsets.
-    fn groups(&self) -> Vec<String>;
-}
-
-/// The in-memory [`OffsetStore`].
-#[derive(Debug, Default, Clone)]
-pub struct MemoryOffsetStore {
-    groups: BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
-}
-
-impl OffsetStore for MemoryOffsetStore {
-    fn get(&self, group: &str, topic: &str, partition: i32) -> Option<OffsetAndMetadata> {
-        self.groups
-            .get(group)?
-            .get(&(topic.to_owned(), partition))
-            .cloned()
-    }
-
-    fn put(&mut self, group: &str, topic: &str, partition: i32, value: OffsetAndMetadata) {
-        self.groups
-            .entry(group.to_owned())
-            .or_default()
-            .insert((topic.to_owned(), partition), value);
-    }
-
-    fn remove(&mut self, group: &str, topic: &str, partition: i32) -> bool {
-        let Some(offsets) = self.groups.get_mut(group) else {
-            return false;
-        };
-        let removed = offsets.remove(&(topic.to_owned(), partition)).is_some();
-        if offsets.is_empty() {
-            self.groups.remove(group);
-        }
-        removed
-    }
-
-    fn group_offsets(&self, group: &str) -> Vec<(String, i32, OffsetAndMetadata)> {
-        self.groups
-            .get(group)
-            .map(|offsets| {
-                offsets
-                    .iter()
-                    .map(|((t, p), v)| (t.clone(), *p, v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn remove_group(&mut self, group: &str) -> Vec<(String, i32)> {
-        self.groups
-            .remove(group)
-            .map(|offsets| offsets.into_keys().collect())
-            .unwrap_or_default()
-    }
-
-    fn groups(&self) -> Vec<String> {
-        self.groups.keys().cloned().collect()
-    }
-}
+use super::state::Group;
+use super::types::{CommitRequest, FetchedOffset, GroupState};
 
 /// Kafka's rule for who may commit: members of the current generation, or anyone with
 /// generation -1, no member id and no instance id while the group has no members.
@@ -268,7 +180,7 @@ impl GroupManager {
                 // A pending transactional offset of the partition goes too (Kafka writes the
                 // tombstone for it even without a committed offset).
                 let committed = self.offsets.remove(group_id, topic, *partition);
-                let pending = self.drop_pending_partition(group_id, topic, *partition);
+                let pending = self.pending_txn.drop_partition(group_id, topic, *partition);
                 if committed || pending {
                     self.fx
                         .records

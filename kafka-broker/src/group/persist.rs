@@ -2,8 +2,8 @@
 
 use super::member::Member;
 use super::records::{GroupMetadataValue, MemberMetadataValue, OffsetsRecord};
-use super::state::{Group, GroupState};
-use super::types::Protocol;
+use super::state::Group;
+use super::types::{GroupState, Protocol};
 
 impl Group {
     /// The group metadata record Kafka would write now (members with their current

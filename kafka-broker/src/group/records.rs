@@ -14,9 +14,11 @@
 //! 3 for groups. Keys with other versions belong to newer group types and are skipped.
 
 use bytes::Bytes;
+use kafka_protocol::record::{ControlRecordType, RecordBatch, parse_end_txn_marker};
 use kafka_protocol::{DecodeError, EncodeError, Reader, UnknownTags, Writer};
 
-use super::offsets::OffsetAndMetadata;
+use super::offset_store::OffsetAndMetadata;
+use crate::coordinator::{OFFSETS_TOPIC, for_each_keyed_record};
 
 /// Key version of offset commits written here.
 pub const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
@@ -113,6 +115,46 @@ impl From<OffsetsRecord> for LogEntry {
     fn from(record: OffsetsRecord) -> Self {
         Self::Record(record)
     }
+}
+
+/// The entries of one batch of `__consumer_offsets` partition `partition`, in log order,
+/// appended to `out`: its records (those of a transactional batch marked with their
+/// producer), or the COMMIT or ABORT marker of a control batch. Undecodable records and
+/// batches are skipped with a warning.
+pub fn decode_batch(partition: i32, batch: &RecordBatch, out: &mut Vec<LogEntry>) {
+    if batch.is_control() {
+        match parse_end_txn_marker(batch) {
+            Ok(Some((kind, _))) => out.push(LogEntry::Marker {
+                offsets_partition: partition,
+                producer_id: batch.producer_id(),
+                commit: kind == ControlRecordType::Commit,
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(topic = OFFSETS_TOPIC, partition, offset = batch.base_offset(),
+                    error = %e, "undecodable control batch skipped");
+            }
+        }
+        return;
+    }
+    let producer =
+        (batch.is_transactional() && batch.producer_id() >= 0).then(|| batch.producer_id());
+    for_each_keyed_record(OFFSETS_TOPIC, partition, batch, |key, value, offset| {
+        match OffsetsRecord::decode(key, value) {
+            Ok(Some(record)) => out.push(match producer {
+                Some(producer_id) => LogEntry::Transactional {
+                    producer_id,
+                    record,
+                },
+                None => LogEntry::Record(record),
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(topic = OFFSETS_TOPIC, partition, offset, error = %e,
+                    "undecodable record skipped");
+            }
+        }
+    });
 }
 
 impl RecordKey {

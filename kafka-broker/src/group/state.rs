@@ -14,51 +14,10 @@ use kafka_protocol::frame::decode_subscription;
 use super::config::GroupConfig;
 use super::member::Member;
 use super::records::OffsetsRecord;
-use super::types::{JoinResponse, JoinedMember, Output, RequestId, SyncResponse, TxnBatch};
+use super::types::{
+    GroupState, JoinResponse, JoinedMember, Output, RequestId, SyncResponse, TxnBatch,
+};
 use super::{CONSUMER_PROTOCOL_TYPE, MemberIdGen};
-
-/// Kafka's group states (classic protocol).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum GroupState {
-    /// No members (offsets may still be committed by simple consumers).
-    Empty,
-    /// Waiting for members to (re)join.
-    PreparingRebalance,
-    /// Joined; waiting for the leader's assignment.
-    CompletingRebalance,
-    /// Every member has its assignment.
-    Stable,
-    /// Removed.
-    Dead,
-}
-
-impl GroupState {
-    /// Kafka's name, as DescribeGroups and ListGroups report it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Empty => "Empty",
-            Self::PreparingRebalance => "PreparingRebalance",
-            Self::CompletingRebalance => "CompletingRebalance",
-            Self::Stable => "Stable",
-            Self::Dead => "Dead",
-        }
-    }
-
-    /// Every state.
-    pub const ALL: [GroupState; 5] = [
-        Self::Empty,
-        Self::PreparingRebalance,
-        Self::CompletingRebalance,
-        Self::Stable,
-        Self::Dead,
-    ];
-}
-
-impl std::fmt::Display for GroupState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What a rebalance in PreparingRebalance waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 
 use kafka_protocol::error_code::ErrorCode;
 
-use super::state::{Cx, Group, GroupState, JoinTimer};
-use super::types::JoinResponse;
+use super::state::{Cx, Group, JoinTimer};
+use super::types::{GroupState, JoinResponse};
 
 impl Group {
     /// The group's earliest deadline.

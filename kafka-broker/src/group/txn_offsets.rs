@@ -18,19 +18,13 @@
 //! - expiry keeps an offset with a pending transactional offset for its partition, and never
 //!   removes a group that has pending transactional offsets.
 
-use std::collections::BTreeMap;
-
 use kafka_protocol::error_code::ErrorCode;
 
 use super::manager::GroupManager;
-use super::offsets::OffsetAndMetadata;
+use super::offset_store::OffsetAndMetadata;
 use super::records::OffsetsRecord;
-use super::state::{Group, GroupState};
-use super::types::{TxnBatch, TxnCommitRequest};
-
-/// Pending transactional offsets: group -> producer id -> (topic, partition) -> offset.
-pub(super) type PendingTxnOffsets =
-    BTreeMap<String, BTreeMap<i64, BTreeMap<(String, i32), OffsetAndMetadata>>>;
+use super::state::Group;
+use super::types::{GroupState, TxnBatch, TxnCommitRequest};
 
 /// Kafka's check of a transactional commit: the generation, member id and instance id only
 /// when given (transactional commits from producers that know no group, generation -1 and no
@@ -49,12 +43,6 @@ fn validate_txn_commit(group: &Group, req: &TxnCommitRequest) -> Result<(), Erro
 }
 
 impl GroupManager {
-    /// The next position in the log for an offset record appended or replayed now.
-    pub(super) fn next_log_order(&mut self) -> u64 {
-        self.log_order = self.log_order.wrapping_add(1);
-        self.log_order
-    }
-
     /// TxnOffsetCommit: one error per partition, in request order. Accepted offsets become
     /// pending for (group, producer) and their records come out of
     /// [`GroupManager::take_txn_batches`] as one batch. Topic existence is the caller's to
@@ -102,7 +90,7 @@ impl GroupManager {
                     p.partition,
                     value.clone(),
                 ));
-                self.put_pending(
+                self.pending_txn.put(
                     &req.group_id,
                     req.producer_id,
                     &p.topic,
@@ -144,24 +132,12 @@ impl GroupManager {
         commit: bool,
     ) -> usize {
         let config = &self.config;
-        let groups: Vec<String> = self
-            .pending_txn
-            .iter()
-            .filter(|(g, by_producer)| {
-                by_producer.contains_key(&producer_id)
-                    && config.partition_for(g) == offsets_partition
-            })
-            .map(|(g, _)| g.clone())
-            .collect();
+        let groups = self.pending_txn.groups_of(producer_id, |g| {
+            config.partition_for(g) == offsets_partition
+        });
         let mut committed = 0;
         for group in groups {
-            let Some(by_producer) = self.pending_txn.get_mut(&group) else {
-                continue;
-            };
-            let offsets = by_producer.remove(&producer_id).unwrap_or_default();
-            if by_producer.is_empty() {
-                self.pending_txn.remove(&group);
-            }
+            let offsets = self.pending_txn.take(&group, producer_id);
             if !commit {
                 tracing::debug!(%group, producer_id, offsets = offsets.len(),
                     "transactional offsets aborted");
@@ -186,24 +162,17 @@ impl GroupManager {
 
     /// Whether some producer has a pending transactional offset for the partition.
     pub fn has_pending_txn_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
-        self.pending_txn.get(group).is_some_and(|by_producer| {
-            by_producer
-                .values()
-                .any(|offsets| offsets.contains_key(&(topic.to_owned(), partition)))
-        })
+        self.pending_txn.has_partition(group, topic, partition)
     }
 
     /// Whether the group has pending transactional offsets.
     pub fn has_pending_txn_offsets(&self, group: &str) -> bool {
-        self.pending_txn.contains_key(group)
+        self.pending_txn.has_group(group)
     }
 
     /// The producers with pending transactional offsets in the group.
     pub fn pending_txn_producers(&self, group: &str) -> Vec<i64> {
-        self.pending_txn
-            .get(group)
-            .map(|by_producer| by_producer.keys().copied().collect())
-            .unwrap_or_default()
+        self.pending_txn.producers(group)
     }
 
     /// A producer's pending transactional offset for a partition.
@@ -214,46 +183,7 @@ impl GroupManager {
         topic: &str,
         partition: i32,
     ) -> Option<&OffsetAndMetadata> {
-        self.pending_txn
-            .get(group)?
-            .get(&producer_id)?
-            .get(&(topic.to_owned(), partition))
-    }
-
-    /// Sets (or with `None` removes) a producer's pending offset for a partition.
-    pub(super) fn put_pending(
-        &mut self,
-        group: &str,
-        producer_id: i64,
-        topic: &str,
-        partition: i32,
-        value: Option<OffsetAndMetadata>,
-    ) {
-        let key = (topic.to_owned(), partition);
-        match value {
-            Some(v) => {
-                self.pending_txn
-                    .entry(group.to_owned())
-                    .or_default()
-                    .entry(producer_id)
-                    .or_default()
-                    .insert(key, v);
-            }
-            None => {
-                let Some(by_producer) = self.pending_txn.get_mut(group) else {
-                    return;
-                };
-                if let Some(offsets) = by_producer.get_mut(&producer_id) {
-                    offsets.remove(&key);
-                    if offsets.is_empty() {
-                        by_producer.remove(&producer_id);
-                    }
-                }
-                if by_producer.is_empty() {
-                    self.pending_txn.remove(group);
-                }
-            }
-        }
+        self.pending_txn.get(group, producer_id, topic, partition)
     }
 
     /// Undoes a pending offset whose record could not be written: puts back `previous` if the
@@ -271,44 +201,8 @@ impl GroupManager {
             .pending_txn_offset(group, producer_id, topic, partition)
             .map(|v| v.log_order);
         if current == Some(log_order) {
-            self.put_pending(group, producer_id, topic, partition, previous);
+            self.pending_txn
+                .put(group, producer_id, topic, partition, previous);
         }
-    }
-
-    /// Drops every producer's pending offset for a partition (its tombstone was written or
-    /// replayed); whether there was one.
-    pub(super) fn drop_pending_partition(
-        &mut self,
-        group: &str,
-        topic: &str,
-        partition: i32,
-    ) -> bool {
-        let Some(by_producer) = self.pending_txn.get_mut(group) else {
-            return false;
-        };
-        let key = (topic.to_owned(), partition);
-        let mut dropped = false;
-        by_producer.retain(|_, offsets| {
-            dropped |= offsets.remove(&key).is_some();
-            !offsets.is_empty()
-        });
-        if by_producer.is_empty() {
-            self.pending_txn.remove(group);
-        }
-        dropped
-    }
-
-    /// Drops a group's pending offsets; the partitions they were for.
-    pub(super) fn drop_pending_group(&mut self, group: &str) -> Vec<(String, i32)> {
-        let mut partitions: Vec<(String, i32)> = self
-            .pending_txn
-            .remove(group)
-            .into_iter()
-            .flat_map(|by_producer| by_producer.into_values())
-            .flat_map(|offsets| offsets.into_keys())
-            .collect();
-        partitions.sort();
-        partitions.dedup();
-        partitions
     }
 }

@@ -5,12 +5,53 @@ use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
 
 use super::records::OffsetsRecord;
-use super::state::GroupState;
 
 /// Names a request whose answer may come later (as an [`Output`]). Chosen by the driver;
 /// must be unique among the requests still waiting.
+pub use crate::coordinator::RequestId;
+
+/// Kafka's group states (classic protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestId(pub u64);
+pub enum GroupState {
+    /// No members (offsets may still be committed by simple consumers).
+    Empty,
+    /// Waiting for members to (re)join.
+    PreparingRebalance,
+    /// Joined; waiting for the leader's assignment.
+    CompletingRebalance,
+    /// Every member has its assignment.
+    Stable,
+    /// Removed.
+    Dead,
+}
+
+impl GroupState {
+    /// Kafka's name, as DescribeGroups and ListGroups report it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Empty => "Empty",
+            Self::PreparingRebalance => "PreparingRebalance",
+            Self::CompletingRebalance => "CompletingRebalance",
+            Self::Stable => "Stable",
+            Self::Dead => "Dead",
+        }
+    }
+
+    /// Every state.
+    pub const ALL: [GroupState; 5] = [
+        Self::Empty,
+        Self::PreparingRebalance,
+        Self::CompletingRebalance,
+        Self::Stable,
+        Self::Dead,
+    ];
+}
+
+impl std::fmt::Display for GroupState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One protocol a member supports (e.g. `range` with its subscription bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use super::groups::CoordinatorNode;
 use crate::broker::Broker;
 use crate::cluster::ClusterLink;
 use crate::cluster::image::{MetadataImage, TopicImage};
-use crate::offsets_topic::OFFSETS_TOPIC;
+use crate::coordinator::OFFSETS_TOPIC;
 
 /// How long a forwarded request may take, retries over controllers included.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);

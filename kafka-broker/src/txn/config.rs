@@ -92,7 +92,7 @@ impl TxnConfig {
     /// The `__transaction_state` partition of `transactional_id`: Kafka's
     /// `Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions`.
     pub fn partition_for(&self, transactional_id: &str) -> i32 {
-        crate::group::partition_for(transactional_id, self.num_partitions)
+        crate::coordinator::partition_for(transactional_id, self.num_partitions)
     }
 
     /// Whether a producer's `transaction.timeout.ms` is allowed: above 0 and at most

@@ -15,6 +15,10 @@ use super::types::{
 };
 use crate::log::TopicPartition;
 
+/// How long after a failed completion record it is written again (Kafka retries its
+/// transaction log appends from the marker sender's loop).
+pub const COMPLETION_RETRY_MS: i64 = 100;
+
 /// What happens once a write is acknowledged (or fails).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum AfterWrite {
@@ -64,6 +68,9 @@ pub struct TransactionManager {
     pub(super) writes: BTreeMap<WriteId, InFlight>,
     pub(super) markers: BTreeMap<String, MarkersOut>,
     pub(super) outputs: VecDeque<Output>,
+    /// Completion records whose write failed, written again at their time: (when, id, the
+    /// completion).
+    pub(super) completion_retries: Vec<(i64, String, TxnTransit)>,
     next_write: u64,
     next_abort_check: i64,
     next_expire_check: i64,
@@ -82,6 +89,7 @@ impl TransactionManager {
             writes: BTreeMap::new(),
             markers: BTreeMap::new(),
             outputs: VecDeque::new(),
+            completion_retries: Vec::new(),
             next_write: 0,
         }
     }
@@ -202,6 +210,9 @@ impl TransactionManager {
             self.txns.remove(id);
             self.markers.remove(id);
         }
+        let config = &self.config;
+        self.completion_retries
+            .retain(|(_, id, _)| config.partition_for(id) != partition);
         ids.len()
     }
 
@@ -328,8 +339,11 @@ impl TransactionManager {
                         if client == ErrorCode::NOT_COORDINATOR {
                             tracing::warn!(transactional_id = %id, %error, "completion not written: no longer the coordinator");
                         } else {
-                            tracing::warn!(transactional_id = %id, %error, "completion not written, writing it again");
-                            self.emit_write(&id, f.transit, AfterWrite::Completed);
+                            // Not at once: a refusal is reported as soon as the write is
+                            // made, and the same refusal again would never end.
+                            tracing::warn!(transactional_id = %id, %error, "completion not written, writing it again shortly");
+                            let at = now.saturating_add(COMPLETION_RETRY_MS);
+                            self.completion_retries.push((at, id, f.transit));
                         }
                     }
                     AfterWrite::Removed => md.abort_pending(),
@@ -422,12 +436,23 @@ impl TransactionManager {
 
     /// When [`TransactionManager::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> i64 {
-        self.next_abort_check.min(self.next_expire_check)
+        let retry = self.completion_retries.iter().map(|(at, ..)| *at).min();
+        let checks = self.next_abort_check.min(self.next_expire_check);
+        retry.map_or(checks, |r| r.min(checks))
     }
 
     /// Runs the checks that are due: timed-out transactions are aborted, expired ids
     /// removed.
     pub fn handle_timeout(&mut self, now: i64) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.completion_retries)
+            .into_iter()
+            .partition(|(at, ..)| *at <= now);
+        self.completion_retries = later;
+        for (_, id, transit) in due {
+            if self.txns.contains_key(&id) {
+                self.emit_write(&id, transit, AfterWrite::Completed);
+            }
+        }
         if now >= self.next_abort_check {
             self.abort_timed_out(now);
             self.next_abort_check = now.saturating_add(self.config.abort_timed_out_interval_ms);

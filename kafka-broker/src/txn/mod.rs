@@ -27,8 +27,10 @@
 //! InitProducerId and by fencing, not by every transaction, and values are written in v0
 //! (v1 is read; its TV2 fields are kept but not acted upon).
 //!
-//! [`TxnCoordinator`] (`coordinator.rs`) is its async face for the request handlers, and
-//! `crate::txn_driver` does its I/O: appends to `__transaction_state`, loading, markers.
+//! [`TxnCoordinator`] (`coordinator.rs`) runs it in the shell every coordinator shares
+//! ([`crate::coordinator::Shell`]: the clock, answers as futures, timers, appends to
+//! `__transaction_state` through the internal-topic adapter); `crate::txn_driver` writes the
+//! markers.
 //!
 //! | file | what |
 //! |---|---|
@@ -38,7 +40,7 @@
 //! | `types.rs` | requests, answers, outputs, producer id source, error mapping by version |
 //! | `ops.rs` | InitProducerId, AddPartitionsToTxn (and verify), AddOffsetsToTxn, EndTxn |
 //! | `manager.rs` | ownership and loading, write and marker outcomes, timers, describe/list |
-//! | `coordinator.rs` | the manager behind a lock: answers as futures, work for the driver, timers |
+//! | `coordinator.rs` | the manager in its shell: answers as futures, markers for the driver |
 
 mod config;
 mod coordinator;
@@ -52,8 +54,8 @@ mod types;
 mod tests;
 
 pub use config::TxnConfig;
-pub use coordinator::{TxnCoordinator, Work};
-pub use manager::TransactionManager;
+pub use coordinator::{TXN_LOG_WRITE_TIMEOUT, TxnCoordinator};
+pub use manager::{COMPLETION_RETRY_MS, TransactionManager};
 pub use records::{TRANSACTION_STATE_TOPIC, TxnLogValue, TxnRecord, TxnRecordError};
 pub use state::{
     NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransitionError, TxnMetadata, TxnState, TxnTransit,

@@ -17,8 +17,8 @@ use super::types::{
     AddOffsetsRequest, AddPartitionsRequest, AnswerKind, EndTxnRequest, InitProducerIdRequest,
     PartitionResults, ProducerIdSource, RequestId,
 };
+use crate::coordinator::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
-use crate::offsets_topic::OFFSETS_TOPIC;
 
 /// A request's next step: a change to write, or an answer right away (`Err`, which may be
 /// NONE when there is nothing to change).
@@ -191,7 +191,7 @@ impl TransactionManager {
     ) {
         let tp = TopicPartition::new(
             OFFSETS_TOPIC,
-            crate::group::partition_for(&req.group_id, offsets_partitions),
+            crate::coordinator::partition_for(&req.group_id, offsets_partitions),
         );
         let partitions = BTreeSet::from([tp]);
         let step = self.add_step(

@@ -19,13 +19,13 @@ use kafka_protocol::coordinator::transaction_log_value::PartitionsSchema;
 use kafka_protocol::coordinator::{
     TransactionCoordinatorKey, TransactionCoordinatorValue, TransactionLogKey, TransactionLogValue,
 };
+use kafka_protocol::record::RecordBatch;
 use kafka_protocol::{DecodeError, EncodeError, Reader};
 
 use super::state::{NO_PRODUCER_ID, TxnState, TxnTransit};
+pub use crate::coordinator::TRANSACTION_STATE_TOPIC;
+use crate::coordinator::for_each_keyed_record;
 use crate::log::TopicPartition;
-
-/// The name of the topic.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 /// The key version written (the only one).
 pub const KEY_VERSION: i16 = 0;
 
@@ -231,4 +231,24 @@ impl TxnRecord {
             value,
         }))
     }
+}
+
+/// The records of one batch of `__transaction_state` partition `partition`, in log order,
+/// appended to `out` (control batches have none). Undecodable records are skipped with a
+/// warning.
+pub fn decode_batch(partition: i32, batch: &RecordBatch, out: &mut Vec<TxnRecord>) {
+    if batch.is_control() {
+        return;
+    }
+    for_each_keyed_record(
+        TRANSACTION_STATE_TOPIC,
+        partition,
+        batch,
+        |key, value, offset| match TxnRecord::decode(key, value) {
+            Ok(Some(r)) => out.push(r),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(topic = TRANSACTION_STATE_TOPIC, partition, offset,
+                error = %e, "undecodable record skipped"),
+        },
+    );
 }

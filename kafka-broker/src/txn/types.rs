@@ -9,8 +9,7 @@ use super::state::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnState};
 use crate::log::TopicPartition;
 
 /// Names a request whose answer comes out of [`super::TransactionManager::poll_output`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestId(pub u64);
+pub use crate::coordinator::RequestId;
 
 /// Names a `__transaction_state` write; report its outcome with
 /// [`super::TransactionManager::write_done`].
@@ -305,17 +304,5 @@ pub fn error_for_version(api: TxnApi, version: i16, error: ErrorCode) -> ErrorCo
 /// mapping: replication trouble means the coordinator is not available, a lost leadership
 /// that it is not the coordinator, an oversized record is the server's fault).
 pub fn write_error_for_client(error: ErrorCode) -> ErrorCode {
-    match error {
-        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-        | ErrorCode::NOT_ENOUGH_REPLICAS
-        | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        | ErrorCode::REQUEST_TIMED_OUT => ErrorCode::COORDINATOR_NOT_AVAILABLE,
-        ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
-            ErrorCode::NOT_COORDINATOR
-        }
-        ErrorCode::MESSAGE_TOO_LARGE | ErrorCode::RECORD_LIST_TOO_LARGE => {
-            ErrorCode::UNKNOWN_SERVER_ERROR
-        }
-        e => e,
-    }
+    crate::coordinator::answer_for_append_error(error, crate::coordinator::Written::State)
 }

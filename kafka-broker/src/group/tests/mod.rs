@@ -3,7 +3,9 @@
 //! bytes and a range assignment.
 #![allow(clippy::unwrap_used)]
 
+mod coordinator;
 mod hashing;
+mod machine;
 mod offsets;
 mod rebalance;
 mod records;

@@ -18,7 +18,7 @@ fn commit_writes_markers_then_completes() {
     assert_eq!(h.m.transaction("tx").unwrap().start_ms, start);
     assert_eq!(h.add_offsets("tx", pid, epoch, "g"), ErrorCode::NONE);
     let offsets = tp(
-        crate::offsets_topic::OFFSETS_TOPIC,
+        crate::coordinator::OFFSETS_TOPIC,
         crate::group::partition_for("g", 50),
     );
     assert!(h.m.transaction("tx").unwrap().partitions.contains(&offsets));
@@ -210,6 +210,11 @@ fn a_failed_completion_is_written_again() {
     assert_eq!(h.answer(end), Some(Answer::EndTxn(ErrorCode::NONE)));
     assert_eq!(h.writes.len(), 1, "the completion, after the markers");
     h.fail_next(ErrorCode::NOT_ENOUGH_REPLICAS);
+    // Not at once (a refusal comes back as soon as the write is made: writing again at once
+    // would spin), but after a pause.
+    assert!(h.writes.is_empty(), "written again at once");
+    assert_eq!(h.m.poll_timeout(), h.now + COMPLETION_RETRY_MS);
+    h.advance(COMPLETION_RETRY_MS);
     assert_eq!(h.writes.len(), 1, "written again");
     assert_eq!(h.state("tx"), Some(TxnState::PrepareCommit));
     h.append_next();
