@@ -81,7 +81,12 @@ impl Broker {
         // The data directory's identity (`meta.properties`): another node's or another
         // cluster's directory refuses to open. A cluster node that has not learned its cluster
         // id yet has none here (empty) until the cluster code records the quorum's.
-        let meta = crate::meta_properties::open(&config)?;
+        let meta = crate::meta_properties::open(
+            &config.data_dir,
+            config.node_id,
+            config.cluster_id.as_deref(),
+            config.roles.is_some(),
+        )?;
         let cluster_id = meta.cluster_id.clone().unwrap_or_default();
         let directory_id = meta
             .directory_id

@@ -1,14 +1,31 @@
 //! Broker configuration with Kafka's key names: defaults, a `server.properties`-style file and
 //! `key=value` overrides. Unknown keys warn; invalid values are errors naming the key, and
 //! invalid combinations are found by [`BrokerConfig::validate`] (call it once every key is
-//! applied). The cluster keys (listeners, roles, quorum) are in [`cluster`].
+//! applied).
+//!
+//! This is the base of the broker: it imports nothing of the broker but its error type (and
+//! kafka-protocol's types), and every layer is handed its part of it.
+//!
+//! | file | what |
+//! |---|---|
+//! | `config/keys.rs` | the broker key table: every key, its type, parser, value and listing |
+//! | `config/parse.rs` | the value parsers shared by broker and topic keys |
+//! | `config/cluster.rs` | listeners, roles and the quorum; checks of key combinations |
+//! | `config/group.rs`, `txn.rs`, `replication.rs` | the coordinators' and replication's parts |
+//! | `config/topic.rs` (`topic/`) | typed topic configs: the topic key table, alter, describe |
+//! | `config/describe.rs` | DescribeConfigs' types and sources; the broker keys as listed |
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use crate::error::BrokerError;
+use std::path::PathBuf;
 
 pub mod cluster;
+pub mod describe;
+mod group;
+pub mod keys;
+pub mod parse;
+mod replication;
+pub mod topic;
+mod txn;
 
 pub use cluster::{ListenerConfig, Roles, SecurityProtocol, Voter};
 
@@ -16,43 +33,20 @@ pub use cluster::{ListenerConfig, Roles, SecurityProtocol, Voter};
 /// takes `CreateTime` or `LogAppendTime`).
 pub use kafka_protocol::record::TimestampType;
 
-/// The replica selectors `replica.selector.class` can name (Kafka's class names; a broker
-/// cannot load classes, so only the ones Kafka ships are known).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplicaSelectorClass {
-    /// `org.apache.kafka.common.replica.RackAwareReplicaSelector`: a consumer that names its
-    /// rack (`client.rack`) reads from an in-sync replica in that rack, the leader if it is
-    /// there (see [`crate::replica::selector`]).
-    RackAware,
-}
+pub use group::GroupConfig;
+pub use keys::{Applied, BROKER_KEYS, BrokerKey, broker_key};
+pub use replication::{ReplicaSelectorClass, ReplicationConfig};
+pub use txn::TxnConfig;
 
-impl ReplicaSelectorClass {
-    /// Kafka's class name of the rack-aware selector.
-    pub const RACK_AWARE: &'static str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
-
-    /// The selector a `replica.selector.class` value names; empty is none (the leader only).
-    pub fn parse(key: &str, v: &str) -> Result<Option<Self>, BrokerError> {
-        match v.trim() {
-            "" => Ok(None),
-            Self::RACK_AWARE => Ok(Some(Self::RackAware)),
-            other => Err(BrokerError::Config(format!(
-                "{key}={other}: unknown replica selector; the one known is {} (empty for \
-                 reads from the leader only)",
-                Self::RACK_AWARE
-            ))),
-        }
-    }
-
-    /// The class name, as DescribeConfigs shows it.
-    pub fn class_name(self) -> &'static str {
-        match self {
-            Self::RackAware => Self::RACK_AWARE,
-        }
-    }
-}
+/// The smallest `segment.bytes` (and `*.segment.bytes`) Kafka accepts.
+pub const MIN_SEGMENT_BYTES: u64 = 14;
+/// The largest: segment positions are 32-bit.
+pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
+/// `produce.decompression.max.bytes` by default: 256 MiB.
+pub const DEFAULT_DECOMPRESSION_BYTES: usize = 256 << 20;
 
 /// Everything the broker reads from its configuration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BrokerConfig {
     /// `node.id` (also `broker.id`).
     pub node_id: i32,
@@ -147,7 +141,7 @@ pub struct BrokerConfig {
     /// `log.open.files.max` (ours): the most segment files (`.log`, `.index`, `.timeindex`)
     /// open at a time over every partition; the least recently used are closed and reopened
     /// on use. `None`: derived from the process's descriptor limit at start
-    /// ([`crate::log::files::default_open_files`]).
+    /// (`crate::log::files::default_open_files`).
     pub log_open_files_max: Option<usize>,
     /// `max.partitions` (ours): the most partitions this broker hosts, every topic together;
     /// CreateTopics and CreatePartitions beyond it are refused before anything is created.
@@ -209,12 +203,12 @@ pub struct BrokerConfig {
     /// `producer.id.expiration.check.interval.ms`: how often the partitions look for them.
     pub producer_id_expiration_check_interval_ms: u64,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`, `offset.metadata.max.bytes`).
-    pub group: crate::group::GroupConfig,
+    pub group: GroupConfig,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`).
-    pub txn: crate::txn::TxnConfig,
+    pub txn: TxnConfig,
     /// Replication settings (`replica.lag.time.max.ms`, `replica.fetch.*`,
     /// `num.replica.fetchers`).
-    pub replication: crate::replication::ReplicationConfig,
+    pub replication: ReplicationConfig,
 }
 
 impl Default for BrokerConfig {
@@ -276,7 +270,7 @@ impl Default for BrokerConfig {
             offsets_topic_num_partitions: 50,
             fetch_max_wait_cap_ms: 30_000,
             fetch_max_bytes: 57_671_680,
-            produce_decompression_max_bytes: crate::replica::budget::DEFAULT_BYTES,
+            produce_decompression_max_bytes: DEFAULT_DECOMPRESSION_BYTES,
             cleanup_policy: "delete".into(),
             cleaner_enable: true,
             cleaner_backoff_ms: 15_000,
@@ -288,382 +282,18 @@ impl Default for BrokerConfig {
             offsets_topic_segment_bytes: 100 * 1024 * 1024,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
-            group: crate::group::GroupConfig::default(),
-            txn: crate::txn::TxnConfig::default(),
-            replication: crate::replication::ReplicationConfig::default(),
+            group: GroupConfig::default(),
+            txn: TxnConfig::default(),
+            replication: ReplicationConfig::default(),
         }
     }
 }
-
-/// Result of applying one key.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Applied {
-    Known,
-    /// A key this broker does not use (warned about, ignored).
-    Unknown,
-}
-
-fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, BrokerError>
-where
-    T::Err: std::fmt::Display,
-{
-    value
-        .trim()
-        .parse()
-        .map_err(|e| BrokerError::Config(format!("{key}={value}: {e}")))
-}
-
-fn positive<T: PartialOrd + Default + std::fmt::Display>(
-    key: &str,
-    v: T,
-) -> Result<T, BrokerError> {
-    if v > T::default() {
-        Ok(v)
-    } else {
-        Err(BrokerError::Config(format!(
-            "{key} must be positive, got {v}"
-        )))
-    }
-}
-
-/// Keys Kafka brokers know that this broker accepts and ignores without a warning (they have
-/// no effect on a single node or are about features not built yet).
-const IGNORED_KNOWN: &[&str] = &[
-    "num.network.threads",
-    "num.io.threads",
-    "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes",
-    "num.recovery.threads.per.data.dir",
-    "zookeeper.connect",
-];
 
 impl BrokerConfig {
-    /// Applies one `key=value`.
-    pub fn apply(&mut self, key: &str, value: &str) -> Result<Applied, BrokerError> {
-        let key = key.trim();
-        let v = value.trim();
-        match key {
-            "node.id" | "broker.id" => self.node_id = parse(key, v)?,
-            "listeners" | "listen" => {
-                self.listeners = cluster::parse_listeners("listeners", v, false)?;
-                self.sync_addresses();
-            }
-            "advertised.listeners" | "advertised.listener" => {
-                self.advertised_listeners =
-                    Some(cluster::parse_listeners("advertised.listeners", v, true)?);
-                self.sync_addresses();
-            }
-            "process.roles" => {
-                self.roles = cluster::parse_roles(key, v)?;
-                self.sync_addresses();
-            }
-            "controller.quorum.voters" => self.quorum_voters = cluster::parse_voters(key, v)?,
-            "controller.listener.names" => {
-                self.controller_listener_names = cluster::parse_listener_names(key, v)?;
-                self.sync_addresses();
-            }
-            "listener.security.protocol.map" => {
-                self.listener_security_protocol_map = Some(cluster::parse_protocol_map(key, v)?)
-            }
-            "inter.broker.listener.name" => {
-                self.inter_broker_listener_name = if v.is_empty() {
-                    None
-                } else {
-                    Some(cluster::listener_name(key, v)?)
-                };
-                self.sync_addresses();
-            }
-            "broker.heartbeat.interval.ms" => {
-                self.broker_heartbeat_interval_ms = positive(key, parse(key, v)?)?
-            }
-            "broker.session.timeout.ms" => {
-                self.broker_session_timeout_ms = positive(key, parse(key, v)?)?
-            }
-            "controller.quorum.election.timeout.ms" => {
-                self.quorum_election_timeout_ms = positive(key, parse(key, v)?)?
-            }
-            "controller.quorum.fetch.timeout.ms" => {
-                self.quorum_fetch_timeout_ms = positive(key, parse(key, v)?)?
-            }
-            "broker.rack" => self.broker_rack = (!v.is_empty()).then(|| v.to_owned()),
-            "replica.selector.class" => {
-                self.replica_selector = ReplicaSelectorClass::parse(key, v)?
-            }
-            "min.insync.replicas" => self.min_insync_replicas = positive(key, parse(key, v)?)?,
-            "offsets.topic.replication.factor" => {
-                self.offsets_topic_replication_factor = positive(key, parse(key, v)?)?
-            }
-            "unclean.leader.election.enable" => {
-                self.unclean_leader_election_enable = parse(key, v)?
-            }
-            "log.dirs" | "log.dir" => {
-                let first = v.split(',').next().unwrap_or(v).trim();
-                if first.is_empty() {
-                    return Err(BrokerError::Config(format!("{key} is empty")));
-                }
-                self.data_dir = PathBuf::from(first);
-            }
-            "cluster.id" => {
-                crate::meta_properties::check_cluster_id(key, v)?;
-                self.cluster_id = Some(v.to_owned());
-            }
-            "num.partitions" => self.num_partitions = positive(key, parse(key, v)?)?,
-            "default.replication.factor" => {
-                self.default_replication_factor = positive(key, parse(key, v)?)?
-            }
-            "auto.create.topics.enable" => self.auto_create_topics = parse(key, v)?,
-            "delete.topic.enable" => self.delete_topic_enable = parse(key, v)?,
-            "log.segment.bytes" => {
-                let n: u64 = positive(key, parse(key, v)?)?;
-                if n < 14 {
-                    return Err(BrokerError::Config(format!(
-                        "{key} must be at least 14, got {n}"
-                    )));
-                }
-                self.segment_bytes = n;
-            }
-            "log.roll.ms" => self.roll_ms = positive(key, parse(key, v)?)?,
-            "log.roll.hours" => self.roll_ms = positive::<i64>(key, parse(key, v)?)? * 3_600_000,
-            "log.retention.ms" => self.retention_ms = parse(key, v)?,
-            "producer.id.expiration.ms" => {
-                self.producer_id_expiration_ms = positive(key, parse(key, v)?)?
-            }
-            "producer.id.expiration.check.interval.ms" => {
-                self.producer_id_expiration_check_interval_ms = positive(key, parse(key, v)?)?
-            }
-            "log.retention.minutes" => {
-                self.retention_ms = parse::<i64>(key, v)?.saturating_mul(60_000)
-            }
-            "log.retention.hours" => {
-                self.retention_ms = parse::<i64>(key, v)?.saturating_mul(3_600_000)
-            }
-            "log.retention.bytes" => self.retention_bytes = parse(key, v)?,
-            "log.retention.check.interval.ms" => {
-                self.retention_check_interval_ms = positive(key, parse(key, v)?)?
-            }
-            "log.flush.interval.messages" => {
-                let n: u64 = positive(key, parse(key, v)?)?;
-                // Kafka's default is Long.MAX_VALUE: "never force".
-                self.flush_interval_messages = (n < i64::MAX as u64).then_some(n);
-            }
-            "log.flush.interval.ms" => {
-                let n: u64 = positive(key, parse(key, v)?)?;
-                self.flush_interval_ms = (n < i64::MAX as u64).then_some(n);
-            }
-            "log.index.interval.bytes" => {
-                self.index_interval_bytes = positive(key, parse(key, v)?)?
-            }
-            "message.max.bytes" => self.message_max_bytes = positive(key, parse(key, v)?)?,
-            "log.message.timestamp.type" => {
-                self.message_timestamp_type = match v {
-                    "CreateTime" => TimestampType::CreateTime,
-                    "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => {
-                        return Err(BrokerError::Config(format!(
-                            "{key}={v}: expected CreateTime or LogAppendTime"
-                        )));
-                    }
-                }
-            }
-            "log.message.timestamp.before.max.ms" => {
-                self.message_timestamp_before_max_ms = positive(key, parse(key, v)?)?
-            }
-            "log.message.timestamp.after.max.ms" => {
-                self.message_timestamp_after_max_ms = positive(key, parse(key, v)?)?
-            }
-            // Deprecated by Kafka 3.6 in favour of the two above; sets both.
-            "log.message.timestamp.difference.max.ms" => {
-                let n: i64 = positive(key, parse(key, v)?)?;
-                self.message_timestamp_before_max_ms = n;
-                self.message_timestamp_after_max_ms = n;
-            }
-            "socket.sendfile.enable" => {
-                self.sendfile = match v {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(BrokerError::Config(format!(
-                            "{key}={v}: expected true or false"
-                        )));
-                    }
-                }
-            }
-            "socket.request.max.bytes" => {
-                self.socket_request_max_bytes = positive(key, parse(key, v)?)?
-            }
-            "max.connections" => self.max_connections = positive(key, parse(key, v)?)?,
-            "max.partitions" => self.max_partitions = positive(key, parse(key, v)?)?,
-            "log.offline.retry.ms" => self.log_offline_retry_ms = positive(key, parse(key, v)?)?,
-            "log.open.files.max" => self.log_open_files_max = Some(positive(key, parse(key, v)?)?),
-            "max.connections.per.ip" => {
-                self.max_connections_per_ip = positive(key, parse(key, v)?)?
-            }
-            "max.connections.per.ip.overrides" => {
-                self.max_connections_per_ip_overrides = per_ip_overrides(key, v)?
-            }
-            "fetch.max.bytes" => self.fetch_max_bytes = positive(key, parse(key, v)?)?,
-            "produce.decompression.max.bytes" => {
-                let n: usize = positive(key, parse(key, v)?)?;
-                if n > u32::MAX as usize {
-                    return Err(BrokerError::Config(format!(
-                        "{key}={v}: at most 4294967295 (4 GiB - 1)"
-                    )));
-                }
-                self.produce_decompression_max_bytes = n;
-            }
-            "connections.max.idle.ms" => {
-                self.connections_max_idle_ms = positive(key, parse(key, v)?)?
-            }
-            "queued.max.requests" => self.max_pipelined_requests = positive(key, parse(key, v)?)?,
-            "connection.read.ahead.max.bytes" => {
-                self.connection_read_ahead_max_bytes = positive(key, parse(key, v)?)?
-            }
-            // Kafka's -1 (no bound) keeps ours: every bound here is finite.
-            "queued.max.request.bytes" if v.trim() == "-1" => {}
-            "queued.max.request.bytes" => {
-                self.queued_max_request_bytes = positive(key, parse(key, v)?)?
-            }
-            "offsets.topic.num.partitions" => {
-                self.offsets_topic_num_partitions = positive(key, parse(key, v)?)?
-            }
-            // Topic defaults: checked by the topic key's own parser.
-            "log.cleanup.policy" => {
-                crate::topic_config::parse_broker_default(key, "cleanup.policy", v)?;
-                self.cleanup_policy = v.to_owned();
-            }
-            "log.cleaner.delete.retention.ms" => {
-                self.cleaner_delete_retention_ms =
-                    crate::topic_config::parse_broker_default(key, "delete.retention.ms", v)?
-                        .delete_retention_ms
-            }
-            "log.cleaner.min.cleanable.ratio" => {
-                self.cleaner_min_cleanable_ratio =
-                    crate::topic_config::parse_broker_default(key, "min.cleanable.dirty.ratio", v)?
-                        .min_cleanable_dirty_ratio
-            }
-            "log.cleaner.min.compaction.lag.ms" => {
-                self.cleaner_min_compaction_lag_ms =
-                    crate::topic_config::parse_broker_default(key, "min.compaction.lag.ms", v)?
-                        .min_compaction_lag_ms
-            }
-            "log.cleaner.max.compaction.lag.ms" => {
-                self.cleaner_max_compaction_lag_ms =
-                    crate::topic_config::parse_broker_default(key, "max.compaction.lag.ms", v)?
-                        .max_compaction_lag_ms
-            }
-            "log.cleaner.enable" => self.cleaner_enable = parse(key, v)?,
-            "log.cleaner.backoff.ms" => self.cleaner_backoff_ms = positive(key, parse(key, v)?)?,
-            "log.cleaner.dedupe.buffer.size" => {
-                self.cleaner_dedupe_buffer_size = positive(key, parse(key, v)?)?
-            }
-            "offsets.topic.segment.bytes" => {
-                let n: u64 = positive(key, parse(key, v)?)?;
-                if !(crate::log::MIN_SEGMENT_BYTES..=crate::log::MAX_SEGMENT_BYTES).contains(&n) {
-                    return Err(BrokerError::Config(format!(
-                        "{key}={v}: must be between 14 and 2^31-1"
-                    )));
-                }
-                self.offsets_topic_segment_bytes = n;
-            }
-            k if k == "num.replica.fetchers"
-                || k.starts_with("replica.lag.")
-                || k.starts_with("replica.fetch.") =>
-            {
-                if !self
-                    .replication
-                    .apply(k, v)
-                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
-                {
-                    return Ok(Applied::Unknown);
-                }
-            }
-            k if k.starts_with("group.")
-                || k.starts_with("offsets.retention.")
-                || k == "offset.metadata.max.bytes" =>
-            {
-                if !self
-                    .group
-                    .apply(k, v)
-                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
-                {
-                    return Ok(Applied::Unknown);
-                }
-            }
-            k if k.starts_with("transaction.") || k == "transactional.id.expiration.ms" => {
-                if !self
-                    .txn
-                    .apply(k, v)
-                    .map_err(|e| BrokerError::Config(format!("{k}={v}: {e}")))?
-                {
-                    return Ok(Applied::Unknown);
-                }
-            }
-            _ if IGNORED_KNOWN.contains(&key) => {}
-            _ => return Ok(Applied::Unknown),
-        }
-        Ok(Applied::Known)
-    }
-
-    /// Applies a properties text (`key=value` lines, `#`/`!` comments). Returns unknown keys.
-    pub fn apply_properties(&mut self, text: &str) -> Result<Vec<String>, BrokerError> {
-        let mut unknown = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            let Some((k, v)) = line.split_once('=').or_else(|| line.split_once(':')) else {
-                return Err(BrokerError::Config(format!(
-                    "line {}: expected key=value, got {line:?}",
-                    n + 1
-                )));
-            };
-            if self.apply(k, v)? == Applied::Unknown {
-                unknown.push(k.trim().to_owned());
-            }
-        }
-        Ok(unknown)
-    }
-
-    /// Reads a properties file.
-    pub fn apply_file(&mut self, path: &Path) -> Result<Vec<String>, BrokerError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BrokerError::Config(format!("reading {}: {e}", path.display())))?;
-        self.apply_properties(&text)
-    }
-
     /// The `host:port` clients should use.
     pub fn advertised_addr(&self) -> &str {
         self.advertised.as_deref().unwrap_or(&self.listen)
     }
-}
-
-/// `max.connections.per.ip.overrides`: `host:count` pairs separated by commas; a host name
-/// stands for every address it resolves to.
-fn per_ip_overrides(key: &str, v: &str) -> Result<Vec<(std::net::IpAddr, usize)>, BrokerError> {
-    use std::net::ToSocketAddrs;
-    let mut out = Vec::new();
-    for entry in v.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad = |why: &str| BrokerError::Config(format!("{key}: entry {entry:?}: {why}"));
-        let (host, count) = entry
-            .rsplit_once(':')
-            .ok_or_else(|| bad("expected host:count"))?;
-        let count: usize = count
-            .trim()
-            .parse()
-            .map_err(|_| bad("the count is not a non-negative integer"))?;
-        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
-        match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => out.push((ip, count)),
-            Err(_) => {
-                let addrs = (host, 0)
-                    .to_socket_addrs()
-                    .map_err(|e| bad(&format!("cannot resolve the host: {e}")))?;
-                out.extend(addrs.map(|a| (a.ip(), count)));
-            }
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -208,7 +208,12 @@ pub async fn run_controller(
     std::fs::create_dir_all(&config.data_dir).map_err(|e| {
         BrokerError::Config(format!("data directory {}: {e}", config.data_dir.display()))
     })?;
-    crate::meta_properties::open(&config)?;
+    crate::meta_properties::open(
+        &config.data_dir,
+        config.node_id,
+        config.cluster_id.as_deref(),
+        config.roles.is_some(),
+    )?;
     let rt = cluster::start(&config, None).await?;
     let failed = tokio::select! {
         () = shutdown => None,

@@ -17,11 +17,14 @@
 //! A cluster node that does not know its cluster id yet (`process.roles` set, no
 //! `cluster.id` configured or stored) writes the file without `cluster.id`; the id learned
 //! from the quorum is stored later with [`record_cluster_id`].
+//!
+//! It takes the configuration's values as plain arguments (data directory, node id, cluster
+//! id) and imports no configuration; the configuration checks a configured `cluster.id` when
+//! it is read, and this module checks every id again before it is written.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::topics;
 
@@ -54,9 +57,10 @@ pub fn random_id() -> String {
     topics::uuid_base64(&topics::random_uuid())
 }
 
-/// Whether `id` can be a cluster id: not empty, no whitespace, control characters or
-/// backslashes (it is stored as a properties value). Errors name `key`.
-pub fn check_cluster_id(key: &str, id: &str) -> Result<(), BrokerError> {
+/// Whether `id` can be stored as the value of `key` (`cluster.id`, `directory.id`): not empty,
+/// no whitespace, control characters or backslashes, which this file would have to escape.
+/// Errors name `key`.
+fn check_id(key: &str, id: &str) -> Result<(), BrokerError> {
     if id.is_empty() {
         return Err(BrokerError::Config(format!("{key} is empty")));
     }
@@ -239,7 +243,7 @@ impl MetaProperties {
             ("directory.id", &self.directory_id),
         ] {
             if let Some(id) = id {
-                check_cluster_id(key, id)?;
+                check_id(key, id)?;
             }
         }
         let target = path(dir);
@@ -300,28 +304,31 @@ impl MetaProperties {
     }
 }
 
-/// Reads (or creates) `meta.properties` in the data directory at start and checks it against
-/// the configuration (`node.id`, `cluster.id`). A new directory gets a new file: the
-/// configured `cluster.id`, or on a single-node broker (no `process.roles`) a new random one;
-/// a cluster node without either leaves it unset until the quorum's id is recorded
-/// ([`record_cluster_id`]). A stored file missing the directory id gets one.
-pub fn open(config: &BrokerConfig) -> Result<MetaProperties, BrokerError> {
-    let dir = &config.data_dir;
+/// Reads (or creates) `meta.properties` in the data directory `dir` at start and checks it
+/// against the configured `node.id` and `cluster.id`. A new directory gets a new file: the
+/// configured cluster id, or on a single-node broker (not `clustered`: no `process.roles`) a
+/// new random one; a cluster node without either leaves it unset until the quorum's id is
+/// recorded ([`record_cluster_id`]). A stored file missing the directory id gets one.
+pub fn open(
+    dir: &Path,
+    node_id: i32,
+    cluster_id: Option<&str>,
+    clustered: bool,
+) -> Result<MetaProperties, BrokerError> {
     let new_cluster_id = || {
-        config
-            .cluster_id
-            .clone()
-            .or_else(|| config.roles.is_none().then(random_id))
+        cluster_id
+            .map(str::to_owned)
+            .or_else(|| (!clustered).then(random_id))
     };
     let Some(mut meta) = MetaProperties::read(dir)? else {
-        let meta = MetaProperties::new(config.node_id, new_cluster_id());
+        let meta = MetaProperties::new(node_id, new_cluster_id());
         meta.write(dir)?;
         return Ok(meta);
     };
-    meta.check(dir, config.node_id, config.cluster_id.as_deref())?;
+    meta.check(dir, node_id, cluster_id)?;
     let mut changed = false;
     if meta.node_id.is_none() {
-        meta.node_id = Some(config.node_id);
+        meta.node_id = Some(node_id);
         changed = true;
     }
     if meta.cluster_id.is_none() {
@@ -342,7 +349,7 @@ pub fn open(config: &BrokerConfig) -> Result<MetaProperties, BrokerError> {
 /// creating the file if needed. Refuses when the file belongs to another node, or already
 /// names another cluster.
 pub fn record_cluster_id(dir: &Path, node_id: i32, id: &str) -> Result<(), BrokerError> {
-    check_cluster_id("cluster.id", id)?;
+    check_id("cluster.id", id)?;
     let Some(mut meta) = MetaProperties::read(dir)? else {
         return MetaProperties::new(node_id, Some(id.to_owned())).write(dir);
     };

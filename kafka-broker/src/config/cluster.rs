@@ -3,13 +3,15 @@
 //! `controller.listener.names`, `inter.broker.listener.name`), the KRaft roles
 //! (`process.roles`) and the static quorum (`controller.quorum.voters`).
 //!
-//! Values are parsed here when a key is applied; combinations are checked by
-//! [`BrokerConfig::validate`] once every key is in.
+//! The parsers of these values are here (the broker key table, `keys.rs`, calls them when a
+//! key is applied); combinations are checked by [`BrokerConfig::validate`] once every key is
+//! in.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use super::BrokerConfig;
+use super::parse::list as entries;
 use crate::error::BrokerError;
 
 #[cfg(test)]
@@ -139,11 +141,6 @@ fn host_port(host: &str, port: u16) -> String {
 
 fn config_error(message: String) -> BrokerError {
     BrokerError::Config(message)
-}
-
-/// Non-empty, trimmed entries of a comma list.
-fn entries(v: &str) -> impl Iterator<Item = &str> {
-    v.split(',').map(str::trim).filter(|e| !e.is_empty())
 }
 
 /// A listener name as Kafka compares it: upper case. Letters, digits, `_`, `-` and `.`.

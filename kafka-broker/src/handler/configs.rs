@@ -1,5 +1,7 @@
 //! DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics (and reading broker
-//! configs; broker configs are static here).
+//! configs; broker configs are static here). What is listed, with which type, source and
+//! synonyms, comes from the configuration's key tables ([`crate::config::describe`]); this
+//! file turns it into the answers.
 
 use std::collections::BTreeMap;
 
@@ -16,35 +18,13 @@ use kafka_protocol::messages::{
 
 use super::message;
 use crate::broker::Broker;
+use crate::config::describe::{DescribedConfig, SOURCE_DEFAULT};
+use crate::config::topic::{AlterOp, TopicConfig, no_duplicates};
 use crate::error::BrokerError;
-use crate::topic_config::{
-    AlterOp, ConfigType, DescribedConfig, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, Synonym,
-    TopicConfig,
-};
 use crate::topics::TopicMeta;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-
-/// The config types of the broker configs listed here (topic configs carry theirs in
-/// `topic_config::KEYS`).
-fn broker_config_type(name: &str) -> ConfigType {
-    match name {
-        "auto.create.topics.enable" | "delete.topic.enable" => ConfigType::Boolean,
-        "log.dirs" => ConfigType::List,
-        "broker.rack" => ConfigType::String,
-        "replica.selector.class" => ConfigType::Class,
-        "log.retention.ms"
-        | "log.roll.ms"
-        | "log.retention.bytes"
-        | "log.retention.check.interval.ms"
-        | "log.flush.interval.messages"
-        | "log.flush.interval.ms"
-        | "log.message.timestamp.before.max.ms"
-        | "log.message.timestamp.after.max.ms" => ConfigType::Long,
-        _ => ConfigType::Int,
-    }
-}
 
 /// Every config of a topic (CreateTopics v5+ lists them): its overrides, else the broker's
 /// defaults.
@@ -57,76 +37,6 @@ pub(crate) fn topic_entries(broker: &Broker, meta: &TopicMeta) -> Vec<DescribedC
             |t| (*t).clone(),
         );
     typed.describe(&broker.config)
-}
-
-/// One broker config value.
-struct Entry {
-    name: &'static str,
-    value: String,
-}
-
-fn broker_entries(broker: &Broker) -> Vec<Entry> {
-    let c = &broker.config;
-    let opt = |v: Option<u64>| v.map_or_else(|| i64::MAX.to_string(), |n| n.to_string());
-    [
-        ("node.id", c.node_id.to_string()),
-        ("broker.id", c.node_id.to_string()),
-        ("log.dirs", c.data_dir.display().to_string()),
-        ("num.partitions", c.num_partitions.to_string()),
-        (
-            "default.replication.factor",
-            c.default_replication_factor.to_string(),
-        ),
-        (
-            "auto.create.topics.enable",
-            c.auto_create_topics.to_string(),
-        ),
-        ("delete.topic.enable", c.delete_topic_enable.to_string()),
-        ("log.segment.bytes", c.segment_bytes.to_string()),
-        ("log.roll.ms", c.roll_ms.to_string()),
-        ("log.retention.ms", c.retention_ms.to_string()),
-        ("log.retention.bytes", c.retention_bytes.to_string()),
-        (
-            "log.retention.check.interval.ms",
-            c.retention_check_interval_ms.to_string(),
-        ),
-        (
-            "log.flush.interval.messages",
-            opt(c.flush_interval_messages),
-        ),
-        ("log.flush.interval.ms", opt(c.flush_interval_ms)),
-        (
-            "log.index.interval.bytes",
-            c.index_interval_bytes.to_string(),
-        ),
-        ("message.max.bytes", c.message_max_bytes.to_string()),
-        (
-            "log.message.timestamp.before.max.ms",
-            c.message_timestamp_before_max_ms.to_string(),
-        ),
-        (
-            "log.message.timestamp.after.max.ms",
-            c.message_timestamp_after_max_ms.to_string(),
-        ),
-        (
-            "socket.request.max.bytes",
-            c.socket_request_max_bytes.to_string(),
-        ),
-        ("max.connections", c.max_connections.to_string()),
-        (
-            "offsets.topic.num.partitions",
-            c.offsets_topic_num_partitions.to_string(),
-        ),
-    ]
-    .into_iter()
-    // Unset keys with no default value (Kafka shows them as null) are left out.
-    .chain(c.broker_rack.clone().map(|r| ("broker.rack", r)))
-    .chain(
-        c.replica_selector
-            .map(|s| ("replica.selector.class", s.class_name().to_owned())),
-    )
-    .map(|(name, value)| Entry { name, value })
-    .collect()
 }
 
 /// One entry of a DescribeConfigs answer.
@@ -142,7 +52,7 @@ fn described(
                 .into_iter()
                 .map(|s| DescribeConfigsSynonym {
                     name: KStr::from_static(s.name),
-                    value: Some(KStr::from(s.value)),
+                    value: (!e.sensitive).then(|| KStr::from(s.value)),
                     source: s.source,
                     ..Default::default()
                 })
@@ -152,11 +62,11 @@ fn described(
         },
         config_type: if version >= 3 { e.config_type as i8 } else { 0 },
         name: KStr::from_static(e.name),
-        value: Some(KStr::from(e.value)),
+        value: (!e.sensitive).then(|| KStr::from(e.value)),
         read_only,
         is_default: version == 0 && e.source == SOURCE_DEFAULT,
         config_source: if version >= 1 { e.source } else { -1 },
-        is_sensitive: false,
+        is_sensitive: e.sensitive,
         ..Default::default()
     }
 }
@@ -182,23 +92,9 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                     if r.resource_name.is_empty()
                         || r.resource_name.as_str() == broker.config.node_id.to_string() =>
                 {
-                    Ok(broker_entries(broker)
+                    Ok(crate::config::describe::broker(&broker.config)
                         .into_iter()
-                        .map(|e| {
-                            let synonym = Synonym {
-                                name: e.name,
-                                value: e.value.clone(),
-                                source: SOURCE_STATIC_BROKER,
-                            };
-                            let d = DescribedConfig {
-                                name: e.name,
-                                value: e.value,
-                                source: SOURCE_STATIC_BROKER,
-                                config_type: broker_config_type(e.name),
-                                synonyms: vec![synonym],
-                            };
-                            (d, true)
-                        })
+                        .map(|e| (e, true))
                         .collect())
                 }
                 RESOURCE_BROKER => Err(BrokerError::kafka(
@@ -274,7 +170,7 @@ pub(super) fn alter(broker: &Broker, req: AlterConfigsRequest) -> ResponseBody {
                 &r.resource_name,
                 req.validate_only,
                 |_| {
-                    crate::topic_config::no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
                     Ok(r.configs
                         .iter()
                         .filter_map(|e| Some((e.name.to_string(), e.value.as_ref()?.to_string())))

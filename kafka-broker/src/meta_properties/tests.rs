@@ -1,10 +1,27 @@
 use super::*;
 
-fn config(dir: &Path) -> BrokerConfig {
-    BrokerConfig {
+/// The configuration's values `open` takes.
+#[derive(Debug, Clone)]
+struct Config {
+    data_dir: PathBuf,
+    node_id: i32,
+    cluster_id: Option<String>,
+    /// `process.roles` is set.
+    clustered: bool,
+}
+
+/// A single-node broker's values (node 1, no cluster id) with its data in `dir`.
+fn config(dir: &Path) -> Config {
+    Config {
         data_dir: dir.to_path_buf(),
-        ..BrokerConfig::default()
+        node_id: 1,
+        cluster_id: None,
+        clustered: false,
     }
+}
+
+fn open(c: &Config) -> Result<MetaProperties, BrokerError> {
+    super::open(&c.data_dir, c.node_id, c.cluster_id.as_deref(), c.clustered)
 }
 
 fn err(r: Result<impl std::fmt::Debug, BrokerError>) -> String {
@@ -201,7 +218,7 @@ fn another_nodes_or_clusters_directory_is_refused() {
 fn a_cluster_node_records_the_quorums_cluster_id() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.apply("process.roles", "broker,controller").unwrap();
+    c.clustered = true;
     c.node_id = 1;
     // Not known yet: no cluster id invented, the file has node and directory ids only.
     let meta = open(&c).unwrap();
@@ -262,13 +279,14 @@ fn a_failed_write_leaves_the_old_file() {
 }
 
 #[test]
-fn cluster_ids_are_checked() {
-    assert!(check_cluster_id("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk").is_ok());
+fn ids_are_checked_before_they_are_written() {
+    assert!(check_id("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk").is_ok());
     for bad in ["", "a b", "a\nb", "a\\b"] {
-        let e = check_cluster_id("cluster.id", bad).unwrap_err().to_string();
+        let e = check_id("cluster.id", bad).unwrap_err().to_string();
         assert!(e.contains("cluster.id"), "{bad:?}: {e}");
     }
-    let mut c = BrokerConfig::default();
-    assert!(c.apply("cluster.id", "with space").is_err());
-    assert!(c.apply("cluster.id", "").is_err());
+    let dir = tempfile::tempdir().unwrap();
+    let e = err(MetaProperties::new(1, Some("a b".into())).write(dir.path()));
+    assert!(e.contains("cluster.id"), "{e}");
+    assert!(MetaProperties::read(dir.path()).unwrap().is_none());
 }

@@ -15,34 +15,39 @@ fn defaults_are_kafkas() {
 }
 
 #[test]
-fn apply_owns_its_keys() {
-    let mut c = TxnConfig::default();
-    assert_eq!(c.apply("transaction.max.timeout.ms", " 60000"), Ok(true));
-    assert_eq!(c.apply("transactional.id.expiration.ms", "1000"), Ok(true));
-    assert_eq!(
-        c.apply("transaction.state.log.num.partitions", "3"),
-        Ok(true)
-    );
-    assert_eq!(
-        c.apply("transaction.state.log.replication.factor", "1"),
-        Ok(true)
-    );
-    assert_eq!(c.apply("transaction.state.log.min.isr", "1"), Ok(true));
-    assert_eq!(
-        c.apply(
+fn the_broker_key_table_parses_them() {
+    let mut b = BrokerConfig::default();
+    for (k, v) in [
+        ("transaction.max.timeout.ms", " 60000"),
+        ("transactional.id.expiration.ms", "1000"),
+        ("transaction.state.log.num.partitions", "3"),
+        ("transaction.state.log.replication.factor", "1"),
+        ("transaction.state.log.min.isr", "1"),
+        (
             "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-            "5"
+            "5",
         ),
-        Ok(true)
-    );
-    assert_eq!(
-        c.apply(
+        (
             "transaction.remove.expired.transaction.cleanup.interval.ms",
-            "6"
+            "6",
         ),
-        Ok(true)
+    ] {
+        assert_eq!(b.apply(k, v).unwrap(), Applied::Known, "{k}");
+    }
+    // Another part's key leaves these alone.
+    let before = b.txn.clone();
+    assert_eq!(b.apply("group.max.size", "6").unwrap(), Applied::Known);
+    assert_eq!(b.txn, before);
+    assert!(b.apply("transaction.max.timeout.ms", "0").is_err());
+    assert!(
+        b.apply("transaction.state.log.num.partitions", "x")
+            .is_err()
     );
-    assert_eq!(c.apply("group.max.size", "6"), Ok(false));
+    assert!(
+        b.apply("transaction.state.log.segment.bytes", "10")
+            .is_err()
+    );
+    let c = &b.txn;
     assert_eq!(
         (
             c.max_timeout_ms,
@@ -51,16 +56,11 @@ fn apply_owns_its_keys() {
         ),
         (60_000, 1_000, 3)
     );
+    assert_eq!(
+        (c.abort_timed_out_interval_ms, c.remove_expired_interval_ms),
+        (5, 6)
+    );
     assert!(!c.valid_timeout(60_001) && c.valid_timeout(60_000) && !c.valid_timeout(0));
-    assert!(c.apply("transaction.max.timeout.ms", "0").is_err());
-    assert!(
-        c.apply("transaction.state.log.num.partitions", "x")
-            .is_err()
-    );
-    assert!(
-        c.apply("transaction.state.log.segment.bytes", "10")
-            .is_err()
-    );
     assert_eq!(c.partition_for("tx"), crate::group::partition_for("tx", 3));
 }
 
