@@ -14,8 +14,14 @@ use kafka_protocol::record::{ControlRecordType, RecordBatches, batch::NO_SEQUENC
 
 fn open(dir: &std::path::Path) -> kafka_broker::Broker {
     let config = kafka_broker::BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        offsets_topic_num_partitions: 4,
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..Default::default()
+        },
+        group: kafka_broker::config::GroupConfig {
+            offsets_topic_num_partitions: 4,
+            ..Default::default()
+        },
         ..Default::default()
     };
     kafka_broker::Broker::open(config).unwrap()
