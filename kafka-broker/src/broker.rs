@@ -74,17 +74,20 @@ pub fn now_ms() -> i64 {
 impl Broker {
     /// Opens the data directory (creating it), loads topics and logs.
     pub fn open(config: BrokerConfig) -> Result<Self, BrokerError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            BrokerError::Config(format!("data directory {}: {e}", config.data_dir.display()))
+        std::fs::create_dir_all(&config.server.data_dir).map_err(|e| {
+            BrokerError::Config(format!(
+                "data directory {}: {e}",
+                config.server.data_dir.display()
+            ))
         })?;
         // The data directory's identity (`meta.properties`): another node's or another
         // cluster's directory refuses to open. A cluster node that has not learned its cluster
         // id yet has none here (empty) until the cluster code records the quorum's.
         let meta = crate::meta_properties::open(
-            &config.data_dir,
-            config.node_id,
-            config.cluster_id.as_deref(),
-            config.roles.is_some(),
+            &config.server.data_dir,
+            config.server.node_id,
+            config.server.cluster_id.as_deref(),
+            config.quorum.roles.is_some(),
         )?;
         let cluster_id = meta.cluster_id.clone().unwrap_or_default();
         let directory_id = meta
@@ -94,8 +97,8 @@ impl Broker {
             .unwrap_or_else(topics::random_uuid);
         // In a cluster the metadata image says which partitions this node hosts: nothing is
         // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
-        let clustered = config.roles.is_some();
-        let topics = TopicRegistry::load(&config.data_dir)?;
+        let clustered = config.quorum.roles.is_some();
+        let topics = TopicRegistry::load(&config.server.data_dir)?;
         // In a cluster producer ids come from the controller, not from `producer.ids`.
         let next_producer_id = if clustered {
             0
@@ -107,9 +110,9 @@ impl Broker {
             let typed = TopicConfig::lenient(&config, &t.name, &t.configs);
             topic_configs.insert(&t.name, Arc::new(typed));
         }
-        let files = match config.log_open_files_max {
+        let files = match config.log.open_files_max {
             Some(n) => FileCache::new(n),
-            None => FileCache::with_default_capacity(config.max_connections),
+            None => FileCache::with_default_capacity(config.server.max_connections),
         };
         tracing::info!(
             log_open_files_max = files.capacity(),
@@ -117,7 +120,7 @@ impl Broker {
             "segment files open at most"
         );
         let logs = LogManager::open_with(
-            vec![config.data_dir.clone()],
+            vec![config.server.data_dir.clone()],
             |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
             Arc::new(crate::log::StdIo),
             files,
@@ -129,11 +132,11 @@ impl Broker {
         // by it); `offsets.topic.num.partitions` only applies when it is created.
         let offsets_partitions = topics
             .get(OFFSETS_TOPIC)
-            .map_or(config.offsets_topic_num_partitions, |t| t.partitions);
-        if offsets_partitions != config.offsets_topic_num_partitions {
+            .map_or(config.group.offsets_topic_num_partitions, |t| t.partitions);
+        if offsets_partitions != config.group.offsets_topic_num_partitions {
             tracing::warn!(
                 existing = offsets_partitions,
-                configured = config.offsets_topic_num_partitions,
+                configured = config.group.offsets_topic_num_partitions,
                 "{OFFSETS_TOPIC} exists with another partition count than offsets.topic.num.partitions; keeping it"
             );
         }
@@ -153,9 +156,9 @@ impl Broker {
             groups,
             txn: crate::txn::TxnCoordinator::new(config.txn.clone()),
             txn_log: OffsetsPartitions::default(),
-            replicas: ReplicaManager::open(config.data_dir.clone()),
+            replicas: ReplicaManager::open(config.server.data_dir.clone()),
             decompression: crate::replica::MemoryBudget::new(
-                config.produce_decompression_max_bytes,
+                config.server.produce_decompression_max_bytes,
             ),
             config,
             cluster_id,
@@ -321,7 +324,7 @@ impl Broker {
                 ("cleanup.policy".to_owned(), "compact".to_owned()),
                 (
                     "segment.bytes".to_owned(),
-                    self.config.offsets_topic_segment_bytes.to_string(),
+                    self.config.group.offsets_topic_segment_bytes.to_string(),
                 ),
             ]);
             self.create_topic(OFFSETS_TOPIC, num_partitions, configs, false)?;
@@ -375,7 +378,7 @@ impl Broker {
                     }
                     Err(e) => return Err(e.into()),
                 };
-            let producers = load_producer_state(&log, self.config.producer_id_expiration_ms);
+            let producers = load_producer_state(&log, self.config.log.producer_id_expiration_ms);
             self.replicas.host(topic, p, log, producers)?;
         }
         Ok(())
@@ -423,7 +426,7 @@ impl Broker {
                 .map_err(BrokerError::from)
                 .and_then(|log| {
                     let producers =
-                        load_producer_state(&log, self.config.producer_id_expiration_ms);
+                        load_producer_state(&log, self.config.log.producer_id_expiration_ms);
                     self.replicas.host(&tp.topic, tp.partition, log, producers)
                 });
             match hosted {
@@ -451,10 +454,10 @@ impl Broker {
             tracing::info!(segments = deleted, "retention deleted segments");
         }
         self.logs.flush_due(now);
-        let interval = self.config.producer_id_expiration_check_interval_ms as i64;
+        let interval = self.config.log.producer_id_expiration_check_interval_ms as i64;
         if now - self.last_producer_expiry.load(Ordering::Relaxed) >= interval {
             self.last_producer_expiry.store(now, Ordering::Relaxed);
-            let expiration = self.config.producer_id_expiration_ms;
+            let expiration = self.config.log.producer_id_expiration_ms;
             let expired: usize = self
                 .partitions()
                 .iter()
@@ -486,7 +489,7 @@ impl Broker {
     /// as it was.
     pub fn clean_logs(&self) -> usize {
         let limits = crate::log::CleanerLimits {
-            dedupe_buffer_size: self.config.cleaner_dedupe_buffer_size,
+            dedupe_buffer_size: self.config.log.cleaner_dedupe_buffer_size,
         };
         let mut cleaned = 0;
         for part in self.partitions() {
@@ -705,13 +708,13 @@ impl Broker {
     /// the controller hands out (see [`crate::cluster::producer_ids`]):
     /// COORDINATOR_LOAD_IN_PROGRESS while none is here.
     pub fn next_producer_id(&self) -> Result<i64, BrokerError> {
-        if self.config.roles.is_some() {
+        if self.config.quorum.roles.is_some() {
             return self.producer_ids.next();
         }
         let id = self.next_producer_id.fetch_add(1, Ordering::SeqCst);
         if id % PRODUCER_ID_BLOCK == 0 {
             std::fs::write(
-                self.config.data_dir.join("producer.ids"),
+                self.config.server.data_dir.join("producer.ids"),
                 format!("{}\n", id + PRODUCER_ID_BLOCK),
             )?;
         }
@@ -790,7 +793,7 @@ impl Broker {
                 format!("{name} is an internal topic and cannot be deleted"),
             ));
         }
-        if !self.config.delete_topic_enable {
+        if !self.config.topics.delete_enable {
             return Err(BrokerError::kafka(
                 ErrorCode::TOPIC_DELETION_DISABLED,
                 "delete.topic.enable is false",
@@ -859,7 +862,7 @@ impl Broker {
     fn check_partition_budget(&self, reg: &TopicRegistry, adding: i32) -> Result<(), BrokerError> {
         let hosted: i64 = reg.all().map(|t| i64::from(t.partitions)).sum();
         let after = hosted + i64::from(adding.max(0));
-        let max = i64::try_from(self.config.max_partitions).unwrap_or(i64::MAX);
+        let max = i64::try_from(self.config.topics.max_partitions).unwrap_or(i64::MAX);
         if after > max {
             return Err(BrokerError::kafka(
                 ErrorCode::INVALID_PARTITIONS,
@@ -965,6 +968,7 @@ impl Broker {
     /// The name of the listener clients are given by default (the client listener).
     pub fn client_listener_name(&self) -> String {
         self.config
+            .network
             .client_listener()
             .map_or_else(|| "PLAINTEXT".to_owned(), |l| l.name.clone())
     }
@@ -973,7 +977,7 @@ impl Broker {
     /// address, or the client listener's.
     pub fn advertised_host_port_on(&self, listener: &str) -> (String, i32) {
         if listener != self.client_listener_name() {
-            if let Some(l) = self.config.advertised_listener(listener) {
+            if let Some(l) = self.config.network.advertised_listener(listener) {
                 return (l.host, i32::from(l.port));
             }
         }
@@ -982,7 +986,7 @@ impl Broker {
 
     /// Host and port clients should connect to.
     pub fn advertised_host_port(&self) -> (String, i32) {
-        let addr = self.config.advertised_addr();
+        let addr = self.config.network.advertised_addr();
         match addr.rsplit_once(':') {
             Some((h, p)) => (
                 h.trim_start_matches('[').trim_end_matches(']').to_owned(),
@@ -1065,7 +1069,7 @@ fn load_producer_state(log: &crate::log::SharedLog, expiration_ms: i64) -> Produ
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat
 /// across restarts.
 fn load_producer_id_block(config: &BrokerConfig) -> Result<i64, BrokerError> {
-    let path = config.data_dir.join("producer.ids");
+    let path = config.server.data_dir.join("producer.ids");
     let start = std::fs::read_to_string(&path)
         .ok()
         .and_then(|t| t.trim().parse::<i64>().ok())

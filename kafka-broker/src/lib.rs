@@ -5,7 +5,7 @@
 //! # async fn example() -> Result<(), kafka_broker::BrokerError> {
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let mut config = kafka_broker::BrokerConfig::default();
-//! config.data_dir = "/tmp/kafka-data".into();
+//! config.server.data_dir = "/tmp/kafka-data".into();
 //! kafka_broker::run(listener, config, async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
@@ -52,29 +52,30 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let local = listener.local_addr()?;
-    config.set_client_listener(&local.to_string())?;
+    config.network.set_client_listener(&local.to_string())?;
     config.validate()?;
     let broker = Arc::new(Broker::open(config)?);
     // A node of a cluster: the quorum (on controllers), the registration, the image.
-    let mut cluster = match broker.config.roles {
+    let mut cluster = match broker.config.quorum.roles {
         Some(_) => Some(cluster::start(&broker.config, Some(broker.clone())).await?),
         None => None,
     };
     tracing::info!(
         listen = %local,
-        advertised = broker.config.advertised_addr(),
-        data = %broker.config.data_dir.display(),
+        advertised = broker.config.network.advertised_addr(),
+        data = %broker.config.server.data_dir.display(),
         cluster_id = %broker.cluster_id,
         "kafka-broker listening on {local}, data in {}",
-        broker.config.data_dir.display()
+        broker.config.server.data_dir.display()
     );
     let maintenance = {
         let b = broker.clone();
         let every = std::time::Duration::from_millis(
             b.config
+                .log
                 .retention_check_interval_ms
-                .min(b.config.flush_interval_ms.unwrap_or(u64::MAX))
-                .min(b.config.producer_id_expiration_check_interval_ms)
+                .min(b.config.log.flush_interval_ms.unwrap_or(u64::MAX))
+                .min(b.config.log.producer_id_expiration_check_interval_ms)
                 .max(10),
         );
         tokio::spawn(async move {
@@ -93,7 +94,7 @@ pub async fn run(
     // minutes.
     let offline_retry = {
         let b = broker.clone();
-        let every = std::time::Duration::from_millis(b.config.log_offline_retry_ms.max(10));
+        let every = std::time::Duration::from_millis(b.config.log.offline_retry_ms.max(10));
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -116,9 +117,9 @@ pub async fn run(
     // The log cleaner: a round every `log.cleaner.backoff.ms`; at shutdown the round under
     // way finishes before the logs are closed.
     let (stop_cleaner, mut cleaner_stopped) = tokio::sync::watch::channel(false);
-    let cleaner = broker.config.cleaner_enable.then(|| {
+    let cleaner = broker.config.log.cleaner_enable.then(|| {
         let b = broker.clone();
-        let every = std::time::Duration::from_millis(b.config.cleaner_backoff_ms.max(10));
+        let every = std::time::Duration::from_millis(b.config.log.cleaner_backoff_ms.max(10));
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -167,8 +168,8 @@ pub async fn run(
     // The other broker listeners of `listeners` (the client listener is `listener`; the
     // controller listener belongs to the quorum).
     let mut listeners = vec![(listener, broker.client_listener_name())];
-    for l in &broker.config.listeners {
-        if l.name == listeners[0].1 || broker.config.is_controller_listener(&l.name) {
+    for l in &broker.config.network.listeners {
+        if l.name == listeners[0].1 || broker.config.network.is_controller_listener(&l.name) {
             continue;
         }
         let bound = tokio::net::TcpListener::bind(l.addr()).await.map_err(|e| {
@@ -206,14 +207,17 @@ pub async fn run_controller(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-        BrokerError::Config(format!("data directory {}: {e}", config.data_dir.display()))
+    std::fs::create_dir_all(&config.server.data_dir).map_err(|e| {
+        BrokerError::Config(format!(
+            "data directory {}: {e}",
+            config.server.data_dir.display()
+        ))
     })?;
     crate::meta_properties::open(
-        &config.data_dir,
-        config.node_id,
-        config.cluster_id.as_deref(),
-        config.roles.is_some(),
+        &config.server.data_dir,
+        config.server.node_id,
+        config.server.cluster_id.as_deref(),
+        config.quorum.roles.is_some(),
     )?;
     let rt = cluster::start(&config, None).await?;
     let failed = tokio::select! {

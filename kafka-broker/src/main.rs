@@ -46,15 +46,17 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
     // `--listen` and `--advertised-listener` set the client listener's address; the others
     // (a controller listener) stay as configured.
     if let Some(l) = &args.listen {
-        cfg.set_client_listener(l)
+        cfg.network
+            .set_client_listener(l)
             .map_err(|e| format!("--listen: {e}"))?;
     }
     if let Some(a) = &args.advertised_listener {
-        cfg.set_client_advertised(a)
+        cfg.network
+            .set_client_advertised(a)
             .map_err(|e| format!("--advertised-listener: {e}"))?;
     }
     if let Some(d) = &args.data_dir {
-        cfg.data_dir = d.clone();
+        cfg.server.data_dir = d.clone();
     }
     for k in unknown {
         tracing::warn!(key = %k, "unknown configuration key ignored");
@@ -109,15 +111,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let controller_only = cfg.roles.is_some_and(|r| r.controller && !r.broker);
+    let controller_only = cfg.quorum.roles.is_some_and(|r| r.controller && !r.broker);
     let result = rt.block_on(async {
         if controller_only {
             return kafka_broker::run_controller(cfg, shutdown_signal()).await;
         }
-        let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        let listener = tokio::net::TcpListener::bind(&cfg.network.listen)
             .await
             .map_err(|e| {
-                kafka_broker::BrokerError::Config(format!("cannot listen on {}: {e}", cfg.listen))
+                kafka_broker::BrokerError::Config(format!(
+                    "cannot listen on {}: {e}",
+                    cfg.network.listen
+                ))
             })?;
         kafka_broker::run(listener, cfg, shutdown_signal()).await
     });

@@ -379,8 +379,14 @@ mod tests {
 
     fn open(dir: &std::path::Path) -> crate::Broker {
         let config = crate::BrokerConfig {
-            data_dir: dir.to_path_buf(),
-            offsets_topic_num_partitions: 4,
+            server: crate::config::ServerConfig {
+                data_dir: dir.to_path_buf(),
+                ..Default::default()
+            },
+            group: crate::config::GroupConfig {
+                offsets_topic_num_partitions: 4,
+                ..Default::default()
+            },
             ..Default::default()
         };
         crate::Broker::open(config).unwrap()

@@ -176,7 +176,7 @@ mod tests {
         let all = TopicConfigs::new(TopicConfig::defaults(&cfg));
         assert_eq!(
             all.produce_rules("t").max_message_bytes,
-            cfg.message_max_bytes
+            cfg.log.message_max_bytes
         );
         let c = TopicConfig::new(&cfg, &overrides(&[("max.message.bytes", "10")])).unwrap();
         all.insert("t", Arc::new(c));
@@ -186,7 +186,7 @@ mod tests {
         assert!(all.get("t").is_none());
         assert_eq!(
             all.get_or_default("t").max_message_bytes,
-            cfg.message_max_bytes
+            cfg.log.message_max_bytes
         );
     }
 }

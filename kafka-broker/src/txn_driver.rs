@@ -226,6 +226,7 @@ fn route(broker: &Broker, tp: &TopicPartition) -> Route {
     };
     let listener = broker
         .config
+        .network
         .effective_inter_broker_listener_name()
         .unwrap_or_else(|| "PLAINTEXT".to_owned());
     match image.broker(leader).filter(|b| !b.fenced).and_then(|b| {

@@ -47,7 +47,10 @@ struct TestBroker {
 async fn start(settings: &[(&str, &str)]) -> TestBroker {
     let dir = tempfile::tempdir().unwrap();
     let mut config = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     for (k, v) in settings {

@@ -29,7 +29,10 @@ async fn start(
 ) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     for (k, v) in settings {

@@ -65,9 +65,12 @@ use kafka_protocol::Response;
 async fn every_supported_version_answers_random_requests() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
-        // Random fetches ask to wait up to 30 s for data that never comes.
-        fetch_max_wait_cap_ms: 10,
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            // Random fetches ask to wait up to 30 s for data that never comes.
+            fetch_max_wait_cap_ms: 10,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
@@ -93,7 +96,10 @@ async fn every_supported_version_answers_random_requests() {
 async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
@@ -123,7 +129,10 @@ async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
 async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
@@ -166,7 +175,7 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
         assert_eq!(p.error_code, want, "fetch with current epoch {current}");
         if want != 0 {
             assert_eq!(p.current_leader.leader_epoch, epoch);
-            assert_eq!(p.current_leader.leader_id, broker.config.node_id);
+            assert_eq!(p.current_leader.leader_id, broker.config.server.node_id);
         }
     }
     // Fetch v9-11 carry the epoch but have no CurrentLeader: the error alone, answered.
@@ -254,7 +263,10 @@ async fn authorized_operations_are_answered_when_asked() {
     const CLUSTER_OPS: i32 = 8096;
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
@@ -334,7 +346,10 @@ async fn list_offsets_by_timestamp_at_every_version() {
     const TOPIC: &str = "times";
     let dir = tempfile::tempdir().unwrap();
     let cfg = BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());

@@ -529,8 +529,14 @@ impl TestBroker {
             .try_init();
         let dir = tempfile::tempdir().unwrap();
         let mut config = BrokerConfig {
-            data_dir: dir.path().to_path_buf(),
-            num_partitions: PARTITIONS,
+            server: kafka_broker::config::ServerConfig {
+                data_dir: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            topics: kafka_broker::config::TopicsConfig {
+                num_partitions: PARTITIONS,
+                ..Default::default()
+            },
             ..Default::default()
         };
         // Group scenarios: no wait for more members when a group forms (Kafka's default is

@@ -80,14 +80,20 @@ async fn produce(broker: &Arc<Broker>, records: Bytes) -> (ErrorCode, i64) {
 }
 
 fn open(dir: &std::path::Path) -> Arc<Broker> {
-    open_with_expiration(dir, BrokerConfig::default().producer_id_expiration_ms)
+    open_with_expiration(dir, BrokerConfig::default().log.producer_id_expiration_ms)
 }
 
 fn open_with_expiration(dir: &std::path::Path, expiration_ms: i64) -> Arc<Broker> {
     let cfg = BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        producer_id_expiration_ms: expiration_ms,
-        producer_id_expiration_check_interval_ms: 1,
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..Default::default()
+        },
+        log: kafka_broker::config::LogDefaults {
+            producer_id_expiration_ms: expiration_ms,
+            producer_id_expiration_check_interval_ms: 1,
+            ..Default::default()
+        },
         ..Default::default()
     };
     Arc::new(Broker::open(cfg).unwrap())

@@ -57,11 +57,17 @@ async fn serve(dir: &std::path::Path) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let mut config = BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        offsets_topic_num_partitions: OFFSETS_PARTITIONS,
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..Default::default()
+        },
+        group: kafka_broker::config::GroupConfig {
+            offsets_topic_num_partitions: OFFSETS_PARTITIONS,
+            ..Default::default()
+        },
         ..Default::default()
     };
-    config.set_client_listener(&addr).unwrap();
+    config.network.set_client_listener(&addr).unwrap();
     config.validate().unwrap();
     let broker = Arc::new(Broker::open(config).unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

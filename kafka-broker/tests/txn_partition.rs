@@ -43,11 +43,17 @@ async fn start(dir: &Path) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let mut config = BrokerConfig {
-        data_dir: dir.to_path_buf(),
-        num_partitions: 1,
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..Default::default()
+        },
+        topics: kafka_broker::config::TopicsConfig {
+            num_partitions: 1,
+            ..Default::default()
+        },
         ..Default::default()
     };
-    config.set_client_listener(&addr).unwrap();
+    config.network.set_client_listener(&addr).unwrap();
     config.validate().unwrap();
     let broker = Arc::new(Broker::open(config).unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -65,8 +65,14 @@ impl TestBroker {
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = BrokerConfig {
-            data_dir: dir.path().to_path_buf(),
-            num_partitions: PARTITIONS,
+            server: kafka_broker::config::ServerConfig {
+                data_dir: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            topics: kafka_broker::config::TopicsConfig {
+                num_partitions: PARTITIONS,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -151,6 +151,7 @@ impl Task {
         if self.quorum.current().state.cluster_id.is_none() {
             let id = self
                 .config
+                .server
                 .cluster_id
                 .clone()
                 .unwrap_or_else(crate::meta_properties::random_id);
@@ -164,8 +165,8 @@ impl Task {
             return;
         };
         let mut config = ControllerConfig::from_broker(&self.config, cluster_id);
-        config.session_timeout_ms = self.config.broker_session_timeout_ms as i64;
-        config.unclean_leader_election = self.config.unclean_leader_election_enable;
+        config.session_timeout_ms = self.config.quorum.broker_session_timeout_ms as i64;
+        config.unclean_leader_election = self.config.log.unclean_leader_election_enable;
         self.controller = Some(Controller::new(config, &current.state.image, now_ms()));
         tracing::info!(
             node = self.quorum.id(),

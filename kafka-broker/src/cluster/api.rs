@@ -394,6 +394,7 @@ async fn describe_quorum(
         })
         .collect();
     let listener = config
+        .network
         .controller_listener_names
         .first()
         .cloned()
@@ -401,7 +402,8 @@ async fn describe_quorum(
     // Versions 0 and 1 cannot carry the endpoints (a field that is not ignorable).
     let nodes = if version >= 2 {
         config
-            .quorum_voters
+            .quorum
+            .voters
             .iter()
             .map(|v| describe_quorum_response::Node {
                 node_id: v.id,

@@ -51,7 +51,8 @@ impl ControllerClient {
     ) -> Self {
         Self {
             voters: config
-                .quorum_voters
+                .quorum
+                .voters
                 .iter()
                 .map(|v| (v.id, v.addr()))
                 .collect(),

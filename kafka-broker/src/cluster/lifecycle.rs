@@ -49,7 +49,7 @@ pub async fn run(
 ) {
     tokio::pin!(shutdown);
     let incarnation = crate::topics::random_uuid();
-    let interval = Duration::from_millis(config.broker_heartbeat_interval_ms.max(50));
+    let interval = Duration::from_millis(config.quorum.broker_heartbeat_interval_ms.max(50));
     let mut epoch: Option<i64> = None;
     loop {
         // The cluster id comes with the first entry of the log.
@@ -104,7 +104,7 @@ pub async fn run(
         }
         let offset = state.borrow().offset as i64;
         let req = BrokerHeartbeatRequest {
-            broker_id: config.node_id,
+            broker_id: config.server.node_id,
             broker_epoch: e,
             current_metadata_offset: offset,
             want_fence: false,
@@ -153,6 +153,7 @@ fn registration(
     directory_id: kafka_protocol::Uuid,
 ) -> BrokerRegistrationRequest {
     let listeners = config
+        .network
         .effective_advertised_listeners()
         .iter()
         .map(|l| Listener {
@@ -165,7 +166,7 @@ fn registration(
         })
         .collect();
     BrokerRegistrationRequest {
-        broker_id: config.node_id,
+        broker_id: config.server.node_id,
         cluster_id: KStr::from(cluster_id.to_owned()),
         incarnation_id: incarnation,
         listeners,
@@ -175,7 +176,7 @@ fn registration(
             max_supported_version: METADATA_VERSION.1,
             ..Default::default()
         }],
-        rack: config.broker_rack.clone().map(KStr::from),
+        rack: config.network.rack.clone().map(KStr::from),
         log_dirs: vec![directory_id],
         ..Default::default()
     }
@@ -192,7 +193,7 @@ async fn controlled_shutdown(
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while tokio::time::Instant::now() < deadline {
         let req = BrokerHeartbeatRequest {
-            broker_id: config.node_id,
+            broker_id: config.server.node_id,
             broker_epoch: epoch,
             current_metadata_offset: state.borrow().offset as i64,
             want_fence: false,

@@ -122,20 +122,22 @@ pub async fn start(
     broker: Option<Arc<Broker>>,
 ) -> Result<Runtime, BrokerError> {
     let roles = config
+        .quorum
         .roles
         .ok_or_else(|| BrokerError::Config("process.roles is not set".into()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let (leave_tx, leave_rx) = watch::channel(false);
     let (fatal_tx, fatal_rx) = watch::channel(None::<String>);
     let voters: Vec<(u64, String)> = config
-        .quorum_voters
+        .quorum
+        .voters
         .iter()
         .map(|v| (v.id as u64, v.addr()))
         .collect();
-    let me = config.node_id as u64;
+    let me = config.server.node_id as u64;
     let mut active = None;
     let state_rx = if roles.controller {
-        let listener_cfg = config.controller_listener().ok_or_else(|| {
+        let listener_cfg = config.network.controller_listener().ok_or_else(|| {
             BrokerError::Config(
                 "controller.listener.names: no controller listener in listeners".into(),
             )
@@ -147,7 +149,7 @@ pub async fn start(
             ))
         })?;
         let ids: Vec<u64> = voters.iter().map(|(id, _)| *id).collect();
-        let node = QuorumNode::open(&config.data_dir, me, &ids)?;
+        let node = QuorumNode::open(&config.server.data_dir, me, &ids)?;
         let snapshot = node.store().snapshot_ref().data.clone();
         let state = if snapshot.is_empty() {
             MetadataState::default()
@@ -173,14 +175,18 @@ pub async fn start(
         active = Some(controller);
         handle.watch()
     } else {
-        follow::follow(config.node_id, voters.clone(), MetadataState::default())
+        follow::follow(
+            config.server.node_id,
+            voters.clone(),
+            MetadataState::default(),
+        )
     };
     // The cluster id, once the quorum has one: recorded in meta.properties, where a different
     // one means this node belongs to another cluster.
     {
         let mut rx = state_rx.clone();
-        let dir = config.data_dir.clone();
-        let node_id = config.node_id;
+        let dir = config.server.data_dir.clone();
+        let node_id = config.server.node_id;
         tokio::spawn(async move {
             let Ok(s) = rx.wait_for(|s| s.state.cluster_id.is_some()).await else {
                 return;
@@ -206,11 +212,12 @@ pub async fn start(
                 stopped(leave_rx),
             ));
             let listener_name = config
+                .network
                 .client_listener()
                 .map(|l| l.name.clone())
                 .unwrap_or_else(|| "PLAINTEXT".into());
             let link = Arc::new(ClusterLink {
-                node_id: config.node_id,
+                node_id: config.server.node_id,
                 state: state_rx.clone(),
                 client,
                 listener_name,
@@ -218,10 +225,12 @@ pub async fn start(
             });
             broker.set_cluster(link.clone());
             broker.isr.start(&broker, link.clone());
-            broker.producer_ids.start(link.clone(), config.node_id);
+            broker
+                .producer_ids
+                .start(link.clone(), config.server.node_id);
             tokio::spawn(publish_images(
                 broker,
-                config.node_id,
+                config.server.node_id,
                 state_rx,
                 link.standing.clone(),
             ));

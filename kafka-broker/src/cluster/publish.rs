@@ -153,6 +153,7 @@ fn take_role(
         // no leader.
         let listener = broker
             .config
+            .network
             .effective_inter_broker_listener_name()
             .unwrap_or_else(|| "PLAINTEXT".to_owned());
         let addr = image.broker(part.leader).and_then(|b| {

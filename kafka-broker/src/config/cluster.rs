@@ -4,13 +4,13 @@
 //! (`process.roles`) and the static quorum (`controller.quorum.voters`).
 //!
 //! The parsers of these values are here (the broker key table, `keys.rs`, calls them when a
-//! key is applied); combinations are checked by [`BrokerConfig::validate`] once every key is
-//! in.
+//! key is applied), and the two parts of the configuration they fill: [`NetworkConfig`] and
+//! [`QuorumConfig`]. Combinations are checked by `BrokerConfig::validate` (`validate.rs`)
+//! once every key is in.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::BrokerConfig;
 use super::parse::list as entries;
 use crate::error::BrokerError;
 
@@ -139,7 +139,7 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-fn config_error(message: String) -> BrokerError {
+pub(super) fn config_error(message: String) -> BrokerError {
     BrokerError::Config(message)
 }
 
@@ -336,31 +336,54 @@ pub fn default_protocol_map() -> BTreeMap<String, SecurityProtocol> {
         .collect()
 }
 
-/// Whether `a` and `b` are IP literals of different families (two listeners may then share
-/// a port, as in Kafka).
-fn different_ip_families(a: &str, b: &str) -> bool {
-    match (a.parse::<std::net::IpAddr>(), b.parse::<std::net::IpAddr>()) {
-        (Ok(a), Ok(b)) => a.is_ipv4() != b.is_ipv4(),
-        _ => false,
+/// The listeners of a node (`listeners`, `advertised.listeners`,
+/// `listener.security.protocol.map`, `inter.broker.listener.name`,
+/// `controller.listener.names`) and where it is (`broker.rack`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkConfig {
+    /// The client (broker) listener's `host:port` (see [`NetworkConfig::client_listener`]),
+    /// which the broker binds; kept in step with `listeners` when keys are applied.
+    pub listen: String,
+    /// The client listener's advertised `host:port` (its entry in `advertised.listeners`);
+    /// `None` (no `advertised.listeners`): `listen`.
+    pub advertised: Option<String>,
+    /// `listeners`: `NAME://host:port,...` (a bare `host:port` is `PLAINTEXT`).
+    pub listeners: Vec<ListenerConfig>,
+    /// `advertised.listeners`; `None`: the listeners that are not controller listeners
+    /// ([`NetworkConfig::effective_advertised_listeners`]).
+    pub advertised_listeners: Option<Vec<ListenerConfig>>,
+    /// `listener.security.protocol.map`; `None`: Kafka's default
+    /// ([`NetworkConfig::effective_listener_security_protocol_map`]).
+    pub listener_security_protocol_map: Option<BTreeMap<String, SecurityProtocol>>,
+    /// `inter.broker.listener.name`; `None`: the first listener that is not a controller
+    /// listener ([`NetworkConfig::effective_inter_broker_listener_name`]).
+    pub inter_broker_listener_name: Option<String>,
+    /// `controller.listener.names` (upper case; the first is the one used).
+    pub controller_listener_names: Vec<String>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9092".into(),
+            advertised: None,
+            listeners: vec![ListenerConfig {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
+            advertised_listeners: None,
+            listener_security_protocol_map: None,
+            inter_broker_listener_name: None,
+            controller_listener_names: Vec::new(),
+            rack: None,
+        }
     }
 }
 
-fn is_wildcard(host: &str) -> bool {
-    host.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| ip.is_unspecified())
-}
-
-fn names(list: &[ListenerConfig]) -> String {
-    let v: Vec<&str> = list.iter().map(|l| l.name.as_str()).collect();
-    v.join(",")
-}
-
-fn voter_ids(voters: &[Voter]) -> String {
-    let v: Vec<String> = voters.iter().map(|v| v.id.to_string()).collect();
-    format!("[{}]", v.join(", "))
-}
-
-impl BrokerConfig {
+impl NetworkConfig {
     /// Whether `name` is one of `controller.listener.names`.
     pub fn is_controller_listener(&self, name: &str) -> bool {
         self.controller_listener_names.iter().any(|n| n == name)
@@ -373,7 +396,7 @@ impl BrokerConfig {
 
     /// The listener this node's broker serves clients and other brokers on: the one
     /// `inter.broker.listener.name` names, else the first listener that is not a controller
-    /// listener. `None` on a controller-only node. [`BrokerConfig::listen`] is its address.
+    /// listener. `None` on a controller-only node. [`NetworkConfig::listen`] is its address.
     pub fn client_listener(&self) -> Option<&ListenerConfig> {
         self.inter_broker_listener_name
             .as_deref()
@@ -427,15 +450,18 @@ impl BrokerConfig {
     }
 
     /// `listener.security.protocol.map` as Kafka reads it: the explicit map, else the default
-    /// (each protocol name to itself) plus, with `process.roles` set, every controller
-    /// listener name as PLAINTEXT unless a controller listener or a listener is named for
-    /// SSL or SASL.
-    pub fn effective_listener_security_protocol_map(&self) -> BTreeMap<String, SecurityProtocol> {
+    /// (each protocol name to itself) plus, on a cluster node (`clustered`: `process.roles`
+    /// set), every controller listener name as PLAINTEXT unless a controller listener or a
+    /// listener is named for SSL or SASL.
+    pub fn effective_listener_security_protocol_map(
+        &self,
+        clustered: bool,
+    ) -> BTreeMap<String, SecurityProtocol> {
         if let Some(map) = &self.listener_security_protocol_map {
             return map.clone();
         }
         let mut map = default_protocol_map();
-        if self.roles.is_some() {
+        if clustered {
             let secure = |name: &str| {
                 SecurityProtocol::from_name(name).is_some_and(|p| p != SecurityProtocol::Plaintext)
             };
@@ -451,20 +477,8 @@ impl BrokerConfig {
         map
     }
 
-    /// The security protocol of a listener name.
-    pub fn security_protocol(&self, name: &str) -> Option<SecurityProtocol> {
-        self.effective_listener_security_protocol_map()
-            .get(name)
-            .copied()
-    }
-
-    /// The voter entry of a node id.
-    pub fn voter(&self, id: i32) -> Option<&Voter> {
-        self.quorum_voters.iter().find(|v| v.id == id)
-    }
-
-    /// Keeps [`BrokerConfig::listen`] and [`BrokerConfig::advertised`] (the client listener's
-    /// addresses, which the single-node code uses) in step with the listener keys.
+    /// Keeps [`NetworkConfig::listen`] and [`NetworkConfig::advertised`] (the client
+    /// listener's addresses, which the single-node code uses) in step with the listener keys.
     pub(super) fn sync_addresses(&mut self) {
         let listen = self
             .client_listener()
@@ -534,332 +548,45 @@ impl BrokerConfig {
         Ok(())
     }
 
-    /// Checks the combination of keys, following Kafka's broker config validation: an invalid
-    /// one refuses to start, naming the key. Call it once after every key is applied (the
-    /// `kafka-broker` binary does; library users building a [`BrokerConfig`] call it
-    /// themselves). A configuration without `process.roles` is the single-node broker this
-    /// was before clusters, and every configuration that ran before still passes.
-    pub fn validate(&self) -> Result<(), BrokerError> {
-        self.validate_numbers()?;
-        self.validate_listeners()?;
-        match self.roles {
-            None => self.validate_single_node()?,
-            Some(roles) => self.validate_cluster(roles)?,
-        }
-        if self.roles.is_none_or(|r| r.broker) {
-            self.validate_broker_listeners()?;
-        }
-        self.validate_security_protocols()
+    /// The `host:port` clients should use.
+    pub fn advertised_addr(&self) -> &str {
+        self.advertised.as_deref().unwrap_or(&self.listen)
     }
+}
 
-    fn validate_numbers(&self) -> Result<(), BrokerError> {
-        self.replication.validate().map_err(config_error)?;
-        self.txn.validate().map_err(config_error)?;
-        self.group.validate().map_err(config_error)?;
-        if self.min_insync_replicas < 1 {
-            return Err(config_error(format!(
-                "min.insync.replicas must be at least 1, got {}",
-                self.min_insync_replicas
-            )));
+/// The KRaft roles of a node (`process.roles`) and the controller quorum it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumConfig {
+    /// `process.roles`; `None` (not set or empty): a single-node broker, as before clusters.
+    pub roles: Option<Roles>,
+    /// `controller.quorum.voters`: the static controller quorum.
+    pub voters: Vec<Voter>,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the controller.
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`: a broker that has not heartbeated for this long is fenced.
+    pub broker_session_timeout_ms: u64,
+    /// `controller.quorum.election.timeout.ms`.
+    pub election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms`.
+    pub fetch_timeout_ms: u64,
+}
+
+impl Default for QuorumConfig {
+    fn default() -> Self {
+        Self {
+            roles: None,
+            voters: Vec::new(),
+            broker_heartbeat_interval_ms: 2_000,
+            broker_session_timeout_ms: 9_000,
+            election_timeout_ms: 1_000,
+            fetch_timeout_ms: 2_000,
         }
-        if self.offsets_topic_replication_factor < 1 {
-            return Err(config_error(format!(
-                "offsets.topic.replication.factor must be at least 1, got {}",
-                self.offsets_topic_replication_factor
-            )));
-        }
-        if self.default_replication_factor < 1 {
-            return Err(config_error(format!(
-                "default.replication.factor must be at least 1, got {}",
-                self.default_replication_factor
-            )));
-        }
-        for (key, v) in [
-            (
-                "broker.heartbeat.interval.ms",
-                self.broker_heartbeat_interval_ms,
-            ),
-            ("broker.session.timeout.ms", self.broker_session_timeout_ms),
-            (
-                "controller.quorum.election.timeout.ms",
-                self.quorum_election_timeout_ms,
-            ),
-            (
-                "controller.quorum.fetch.timeout.ms",
-                self.quorum_fetch_timeout_ms,
-            ),
-        ] {
-            if v == 0 {
-                return Err(config_error(format!("{key} must be positive, got 0")));
-            }
-        }
-        if self.broker_session_timeout_ms <= self.broker_heartbeat_interval_ms {
-            return Err(config_error(format!(
-                "broker.session.timeout.ms ({}) must be greater than broker.heartbeat.interval.ms ({}): \
-                 a broker would lose its session between two heartbeats",
-                self.broker_session_timeout_ms, self.broker_heartbeat_interval_ms
-            )));
-        }
-        Ok(())
     }
+}
 
-    /// `listeners`: present, names unique, ports unique (except port 0, and an IPv4 and an
-    /// IPv6 address on the same port).
-    fn validate_listeners(&self) -> Result<(), BrokerError> {
-        if self.listeners.is_empty() {
-            return Err(config_error("listeners is empty".into()));
-        }
-        for (i, a) in self.listeners.iter().enumerate() {
-            for b in &self.listeners[..i] {
-                if a.name == b.name {
-                    return Err(config_error(format!(
-                        "listeners: the listener name {} is used twice ({b} and {a}); each listener must have a different name",
-                        a.name
-                    )));
-                }
-                if a.port != 0 && a.port == b.port && !different_ip_families(&a.host, &b.host) {
-                    return Err(config_error(format!(
-                        "listeners: {b} and {a} use the same port; each listener must have a different port"
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Without `process.roles`: the cluster keys mean nothing (Kafka 4 has no ZooKeeper mode
-    /// to fall back on).
-    fn validate_single_node(&self) -> Result<(), BrokerError> {
-        for (key, set) in [
-            ("controller.quorum.voters", !self.quorum_voters.is_empty()),
-            (
-                "controller.listener.names",
-                !self.controller_listener_names.is_empty(),
-            ),
-        ] {
-            if set {
-                return Err(config_error(format!(
-                    "{key} is set but process.roles is not: a cluster node needs process.roles \
-                     (broker, controller or broker,controller); there is no ZooKeeper mode, and \
-                     without process.roles this is a single-node broker"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn validate_cluster(&self, roles: Roles) -> Result<(), BrokerError> {
-        let node_id = self.node_id;
-        if node_id < 0 {
-            return Err(config_error(format!(
-                "node.id must be 0 or more when process.roles is set, got {node_id}"
-            )));
-        }
-        if self.quorum_voters.is_empty() {
-            return Err(config_error(
-                "if using process.roles, controller.quorum.voters must contain a parseable set of voters \
-                 (id@host:port,...)"
-                    .into(),
-            ));
-        }
-        if self.controller_listener_names.is_empty() {
-            return Err(config_error(format!(
-                "controller.listener.names must contain at least one value when process.roles={roles}"
-            )));
-        }
-        let voters = voter_ids(&self.quorum_voters);
-        if roles.controller {
-            let Some(voter) = self.voter(node_id) else {
-                return Err(config_error(format!(
-                    "if process.roles contains the 'controller' role, the node id {node_id} must be \
-                     included in the set of voters controller.quorum.voters={voters}"
-                )));
-            };
-            if let Some(missing) = self
-                .controller_listener_names
-                .iter()
-                .find(|n| self.listener(n).is_none())
-            {
-                return Err(config_error(format!(
-                    "controller.listener.names must only contain values appearing in the 'listeners' \
-                     configuration when running the KRaft controller role: {missing} is not in listeners={}",
-                    names(&self.listeners)
-                )));
-            }
-            if let Some(l) = self.controller_listener() {
-                if l.port != voter.port {
-                    return Err(config_error(format!(
-                        "controller.quorum.voters: this node's entry {voter} has port {}, but its \
-                         controller listener {l} (listeners, the first of controller.listener.names) \
-                         listens on port {}; other voters would connect to the wrong port",
-                        voter.port, l.port
-                    )));
-                }
-            }
-        }
-        if !roles.broker {
-            // Controller only.
-            if let Some(l) = self
-                .listeners
-                .iter()
-                .find(|l| !self.is_controller_listener(&l.name))
-            {
-                return Err(config_error(format!(
-                    "the listeners config must only contain KRaft controller listeners from \
-                     controller.listener.names when process.roles=controller; {l} is not one"
-                )));
-            }
-            if self.advertised_listeners.is_some() {
-                return Err(config_error(
-                    "the advertised.listeners config must be empty when process.roles=controller"
-                        .into(),
-                ));
-            }
-            if let Some(name) = &self.inter_broker_listener_name {
-                if self.is_controller_listener(name) {
-                    return Err(config_error(format!(
-                        "controller.listener.names must not contain an explicitly set \
-                         inter.broker.listener.name ({name}) when process.roles=controller"
-                    )));
-                }
-            }
-            return Ok(());
-        }
-        if !roles.controller {
-            // Broker only.
-            if self.voter(node_id).is_some() {
-                return Err(config_error(format!(
-                    "if process.roles contains just the 'broker' role, the node id {node_id} must not \
-                     be included in the set of voters controller.quorum.voters={voters}"
-                )));
-            }
-            if let Some(l) = self
-                .listeners
-                .iter()
-                .find(|l| self.is_controller_listener(&l.name))
-            {
-                return Err(config_error(format!(
-                    "controller.listener.names must not contain a value appearing in the 'listeners' \
-                     configuration when running KRaft with just the broker role ({l})"
-                )));
-            }
-        }
-        if let Some(l) = self
-            .effective_advertised_listeners()
-            .iter()
-            .find(|l| self.is_controller_listener(&l.name))
-        {
-            return Err(config_error(format!(
-                "the advertised.listeners config must not contain KRaft controller listeners from \
-                 controller.listener.names when process.roles contains the broker role ({l}): clients \
-                 do not send requests to controllers"
-            )));
-        }
-        // Brokers tell each other (and clients) these addresses: all interfaces is none.
-        if let Some(l) = self
-            .effective_advertised_listeners()
-            .iter()
-            .find(|l| is_wildcard(&l.host))
-        {
-            return Err(config_error(format!(
-                "advertised.listeners: {l} is not an address other nodes can connect to; set \
-                 advertised.listeners to this node's routable address for listener {}",
-                l.name
-            )));
-        }
-        Ok(())
-    }
-
-    /// What every broker (single node, broker-only, combined) needs of its listeners.
-    fn validate_broker_listeners(&self) -> Result<(), BrokerError> {
-        let advertised = self.effective_advertised_listeners();
-        if advertised.is_empty() {
-            return Err(config_error(format!(
-                "there must be at least one advertised listener (advertised.listeners).{}",
-                if self.roles.is_some() {
-                    " Perhaps all listeners appear in controller.listener.names?"
-                } else {
-                    ""
-                }
-            )));
-        }
-        if let Some(name) = &self.inter_broker_listener_name {
-            if self.listener(name).is_none() {
-                return Err(config_error(format!(
-                    "inter.broker.listener.name={name} must be a listener name defined in listeners; \
-                     the listeners are {}",
-                    names(&self.listeners)
-                )));
-            }
-            if self.is_controller_listener(name) {
-                return Err(config_error(format!(
-                    "inter.broker.listener.name={name} names a controller listener \
-                     (controller.listener.names); brokers talk to each other on a broker listener"
-                )));
-            }
-        }
-        let inter = self.effective_inter_broker_listener_name();
-        if let Some(name) = &inter {
-            if !advertised.iter().any(|l| &l.name == name) {
-                return Err(config_error(format!(
-                    "inter.broker.listener.name ({name}) must be a listener name defined in \
-                     advertised.listeners; the advertised listeners are {}",
-                    names(&advertised)
-                )));
-            }
-        }
-        if let Some(l) = advertised.iter().find(|l| self.listener(&l.name).is_none()) {
-            return Err(config_error(format!(
-                "advertised.listeners listener names must be equal to or a subset of the ones defined \
-                 in listeners: {l} is not one of {}",
-                names(&self.listeners)
-            )));
-        }
-        if let Some(list) = &self.advertised_listeners {
-            if let Some(l) = list.iter().find(|l| is_wildcard(&l.host)) {
-                return Err(config_error(format!(
-                    "advertised.listeners cannot use the nonroutable meta-address {} ({l}); use a \
-                     routable IP address",
-                    l.host
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Every listener, and on a broker-only node every controller listener it connects to,
-    /// has a security protocol, and it is PLAINTEXT (the only one built).
-    fn validate_security_protocols(&self) -> Result<(), BrokerError> {
-        let map = self.effective_listener_security_protocol_map();
-        let mut used: Vec<(&str, &'static str)> = self
-            .listeners
-            .iter()
-            .map(|l| (l.name.as_str(), "listeners"))
-            .collect();
-        if self.roles.is_some_and(|r| !r.controller) {
-            used.extend(
-                self.controller_listener_names
-                    .iter()
-                    .map(|n| (n.as_str(), "controller.listener.names")),
-            );
-        }
-        for (name, key) in used {
-            match map.get(name) {
-                None => {
-                    return Err(config_error(format!(
-                        "listener.security.protocol.map has no security protocol for the listener \
-                         {name} ({key}); map it, e.g. {name}:PLAINTEXT"
-                    )));
-                }
-                Some(SecurityProtocol::Plaintext) => {}
-                Some(p) => {
-                    return Err(config_error(format!(
-                        "listener.security.protocol.map maps the listener {name} ({key}) to {p}: only \
-                         PLAINTEXT is supported; TLS and SASL are not built yet"
-                    )));
-                }
-            }
-        }
-        Ok(())
+impl QuorumConfig {
+    /// The voter entry of a node id.
+    pub fn voter(&self, id: i32) -> Option<&Voter> {
+        self.voters.iter().find(|v| v.id == id)
     }
 }

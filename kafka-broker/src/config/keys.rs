@@ -155,14 +155,15 @@ fn voters_value(list: &[Voter]) -> String {
 // Setters of the keys whose value is not one field.
 
 fn set_listeners(c: &mut BrokerConfig, _: &str, v: &str) -> Result<(), BrokerError> {
-    c.listeners = cluster::parse_listeners("listeners", v, false)?;
-    c.sync_addresses();
+    c.network.listeners = cluster::parse_listeners("listeners", v, false)?;
+    c.network.sync_addresses();
     Ok(())
 }
 
 fn set_advertised_listeners(c: &mut BrokerConfig, _: &str, v: &str) -> Result<(), BrokerError> {
-    c.advertised_listeners = Some(cluster::parse_listeners("advertised.listeners", v, true)?);
-    c.sync_addresses();
+    c.network.advertised_listeners =
+        Some(cluster::parse_listeners("advertised.listeners", v, true)?);
+    c.network.sync_addresses();
     Ok(())
 }
 
@@ -171,20 +172,20 @@ fn set_data_dir(c: &mut BrokerConfig, k: &str, v: &str) -> Result<(), BrokerErro
     if first.is_empty() {
         return Err(BrokerError::Config(format!("{k} is empty")));
     }
-    c.data_dir = first.into();
+    c.server.data_dir = first.into();
     Ok(())
 }
 
 fn set_node_id(c: &mut BrokerConfig, k: &str, v: &str) -> Result<(), BrokerError> {
-    c.node_id = parse::integer(v).map_err(|why| refused(k, v, why))?;
+    c.server.node_id = parse::integer(v).map_err(|why| refused(k, v, why))?;
     Ok(())
 }
 
 fn set_timestamp_difference(c: &mut BrokerConfig, k: &str, v: &str) -> Result<(), BrokerError> {
     // Deprecated by Kafka 3.6 in favour of the before/after keys; sets both.
     let n: i64 = parse::positive(v).map_err(|why| refused(k, v, why))?;
-    c.message_timestamp_before_max_ms = n;
-    c.message_timestamp_after_max_ms = n;
+    c.log.message_timestamp_before_max_ms = n;
+    c.log.message_timestamp_after_max_ms = n;
     Ok(())
 }
 
@@ -193,55 +194,62 @@ fn set_timestamp_difference(c: &mut BrokerConfig, k: &str, v: &str) -> Result<()
 pub static BROKER_KEYS: &[BrokerKey] = &[
     // The node and its limits.
     BrokerKey::new("node.id", ConfigType::Int, set_node_id, |c| {
-        Some(c.node_id.to_string())
+        Some(c.server.node_id.to_string())
     })
     .listed(),
     BrokerKey::new("broker.id", ConfigType::Int, set_node_id, |c| {
-        Some(c.node_id.to_string())
+        Some(c.server.node_id.to_string())
     })
     .synonym_of("node.id")
     .listed(),
     BrokerKey::new("log.dirs", ConfigType::List, set_data_dir, |c| {
-        Some(c.data_dir.display().to_string())
+        Some(c.server.data_dir.display().to_string())
     })
     .listed(),
     BrokerKey::new("log.dir", ConfigType::String, set_data_dir, |c| {
-        Some(c.data_dir.display().to_string())
+        Some(c.server.data_dir.display().to_string())
     })
     .synonym_of("log.dirs"),
     BrokerKey::new(
         "cluster.id",
         ConfigType::String,
         |c, k, v| {
-            c.cluster_id = Some(parse::cluster_id(v).map_err(|why| refused(k, v, why))?);
+            c.server.cluster_id = Some(parse::cluster_id(v).map_err(|why| refused(k, v, why))?);
             Ok(())
         },
-        |c| c.cluster_id.clone(),
+        |c| c.server.cluster_id.clone(),
     ),
     field!(
         "socket.request.max.bytes",
         Int,
-        c.socket_request_max_bytes,
+        c.server.socket_request_max_bytes,
         parse::positive
     )
     .listed(),
-    field!("max.connections", Int, c.max_connections, parse::positive).listed(),
+    field!(
+        "max.connections",
+        Int,
+        c.server.max_connections,
+        parse::positive
+    )
+    .listed(),
     field!(
         "max.connections.per.ip",
         Int,
-        c.max_connections_per_ip,
+        c.server.max_connections_per_ip,
         parse::positive
     ),
     BrokerKey::new(
         "max.connections.per.ip.overrides",
         ConfigType::String,
         |c, k, v| {
-            c.max_connections_per_ip_overrides =
+            c.server.max_connections_per_ip_overrides =
                 parse::host_counts(v).map_err(|why| refused(k, v, why))?;
             Ok(())
         },
         |c| {
             let entries: Vec<String> = c
+                .server
                 .max_connections_per_ip_overrides
                 .iter()
                 .map(|(ip, n)| match ip {
@@ -255,19 +263,19 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
     field!(
         "connections.max.idle.ms",
         Long,
-        c.connections_max_idle_ms,
+        c.server.connections_max_idle_ms,
         parse::positive
     ),
     field!(
         "queued.max.requests",
         Int,
-        c.max_pipelined_requests,
+        c.server.max_pipelined_requests,
         parse::positive
     ),
     field!(
         "connection.read.ahead.max.bytes",
         Long,
-        c.connection_read_ahead_max_bytes,
+        c.server.connection_read_ahead_max_bytes,
         parse::positive
     ),
     BrokerKey::new(
@@ -276,68 +284,90 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         |c, k, v| {
             // Kafka's -1 (no bound) keeps ours: every bound here is finite.
             if v != "-1" {
-                c.queued_max_request_bytes =
+                c.server.queued_max_request_bytes =
                     parse::positive(v).map_err(|why| refused(k, v, why))?;
             }
             Ok(())
         },
-        |c| Some(c.queued_max_request_bytes.to_string()),
+        |c| Some(c.server.queued_max_request_bytes.to_string()),
     ),
-    field!("fetch.max.bytes", Int, c.fetch_max_bytes, parse::positive),
+    field!(
+        "fetch.max.bytes",
+        Int,
+        c.server.fetch_max_bytes,
+        parse::positive
+    ),
     field!(
         "produce.decompression.max.bytes",
         Long,
-        c.produce_decompression_max_bytes,
+        c.server.produce_decompression_max_bytes,
         |v| parse::between(v, 1, u32::MAX as usize)
     ),
     field!(
         "socket.sendfile.enable",
         Boolean,
-        c.sendfile,
+        c.server.sendfile,
         parse::boolean
     ),
-    field!("max.partitions", Int, c.max_partitions, parse::positive),
+    field!(
+        "max.partitions",
+        Int,
+        c.topics.max_partitions,
+        parse::positive
+    ),
     // Topics: creation and deletion.
-    field!("num.partitions", Int, c.num_partitions, parse::positive).listed(),
+    field!(
+        "num.partitions",
+        Int,
+        c.topics.num_partitions,
+        parse::positive
+    )
+    .listed(),
     field!(
         "default.replication.factor",
         Int,
-        c.default_replication_factor,
+        c.topics.default_replication_factor,
         parse::positive
     )
     .listed(),
     field!(
         "auto.create.topics.enable",
         Boolean,
-        c.auto_create_topics,
+        c.topics.auto_create,
         parse::boolean
     )
     .listed(),
     field!(
         "delete.topic.enable",
         Boolean,
-        c.delete_topic_enable,
+        c.topics.delete_enable,
         parse::boolean
     )
     .listed(),
     // The log: the defaults of the topic keys, and the upkeep of partitions.
-    field!("log.segment.bytes", Int, c.segment_bytes, |v| {
+    field!("log.segment.bytes", Int, c.log.segment_bytes, |v| {
         parse::at_least(v, 14)
     })
     .listed(),
-    field!("log.roll.ms", Long, c.roll_ms, parse::positive).listed(),
-    scaled!("log.roll.hours", c.roll_ms, parse::positive_scaled, HOUR_MS).synonym_of("log.roll.ms"),
-    field!("log.retention.ms", Long, c.retention_ms, parse::integer).listed(),
+    field!("log.roll.ms", Long, c.log.roll_ms, parse::positive).listed(),
+    scaled!(
+        "log.roll.hours",
+        c.log.roll_ms,
+        parse::positive_scaled,
+        HOUR_MS
+    )
+    .synonym_of("log.roll.ms"),
+    field!("log.retention.ms", Long, c.log.retention_ms, parse::integer).listed(),
     scaled!(
         "log.retention.minutes",
-        c.retention_ms,
+        c.log.retention_ms,
         parse::scaled,
         MINUTE_MS
     )
     .synonym_of("log.retention.ms"),
     scaled!(
         "log.retention.hours",
-        c.retention_ms,
+        c.log.retention_ms,
         parse::scaled,
         HOUR_MS
     )
@@ -345,14 +375,14 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
     field!(
         "log.retention.bytes",
         Long,
-        c.retention_bytes,
+        c.log.retention_bytes,
         parse::integer
     )
     .listed(),
     field!(
         "log.retention.check.interval.ms",
         Long,
-        c.retention_check_interval_ms,
+        c.log.retention_check_interval_ms,
         parse::positive
     )
     .listed(),
@@ -360,33 +390,33 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         "log.flush.interval.messages",
         ConfigType::Long,
         |c, k, v| {
-            c.flush_interval_messages = parse::interval(v).map_err(|why| refused(k, v, why))?;
+            c.log.flush_interval_messages = parse::interval(v).map_err(|why| refused(k, v, why))?;
             Ok(())
         },
-        |c| Some(parse::show_interval(c.flush_interval_messages)),
+        |c| Some(parse::show_interval(c.log.flush_interval_messages)),
     )
     .listed(),
     BrokerKey::new(
         "log.flush.interval.ms",
         ConfigType::Long,
         |c, k, v| {
-            c.flush_interval_ms = parse::interval(v).map_err(|why| refused(k, v, why))?;
+            c.log.flush_interval_ms = parse::interval(v).map_err(|why| refused(k, v, why))?;
             Ok(())
         },
-        |c| Some(parse::show_interval(c.flush_interval_ms)),
+        |c| Some(parse::show_interval(c.log.flush_interval_ms)),
     )
     .listed(),
     field!(
         "log.index.interval.bytes",
         Int,
-        c.index_interval_bytes,
+        c.log.index_interval_bytes,
         parse::positive
     )
     .listed(),
     field!(
         "message.max.bytes",
         Int,
-        c.message_max_bytes,
+        c.log.message_max_bytes,
         parse::positive
     )
     .listed(),
@@ -394,23 +424,23 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         "log.message.timestamp.type",
         ConfigType::String,
         |c, k, v| {
-            c.message_timestamp_type =
+            c.log.message_timestamp_type =
                 parse::timestamp_type(v).map_err(|why| refused(k, v, why))?;
             Ok(())
         },
-        |c| Some(parse::show_timestamp_type(c.message_timestamp_type)),
+        |c| Some(parse::show_timestamp_type(c.log.message_timestamp_type)),
     ),
     field!(
         "log.message.timestamp.before.max.ms",
         Long,
-        c.message_timestamp_before_max_ms,
+        c.log.message_timestamp_before_max_ms,
         parse::positive
     )
     .listed(),
     field!(
         "log.message.timestamp.after.max.ms",
         Long,
-        c.message_timestamp_after_max_ms,
+        c.log.message_timestamp_after_max_ms,
         parse::positive
     )
     .listed(),
@@ -420,8 +450,9 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         set_timestamp_difference,
         |c| {
             Some(
-                c.message_timestamp_before_max_ms
-                    .max(c.message_timestamp_after_max_ms)
+                c.log
+                    .message_timestamp_before_max_ms
+                    .max(c.log.message_timestamp_after_max_ms)
                     .to_string(),
             )
         },
@@ -429,120 +460,130 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
     field!(
         "min.insync.replicas",
         Int,
-        c.min_insync_replicas,
+        c.log.min_insync_replicas,
         parse::positive
     ),
     field!(
         "unclean.leader.election.enable",
         Boolean,
-        c.unclean_leader_election_enable,
+        c.log.unclean_leader_election_enable,
         parse::boolean
     ),
     field!(
         "log.cleanup.policy",
         List,
-        c.cleanup_policy,
+        c.log.cleanup_policy,
         parse::cleanup_policy_text
     ),
     field!(
         "log.cleaner.enable",
         Boolean,
-        c.cleaner_enable,
+        c.log.cleaner_enable,
         parse::boolean
     ),
     field!(
         "log.cleaner.backoff.ms",
         Long,
-        c.cleaner_backoff_ms,
+        c.log.cleaner_backoff_ms,
         parse::positive
     ),
     field!(
         "log.cleaner.dedupe.buffer.size",
         Long,
-        c.cleaner_dedupe_buffer_size,
+        c.log.cleaner_dedupe_buffer_size,
         parse::positive
     ),
     field!(
         "log.cleaner.delete.retention.ms",
         Long,
-        c.cleaner_delete_retention_ms,
+        c.log.cleaner_delete_retention_ms,
         |v| parse::at_least(v, 0)
     ),
     field!(
         "log.cleaner.min.cleanable.ratio",
         Double,
-        c.cleaner_min_cleanable_ratio,
+        c.log.cleaner_min_cleanable_ratio,
         parse::ratio
     ),
     field!(
         "log.cleaner.min.compaction.lag.ms",
         Long,
-        c.cleaner_min_compaction_lag_ms,
+        c.log.cleaner_min_compaction_lag_ms,
         |v| parse::at_least(v, 0)
     ),
     field!(
         "log.cleaner.max.compaction.lag.ms",
         Long,
-        c.cleaner_max_compaction_lag_ms,
+        c.log.cleaner_max_compaction_lag_ms,
         |v| parse::at_least(v, 1)
     ),
     BrokerKey::new(
         "log.open.files.max",
         ConfigType::Int,
         |c, k, v| {
-            c.log_open_files_max = Some(parse::positive(v).map_err(|why| refused(k, v, why))?);
+            c.log.open_files_max = Some(parse::positive(v).map_err(|why| refused(k, v, why))?);
             Ok(())
         },
-        |c| c.log_open_files_max.map(|n| n.to_string()),
+        |c| c.log.open_files_max.map(|n| n.to_string()),
     ),
     field!(
         "log.offline.retry.ms",
         Long,
-        c.log_offline_retry_ms,
+        c.log.offline_retry_ms,
         parse::positive
     ),
     field!(
         "producer.id.expiration.ms",
         Int,
-        c.producer_id_expiration_ms,
+        c.log.producer_id_expiration_ms,
         parse::positive
     ),
     field!(
         "producer.id.expiration.check.interval.ms",
         Int,
-        c.producer_id_expiration_check_interval_ms,
+        c.log.producer_id_expiration_check_interval_ms,
         parse::positive
     ),
     // Listeners.
     BrokerKey::new("listeners", ConfigType::List, set_listeners, |c| {
-        Some(listeners_value(&c.listeners))
+        Some(listeners_value(&c.network.listeners))
     }),
     BrokerKey::new("listen", ConfigType::List, set_listeners, |c| {
-        Some(listeners_value(&c.listeners))
+        Some(listeners_value(&c.network.listeners))
     })
     .synonym_of("listeners"),
     BrokerKey::new(
         "advertised.listeners",
         ConfigType::List,
         set_advertised_listeners,
-        |c| c.advertised_listeners.as_deref().map(listeners_value),
+        |c| {
+            c.network
+                .advertised_listeners
+                .as_deref()
+                .map(listeners_value)
+        },
     ),
     BrokerKey::new(
         "advertised.listener",
         ConfigType::List,
         set_advertised_listeners,
-        |c| c.advertised_listeners.as_deref().map(listeners_value),
+        |c| {
+            c.network
+                .advertised_listeners
+                .as_deref()
+                .map(listeners_value)
+        },
     )
     .synonym_of("advertised.listeners"),
     BrokerKey::new(
         "listener.security.protocol.map",
         ConfigType::List,
         |c, k, v| {
-            c.listener_security_protocol_map = Some(cluster::parse_protocol_map(k, v)?);
+            c.network.listener_security_protocol_map = Some(cluster::parse_protocol_map(k, v)?);
             Ok(())
         },
         |c| {
-            c.listener_security_protocol_map.as_ref().map(|m| {
+            c.network.listener_security_protocol_map.as_ref().map(|m| {
                 let entries: Vec<String> = m.iter().map(|(n, p)| format!("{n}:{p}")).collect();
                 entries.join(",")
             })
@@ -552,34 +593,34 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         "inter.broker.listener.name",
         ConfigType::String,
         |c, k, v| {
-            c.inter_broker_listener_name = if v.is_empty() {
+            c.network.inter_broker_listener_name = if v.is_empty() {
                 None
             } else {
                 Some(cluster::listener_name(k, v)?)
             };
-            c.sync_addresses();
+            c.network.sync_addresses();
             Ok(())
         },
-        |c| c.inter_broker_listener_name.clone(),
+        |c| c.network.inter_broker_listener_name.clone(),
     ),
     BrokerKey::new(
         "controller.listener.names",
         ConfigType::String,
         |c, k, v| {
-            c.controller_listener_names = cluster::parse_listener_names(k, v)?;
-            c.sync_addresses();
+            c.network.controller_listener_names = cluster::parse_listener_names(k, v)?;
+            c.network.sync_addresses();
             Ok(())
         },
-        |c| Some(c.controller_listener_names.join(",")),
+        |c| Some(c.network.controller_listener_names.join(",")),
     ),
     BrokerKey::new(
         "broker.rack",
         ConfigType::String,
         |c, _, v| {
-            c.broker_rack = (!v.is_empty()).then(|| v.to_owned());
+            c.network.rack = (!v.is_empty()).then(|| v.to_owned());
             Ok(())
         },
-        |c| c.broker_rack.clone(),
+        |c| c.network.rack.clone(),
     )
     .listed(),
     // The controller quorum.
@@ -587,43 +628,43 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         "process.roles",
         ConfigType::List,
         |c, k, v| {
-            c.roles = cluster::parse_roles(k, v)?;
-            c.sync_addresses();
+            c.quorum.roles = cluster::parse_roles(k, v)?;
+            c.network.sync_addresses();
             Ok(())
         },
-        |c| c.roles.map(|r| r.to_string()),
+        |c| c.quorum.roles.map(|r| r.to_string()),
     ),
     BrokerKey::new(
         "controller.quorum.voters",
         ConfigType::List,
         |c, k, v| {
-            c.quorum_voters = cluster::parse_voters(k, v)?;
+            c.quorum.voters = cluster::parse_voters(k, v)?;
             Ok(())
         },
-        |c| Some(voters_value(&c.quorum_voters)),
+        |c| Some(voters_value(&c.quorum.voters)),
     ),
     field!(
         "broker.heartbeat.interval.ms",
         Int,
-        c.broker_heartbeat_interval_ms,
+        c.quorum.broker_heartbeat_interval_ms,
         parse::positive
     ),
     field!(
         "broker.session.timeout.ms",
         Int,
-        c.broker_session_timeout_ms,
+        c.quorum.broker_session_timeout_ms,
         parse::positive
     ),
     field!(
         "controller.quorum.election.timeout.ms",
         Int,
-        c.quorum_election_timeout_ms,
+        c.quorum.election_timeout_ms,
         parse::positive
     ),
     field!(
         "controller.quorum.fetch.timeout.ms",
         Int,
-        c.quorum_fetch_timeout_ms,
+        c.quorum.fetch_timeout_ms,
         parse::positive
     ),
     // Replication.
@@ -673,31 +714,35 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         "replica.selector.class",
         ConfigType::Class,
         |c, k, v| {
-            c.replica_selector =
+            c.replication.replica_selector =
                 ReplicaSelectorClass::parse(v).map_err(|why| refused(k, v, why))?;
             Ok(())
         },
-        |c| c.replica_selector.map(|s| s.class_name().to_owned()),
+        |c| {
+            c.replication
+                .replica_selector
+                .map(|s| s.class_name().to_owned())
+        },
     )
     .listed(),
     // The group coordinator and `__consumer_offsets`.
     field!(
         "offsets.topic.num.partitions",
         Int,
-        c.offsets_topic_num_partitions,
+        c.group.offsets_topic_num_partitions,
         parse::positive
     )
     .listed(),
     field!(
         "offsets.topic.replication.factor",
         Short,
-        c.offsets_topic_replication_factor,
+        c.group.offsets_topic_replication_factor,
         parse::positive
     ),
     field!(
         "offsets.topic.segment.bytes",
         Int,
-        c.offsets_topic_segment_bytes,
+        c.group.offsets_topic_segment_bytes,
         |v| parse::between(v, super::MIN_SEGMENT_BYTES, super::MAX_SEGMENT_BYTES)
     ),
     field!(

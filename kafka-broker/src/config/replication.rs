@@ -24,6 +24,9 @@ pub struct ReplicationConfig {
     pub fetch_min_bytes: i32,
     /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
     pub fetch_backoff_ms: u64,
+    /// `replica.selector.class`: how a partition leader picks the replica a consumer should
+    /// read from (KIP-392); `None` (Kafka's default): the leader itself, always.
+    pub replica_selector: Option<ReplicaSelectorClass>,
 }
 
 impl Default for ReplicationConfig {
@@ -36,6 +39,7 @@ impl Default for ReplicationConfig {
             fetch_wait_max_ms: 500,
             fetch_min_bytes: 1,
             fetch_backoff_ms: 1_000,
+            replica_selector: None,
         }
     }
 }
@@ -119,6 +123,7 @@ mod tests {
                 fetch_wait_max_ms: 100,
                 fetch_min_bytes: 10,
                 fetch_backoff_ms: 50,
+                replica_selector: None,
             }
         );
         b.replication.validate().unwrap();

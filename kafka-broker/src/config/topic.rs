@@ -105,10 +105,10 @@ fn refused(key: &str, value: &str, why: Why) -> BrokerError {
 impl TopicConfig {
     /// The broker's defaults: a topic without overrides.
     pub fn defaults(cfg: &BrokerConfig) -> Self {
-        let (compact, delete) =
-            super::parse::cleanup_policy(&cfg.cleanup_policy).unwrap_or_else(|reason| {
+        let (compact, delete) = super::parse::cleanup_policy(&cfg.log.cleanup_policy)
+            .unwrap_or_else(|reason| {
                 tracing::warn!(
-                    value = %cfg.cleanup_policy,
+                    value = %cfg.log.cleanup_policy,
                     %reason,
                     "invalid log.cleanup.policy; using delete"
                 );
@@ -118,29 +118,31 @@ impl TopicConfig {
             compact,
             delete,
             compression: Compression::Producer,
-            delete_retention_ms: cfg.cleaner_delete_retention_ms,
-            flush_messages: cfg.flush_interval_messages,
+            delete_retention_ms: cfg.log.cleaner_delete_retention_ms,
+            flush_messages: cfg.log.flush_interval_messages,
             flush_ms: cfg
+                .log
                 .flush_interval_ms
                 .and_then(|v| i64::try_from(v).ok())
                 .filter(|v| *v >= 1),
-            index_interval_bytes: cfg.index_interval_bytes,
-            max_message_bytes: cfg.message_max_bytes,
-            message_timestamp_type: cfg.message_timestamp_type,
-            message_timestamp_before_max_ms: cfg.message_timestamp_before_max_ms,
-            message_timestamp_after_max_ms: cfg.message_timestamp_after_max_ms,
-            max_compaction_lag_ms: cfg.cleaner_max_compaction_lag_ms,
-            min_cleanable_dirty_ratio: cfg.cleaner_min_cleanable_ratio,
-            min_compaction_lag_ms: cfg.cleaner_min_compaction_lag_ms,
-            min_insync_replicas: cfg.min_insync_replicas,
-            retention_bytes: cfg.retention_bytes,
-            retention_ms: cfg.retention_ms,
+            index_interval_bytes: cfg.log.index_interval_bytes,
+            max_message_bytes: cfg.log.message_max_bytes,
+            message_timestamp_type: cfg.log.message_timestamp_type,
+            message_timestamp_before_max_ms: cfg.log.message_timestamp_before_max_ms,
+            message_timestamp_after_max_ms: cfg.log.message_timestamp_after_max_ms,
+            max_compaction_lag_ms: cfg.log.cleaner_max_compaction_lag_ms,
+            min_cleanable_dirty_ratio: cfg.log.cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms: cfg.log.cleaner_min_compaction_lag_ms,
+            min_insync_replicas: cfg.log.min_insync_replicas,
+            retention_bytes: cfg.log.retention_bytes,
+            retention_ms: cfg.log.retention_ms,
             segment_bytes: cfg
+                .log
                 .segment_bytes
                 .clamp(MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES),
             segment_index_bytes: keys::SEGMENT_INDEX_BYTES,
-            segment_ms: cfg.roll_ms,
-            unclean_leader_election_enable: cfg.unclean_leader_election_enable,
+            segment_ms: cfg.log.roll_ms,
+            unclean_leader_election_enable: cfg.log.unclean_leader_election_enable,
             overrides: BTreeMap::new(),
         }
     }

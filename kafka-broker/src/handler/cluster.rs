@@ -156,7 +156,7 @@ async fn metadata(
     listener: &str,
 ) -> ResponseBody {
     let auto_create =
-        broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+        broker.config.topics.auto_create && (version < 4 || req.allow_auto_topic_creation);
     // Unknown topics asked for by name are created first, when allowed.
     if auto_create {
         if let Some(list) = &req.topics {
@@ -397,9 +397,9 @@ fn internal_topic(broker: &Broker, key_type: i8) -> Option<InternalTopic> {
         super::groups::KEY_TYPE_GROUP => Some(InternalTopic {
             name: OFFSETS_TOPIC,
             partitions: broker.groups.config().offsets_topic_num_partitions,
-            replication_factor: broker.config.offsets_topic_replication_factor,
+            replication_factor: broker.config.group.offsets_topic_replication_factor,
             min_isr: None,
-            segment_bytes: broker.config.offsets_topic_segment_bytes,
+            segment_bytes: broker.config.group.offsets_topic_segment_bytes,
         }),
         super::groups::KEY_TYPE_TRANSACTION => {
             let t = broker.txn.config();

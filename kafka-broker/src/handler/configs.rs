@@ -90,7 +90,7 @@ pub(super) fn describe(broker: &Broker, req: DescribeConfigsRequest, version: i1
                 },
                 RESOURCE_BROKER
                     if r.resource_name.is_empty()
-                        || r.resource_name.as_str() == broker.config.node_id.to_string() =>
+                        || r.resource_name.as_str() == broker.config.server.node_id.to_string() =>
                 {
                     Ok(crate::config::describe::broker(&broker.config)
                         .into_iter()

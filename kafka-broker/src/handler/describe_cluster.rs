@@ -11,9 +11,9 @@ pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest, listener: &st
     let (host, port) = broker.advertised_host_port_on(listener);
     ResponseBody::DescribeCluster(DescribeClusterResponse {
         cluster_id: KStr::from(broker.cluster_id.clone()),
-        controller_id: broker.config.node_id,
+        controller_id: broker.config.server.node_id,
         brokers: vec![DescribeClusterBroker {
-            broker_id: broker.config.node_id,
+            broker_id: broker.config.server.node_id,
             host: KStr::from(host),
             port,
             rack: None,

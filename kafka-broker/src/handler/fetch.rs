@@ -120,7 +120,7 @@ pub(super) async fn handle(
     let max_wait = Duration::from_millis(
         u64::try_from(req.max_wait_ms)
             .unwrap_or(0)
-            .min(broker.config.fetch_max_wait_cap_ms),
+            .min(broker.config.server.fetch_max_wait_cap_ms),
     );
     let min_bytes = usize::try_from(req.min_bytes).unwrap_or(0);
     // The broker's own cap (`fetch.max.bytes`) bounds every answer, whatever the request
@@ -130,7 +130,7 @@ pub(super) async fn handle(
     } else {
         usize::MAX
     }
-    .min(broker.config.fetch_max_bytes);
+    .min(broker.config.server.fetch_max_bytes);
     let deadline = Instant::now() + max_wait;
     // A follower replicating (its replica id, v15+ in ReplicaState): it reads up to the log
     // end, and its fetch offset is its log end, from which the high watermark follows.
@@ -166,7 +166,7 @@ pub(super) async fn handle(
             }
         }
     }
-    let selection = match (broker.config.replica_selector, broker.cluster()) {
+    let selection = match (broker.config.replication.replica_selector, broker.cluster()) {
         (Some(selector), Some(link)) if client_metadata => Some(Selection {
             selector,
             rack: req.rack_id.to_string(),
@@ -218,11 +218,11 @@ impl Selection {
                 .broker(id)
                 .is_some_and(|b| !b.fenced && b.endpoints.iter().any(|e| e.name == self.listener))
         };
-        let me = broker.config.node_id;
+        let me = broker.config.server.node_id;
         let offsets = part.offsets();
         let leader = ReplicaView {
             broker_id: me,
-            rack: rack_of(me).or_else(|| broker.config.broker_rack.clone()),
+            rack: rack_of(me).or_else(|| broker.config.network.rack.clone()),
             log_start_offset: offsets.log_start,
             log_end_offset: offsets.log_end,
             in_sync: true,
@@ -311,7 +311,7 @@ fn read_all<'w>(
             pd.error_code = code.code();
             if plan.names_itself {
                 pd.current_leader = LeaderIdAndEpoch {
-                    leader_id: broker.config.node_id,
+                    leader_id: broker.config.server.node_id,
                     leader_epoch: part.leader_epoch(),
                     ..Default::default()
                 };
@@ -359,7 +359,7 @@ fn read_all<'w>(
                         info.bytes = info.slices.iter().map(|s| s.len).sum();
                     }
                     let len = info.bytes;
-                    match broker.config.sendfile {
+                    match broker.config.server.sendfile {
                         true => match regions.placeholder(info.slices.clone(), len) {
                             Some(b) => Ok(b),
                             None => Ok(info.read_bytes()?),

@@ -55,7 +55,7 @@ impl CoordinatorNode {
     pub(crate) fn of(broker: &Broker, listener: &str) -> Self {
         let (host, port) = broker.advertised_host_port_on(listener);
         Self {
-            node_id: broker.config.node_id,
+            node_id: broker.config.server.node_id,
             host,
             port,
         }

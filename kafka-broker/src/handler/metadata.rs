@@ -19,11 +19,11 @@ pub(super) fn handle(
     version: i16,
     listener: &str,
 ) -> ResponseBody {
-    let node = broker.config.node_id;
+    let node = broker.config.server.node_id;
     let (host, port) = broker.advertised_host_port_on(listener);
     // Before v4 a Metadata request always allowed auto-creation.
     let auto_create =
-        broker.config.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+        broker.config.topics.auto_create && (version < 4 || req.allow_auto_topic_creation);
     let mut topics = match req.topics {
         // v0: an empty list means all topics; v1+: null means all topics.
         None => all(broker),
@@ -94,7 +94,12 @@ fn lookup(broker: &Broker, name: &KStr, auto_create: bool) -> MetadataResponseTo
     if !auto_create {
         return unknown(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
     }
-    match broker.create_topic(name, broker.config.num_partitions, BTreeMap::new(), false) {
+    match broker.create_topic(
+        name,
+        broker.config.topics.num_partitions,
+        BTreeMap::new(),
+        false,
+    ) {
         Ok(meta) => describe(broker, &meta),
         // Created by a concurrent request meanwhile.
         Err(_) if broker.topic(name).is_some() => broker
@@ -106,7 +111,7 @@ fn lookup(broker: &Broker, name: &KStr, auto_create: bool) -> MetadataResponseTo
 }
 
 fn describe(broker: &Broker, meta: &TopicMeta) -> MetadataResponseTopic {
-    let node = broker.config.node_id;
+    let node = broker.config.server.node_id;
     MetadataResponseTopic {
         error_code: 0,
         name: Some(KStr::from(meta.name.clone())),

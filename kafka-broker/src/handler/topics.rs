@@ -24,14 +24,14 @@ pub(super) fn create_topics(
     req: CreateTopicsRequest,
     version: i16,
 ) -> ResponseBody {
-    let node = broker.config.node_id;
+    let node = broker.config.server.node_id;
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
             let outcome = (|| {
                 let partitions = if t.num_partitions == -1 && t.assignments.is_empty() {
-                    broker.config.num_partitions
+                    broker.config.topics.num_partitions
                 } else if !t.assignments.is_empty() {
                     if t.num_partitions != -1 || t.replication_factor != -1 {
                         return Err(BrokerError::kafka(
@@ -55,7 +55,7 @@ pub(super) fn create_topics(
                     t.num_partitions
                 };
                 let rf = if t.replication_factor == -1 {
-                    broker.config.default_replication_factor
+                    broker.config.topics.default_replication_factor
                 } else {
                     t.replication_factor
                 };
@@ -176,7 +176,7 @@ pub(super) fn delete_topics(
 }
 
 pub(super) fn create_partitions(broker: &Broker, req: CreatePartitionsRequest) -> ResponseBody {
-    let node = broker.config.node_id;
+    let node = broker.config.server.node_id;
     let results = req
         .topics
         .into_iter()

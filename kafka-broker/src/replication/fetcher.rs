@@ -109,8 +109,8 @@ pub(super) async fn run(
             }
             continue;
         }
-        let req = fetch_request(b.config.node_id, &ready, &settings);
-        let node = b.config.node_id;
+        let req = fetch_request(b.config.server.node_id, &ready, &settings);
+        let node = b.config.server.node_id;
         drop(b);
         let answer = tokio::select! {
             a = c.request_at(RequestBody::Fetch(Box::new(req)), FETCH_VERSION) => a,
@@ -303,7 +303,7 @@ async fn truncate(
         return Ok(done);
     }
     let req = OffsetForLeaderEpochRequest {
-        replica_id: b.config.node_id,
+        replica_id: b.config.server.node_id,
         topics,
         ..Default::default()
     };

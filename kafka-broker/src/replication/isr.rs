@@ -164,7 +164,7 @@ async fn send(broker: &Broker, link: &ClusterLink, batch: Vec<Proposal>) {
         return;
     }
     let req = AlterPartitionRequest {
-        broker_id: broker.config.node_id,
+        broker_id: broker.config.server.node_id,
         broker_epoch,
         topics,
         ..Default::default()

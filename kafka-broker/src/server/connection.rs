@@ -23,15 +23,15 @@ pub(crate) async fn serve(
 ) {
     let _ = sock.set_nodelay(true);
     let (rd, wr) = sock.into_split();
-    let (tx, mut rx) = mpsc::channel(broker.config.max_pipelined_requests);
-    let max_frame = broker.config.socket_request_max_bytes;
+    let (tx, mut rx) = mpsc::channel(broker.config.server.max_pipelined_requests);
+    let max_frame = broker.config.server.socket_request_max_bytes;
     let budget = ReadAhead {
         connection: Arc::new(Semaphore::new(
-            broker.config.connection_read_ahead_max_bytes,
+            broker.config.server.connection_read_ahead_max_bytes,
         )),
-        connection_max: broker.config.connection_read_ahead_max_bytes,
+        connection_max: broker.config.server.connection_read_ahead_max_bytes,
         broker: queued,
-        broker_max: broker.config.queued_max_request_bytes,
+        broker_max: broker.config.server.queued_max_request_bytes,
     };
     // Set when the peer has shut its side down while requests wait for the read-ahead budget:
     // what is queued is dropped. A reader that ends otherwise (end of stream after the last
@@ -62,7 +62,7 @@ pub(crate) async fn serve(
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
     tracing::debug!(%peer, "connection opened");
     let mut stopping = *stop.borrow();
-    let max_idle = std::time::Duration::from_millis(broker.config.connections_max_idle_ms);
+    let max_idle = std::time::Duration::from_millis(broker.config.server.connections_max_idle_ms);
     let mut idle_since = tokio::time::Instant::now();
     loop {
         let item = if stopping {

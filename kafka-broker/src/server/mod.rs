@@ -34,14 +34,16 @@ pub async fn serve_listeners(
     broker: Arc<Broker>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
-    let limit = Arc::new(Semaphore::new(broker.config.max_connections));
+    let limit = Arc::new(Semaphore::new(broker.config.server.max_connections));
     let per_ip = Arc::new(limits::PerIp::new(
-        broker.config.max_connections_per_ip,
-        &broker.config.max_connections_per_ip_overrides,
+        broker.config.server.max_connections_per_ip,
+        &broker.config.server.max_connections_per_ip_overrides,
     ));
     let mut refused = limits::RefusalLog::new(Duration::from_secs(10));
     let mut accept_failures = limits::AcceptFailureLog::new(Duration::from_secs(10));
-    let queued = Arc::new(Semaphore::new(broker.config.queued_max_request_bytes));
+    let queued = Arc::new(Semaphore::new(
+        broker.config.server.queued_max_request_bytes,
+    ));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     // One accept task per listener, feeding this loop.
@@ -78,7 +80,7 @@ pub async fn serve_listeners(
                         continue;
                     };
                     let Ok(permit) = limit.clone().try_acquire_owned() else {
-                        refused.refused(peer, "max.connections", broker.config.max_connections);
+                        refused.refused(peer, "max.connections", broker.config.server.max_connections);
                         drop(sock);
                         continue;
                     };

@@ -33,8 +33,14 @@ impl TestBroker {
     pub(crate) fn start_with(tune: impl FnOnce(&mut BrokerConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = BrokerConfig {
-            data_dir: dir.path().to_path_buf(),
-            num_partitions: 1,
+            server: kafka_broker::config::ServerConfig {
+                data_dir: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            topics: kafka_broker::config::TopicsConfig {
+                num_partitions: 1,
+                ..Default::default()
+            },
             ..Default::default()
         };
         config

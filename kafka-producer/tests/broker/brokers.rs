@@ -24,8 +24,14 @@ impl InProcessBroker {
     /// Starts on `bind` (port 0: any), retrying a busy port for a while (a restart).
     pub(crate) fn start(data_dir: &Path, bind: SocketAddr) -> Self {
         let config = BrokerConfig {
-            data_dir: data_dir.to_path_buf(),
-            num_partitions: PARTITIONS,
+            server: kafka_broker::config::ServerConfig {
+                data_dir: data_dir.to_path_buf(),
+                ..Default::default()
+            },
+            topics: kafka_broker::config::TopicsConfig {
+                num_partitions: PARTITIONS,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -75,10 +75,10 @@ impl ControllerConfig {
         Self {
             cluster_id: cluster_id.into(),
             session_timeout_ms: Self::DEFAULT_SESSION_TIMEOUT_MS,
-            default_replication_factor: broker.default_replication_factor,
-            default_num_partitions: broker.num_partitions,
+            default_replication_factor: broker.topics.default_replication_factor,
+            default_num_partitions: broker.topics.num_partitions,
             unclean_leader_election: false,
-            delete_topic_enable: broker.delete_topic_enable,
+            delete_topic_enable: broker.topics.delete_enable,
             broker: broker.clone(),
         }
     }

@@ -207,7 +207,7 @@ impl Controller {
         for t in &req.topics {
             *seen.entry(t.name.as_str()).or_insert(0) += 1;
         }
-        let mut budget = Budget::new(image, self.config.broker.max_partitions);
+        let mut budget = Budget::new(image, self.config.broker.topics.max_partitions);
         let mut created: Vec<TopicImage> = Vec::new();
         let mut records = Vec::new();
         let mut start = rng_start;
@@ -425,7 +425,7 @@ impl Controller {
         for t in &req.topics {
             *seen.entry(t.name.as_str()).or_insert(0) += 1;
         }
-        let mut budget = Budget::new(image, self.config.broker.max_partitions);
+        let mut budget = Budget::new(image, self.config.broker.topics.max_partitions);
         let mut records = Vec::new();
         let mut start = rng_start;
         let mut results = Vec::with_capacity(req.topics.len());

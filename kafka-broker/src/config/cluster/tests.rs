@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::BrokerConfig;
 
 /// A config from properties text (no unknown keys allowed).
 fn from(text: &str) -> BrokerConfig {
@@ -74,21 +75,27 @@ fn listener(name: &str, host: &str, port: u16) -> ListenerConfig {
 fn zero_config_and_single_node_configs_validate_as_before() {
     let c = BrokerConfig::default();
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:9092");
-    assert_eq!(c.advertised_addr(), "127.0.0.1:9092");
-    assert_eq!(c.roles, None);
-    assert_eq!(c.listeners, [listener("PLAINTEXT", "127.0.0.1", 9092)]);
-    assert_eq!(c.client_listener(), c.listeners.first());
-    assert_eq!(c.effective_advertised_listeners(), c.listeners);
+    assert_eq!(c.network.listen, "127.0.0.1:9092");
+    assert_eq!(c.network.advertised_addr(), "127.0.0.1:9092");
+    assert_eq!(c.quorum.roles, None);
     assert_eq!(
-        c.effective_inter_broker_listener_name().as_deref(),
+        c.network.listeners,
+        [listener("PLAINTEXT", "127.0.0.1", 9092)]
+    );
+    assert_eq!(c.network.client_listener(), c.network.listeners.first());
+    assert_eq!(
+        c.network.effective_advertised_listeners(),
+        c.network.listeners
+    );
+    assert_eq!(
+        c.network.effective_inter_broker_listener_name().as_deref(),
         Some("PLAINTEXT")
     );
 
     let c = from("listeners=PLAINTEXT://127.0.0.1:19092\n");
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:19092");
-    assert_eq!(c.advertised, None);
+    assert_eq!(c.network.listen, "127.0.0.1:19092");
+    assert_eq!(c.network.advertised, None);
 
     // Today's server.properties: the ignored-before keys are taken, and it still validates.
     let c = from(
@@ -97,38 +104,41 @@ fn zero_config_and_single_node_configs_validate_as_before() {
          listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL\ninter.broker.listener.name=PLAINTEXT\n",
     );
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:19092");
-    assert_eq!(c.advertised.as_deref(), Some("kafka.example:29092"));
-    assert_eq!(c.advertised_addr(), "kafka.example:29092");
-    assert_eq!(c.offsets_topic_replication_factor, 1);
+    assert_eq!(c.network.listen, "127.0.0.1:19092");
+    assert_eq!(c.network.advertised.as_deref(), Some("kafka.example:29092"));
+    assert_eq!(c.network.advertised_addr(), "kafka.example:29092");
+    assert_eq!(c.group.offsets_topic_replication_factor, 1);
 
     // A bare host:port, and the `listen` alias, as before.
     for key in ["listeners", "listen"] {
         let mut c = BrokerConfig::default();
         c.apply(key, "0.0.0.0:9093").unwrap();
         c.validate().unwrap();
-        assert_eq!(c.listen, "0.0.0.0:9093");
-        assert_eq!(c.listeners, [listener("PLAINTEXT", "0.0.0.0", 9093)]);
+        assert_eq!(c.network.listen, "0.0.0.0:9093");
+        assert_eq!(
+            c.network.listeners,
+            [listener("PLAINTEXT", "0.0.0.0", 9093)]
+        );
     }
     let mut c = BrokerConfig::default();
     c.apply("advertised.listeners", "kafka.example:1").unwrap();
     c.validate().unwrap();
-    assert_eq!(c.advertised.as_deref(), Some("kafka.example:1"));
+    assert_eq!(c.network.advertised.as_deref(), Some("kafka.example:1"));
 }
 
 #[test]
 fn listeners_parse_with_kafkas_forms() {
     let c = from("listeners=plaintext://[::1]:9092, INTERNAL://:9093 ,\n");
     assert_eq!(
-        c.listeners,
+        c.network.listeners,
         [
             listener("PLAINTEXT", "::1", 9092),
             listener("INTERNAL", "0.0.0.0", 9093)
         ]
     );
     // The client listener (the first) keeps its brackets for bind.
-    assert_eq!(c.listen, "[::1]:9092");
-    assert_eq!(c.listeners[0].to_string(), "PLAINTEXT://[::1]:9092");
+    assert_eq!(c.network.listen, "[::1]:9092");
+    assert_eq!(c.network.listeners[0].to_string(), "PLAINTEXT://[::1]:9092");
     for (v, needle) in [
         ("", "listeners is empty"),
         ("PLAINTEXT://127.0.0.1", "no port"),
@@ -166,15 +176,15 @@ fn every_cluster_key_parses() {
          unclean.leader.election.enable=true\ndefault.replication.factor=3\n",
     );
     assert_eq!(
-        c.roles,
+        c.quorum.roles,
         Some(Roles {
             broker: true,
             controller: true
         })
     );
-    assert!(c.roles.is_some_and(|r| r.combined()));
+    assert!(c.quorum.roles.is_some_and(|r| r.combined()));
     assert_eq!(
-        c.quorum_voters,
+        c.quorum.voters,
         [
             Voter {
                 id: 1,
@@ -193,55 +203,70 @@ fn every_cluster_key_parses() {
             },
         ]
     );
-    assert_eq!(c.voter(2).map(Voter::addr).as_deref(), Some("[::1]:19302"));
-    assert_eq!(c.controller_listener_names, ["CONTROLLER", "QUORUM"]);
-    let map = c.listener_security_protocol_map.clone().unwrap();
+    assert_eq!(
+        c.quorum.voter(2).map(Voter::addr).as_deref(),
+        Some("[::1]:19302")
+    );
+    assert_eq!(
+        c.network.controller_listener_names,
+        ["CONTROLLER", "QUORUM"]
+    );
+    let map = c.network.listener_security_protocol_map.clone().unwrap();
     assert_eq!(map.len(), 3);
     assert_eq!(map["PLAINTEXT"], SecurityProtocol::Plaintext);
     assert_eq!(map["CONTROLLER"], SecurityProtocol::Plaintext);
     assert_eq!(map["QUORUM"], SecurityProtocol::Ssl);
-    assert_eq!(c.inter_broker_listener_name.as_deref(), Some("PLAINTEXT"));
     assert_eq!(
-        c.advertised_listeners,
+        c.network.inter_broker_listener_name.as_deref(),
+        Some("PLAINTEXT")
+    );
+    assert_eq!(
+        c.network.advertised_listeners,
         Some(vec![listener("PLAINTEXT", "kafka-2.example", 19202)])
     );
-    assert_eq!(c.listen, "127.0.0.1:19202");
-    assert_eq!(c.advertised.as_deref(), Some("kafka-2.example:19202"));
+    assert_eq!(c.network.listen, "127.0.0.1:19202");
     assert_eq!(
-        c.controller_listener().map(ListenerConfig::addr).as_deref(),
+        c.network.advertised.as_deref(),
+        Some("kafka-2.example:19202")
+    );
+    assert_eq!(
+        c.network
+            .controller_listener()
+            .map(ListenerConfig::addr)
+            .as_deref(),
         Some("[::1]:19302")
     );
-    assert_eq!(c.broker_heartbeat_interval_ms, 500);
-    assert_eq!(c.broker_session_timeout_ms, 3000);
-    assert_eq!(c.quorum_election_timeout_ms, 1500);
-    assert_eq!(c.quorum_fetch_timeout_ms, 2500);
-    assert_eq!(c.broker_rack.as_deref(), Some("rack-a"));
-    assert_eq!(c.min_insync_replicas, 2);
-    assert_eq!(c.offsets_topic_replication_factor, 5);
-    assert!(c.unclean_leader_election_enable);
-    assert_eq!(c.default_replication_factor, 3);
+    assert_eq!(c.quorum.broker_heartbeat_interval_ms, 500);
+    assert_eq!(c.quorum.broker_session_timeout_ms, 3000);
+    assert_eq!(c.quorum.election_timeout_ms, 1500);
+    assert_eq!(c.quorum.fetch_timeout_ms, 2500);
+    assert_eq!(c.network.rack.as_deref(), Some("rack-a"));
+    assert_eq!(c.log.min_insync_replicas, 2);
+    assert_eq!(c.group.offsets_topic_replication_factor, 5);
+    assert!(c.log.unclean_leader_election_enable);
+    assert_eq!(c.topics.default_replication_factor, 3);
     // QUORUM (SSL) is a controller listener that is not in listeners: invalid, but parsed.
     refused(&c, &["controller.listener.names", "QUORUM"]);
 
     // Kafka's defaults.
     let d = BrokerConfig::default();
-    assert_eq!(d.broker_heartbeat_interval_ms, 2000);
-    assert_eq!(d.broker_session_timeout_ms, 9000);
-    assert_eq!(d.quorum_election_timeout_ms, 1000);
-    assert_eq!(d.quorum_fetch_timeout_ms, 2000);
-    assert_eq!(d.min_insync_replicas, 1);
-    assert_eq!(d.offsets_topic_replication_factor, 3);
-    assert_eq!(d.broker_rack, None);
-    assert!(!d.unclean_leader_election_enable);
-    assert!(d.quorum_voters.is_empty() && d.controller_listener_names.is_empty());
-    assert_eq!(d.listener_security_protocol_map, None);
-    assert_eq!(d.inter_broker_listener_name, None);
+    assert_eq!(d.quorum.broker_heartbeat_interval_ms, 2000);
+    assert_eq!(d.quorum.broker_session_timeout_ms, 9000);
+    assert_eq!(d.quorum.election_timeout_ms, 1000);
+    assert_eq!(d.quorum.fetch_timeout_ms, 2000);
+    assert_eq!(d.log.min_insync_replicas, 1);
+    assert_eq!(d.group.offsets_topic_replication_factor, 3);
+    assert_eq!(d.network.rack, None);
+    assert!(!d.log.unclean_leader_election_enable);
+    assert!(d.quorum.voters.is_empty() && d.network.controller_listener_names.is_empty());
+    assert_eq!(d.network.listener_security_protocol_map, None);
+    assert_eq!(d.network.inter_broker_listener_name, None);
 
     // Roles: each alone, and empty is no roles.
     let mut c = BrokerConfig::default();
     c.apply("process.roles", "broker").unwrap();
     assert_eq!(
-        c.roles,
+        c.quorum.roles,
         Some(Roles {
             broker: true,
             controller: false
@@ -249,16 +274,16 @@ fn every_cluster_key_parses() {
     );
     c.apply("process.roles", "controller").unwrap();
     assert_eq!(
-        c.roles,
+        c.quorum.roles,
         Some(Roles {
             broker: false,
             controller: true
         })
     );
     c.apply("process.roles", "").unwrap();
-    assert_eq!(c.roles, None);
+    assert_eq!(c.quorum.roles, None);
     c.apply("broker.rack", "").unwrap();
-    assert_eq!(c.broker_rack, None);
+    assert_eq!(c.network.rack, None);
 }
 
 #[test]
@@ -344,30 +369,33 @@ fn the_shipped_cluster_files_parse_and_validate() {
     for (n, text) in [(1, NODE1), (2, NODE2), (3, NODE3)] {
         let c = from(text);
         c.validate().unwrap();
-        assert_eq!(c.node_id, n);
-        assert!(c.roles.is_some_and(|r| r.combined()));
+        assert_eq!(c.server.node_id, n);
+        assert!(c.quorum.roles.is_some_and(|r| r.combined()));
         assert_eq!(
-            c.quorum_voters.iter().map(|v| v.id).collect::<Vec<_>>(),
+            c.quorum.voters.iter().map(|v| v.id).collect::<Vec<_>>(),
             [1, 2, 3]
         );
-        assert_eq!(c.voter(n).map(|v| v.port), Some(19300 + n as u16));
-        assert_eq!(c.listen, format!("127.0.0.1:{}", 19200 + n));
-        assert_eq!(c.advertised_addr(), format!("127.0.0.1:{}", 19200 + n));
+        assert_eq!(c.quorum.voter(n).map(|v| v.port), Some(19300 + n as u16));
+        assert_eq!(c.network.listen, format!("127.0.0.1:{}", 19200 + n));
         assert_eq!(
-            c.controller_listener(),
+            c.network.advertised_addr(),
+            format!("127.0.0.1:{}", 19200 + n)
+        );
+        assert_eq!(
+            c.network.controller_listener(),
             Some(&listener("CONTROLLER", "127.0.0.1", 19300 + n as u16))
         );
         assert_eq!(
-            c.client_listener(),
+            c.network.client_listener(),
             Some(&listener("PLAINTEXT", "127.0.0.1", 19200 + n as u16))
         );
         assert_eq!(
-            c.data_dir,
+            c.server.data_dir,
             std::path::PathBuf::from(format!("./data/node{n}"))
         );
-        assert_eq!(c.default_replication_factor, 3);
-        assert_eq!(c.min_insync_replicas, 2);
-        assert_eq!(c.offsets_topic_replication_factor, 3);
+        assert_eq!(c.topics.default_replication_factor, 3);
+        assert_eq!(c.log.min_insync_replicas, 2);
+        assert_eq!(c.group.offsets_topic_replication_factor, 3);
         assert_eq!(
             c.security_protocol("CONTROLLER"),
             Some(SecurityProtocol::Plaintext)
@@ -380,8 +408,8 @@ fn other_node_shapes_validate() {
     // Broker only: the controller listener's protocol defaults to PLAINTEXT in KRaft mode.
     let c = from(BROKER4);
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:19204");
-    assert_eq!(c.controller_listener(), None);
+    assert_eq!(c.network.listen, "127.0.0.1:19204");
+    assert_eq!(c.network.controller_listener(), None);
     assert_eq!(
         c.security_protocol("CONTROLLER"),
         Some(SecurityProtocol::Plaintext)
@@ -389,9 +417,9 @@ fn other_node_shapes_validate() {
     // Controller only: it listens on its controller listener; no client listener.
     let c = from(CONTROLLER1);
     c.validate().unwrap();
-    assert_eq!(c.client_listener(), None);
-    assert_eq!(c.listen, "127.0.0.1:19301");
-    assert!(c.effective_advertised_listeners().is_empty());
+    assert_eq!(c.network.client_listener(), None);
+    assert_eq!(c.network.listen, "127.0.0.1:19301");
+    assert!(c.network.effective_advertised_listeners().is_empty());
     // Keys in any order: controller.listener.names after listeners still picks the client one.
     let c = from(
         "listeners=CONTROLLER://127.0.0.1:19301,PLAINTEXT://127.0.0.1:19201\nnode.id=1\n\
@@ -399,7 +427,7 @@ fn other_node_shapes_validate() {
          controller.listener.names=CONTROLLER\n",
     );
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:19201");
+    assert_eq!(c.network.listen, "127.0.0.1:19201");
     // inter.broker.listener.name picks the client listener among several.
     let c = from(
         "listeners=INTERNAL://127.0.0.1:1,EXTERNAL://127.0.0.1:2\n\
@@ -408,8 +436,8 @@ fn other_node_shapes_validate() {
          inter.broker.listener.name=EXTERNAL\n",
     );
     c.validate().unwrap();
-    assert_eq!(c.listen, "127.0.0.1:2");
-    assert_eq!(c.advertised.as_deref(), Some("b.example:2"));
+    assert_eq!(c.network.listen, "127.0.0.1:2");
+    assert_eq!(c.network.advertised.as_deref(), Some("b.example:2"));
     // An IPv4 and an IPv6 listener may share a port.
     from(
         "listeners=PLAINTEXT://127.0.0.1:9092,V6://[::1]:9092\n\
@@ -453,7 +481,7 @@ fn invalid_combinations_are_refused_naming_the_key() {
     );
     // process.roles without the quorum.
     let mut c = from(NODE1);
-    c.quorum_voters.clear();
+    c.quorum.voters.clear();
     refused(&c, &["controller.quorum.voters"]);
     refused(
         &node1_with("controller.listener.names=\n"),
@@ -531,7 +559,7 @@ fn invalid_combinations_are_refused_naming_the_key() {
         &["advertised.listeners", "controller listeners"],
     );
     let mut c = node1_with("listeners=PLAINTEXT://:19201,CONTROLLER://127.0.0.1:19301\n");
-    c.advertised_listeners = None;
+    c.network.advertised_listeners = None;
     refused(&c, &["advertised.listeners", "0.0.0.0"]);
     refused(
         &from("advertised.listeners=PLAINTEXT://0.0.0.0:9092\n"),
@@ -580,7 +608,7 @@ fn invalid_combinations_are_refused_naming_the_key() {
         &["listeners", "different port"],
     );
     let mut c = BrokerConfig::default();
-    c.listeners.clear();
+    c.network.listeners.clear();
     refused(&c, &["listeners is empty"]);
     // Security protocols: every listener mapped, and only PLAINTEXT.
     refused(
@@ -605,12 +633,18 @@ fn invalid_combinations_are_refused_naming_the_key() {
         &["broker.session.timeout.ms", "broker.heartbeat.interval.ms"],
     );
     let c = BrokerConfig {
-        min_insync_replicas: 0,
+        log: crate::config::LogDefaults {
+            min_insync_replicas: 0,
+            ..Default::default()
+        },
         ..BrokerConfig::default()
     };
     refused(&c, &["min.insync.replicas"]);
     let c = BrokerConfig {
-        offsets_topic_replication_factor: 0,
+        group: crate::config::GroupConfig {
+            offsets_topic_replication_factor: 0,
+            ..Default::default()
+        },
         ..BrokerConfig::default()
     };
     refused(&c, &["offsets.topic.replication.factor"]);
@@ -636,33 +670,40 @@ fn invalid_combinations_are_refused_naming_the_key() {
 fn the_command_line_addresses_set_the_client_listener() {
     // On a cluster node `--listen` moves the client listener only.
     let mut c = from(NODE2);
-    c.set_client_listener("127.0.0.1:0").unwrap();
-    assert_eq!(c.listen, "127.0.0.1:0");
+    c.network.set_client_listener("127.0.0.1:0").unwrap();
+    assert_eq!(c.network.listen, "127.0.0.1:0");
     assert_eq!(
-        c.listeners,
+        c.network.listeners,
         [
             listener("PLAINTEXT", "127.0.0.1", 0),
             listener("CONTROLLER", "127.0.0.1", 19302)
         ]
     );
-    c.set_client_advertised("kafka-2.example:9092").unwrap();
-    assert_eq!(c.advertised.as_deref(), Some("kafka-2.example:9092"));
+    c.network
+        .set_client_advertised("kafka-2.example:9092")
+        .unwrap();
     assert_eq!(
-        c.advertised_listeners,
+        c.network.advertised.as_deref(),
+        Some("kafka-2.example:9092")
+    );
+    assert_eq!(
+        c.network.advertised_listeners,
         Some(vec![listener("PLAINTEXT", "kafka-2.example", 9092)])
     );
     c.validate().unwrap();
     // On a single node as before, a PLAINTEXT:// prefix accepted.
     let mut c = BrokerConfig::default();
-    c.set_client_listener("PLAINTEXT://[::1]:0").unwrap();
-    assert_eq!(c.listen, "[::1]:0");
-    c.set_client_advertised("a.example:1").unwrap();
-    assert_eq!(c.advertised_addr(), "a.example:1");
+    c.network
+        .set_client_listener("PLAINTEXT://[::1]:0")
+        .unwrap();
+    assert_eq!(c.network.listen, "[::1]:0");
+    c.network.set_client_advertised("a.example:1").unwrap();
+    assert_eq!(c.network.advertised_addr(), "a.example:1");
     c.validate().unwrap();
-    assert!(c.set_client_listener("nonsense").is_err());
-    assert!(c.set_client_listener("a:1,b:2").is_err());
+    assert!(c.network.set_client_listener("nonsense").is_err());
+    assert!(c.network.set_client_listener("a:1,b:2").is_err());
     // A controller-only node has no client listener: `--listen` is the whole list.
     let mut c = from(CONTROLLER1);
-    c.set_client_listener("127.0.0.1:5").unwrap();
-    assert_eq!(c.listeners, [listener("PLAINTEXT", "127.0.0.1", 5)]);
+    c.network.set_client_listener("127.0.0.1:5").unwrap();
+    assert_eq!(c.network.listeners, [listener("PLAINTEXT", "127.0.0.1", 5)]);
 }

@@ -182,14 +182,14 @@ fn synonyms_set_the_same_setting() {
     b.apply("log.retention.ms", "7200000").unwrap();
     assert_eq!(a, b);
     a.apply("log.retention.minutes", "3").unwrap();
-    assert_eq!(a.retention_ms, 180_000);
+    assert_eq!(a.log.retention_ms, 180_000);
     a.apply("log.roll.hours", "1").unwrap();
-    assert_eq!(a.roll_ms, 3_600_000);
+    assert_eq!(a.log.roll_ms, 3_600_000);
     assert!(a.apply("log.roll.hours", "0").is_err());
     a.apply("broker.id", "7").unwrap();
-    assert_eq!(a.node_id, 7);
+    assert_eq!(a.server.node_id, 7);
     a.apply("log.dir", "/x,/y").unwrap();
-    assert_eq!(a.data_dir, std::path::PathBuf::from("/x"));
+    assert_eq!(a.server.data_dir, std::path::PathBuf::from("/x"));
     let e = a.apply("log.dir", " , ").unwrap_err().to_string();
     assert!(e.contains("log.dir is empty"), "{e}");
 }
@@ -198,7 +198,10 @@ fn synonyms_set_the_same_setting() {
 fn cluster_ids_are_checked() {
     let mut c = BrokerConfig::default();
     c.apply("cluster.id", "MkU3OEVBNTcwNTJENDM2Qk").unwrap();
-    assert_eq!(c.cluster_id.as_deref(), Some("MkU3OEVBNTcwNTJENDM2Qk"));
+    assert_eq!(
+        c.server.cluster_id.as_deref(),
+        Some("MkU3OEVBNTcwNTJENDM2Qk")
+    );
     for bad in ["with space", "", "a\\b"] {
         let e = c.apply("cluster.id", bad).unwrap_err().to_string();
         assert!(e.contains("cluster.id"), "{bad:?}: {e}");

@@ -288,6 +288,6 @@ fn stored_invalid_overrides_are_skipped_at_start() {
         &overrides(&[("retention.ms", "x"), ("segment.bytes", "4096")]),
     );
     assert_eq!(c.segment_bytes, 4096);
-    assert_eq!(c.retention_ms, BrokerConfig::default().retention_ms);
+    assert_eq!(c.retention_ms, BrokerConfig::default().log.retention_ms);
     assert_eq!(c.overrides(), &overrides(&[("segment.bytes", "4096")]));
 }

@@ -101,10 +101,16 @@ const CLIENT: ClientInfo<'static> = ClientInfo {
 fn the_coordinator_is_this_broker() {
     let dir = tempfile::tempdir().unwrap();
     let config = crate::BrokerConfig {
-        data_dir: dir.path().to_path_buf(),
-        node_id: 5,
-        listen: "127.0.0.1:9093".into(),
-        advertised: Some("kafka.example:29092".into()),
+        server: crate::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            node_id: 5,
+            ..Default::default()
+        },
+        network: crate::config::NetworkConfig {
+            listen: "127.0.0.1:9093".into(),
+            advertised: Some("kafka.example:29092".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let broker = Broker::open(config).unwrap();

@@ -208,7 +208,7 @@ fn topics_of_one_request_get_their_own_ids_and_rotate_leaders() {
 #[test]
 fn no_broker_gets_more_than_max_partitions_replicas() {
     let mut cfg = config();
-    cfg.broker.max_partitions = 10;
+    cfg.broker.topics.max_partitions = 10;
     let mut h = H::with(cfg);
     h.brokers(&[1, 2]);
     h.topic("a", 8, 2);
