@@ -20,24 +20,9 @@ use std::sync::Arc;
 use kafka_protocol::error_code::ErrorCode;
 use tokio::time::Instant;
 
+pub use super::partition::Acks;
 use super::partition::{Partition, PendingAck};
 use crate::error::BrokerError;
-
-/// What a produce request's acks ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acks {
-    /// acks=0 or acks=1: the leader's own log (and the fsync when one is due).
-    Leader,
-    /// acks=all: every in-sync replica has the batch (the high watermark reached it).
-    All,
-}
-
-impl Acks {
-    /// From the request's `acks` field (-1, 0 or 1; the caller refused anything else).
-    pub fn from_wire(acks: i16) -> Self {
-        if acks == -1 { Self::All } else { Self::Leader }
-    }
-}
 
 /// Completes an append: runs (or joins) the group-commit fsync it needs, moves the high
 /// watermark with it, and for acks=all waits until the high watermark covers the append, at

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::error_code::ErrorCode;
 
-use super::super::delayed::Acks;
 use super::super::producer_state::{BatchMeta, Check, Marker, last_seq};
 use super::super::validate::{self, Allowance, BatchSummary, Failed, Refused};
 use super::super::{MemoryBudget, producer_state::ProducerStates};
@@ -20,6 +19,22 @@ use super::{Moved, Partition};
 use crate::error::BrokerError;
 use crate::log::{AppendInfo, Flusher, Log};
 use crate::sync::lock;
+
+/// What a produce request's acks ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// acks=0 or acks=1: the leader's own log (and the fsync when one is due).
+    Leader,
+    /// acks=all: every in-sync replica has the batch (the high watermark reached it).
+    All,
+}
+
+impl Acks {
+    /// From the request's `acks` field (-1, 0 or 1; the caller refused anything else).
+    pub fn from_wire(acks: i16) -> Self {
+        if acks == -1 { Self::All } else { Self::Leader }
+    }
+}
 
 /// Result of a produce to this partition.
 #[derive(Debug, Clone, Copy)]

@@ -44,11 +44,10 @@ use std::sync::{Mutex, MutexGuard};
 use kafka_protocol::error_code::ErrorCode;
 use tokio::sync::Notify;
 
-pub use append::{Appended, PendingAck, SyncNeeded};
+pub use append::{Acks, Appended, PendingAck, SyncNeeded};
 pub use producers::{load_producer_state, rebuild_producer_state};
 pub use read::{Isolation, ReadFailed, ReadRange};
 
-use super::delayed::Acks;
 use super::isr::{Follower, IsrChange, Leadership, ReplicaState};
 use super::producer_state::ProducerStates;
 use crate::error::BrokerError;
