@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use kafka_protocol::record::{Compression, RecordBatch};
 
-use super::super::cleaner::{CLEANER_CHECKPOINT_FILE, STAGING_DIR};
+use super::super::checkpoint::CLEANER_CHECKPOINT_FILE;
+use super::super::swap::STAGING_DIR;
 use super::super::{CleanStats, CleanerLimits};
 use super::*;
 
