@@ -106,11 +106,7 @@ pub(crate) fn read_with(
 }
 
 /// Reads a one-offset checkpoint.
-pub(crate) fn read_offset(
-    io: &dyn LogIo,
-    dir: &Path,
-    name: &str,
-) -> Result<Option<i64>, LogError> {
+pub(crate) fn read_offset(io: &dyn LogIo, dir: &Path, name: &str) -> Result<Option<i64>, LogError> {
     let Some(entries) = read_with(io, dir, name)? else {
         return Ok(None);
     };

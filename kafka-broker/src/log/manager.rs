@@ -154,9 +154,7 @@ impl LogManager {
                 .map_err(|e| LogError::io("create directory", dir, e))?;
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
             // When that cannot be told, the logs are recovered: the safe side.
-            let clean = io
-                .exists(FileKind::Checkpoint, &marker)
-                .unwrap_or(false);
+            let clean = io.exists(FileKind::Checkpoint, &marker).unwrap_or(false);
             let parts = partition_dirs(io.as_ref(), dir)?;
             if clean {
                 io.remove_file(FileKind::Checkpoint, &marker)

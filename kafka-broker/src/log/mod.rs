@@ -71,15 +71,15 @@ pub use checkpoint::EpochEntry;
 pub use cleaner::{CleanPlan, CleanStats, CleanedLog, CleanerLimits};
 pub use config::{LogConfig, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 pub use error::LogError;
+pub use fault::{FaultInjector, IoOp};
 pub use files::{FileCache, FileHandle};
 pub use flusher::Flusher;
-pub use fault::{FaultInjector, IoOp};
 pub use io::{DirEntry, FileKind, LogIo, OpenMode, StdIo};
 pub use kafka_protocol::record::TimestampType;
+pub use local_log::{Log, OpenReport};
 pub use manager::{
     CLEAN_SHUTDOWN_FILE, LogManager, SharedLog, TopicPartition, is_valid_topic, lock_log,
 };
-pub use local_log::{Log, OpenReport};
 pub use recovery::{
     LogRecovery, RecoveryOutcome, SegmentCheck, Truncation, TxnRebuild, TxnRebuildCause,
 };

@@ -74,7 +74,9 @@ pub(crate) fn finish_interrupted_swaps(
                 (FileKind::TxnIndex, TXN_INDEX_SUFFIX),
             ]
             .iter()
-            .filter_map(|&(kind, suffix)| Some((kind, name.strip_suffix(suffix)?.strip_suffix('.')?)))
+            .filter_map(|&(kind, suffix)| {
+                Some((kind, name.strip_suffix(suffix)?.strip_suffix('.')?))
+            })
             .filter(|(_, stem)| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
             .filter_map(|(kind, stem)| Some((kind, stem.parse::<i64>().ok()?)))
             .find(|&(_, b)| (base..end.max(base + 1)).contains(&b));
