@@ -158,22 +158,31 @@ impl Log {
             segments_deleted: outcome.segments_deleted.len(),
             indexes_rebuilt: outcome.trusted_indexes_rebuilt(),
         };
-        if recover || outcome.repaired_anything() {
-            tracing::info!(
-                dir = %dir.display(),
-                unclean = recover,
-                segments = report.segments,
-                scan_from = ?outcome.scan_from,
-                segments_scanned = report.segments_scanned,
-                batches_validated = report.batches_checked,
-                truncated_bytes = report.truncated_bytes,
-                segments_deleted = report.segments_deleted,
-                indexes_rebuilt = report.indexes_rebuilt,
-                leftovers_removed = outcome.leftovers_removed.len(),
-                swaps_finished = outcome.swaps.swaps_finished.len(),
-                txn_index_rebuild_from = ?outcome.txn_rebuild.as_ref().map(|r| r.from),
-                "log recovery"
-            );
+        // Routine recovery is logged at debug (a broker recovering thousands of logs says so
+        // once, in the manager); a repair at info, with what was done.
+        macro_rules! log_recovery {
+            ($level:ident) => {
+                tracing::$level!(
+                    dir = %dir.display(),
+                    unclean = recover,
+                    segments = report.segments,
+                    scan_from = ?outcome.scan_from,
+                    segments_scanned = report.segments_scanned,
+                    batches_validated = report.batches_checked,
+                    truncated_bytes = report.truncated_bytes,
+                    segments_deleted = report.segments_deleted,
+                    indexes_rebuilt = report.indexes_rebuilt,
+                    leftovers_removed = outcome.leftovers_removed.len(),
+                    swaps_finished = outcome.swaps.swaps_finished.len(),
+                    txn_index_rebuild_from = ?outcome.txn_rebuild.as_ref().map(|r| r.from),
+                    "log recovery"
+                )
+            };
+        }
+        if outcome.repaired() {
+            log_recovery!(info);
+        } else if recover {
+            log_recovery!(debug);
         }
         let cleaner_checkpoint =
             match checkpoint::read_offset(io.as_ref(), &dir, CLEANER_CHECKPOINT_FILE) {

@@ -160,13 +160,16 @@ impl LogRecovery {
             .count()
     }
 
-    /// Whether recovery changed anything on disk or found anything wrong.
-    pub fn repaired_anything(&self) -> bool {
+    /// Whether recovery found something wrong or left over and repaired it: a torn tail cut,
+    /// segments deleted after a cut, the indexes of a trusted segment rebuilt, a damaged
+    /// `.txnindex` or recovery point, leftover files, the cleaner's interrupted work. (The
+    /// routine work of an unclean shutdown, checking the segments past the recovery point
+    /// and rebuilding their indexes, is not counted.)
+    pub fn repaired(&self) -> bool {
         self.swaps != SwapRecovery::default()
             || !self.leftovers_removed.is_empty()
             || self.recovery_point_problem.is_some()
             || !self.segments_deleted.is_empty()
-            || self.txn_rebuild.is_some()
             || self.segments.iter().any(|o| {
                 o.truncated.is_some()
                     || o.txn_index_problem.is_some()

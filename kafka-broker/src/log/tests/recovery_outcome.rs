@@ -49,7 +49,7 @@ fn a_clean_open_trusts_the_indexes_and_reports_nothing_done() {
     drop(log);
     let log = Log::open(dir.path(), config(), false).unwrap();
     let r: &LogRecovery = log.recovery();
-    assert!(!r.unclean && !r.repaired_anything(), "{r:?}");
+    assert!(!r.unclean && !r.repaired(), "{r:?}");
     assert_eq!(r.scan_from, None);
     assert_eq!(r.txn_rebuild, None);
     let seen: Vec<i64> = r.segments.iter().map(|o| o.base_offset).collect();
@@ -81,7 +81,7 @@ fn a_torn_tail_is_reported_where_it_was_cut_and_why() {
     drop(f);
     let log = Log::open(dir.path(), config(), true).unwrap();
     let r = log.recovery();
-    assert!(r.unclean && r.repaired_anything());
+    assert!(r.unclean && r.repaired());
     let scan_from = r.scan_from.unwrap();
     let recovery_point: i64 = std::fs::read_to_string(dir.path().join(RECOVERY_POINT_FILE))
         .unwrap()
