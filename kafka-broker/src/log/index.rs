@@ -11,6 +11,8 @@
 //! memory and written at the end of the file on flush, roll and close, so a sealed segment's
 //! index lives on disk only (lookups binary-search it with `pread`) and memory stays bounded by
 //! the active segment. Indexes are derived data: recovery rebuilds them from the `.log` file.
+//!
+//! Imports `files`, `io`, `error`.
 
 use std::io;
 use std::path::Path;

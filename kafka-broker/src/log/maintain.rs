@@ -1,4 +1,5 @@
-//! [`Log`] upkeep: flush, close, retention, DeleteRecords, truncation.
+//! [`Log`] upkeep: flush, close, retention, DeleteRecords, truncation. Imports the log
+//! (`local_log`), `segment`, `checkpoint`, `error`.
 
 use std::ops::Bound;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! [`LogManager`]: every partition log of the broker's data directories.
+//! [`LogManager`]: every partition log of the broker's data directories. Imports the log
+//! (`local_log`) and the layers under it.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -19,10 +19,16 @@
 //! - [`LogIo`] is every file-system call of the log (open, read, write, fsync, truncate,
 //!   stat, list, create, rename, remove), so [`FaultInjector`] can count them and fail them.
 //!
-//! Inside `log/`, imports point down: `manager` -> `cleaner`, `maintain` -> `local_log` ->
-//! `recovery` -> `swap` -> `segment` -> `index`, `txn_index`, `scan` -> `files`,
-//! `checkpoint` -> `io`, `error`. The log knows nothing of requests, replicas or the broker; it
-//! imports only the base layer (`sync`) and kafka-protocol (the record batch layout).
+//! Inside `log/`, imports point down (no circle):
+//! - `manager`, `maintain`, `cleaner`: what uses a log (hosting, upkeep, compaction);
+//! - `local_log`: the log;
+//! - `recovery`, then `swap`: opening a log directory as the last run left it;
+//! - `segment`, then `index`, `txn_index`, `scan`: one segment and its files;
+//! - `flusher`, `checkpoint`, `files`, `config`: durability, small files, descriptors;
+//! - `io` (and `fault`, which implements it for tests), `error`: the file system, errors.
+//!
+//! The log knows nothing of requests, replicas or the broker: it imports only the base layer
+//! (`sync`) and kafka-protocol (the record batch layout).
 //!
 //! Corruption policy. After an unclean shutdown every batch past the recovery point is checked
 //! (length, magic, CRC-32C, increasing offsets) and the log is cut at the first invalid byte,

@@ -1,6 +1,7 @@
 //! One segment: a `.log` file of record batches and its two indexes (and its `.txnindex`).
 //! The mechanisms to load, check, scan and rebuild a segment are here; when to use which
-//! after a shutdown is [`super::recovery`]'s decision.
+//! after a shutdown is [`super::recovery`]'s decision. Imports `index`, `txn_index`, `scan`,
+//! `files`, `io`, `error`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
