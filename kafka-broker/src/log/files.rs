@@ -229,11 +229,6 @@ impl FileHandle {
         &self.path
     }
 
-    /// What kind of file this is.
-    pub fn kind(&self) -> FileKind {
-        self.kind
-    }
-
     /// The file-system calls the handle opens its file with (and its users read it with).
     pub fn io(&self) -> &dyn LogIo {
         self.io.as_ref()

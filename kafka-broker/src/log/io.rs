@@ -3,7 +3,7 @@
 //! directory that cannot be listed.
 //!
 //! [`LogIo`]'s default methods do the real thing with `std::fs` and nothing more; [`StdIo`] is
-//! those defaults. [`super::fault::FaultInjector`] overrides them to count and fail calls.
+//! those defaults. [`super::FaultInjector`] overrides them to count and fail calls.
 //! Every call names the [`FileKind`] it touches, so a fault can aim at one kind of file.
 //!
 //! Outside this trait the log touches files only through descriptors handed out by it: the

@@ -89,6 +89,15 @@ pub struct RecoveryOutcome {
     pub leader_epochs: Vec<EpochEntry>,
 }
 
+impl RecoveryOutcome {
+    /// Whether the segment's `.txnindex` must be rebuilt from its batches: it was unusable,
+    /// or the segment was checked batch by batch (its entries may miss aborts, or name
+    /// markers past a cut).
+    pub fn needs_txn_index_rebuild(&self) -> bool {
+        self.txn_index_problem.is_some() || matches!(self.check, SegmentCheck::Batches { .. })
+    }
+}
+
 /// Why a `.txnindex` rebuild was decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnRebuildCause {
@@ -336,7 +345,11 @@ fn plan_txn_rebuild(
         Err(e) if e.is_io() => return Err(e),
         Err(_) => causes.push(TxnRebuildCause::Interrupted { from: i64::MIN }),
     }
-    for o in &outcome.segments {
+    for o in outcome
+        .segments
+        .iter()
+        .filter(|o| o.needs_txn_index_rebuild())
+    {
         if let Some(problem) = &o.txn_index_problem {
             tracing::warn!(segment = o.base_offset, %problem,
                 "transaction index unusable; rebuilding it from the log");
@@ -344,7 +357,7 @@ fn plan_txn_rebuild(
                 segment: o.base_offset,
                 problem: problem.clone(),
             });
-        } else if matches!(o.check, SegmentCheck::Batches { .. }) {
+        } else {
             causes.push(TxnRebuildCause::Scanned {
                 segment: o.base_offset,
             });

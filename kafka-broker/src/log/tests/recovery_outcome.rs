@@ -99,6 +99,7 @@ fn a_torn_tail_is_reported_where_it_was_cut_and_why() {
         let scanned = o.base_offset >= scan_from;
         assert_eq!(matches!(o.check, Check::Batches { .. }), scanned, "{o:?}");
         assert_eq!(o.batches_validated > 0, scanned, "{o:?}");
+        assert_eq!(o.needs_txn_index_rebuild(), scanned, "{o:?}");
     }
     let tail: &RecoveryOutcome = r.segments.last().unwrap();
     let cut: &Truncation = tail.truncated.as_ref().unwrap();
