@@ -14,10 +14,11 @@
 
 use bytes::Bytes;
 use kafka_protocol::error_code::ErrorCode;
-use kafka_protocol::record::compression;
 use kafka_protocol::record::convert::{
     ConvertError, DownConvertLimits, cut_before_zstd, down_convert, starts_with_legacy, up_convert,
 };
+use kafka_protocol::record::layout::{self, HeaderView};
+use kafka_protocol::record::{Compression, compression};
 
 use std::os::unix::fs::FileExt;
 
@@ -148,10 +149,6 @@ impl FetchFormat {
     }
 }
 
-/// Byte offset of the attributes in a v2 batch header, and the compression bits' zstd value.
-const ATTRIBUTES_AT: u64 = 21;
-const ZSTD: u16 = 4;
-
 /// The file regions of whole batches up to the first zstd batch (Fetch v4-9), found from the
 /// batch headers alone (a small `pread` per batch; the records stay in the files for
 /// `sendfile`). UNSUPPORTED_COMPRESSION_TYPE when the first batch is zstd.
@@ -159,18 +156,15 @@ pub(crate) fn zstd_free(slices: Vec<FileSlice>) -> Result<Vec<FileSlice>, Broker
     let mut out = Vec::with_capacity(slices.len());
     for s in slices {
         let mut pos = 0usize;
-        while pos + 23 <= s.len {
-            let mut head = [0u8; 23];
+        while pos + layout::HEADER_LEN <= s.len {
+            let mut head = [0u8; layout::HEADER_LEN];
             s.file
                 .read_exact_at(&mut head, s.position + pos as u64)
                 .map_err(|e| BrokerError::kafka(ErrorCode::KAFKA_STORAGE_ERROR, e.to_string()))?;
-            let len = i32::from_be_bytes([head[8], head[9], head[10], head[11]]);
-            let size = 12 + usize::try_from(len).unwrap_or(0);
-            let attributes = u16::from_be_bytes([
-                head[ATTRIBUTES_AT as usize],
-                head[ATTRIBUTES_AT as usize + 1],
-            ]);
-            if attributes & 7 == ZSTD {
+            let header = HeaderView::new(&head)
+                .map_err(|e| BrokerError::kafka(ErrorCode::CORRUPT_MESSAGE, e.to_string()))?;
+            let size = header.batch_size().unwrap_or(layout::LOG_OVERHEAD);
+            if Compression::from_attributes(header.attributes()).ok() == Some(Compression::Zstd) {
                 if out.is_empty() && pos == 0 {
                     return Err(BrokerError::kafka(
                         ErrorCode::UNSUPPORTED_COMPRESSION_TYPE,
@@ -186,7 +180,7 @@ pub(crate) fn zstd_free(slices: Vec<FileSlice>) -> Result<Vec<FileSlice>, Broker
                 }
                 return Ok(out);
             }
-            pos += size.max(12);
+            pos += size;
         }
         out.push(s);
     }

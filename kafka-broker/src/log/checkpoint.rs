@@ -6,23 +6,34 @@
 //!   Kafka keeps these two per data directory; here they live per partition so a partition
 //!   directory is self-contained.
 //!
+//! - `cleaner-offset-checkpoint`: one entry, the first offset the cleaner has not cleaned.
+//! - `txn-index-rebuild-checkpoint`: one entry, the first segment whose `.txnindex` is being
+//!   rebuilt (present only while a rebuild is unfinished).
+//!
 //! Files are replaced atomically: written to `<name>.tmp`, fsynced, renamed, and the directory
-//! fsynced.
+//! fsynced. Every file access goes through [`LogIo`]. Imports only `io` and `error`.
 
-use std::fs::{File, OpenOptions};
 use std::path::Path;
 
 use super::error::LogError;
-use super::io::{FileKind, LogIo};
+use super::io::{FileKind, LogIo, OpenMode, StdIo};
 
 pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point-checkpoint";
 pub(crate) const LOG_START_FILE: &str = "log-start-offset-checkpoint";
+/// Per-partition file holding the first dirty offset (the end of the cleaned part).
+pub(crate) const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+/// Per-partition file naming the first segment whose `.txnindex` must be rebuilt from the
+/// batches (written when recovery or a damaged file calls for it, removed once rebuilt and
+/// fsynced), so that a crash in between rebuilds again.
+pub(crate) const TXN_REBUILD_FILE: &str = "txn-index-rebuild-checkpoint";
 const VERSION: &str = "0";
 
 /// Fsyncs a directory (after creating, renaming or removing entries in it).
 pub(crate) fn sync_dir(io: &dyn LogIo, dir: &Path) -> Result<(), LogError> {
-    let f = File::open(dir).map_err(|e| LogError::io("open directory", dir, e))?;
+    let f = io
+        .open(FileKind::Dir, dir, OpenMode::Read)
+        .map_err(|e| LogError::io("open directory", dir, e))?;
     io.sync(FileKind::Dir, &f)
         .map_err(|e| LogError::io("fsync directory", dir, e))
 }
@@ -40,30 +51,40 @@ pub(crate) fn write(
         text.push('\n');
     }
     let tmp = dir.join(format!("{name}.tmp"));
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let file = io
+        .open(FileKind::Checkpoint, &tmp, OpenMode::Truncate)
         .map_err(|e| LogError::io("create checkpoint", &tmp, e))?;
     io.write_all_at(FileKind::Checkpoint, &file, text.as_bytes(), 0)
         .map_err(|e| LogError::io("write checkpoint", &tmp, e))?;
     io.sync(FileKind::Checkpoint, &file)
         .map_err(|e| LogError::io("fsync checkpoint", &tmp, e))?;
     let path = dir.join(name);
-    std::fs::rename(&tmp, &path).map_err(|e| LogError::io("rename checkpoint", &path, e))?;
+    io.rename(FileKind::Checkpoint, &tmp, &path)
+        .map_err(|e| LogError::io("rename checkpoint", &path, e))?;
     sync_dir(io, dir)
+}
+
+/// [`read_with`] on the real file system, for callers that hold no [`LogIo`] (the replica
+/// layer's high-watermark file).
+pub(crate) fn read(dir: &Path, name: &str) -> Result<Option<Vec<String>>, LogError> {
+    read_with(&StdIo, dir, name)
 }
 
 /// Reads a checkpoint file's entries: `Ok(None)` if the file does not exist, an error naming
 /// the file if it is malformed.
-pub(crate) fn read(dir: &Path, name: &str) -> Result<Option<Vec<String>>, LogError> {
+pub(crate) fn read_with(
+    io: &dyn LogIo,
+    dir: &Path,
+    name: &str,
+) -> Result<Option<Vec<String>>, LogError> {
     let path = dir.join(name);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let bytes = match io.read_file(FileKind::Checkpoint, &path) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(LogError::io("read checkpoint", &path, e)),
     };
+    let text =
+        String::from_utf8(bytes).map_err(|_| LogError::corrupt(&path, 0, "not UTF-8 text"))?;
     let bad = |reason: &str| LogError::corrupt(&path, 0, reason);
     let mut lines = text.lines();
     if lines.next().map(str::trim) != Some(VERSION) {
@@ -85,8 +106,8 @@ pub(crate) fn read(dir: &Path, name: &str) -> Result<Option<Vec<String>>, LogErr
 }
 
 /// Reads a one-offset checkpoint.
-pub(crate) fn read_offset(dir: &Path, name: &str) -> Result<Option<i64>, LogError> {
-    let Some(entries) = read(dir, name)? else {
+pub(crate) fn read_offset(io: &dyn LogIo, dir: &Path, name: &str) -> Result<Option<i64>, LogError> {
+    let Some(entries) = read_with(io, dir, name)? else {
         return Ok(None);
     };
     match entries.as_slice() {
@@ -128,11 +149,13 @@ pub(crate) struct LeaderEpochCache {
 
 impl LeaderEpochCache {
     /// Loads the cache. A malformed file is reported and replaced (recovery refills it from
-    /// the epochs stamped in the batches it checks).
-    pub(crate) fn load(dir: &Path) -> Self {
-        let parsed = match read(dir, LEADER_EPOCH_FILE) {
-            Ok(None) => return Self::default(),
+    /// the epochs stamped in the batches it checks); a file that cannot be read (an I/O
+    /// error) fails the load.
+    pub(crate) fn load(io: &dyn LogIo, dir: &Path) -> Result<Self, LogError> {
+        let parsed = match read_with(io, dir, LEADER_EPOCH_FILE) {
+            Ok(None) => return Ok(Self::default()),
             Ok(Some(lines)) => lines.iter().map(|l| parse_entry(l)).collect(),
+            Err(e) if e.is_io() => return Err(e),
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable leader epoch checkpoint");
                 None
@@ -144,7 +167,7 @@ impl LeaderEpochCache {
                 _ => true,
             })
         };
-        match parsed.filter(increasing) {
+        Ok(match parsed.filter(increasing) {
             Some(entries) => Self {
                 entries,
                 dirty: false,
@@ -156,7 +179,7 @@ impl LeaderEpochCache {
                     dirty: true,
                 }
             }
-        }
+        })
     }
 
     pub(crate) fn entries(&self) -> &[EpochEntry] {

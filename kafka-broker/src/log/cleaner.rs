@@ -36,33 +36,33 @@
 //! offsets it replaces), the replaced segments are deleted, and the swap file is renamed to
 //! `<base>.log`. Opening a log finishes an interrupted swap (deletes the segments in
 //! `[base, end)`, renames the swap file) and removes an unfinished staging directory; see
-//! [`finish_interrupted_swaps`]. Readers holding a replaced segment's file keep reading it:
-//! deleting an open file leaves its data readable.
+//! [`super::swap`], which holds the names both sides use. Readers holding a replaced
+//! segment's file keep reading it: deleting an open file leaves its data readable.
+//!
+//! Imports the log (`local_log`) and the layers under it; nothing imports the cleaner but the
+//! module root.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::record::layout::HeaderView;
 use kafka_protocol::record::{RecordBatch, select_records};
 
-use super::checkpoint::{self, sync_dir};
+use super::checkpoint::{self, CLEANER_CHECKPOINT_FILE, sync_dir};
 use super::config::LogConfig;
 use super::error::LogError;
 use super::files::{FileCache, FileHandle};
-use super::io::LogIo;
-use super::partition::Log;
-use super::scan::{MAX_TIMESTAMP_AT, ScanError, Scanner, be};
+use super::io::{FileKind, LogIo};
+use super::local_log::Log;
+use super::recovery::{SegmentCheck, recover_segment};
+use super::scan::{ScanError, Scanner};
 use super::segment::{
     AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, Segment, TIME_INDEX_SUFFIX, segment_path,
 };
+use super::swap::{STAGING_DIR, swap_name};
 use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
-
-/// Per-partition file holding the first dirty offset (the end of the cleaned part).
-pub(crate) const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
-/// Where a pass writes its new segments before swapping them in.
-pub(crate) const STAGING_DIR: &str = "cleaner-staging";
-const SWAP_SUFFIX: &str = ".log.swap";
 /// Largest decompressed batch the cleaner reads.
 const MAX_DECOMPRESSED: usize = 256 * 1024 * 1024;
 /// Bytes gathered before one write into a new segment.
@@ -241,7 +241,7 @@ impl Log {
             mut stats,
         } = cleaned;
         let result = self.swap_groups(&staging, groups, &mut stats);
-        if let Err(e) = std::fs::remove_dir_all(&staging)
+        if let Err(e) = self.io.remove_dir_all(&staging)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(dir = %staging.display(), error = %e, "cannot remove the cleaner's staging directory");
@@ -285,96 +285,63 @@ impl Log {
         let io = Arc::clone(&self.io);
         let dir = self.dir.clone();
         let swap = dir.join(swap_name(group.base, group.end));
-        rename(&segment_path(staging, group.base, LOG_SUFFIX), &swap)?;
+        let rename = |kind: FileKind, from: &Path, to: &Path| {
+            io.rename(kind, from, to)
+                .map_err(|e| LogError::io("rename cleaned segment", from, e))
+        };
+        rename(
+            FileKind::Log,
+            &segment_path(staging, group.base, LOG_SUFFIX),
+            &swap,
+        )?;
         sync_dir(io.as_ref(), &dir)?;
         for &(base, _) in &group.replaced {
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files()?;
+                seg.delete_files(io.as_ref())?;
             }
         }
-        for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        for (kind, suffix) in [
+            (FileKind::OffsetIndex, INDEX_SUFFIX),
+            (FileKind::TimeIndex, TIME_INDEX_SUFFIX),
+        ] {
             rename(
+                kind,
                 &segment_path(staging, group.base, suffix),
                 &segment_path(&dir, group.base, suffix),
             )?;
         }
+        // A new segment without aborted transactions has no `.txnindex`.
         let txn_index = segment_path(staging, group.base, TXN_INDEX_SUFFIX);
-        if txn_index.exists() {
-            rename(
-                &txn_index,
-                &segment_path(&dir, group.base, TXN_INDEX_SUFFIX),
-            )?;
+        match io.rename(
+            FileKind::TxnIndex,
+            &txn_index,
+            &segment_path(&dir, group.base, TXN_INDEX_SUFFIX),
+        ) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(LogError::io("rename cleaned segment", &txn_index, e));
+            }
+            _ => {}
         }
-        rename(&swap, &segment_path(&dir, group.base, LOG_SUFFIX))?;
+        rename(
+            FileKind::Log,
+            &swap,
+            &segment_path(&dir, group.base, LOG_SUFFIX),
+        )?;
         sync_dir(io.as_ref(), &dir)?;
-        let (seg, _) = Segment::open(
+        let (seg, outcome) = recover_segment(
             &self.files,
+            &io,
             &dir,
             group.base,
             self.config.index_interval_bytes,
-            &*io,
+            SegmentCheck::Indexes,
         )?;
+        if let Some(reason) = outcome.indexes_rebuilt {
+            tracing::warn!(segment = group.base, %reason, "a cleaned segment's indexes were rebuilt");
+        }
         self.segments.insert(group.base, seg);
         Ok(())
     }
-}
-
-fn rename(from: &Path, to: &Path) -> Result<(), LogError> {
-    std::fs::rename(from, to).map_err(|e| LogError::io("rename cleaned segment", from, e))
-}
-
-fn swap_name(base: i64, end: i64) -> String {
-    format!("{base:020}-{end:020}{SWAP_SUFFIX}")
-}
-
-/// `(base, end)` of a swap file name written by [`swap_name`].
-fn parse_swap_name(name: &str) -> Option<(i64, i64)> {
-    let stem = name.strip_suffix(SWAP_SUFFIX)?;
-    let (base, end) = stem.split_once('-')?;
-    let digits = |s: &str| s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(base) && digits(end)).then(|| Some((base.parse().ok()?, end.parse().ok()?)))?
-}
-
-/// Finishes swaps a crash interrupted and removes an unfinished staging directory. Called
-/// when a log is opened, before its segments are listed.
-pub(crate) fn finish_interrupted_swaps(dir: &Path) -> Result<(), LogError> {
-    let staging = dir.join(STAGING_DIR);
-    if staging.exists() {
-        tracing::warn!(dir = %staging.display(), "removing an unfinished cleaning");
-        std::fs::remove_dir_all(&staging)
-            .map_err(|e| LogError::io("remove staging directory", &staging, e))?;
-    }
-    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list directory", dir, e))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| LogError::io("list directory", dir, e))?;
-        if let Some(name) = entry.file_name().to_str() {
-            names.push(name.to_owned());
-        }
-    }
-    for (base, end) in names.iter().filter_map(|n| parse_swap_name(n)) {
-        tracing::warn!(dir = %dir.display(), base, end, "finishing an interrupted cleaning swap");
-        for name in &names {
-            let replaced = [
-                LOG_SUFFIX,
-                INDEX_SUFFIX,
-                TIME_INDEX_SUFFIX,
-                TXN_INDEX_SUFFIX,
-            ]
-            .iter()
-            .filter_map(|suffix| name.strip_suffix(suffix)?.strip_suffix('.'))
-            .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-            .filter_map(|stem| stem.parse::<i64>().ok())
-            .any(|b| (base..end.max(base + 1)).contains(&b));
-            if replaced {
-                let p = dir.join(name);
-                std::fs::remove_file(&p).map_err(|e| LogError::io("delete segment", &p, e))?;
-            }
-        }
-        let swap = dir.join(swap_name(base, end));
-        rename(&swap, &segment_path(dir, base, LOG_SUFFIX))?;
-    }
-    Ok(())
 }
 
 impl CleanPlan {
@@ -395,13 +362,16 @@ impl CleanPlan {
     pub fn run(self, limits: &CleanerLimits, now_ms: i64) -> Result<CleanedLog, LogError> {
         let (map, mapped_end) = self.build_offset_map(limits)?;
         let staging = self.dir.join(STAGING_DIR);
-        if staging.exists() {
-            std::fs::remove_dir_all(&staging)
-                .map_err(|e| LogError::io("remove staging directory", &staging, e))?;
+        match self.io.remove_dir_all(&staging) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(LogError::io("remove staging directory", &staging, e));
+            }
+            _ => {}
         }
         // Not `create_dir_all`: if the log's directory went away (the topic was deleted), the
         // pass fails instead of leaving a directory behind.
-        std::fs::create_dir(&staging)
+        self.io
+            .create_dir(&staging)
             .map_err(|e| LogError::io("create staging directory", &staging, e))?;
         let mut stats = CleanStats::default();
         let mut groups = Vec::new();
@@ -494,8 +464,13 @@ impl CleanPlan {
         let base = group.first().map_or(0, |s| s.base);
         let end = group.last().map_or(base, |s| s.next_offset);
         let io = self.io.as_ref();
-        let mut out =
-            Segment::create(&self.files, staging, base, self.config.index_interval_bytes)?;
+        let mut out = Segment::create(
+            &self.files,
+            &self.io,
+            staging,
+            base,
+            self.config.index_interval_bytes,
+        )?;
         let mut pending = PendingWrite::default();
         for seg in &group {
             stats.segments_before += 1;
@@ -601,7 +576,7 @@ impl CleanPlan {
             .file
             .get()
             .map_err(|e| LogError::io("open segment", &path, e))?;
-        let mut scanner = Scanner::new(&file, 0, seg.size, true);
+        let mut scanner = Scanner::new(self.io.as_ref(), &file, 0, seg.size, true);
         loop {
             let (header, bytes) = match scanner.next_batch_bytes() {
                 Ok(Some(found)) => found,
@@ -676,7 +651,8 @@ impl PendingWrite {
             position: self.buf.len(),
             size: bytes.len(),
             last_offset: original.last_offset(),
-            max_timestamp: i64::from_be_bytes(be(bytes, MAX_TIMESTAMP_AT)),
+            // A kept batch (the original or its rewrite) is a whole batch: it has a header.
+            max_timestamp: HeaderView::new(bytes).map_or(-1, |h| h.max_timestamp()),
         });
         self.buf.extend_from_slice(bytes);
     }

@@ -18,13 +18,20 @@
 //! A handle is never reopened once its file is deleted ([`FileHandle::retire`]); opening
 //! never creates a file (creation is explicit, [`FileHandle::create`]), so a handle cannot
 //! bring back a file that retention or truncation removed.
+//!
+//! A handle opens its file through the log's [`LogIo`] (given when the handle is made), so a
+//! test's fault injector sees the opens and reads of segment files as any other call.
+//!
+//! Imports only [`super::io`] and the base layer's lock helper.
 
 use crate::sync::lock;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use super::io::{FileKind, LogIo, OpenMode};
 
 /// Descriptors kept for everything that is not a segment file or a connection (listener,
 /// epoll, the metrics port, standard streams, checkpoint files being written, directories
@@ -46,7 +53,8 @@ pub fn default_open_files(nofile: u64, max_connections: usize) -> usize {
 }
 
 /// The soft `RLIMIT_NOFILE` of this process, read from `/proc/self/limits`; `None` if that
-/// cannot be read or says "unlimited".
+/// cannot be read or says "unlimited". (The kernel's file about this process, not a file of
+/// the log: read directly, not through [`LogIo`].)
 pub fn nofile_limit() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = text.lines().find(|l| l.starts_with("Max open files"))?;
@@ -67,6 +75,8 @@ struct Slot {
 #[derive(Debug)]
 pub struct FileHandle {
     path: PathBuf,
+    kind: FileKind,
+    io: Arc<dyn LogIo>,
     cache: Arc<FileCache>,
     slot: Mutex<Slot>,
     /// Used since the last sweep passed it (CLOCK's reference bit).
@@ -87,10 +97,6 @@ struct Ring {
     /// Every handle holding a descriptor (and handles retired since the last sweep).
     open: Vec<Weak<FileHandle>>,
     hand: usize,
-}
-
-fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).open(path)
 }
 
 fn is_out_of_descriptors(e: &io::Error) -> bool {
@@ -134,10 +140,18 @@ impl FileCache {
         self.evictions.load(Ordering::Relaxed)
     }
 
-    /// A handle of the existing file at `path`, not opened yet.
-    pub fn handle(self: &Arc<Self>, path: PathBuf) -> Arc<FileHandle> {
+    /// A handle of the existing file at `path`, a file of `kind`, not opened yet; `io` opens
+    /// it.
+    pub fn handle(
+        self: &Arc<Self>,
+        path: PathBuf,
+        kind: FileKind,
+        io: &Arc<dyn LogIo>,
+    ) -> Arc<FileHandle> {
         Arc::new(FileHandle {
             path,
+            kind,
+            io: Arc::clone(io),
             cache: Arc::clone(self),
             slot: Mutex::new(Slot {
                 file: None,
@@ -215,6 +229,26 @@ impl FileHandle {
         &self.path
     }
 
+    /// The file-system calls the handle opens its file with (and its users read it with).
+    pub fn io(&self) -> &dyn LogIo {
+        self.io.as_ref()
+    }
+
+    /// Reads exactly `buf.len()` bytes at `position` through the handle's [`LogIo`].
+    pub fn read_exact_at(self: &Arc<Self>, buf: &mut [u8], position: u64) -> io::Result<()> {
+        self.io
+            .read_exact_at(self.kind, &*self.get()?, buf, position)
+    }
+
+    /// The file's length.
+    pub fn file_len(self: &Arc<Self>) -> io::Result<u64> {
+        self.io.file_len(self.kind, &*self.get()?)
+    }
+
+    fn open(&self, mode: OpenMode) -> io::Result<File> {
+        self.io.open(self.kind, &self.path, mode)
+    }
+
     /// The open file, opening it if the cache closed it (or it was never opened). Fails if the
     /// file was deleted ([`Self::retire`]) or cannot be opened. When the process is out of
     /// descriptors the cache closes some of its files and tries once more.
@@ -230,10 +264,10 @@ impl FileHandle {
                 "segment file was deleted",
             ));
         }
-        let file = match open_rw(&self.path) {
+        let file = match self.open(OpenMode::Existing) {
             Err(e) if is_out_of_descriptors(&e) => {
                 self.cache.shed();
-                open_rw(&self.path)?
+                self.open(OpenMode::Existing)?
             }
             other => other?,
         };
@@ -242,19 +276,11 @@ impl FileHandle {
 
     /// Creates (or empties) the file and keeps it open.
     pub fn create(self: &Arc<Self>) -> io::Result<Arc<File>> {
-        let opts = || {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&self.path)
-        };
         let mut slot = lock(&self.slot);
-        let file = match opts() {
+        let file = match self.open(OpenMode::Truncate) {
             Err(e) if is_out_of_descriptors(&e) => {
                 self.cache.shed();
-                opts()?
+                self.open(OpenMode::Truncate)?
             }
             other => other?,
         };

@@ -11,9 +11,10 @@
 //! memory and written at the end of the file on flush, roll and close, so a sealed segment's
 //! index lives on disk only (lookups binary-search it with `pread`) and memory stays bounded by
 //! the active segment. Indexes are derived data: recovery rebuilds them from the `.log` file.
+//!
+//! Imports `files`, `io`, `error`.
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -94,11 +95,17 @@ pub(crate) struct Index<E> {
 impl<E: IndexEntry> Index<E> {
     /// Opens (creating if missing) the index at `path`. The file's size must be a multiple of
     /// the entry size, else it reports `None` (the caller rebuilds it).
-    pub(crate) fn open(files: &Arc<FileCache>, path: &Path) -> io::Result<Option<Self>> {
-        let file = files.handle(path.to_owned());
+    pub(crate) fn open(
+        files: &Arc<FileCache>,
+        io: &Arc<dyn LogIo>,
+        path: &Path,
+    ) -> io::Result<Option<Self>> {
+        let file = files.handle(path.to_owned(), E::KIND, io);
         let len = match file.get() {
-            Ok(f) => f.metadata()?.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => file.create()?.metadata()?.len(),
+            Ok(f) => io.file_len(E::KIND, &f)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                io.file_len(E::KIND, &*file.create()?)?
+            }
             Err(e) => return Err(e),
         };
         if len % E::SIZE as u64 != 0 {
@@ -119,8 +126,12 @@ impl<E: IndexEntry> Index<E> {
     }
 
     /// Creates an empty index at `path`, replacing any file there.
-    pub(crate) fn create(files: &Arc<FileCache>, path: &Path) -> io::Result<Self> {
-        let file = files.handle(path.to_owned());
+    pub(crate) fn create(
+        files: &Arc<FileCache>,
+        io: &Arc<dyn LogIo>,
+        path: &Path,
+    ) -> io::Result<Self> {
+        let file = files.handle(path.to_owned(), E::KIND, io);
         file.create()?;
         Ok(Self {
             file,
@@ -157,7 +168,7 @@ impl<E: IndexEntry> Index<E> {
         }
         let mut b = [0u8; 16];
         let buf = b.get_mut(..E::SIZE).unwrap_or_default();
-        self.file.get()?.read_exact_at(buf, i * E::SIZE as u64)?;
+        self.file.read_exact_at(buf, i * E::SIZE as u64)?;
         Ok(E::decode(buf))
     }
 
@@ -279,7 +290,9 @@ impl<E: IndexEntry> Index<E> {
         while let Some(file) = file.as_ref().filter(|_| i < self.on_disk) {
             let n = CHUNK_ENTRIES.min(self.on_disk - i);
             buf.resize(n as usize * E::SIZE, 0);
-            file.read_exact_at(&mut buf, i * E::SIZE as u64)?;
+            self.file
+                .io()
+                .read_exact_at(E::KIND, file, &mut buf, i * E::SIZE as u64)?;
             for (k, raw) in buf.chunks_exact(E::SIZE).enumerate() {
                 let e = E::decode(raw);
                 if let Err(reason) = check(prev.as_ref(), &e) {

@@ -1,11 +1,12 @@
-//! [`Log`] upkeep: flush, close, retention, DeleteRecords, truncation.
+//! [`Log`] upkeep: flush, close, retention, DeleteRecords, truncation. Imports the log
+//! (`local_log`), `segment`, `checkpoint`, `error`.
 
 use std::ops::Bound;
 use std::sync::Arc;
 
 use super::checkpoint::{self, LOG_START_FILE, RECOVERY_POINT_FILE, sync_dir};
 use super::error::LogError;
-use super::partition::Log;
+use super::local_log::Log;
 use super::segment::Segment;
 
 impl Log {
@@ -176,7 +177,7 @@ impl Log {
         for _ in 0..count.min(self.segments.len().saturating_sub(1)) {
             if let Some((_, seg)) = self.segments.pop_first() {
                 tracing::debug!(segment = %seg.path().display(), "deleting segment");
-                seg.delete_files()?;
+                seg.delete_files(self.io.as_ref())?;
             }
         }
         Ok(())
@@ -213,7 +214,7 @@ impl Log {
             .collect();
         for base in later.into_iter().rev() {
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files()?;
+                seg.delete_files(self.io.as_ref())?;
             }
         }
         let io = Arc::clone(&self.io);
@@ -228,10 +229,11 @@ impl Log {
     /// Deletes every segment and starts the log empty at `offset` (log start and end).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
         while let Some((_, seg)) = self.segments.pop_first() {
-            seg.delete_files()?;
+            seg.delete_files(self.io.as_ref())?;
         }
         let seg = Segment::create(
             &self.files,
+            &self.io,
             &self.dir,
             offset,
             self.config.index_interval_bytes,

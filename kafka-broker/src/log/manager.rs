@@ -1,7 +1,7 @@
-//! [`LogManager`]: every partition log of the broker's data directories.
+//! [`LogManager`]: every partition log of the broker's data directories. Imports the log
+//! (`local_log`) and the layers under it.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -10,8 +10,8 @@ use super::checkpoint::sync_dir;
 use super::config::LogConfig;
 use super::error::LogError;
 use super::files::FileCache;
-use super::io::{FileKind, LogIo, StdIo};
-use super::partition::Log;
+use super::io::{FileKind, LogIo, OpenMode, StdIo};
+use super::local_log::Log;
 
 /// Written in each data directory by a clean shutdown, removed at start (Kafka's name).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -141,12 +141,14 @@ impl LogManager {
         let mut offline = BTreeMap::new();
         let mut recovered = false;
         for dir in &dirs {
-            std::fs::create_dir_all(dir).map_err(|e| LogError::io("create directory", dir, e))?;
+            io.create_dir_all(dir)
+                .map_err(|e| LogError::io("create directory", dir, e))?;
             let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-            let clean = marker.exists();
-            let parts = partition_dirs(dir)?;
+            // When that cannot be told, the logs are recovered: the safe side.
+            let clean = io.exists(FileKind::Checkpoint, &marker).unwrap_or(false);
+            let parts = partition_dirs(io.as_ref(), dir)?;
             if clean {
-                std::fs::remove_file(&marker)
+                io.remove_file(FileKind::Checkpoint, &marker)
                     .map_err(|e| LogError::io("remove marker", &marker, e))?;
                 sync_dir(io.as_ref(), dir)?;
             } else if parts.is_empty() {
@@ -412,11 +414,15 @@ impl LogManager {
         };
         let n = self.deletions.fetch_add(1, Ordering::Relaxed);
         let doomed = dir.with_file_name(format!("{}.{n}{DELETE_SUFFIX}", tp.dir_name()));
-        std::fs::rename(&dir, &doomed).map_err(|e| LogError::io("rename for deletion", &dir, e))?;
+        self.io
+            .rename(FileKind::Dir, &dir, &doomed)
+            .map_err(|e| LogError::io("rename for deletion", &dir, e))?;
         if let Some(parent) = dir.parent() {
             sync_dir(self.io.as_ref(), parent)?;
         }
-        std::fs::remove_dir_all(&doomed).map_err(|e| LogError::io("delete log", &doomed, e))?;
+        self.io
+            .remove_dir_all(&doomed)
+            .map_err(|e| LogError::io("delete log", &doomed, e))?;
         Ok(true)
     }
 
@@ -531,11 +537,8 @@ impl LogManager {
 
 fn write_marker(io: &dyn LogIo, dir: &Path) -> Result<(), LogError> {
     let path = dir.join(CLEAN_SHUTDOWN_FILE);
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
+    let file = io
+        .open(FileKind::Checkpoint, &path, OpenMode::Truncate)
         .map_err(|e| LogError::io("write marker", &path, e))?;
     io.sync(FileKind::Checkpoint, &file)
         .map_err(|e| LogError::io("fsync marker", &path, e))?;
@@ -543,22 +546,24 @@ fn write_marker(io: &dyn LogIo, dir: &Path) -> Result<(), LogError> {
 }
 
 /// The partition directories of a data directory; removes directories left being deleted.
-fn partition_dirs(dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, LogError> {
+fn partition_dirs(io: &dyn LogIo, dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, LogError> {
     let mut found = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list directory", dir, e))?;
+    let entries = io
+        .list_dir(dir)
+        .map_err(|e| LogError::io("list directory", dir, e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| LogError::io("list directory", dir, e))?;
-        let path = entry.path();
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let path = dir.join(&entry.name);
+        if !entry.is_dir {
             continue;
         }
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+        let Some(name) = entry.name.to_str().map(str::to_owned) else {
             tracing::warn!(dir = %path.display(), "skipping a directory with a non-UTF-8 name");
             continue;
         };
         if name.ends_with(DELETE_SUFFIX) {
             tracing::info!(dir = %path.display(), "finishing the deletion of a log");
-            std::fs::remove_dir_all(&path).map_err(|e| LogError::io("delete log", &path, e))?;
+            io.remove_dir_all(&path)
+                .map_err(|e| LogError::io("delete log", &path, e))?;
             continue;
         }
         match TopicPartition::from_dir_name(&name) {

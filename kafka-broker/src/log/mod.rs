@@ -9,12 +9,26 @@
 //! - [`LogManager`] finds and opens every partition log of the data directories, runs
 //!   recovery after an unclean shutdown (no `.kafka_cleanshutdown` marker) and creates and
 //!   deletes logs. It starts no tasks: the broker drives retention and flushing on its timers.
-//! - [`Log`] is one partition: append, read, offsets by timestamp, retention, truncation,
-//!   leader epochs. It is not synchronized: the broker keeps it behind a mutex
-//!   ([`SharedLog`]). Nothing reads the clock; methods that need time take `now_ms`.
+//! - [`Log`] (`local_log.rs`) is one partition's log: append, read, offsets by timestamp,
+//!   retention, truncation, leader epochs. It is not synchronized: the broker keeps it behind
+//!   a mutex ([`SharedLog`]). Nothing reads the clock; methods that need time take `now_ms`.
+//! - Recovery (`recovery.rs`) opens a log directory as the last run left it and returns what
+//!   it found and did, segment by segment ([`LogRecovery`], [`RecoveryOutcome`]).
 //! - [`Flusher`] is a log's group commit: fsync outside the partition lock, one fsync for
 //!   every append waiting (see [`flusher`]).
-//! - [`LogIo`] routes writes and fsyncs, so [`FaultInjector`] can count them and fail them.
+//! - [`LogIo`] is every file-system call of the log (open, read, write, fsync, truncate,
+//!   stat, list, create, rename, remove), so [`FaultInjector`] can count them and fail them.
+//!
+//! Inside `log/`, imports point down (no circle):
+//! - `manager`, `maintain`, `cleaner`: what uses a log (hosting, upkeep, compaction);
+//! - `local_log`: the log;
+//! - `recovery`, then `swap`: opening a log directory as the last run left it;
+//! - `segment`, then `index`, `txn_index`, `scan`: one segment and its files;
+//! - `flusher`, `checkpoint`, `files`, `config`: durability, small files, descriptors;
+//! - `io` (and `fault`, which implements it for tests), `error`: the file system, errors.
+//!
+//! The log knows nothing of requests, replicas or the broker: it imports only the base layer
+//! (`sync`) and kafka-protocol (the record batch layout).
 //!
 //! Corruption policy. After an unclean shutdown every batch past the recovery point is checked
 //! (length, magic, CRC-32C, increasing offsets) and the log is cut at the first invalid byte,
@@ -36,15 +50,18 @@ pub mod checkpoint;
 mod cleaner;
 mod config;
 mod error;
+mod fault;
 pub mod files;
 pub mod flusher;
 pub mod index;
 mod io;
+mod local_log;
 mod maintain;
 mod manager;
-mod partition;
+mod recovery;
 mod scan;
 mod segment;
+mod swap;
 pub mod txn_index;
 
 #[cfg(test)]
@@ -60,14 +77,19 @@ pub use checkpoint::EpochEntry;
 pub use cleaner::{CleanPlan, CleanStats, CleanedLog, CleanerLimits};
 pub use config::{LogConfig, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 pub use error::LogError;
+pub use fault::{FaultInjector, IoOp};
 pub use files::{FileCache, FileHandle};
 pub use flusher::Flusher;
-pub use io::{FaultInjector, FileKind, LogIo, StdIo};
+pub use io::{DirEntry, FileKind, LogIo, OpenMode, StdIo};
 pub use kafka_protocol::record::TimestampType;
+pub use local_log::{Log, OpenReport};
 pub use manager::{
     CLEAN_SHUTDOWN_FILE, LogManager, SharedLog, TopicPartition, is_valid_topic, lock_log,
 };
-pub use partition::{Log, OpenReport};
+pub use recovery::{
+    LogRecovery, RecoveryOutcome, SegmentCheck, Truncation, TxnRebuild, TxnRebuildCause,
+};
+pub use swap::SwapRecovery;
 pub use txn_index::AbortedTxn;
 
 /// What an append did.

@@ -1,28 +1,19 @@
 //! Walking the batches of a segment file: header checks for reads and offset lookups, full
-//! checks (CRC-32C, offsets) for recovery and index rebuilds.
+//! checks (CRC-32C, offsets) for recovery and index rebuilds. The header layout is
+//! kafka-protocol's ([`kafka_protocol::record::layout`]); reads go through [`LogIo`].
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
-use kafka_protocol::record::batch::{LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, RECORD_BATCH_OVERHEAD};
+use kafka_protocol::record::batch::MAGIC_V2;
+use kafka_protocol::record::layout::{CRC_COVERS_FROM, HEADER_LEN, HeaderView};
 
-const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-pub(crate) const LAST_OFFSET_DELTA_AT: usize = 23;
-pub(crate) const MAX_TIMESTAMP_AT: usize = 35;
-pub(crate) const PARTITION_LEADER_EPOCH_AT: usize = 12;
-pub(crate) const BASE_OFFSET_AT: usize = 0;
+use super::io::{FileKind, LogIo};
+
 /// Bytes read at a time when walking headers only (reads, lookups, clean opens).
 const HEADER_CHUNK: usize = 4 * 1024;
 /// Bytes read at a time when checking whole batches (recovery, index rebuilds).
 const VERIFY_CHUNK: usize = 1024 * 1024;
-
-pub(crate) fn be<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    b.get(at..at + N)
-        .and_then(|s| s.try_into().ok())
-        .unwrap_or([0; N])
-}
 
 /// The fields of a batch header the log needs, and where the batch is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,28 +35,27 @@ impl BatchHeader {
         self.position + self.size
     }
 
-    /// Parses the header in `b` (at least [`RECORD_BATCH_OVERHEAD`] bytes) of the batch at
-    /// `position`, which must end by `limit`.
+    /// Parses the header in `b` (at least [`HEADER_LEN`] bytes) of the batch at `position`,
+    /// which must end by `limit`.
     fn parse(b: &[u8], position: u64, limit: u64) -> Result<Self, &'static str> {
-        if b.len() < RECORD_BATCH_OVERHEAD {
+        let Ok(h) = HeaderView::new(b) else {
             return Err("batch header is cut short by the end of the file");
-        }
-        let length = i32::from_be_bytes(be(b, 8));
-        if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32 {
+        };
+        let Some(size) = h.batch_size() else {
             return Err("batch length is smaller than a batch header");
-        }
-        let size = LOG_OVERHEAD as u64 + length as u64;
+        };
+        let size = size as u64;
         if position + size > limit {
             return Err("batch length runs past the end of the file");
         }
-        if b.get(MAGIC_OFFSET).map(|&m| m as i8) != Some(MAGIC_V2) {
+        if h.magic() != MAGIC_V2 {
             return Err("magic is not 2");
         }
-        let delta = i32::from_be_bytes(be(b, LAST_OFFSET_DELTA_AT));
+        let delta = h.last_offset_delta();
         if delta < 0 {
             return Err("negative last offset delta");
         }
-        let base_offset = i64::from_be_bytes(be(b, 0));
+        let base_offset = h.base_offset();
         if base_offset < 0 {
             return Err("negative base offset");
         }
@@ -74,8 +64,8 @@ impl BatchHeader {
             size,
             base_offset,
             last_offset: base_offset.saturating_add(i64::from(delta)),
-            max_timestamp: i64::from_be_bytes(be(b, MAX_TIMESTAMP_AT)),
-            leader_epoch: i32::from_be_bytes(be(b, PARTITION_LEADER_EPOCH_AT)),
+            max_timestamp: h.max_timestamp(),
+            leader_epoch: h.partition_leader_epoch(),
         })
     }
 }
@@ -97,6 +87,7 @@ impl From<io::Error> for ScanError {
 
 /// Reads batches one after the other from a file region, through a read-ahead buffer.
 pub(crate) struct Scanner<'a> {
+    io: &'a dyn LogIo,
     file: &'a File,
     pos: u64,
     end: u64,
@@ -107,9 +98,17 @@ pub(crate) struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    /// Batches from `start` up to `end` (the segment's size).
-    pub(crate) fn new(file: &'a File, start: u64, end: u64, verify_crc: bool) -> Self {
+    /// Batches of the segment file `file` from `start` up to `end` (the segment's size), read
+    /// through `io`.
+    pub(crate) fn new(
+        io: &'a dyn LogIo,
+        file: &'a File,
+        start: u64,
+        end: u64,
+        verify_crc: bool,
+    ) -> Self {
         Self {
+            io,
             file,
             pos: start,
             end,
@@ -132,7 +131,8 @@ impl<'a> Scanner<'a> {
             };
             let read = (self.end.saturating_sub(at)).min(want.max(chunk) as u64) as usize;
             self.buf.resize(read, 0);
-            self.file.read_exact_at(&mut self.buf, at)?;
+            self.io
+                .read_exact_at(FileKind::Log, self.file, &mut self.buf, at)?;
             self.buf_start = at;
         }
         let from = (at - self.buf_start) as usize;
@@ -145,7 +145,7 @@ impl<'a> Scanner<'a> {
             return Ok(None);
         }
         let (pos, end) = (self.pos, self.end);
-        let head = self.window(pos, RECORD_BATCH_OVERHEAD)?;
+        let head = self.window(pos, HEADER_LEN)?;
         let header = BatchHeader::parse(head, pos, end).map_err(|reason| ScanError::Invalid {
             position: pos,
             reason,
@@ -153,8 +153,8 @@ impl<'a> Scanner<'a> {
         if self.verify_crc {
             let size = usize::try_from(header.size).unwrap_or(usize::MAX);
             let batch = self.window(pos, size)?;
-            let stored = u32::from_be_bytes(be(batch, CRC_AT));
-            let computed = crc32c::crc32c(batch.get(ATTRIBUTES_AT..).unwrap_or_default());
+            let stored = HeaderView::new(batch).map_or(0, |h| h.crc());
+            let computed = crc32c::crc32c(batch.get(CRC_COVERS_FROM..).unwrap_or_default());
             if stored != computed {
                 return Err(ScanError::Invalid {
                     position: pos,
@@ -183,11 +183,15 @@ impl Scanner<'_> {
     }
 }
 
-/// Reads the whole batch described by `header` from `file`.
-pub(crate) fn read_batch(file: &File, header: &BatchHeader) -> io::Result<bytes::Bytes> {
+/// Reads the whole batch described by `header` from the segment file `file`.
+pub(crate) fn read_batch(
+    io: &dyn LogIo,
+    file: &File,
+    header: &BatchHeader,
+) -> io::Result<bytes::Bytes> {
     let len = usize::try_from(header.size)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "batch too large"))?;
     let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, header.position)?;
+    io.read_exact_at(FileKind::Log, file, &mut buf, header.position)?;
     Ok(bytes::Bytes::from(buf))
 }

@@ -1,4 +1,7 @@
-//! One segment: a `.log` file of record batches and its two indexes.
+//! One segment: a `.log` file of record batches and its two indexes (and its `.txnindex`).
+//! The mechanisms to load, check, scan and rebuild a segment are here; when to use which
+//! after a shutdown is [`super::recovery`]'s decision. Imports `index`, `txn_index`, `scan`,
+//! `files`, `io`, `error`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -93,6 +96,7 @@ fn scan_err(path: &Path, e: ScanError) -> LogError {
 /// Opens an index, or creates an empty one noting in `problem` why the old one is unusable.
 fn open_index<E: super::index::IndexEntry>(
     files: &Arc<FileCache>,
+    io: &Arc<dyn LogIo>,
     dir: &Path,
     base_offset: i64,
     suffix: &str,
@@ -100,16 +104,19 @@ fn open_index<E: super::index::IndexEntry>(
     problem: &mut Option<String>,
 ) -> Result<Index<E>, LogError> {
     let p = segment_path(dir, base_offset, suffix);
-    if !p.exists() && log_size > 0 {
+    let exists = io
+        .exists(E::KIND, &p)
+        .map_err(|e| LogError::io("stat index", &p, e))?;
+    if !exists && log_size > 0 {
         *problem = Some(format!("{suffix} file missing"));
     }
-    match Index::open(files, &p).map_err(|e| LogError::io("open index", &p, e))? {
+    match Index::open(files, io, &p).map_err(|e| LogError::io("open index", &p, e))? {
         Some(index) => Ok(index),
         None => {
             *problem = Some(format!(
                 "{suffix} file size is not a whole number of entries"
             ));
-            Index::create(files, &p).map_err(|e| LogError::io("create index", &p, e))
+            Index::create(files, io, &p).map_err(|e| LogError::io("create index", &p, e))
         }
     }
 }
@@ -118,21 +125,25 @@ impl Segment {
     /// Creates a new, empty segment.
     pub(crate) fn create(
         files: &Arc<FileCache>,
+        io: &Arc<dyn LogIo>,
         dir: &Path,
         base_offset: i64,
         interval: u64,
     ) -> Result<Self, LogError> {
         let path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let log = files.handle(path.clone());
+        let log = files.handle(path.clone(), FileKind::Log, io);
         log.create()
             .map_err(|e| LogError::io("create segment", &path, e))?;
         let index_path = segment_path(dir, base_offset, INDEX_SUFFIX);
         let time_path = segment_path(dir, base_offset, TIME_INDEX_SUFFIX);
-        let offset_index = Index::create(files, &index_path)
+        let offset_index = Index::create(files, io, &index_path)
             .map_err(|e| LogError::io("create index", &index_path, e))?;
-        let time_index = Index::create(files, &time_path)
+        let time_index = Index::create(files, io, &time_path)
             .map_err(|e| LogError::io("create index", &time_path, e))?;
-        let txn_index = TxnIndex::create(segment_path(dir, base_offset, TXN_INDEX_SUFFIX))?;
+        let txn_index = TxnIndex::create(
+            io.as_ref(),
+            segment_path(dir, base_offset, TXN_INDEX_SUFFIX),
+        )?;
         Ok(Self {
             base_offset,
             path,
@@ -148,61 +159,43 @@ impl Segment {
         })
     }
 
-    /// Opens an existing segment as a clean shutdown left it. Indexes that fail their checks
-    /// (missing, size not a multiple of the entry size, entries not increasing, pointing past
-    /// the data) are rebuilt from the log file with a full, CRC-checked scan that fails on
-    /// corruption. The batches after the last index entry are walked (headers only) to find
-    /// the next offset; an invalid header there is reported as corruption.
-    pub(crate) fn open(
-        files: &Arc<FileCache>,
-        dir: &Path,
-        base_offset: i64,
-        interval: u64,
-        io: &dyn LogIo,
-    ) -> Result<(Self, bool), LogError> {
-        let (mut seg, mut problem) = Self::load(files, dir, base_offset, interval)?;
-        if problem.is_none() {
-            problem = seg.check_offset_index()?.err();
-        }
-        if problem.is_none() {
-            seg.load_tail()?;
-            problem = seg.check_time_index()?.err();
-        }
-        let rebuilt = problem.is_some();
-        if let Some(reason) = problem {
-            tracing::warn!(segment = %seg.path.display(), %reason, "rebuilding indexes");
-            seg.scan_and_rebuild(io, base_offset, OnInvalid::Fail)?;
-        }
-        Ok((seg, rebuilt))
-    }
-
     /// Opens a segment's files without checking them; also reports an index file that is
     /// missing or not a whole number of entries (it is then empty).
     pub(crate) fn load(
         files: &Arc<FileCache>,
+        io: &Arc<dyn LogIo>,
         dir: &Path,
         base_offset: i64,
         interval: u64,
     ) -> Result<(Self, Option<String>), LogError> {
         let path = segment_path(dir, base_offset, LOG_SUFFIX);
-        let log = files.handle(path.clone());
+        let log = files.handle(path.clone(), FileKind::Log, io);
         let size = log
-            .get()
-            .and_then(|f| f.metadata())
-            .map_err(|e| LogError::io("open segment", &path, e))?
-            .len();
+            .file_len()
+            .map_err(|e| LogError::io("open segment", &path, e))?;
         let mut problem = None;
-        let offset_index = open_index(files, dir, base_offset, INDEX_SUFFIX, size, &mut problem)?;
+        let offset_index = open_index(
+            files,
+            io,
+            dir,
+            base_offset,
+            INDEX_SUFFIX,
+            size,
+            &mut problem,
+        )?;
         let time_index = open_index(
             files,
+            io,
             dir,
             base_offset,
             TIME_INDEX_SUFFIX,
             size,
             &mut problem,
         )?;
-        let (txn_index, txn_index_problem) =
-            TxnIndex::load(segment_path(dir, base_offset, TXN_INDEX_SUFFIX))?;
+        let (txn_index, txn_index_problem) = TxnIndex::load(
+            io.as_ref(),
+            segment_path(dir, base_offset, TXN_INDEX_SUFFIX),
+        )?;
         let seg = Self {
             base_offset,
             path,
@@ -219,7 +212,8 @@ impl Segment {
         Ok((seg, problem))
     }
 
-    fn check_offset_index(&self) -> Result<Result<(), String>, LogError> {
+    /// Checks the offset index against the log file's size: `Ok(Err(why))` if it is unusable.
+    pub(crate) fn check_offset_index(&self) -> Result<Result<(), String>, LogError> {
         let size = self.size;
         let checked = self.offset_index.check(|prev, e| {
             if u64::from(e.position) >= size {
@@ -235,7 +229,8 @@ impl Segment {
         checked.map_err(|e| LogError::io("read index", self.offset_index.path(), e))
     }
 
-    fn check_time_index(&self) -> Result<Result<(), String>, LogError> {
+    /// Checks the time index against the next offset (call after [`Self::load_tail`]).
+    pub(crate) fn check_time_index(&self) -> Result<Result<(), String>, LogError> {
         let last_relative = self.next_offset - 1 - self.base_offset;
         let checked = self.time_index.check(|prev, e| {
             if i64::from(e.relative_offset) > last_relative.max(0) {
@@ -253,7 +248,7 @@ impl Segment {
 
     /// Walks the batches from the last offset index entry to the end (headers only): sets the
     /// next offset and the index tracker, adding any index entries the tail should have.
-    fn load_tail(&mut self) -> Result<(), LogError> {
+    pub(crate) fn load_tail(&mut self) -> Result<(), LogError> {
         let start = self
             .offset_index
             .last()
@@ -269,7 +264,8 @@ impl Segment {
             None => self.base_offset,
         };
         let log = self.file()?;
-        let mut scanner = Scanner::new(&log, start, self.size, false);
+        let handle = Arc::clone(&self.log);
+        let mut scanner = Scanner::new(handle.io(), &log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             self.observe(&h);
         }
@@ -309,7 +305,7 @@ impl Segment {
         let mut expected = min_offset.max(self.base_offset);
         let mut valid_end = 0;
         let log = self.file()?;
-        let mut scanner = Scanner::new(&log, 0, self.size, true);
+        let mut scanner = Scanner::new(io, &log, 0, self.size, true);
         loop {
             let h = match scanner.next_batch() {
                 Ok(Some(h)) => h,
@@ -417,8 +413,9 @@ impl Segment {
         if self.tracker.max_timestamp >= 0 {
             return self.tracker.max_timestamp;
         }
-        std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
+        self.log
+            .io()
+            .modified(FileKind::Log, &self.path)
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(-1, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -465,10 +462,9 @@ impl Segment {
     /// end, records the final time index entry and writes the indexes.
     pub(crate) fn seal(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
         let log = self.file()?;
-        let len = log
-            .metadata()
-            .map_err(|e| LogError::io("stat segment", &self.path, e))?
-            .len();
+        let len = io
+            .file_len(FileKind::Log, &log)
+            .map_err(|e| LogError::io("stat segment", &self.path, e))?;
         if len > self.size {
             io.set_len(FileKind::Log, &log, self.size)
                 .map_err(|e| LogError::io("truncate segment", &self.path, e))?;
@@ -528,7 +524,7 @@ impl Segment {
     pub(crate) fn find_batch(&self, offset: i64) -> Result<Option<BatchHeader>, LogError> {
         let start = self.start_position(offset)?;
         let log = self.file()?;
-        let mut scanner = Scanner::new(&log, start, self.size, false);
+        let mut scanner = Scanner::new(self.log.io(), &log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             if h.last_offset >= offset {
                 return Ok(Some(h));
@@ -548,7 +544,7 @@ impl Segment {
     ) -> Result<SegmentRead, LogError> {
         let start = self.start_position(offset)?;
         let log = self.file()?;
-        let mut scanner = Scanner::new(&log, start, self.size, false);
+        let mut scanner = Scanner::new(self.log.io(), &log, start, self.size, false);
         let (mut first, mut end, mut used) = (None, 0u64, 0usize);
         let mut next_offset = None;
         let mut limited = false;
@@ -596,7 +592,7 @@ impl Segment {
             .max(start_offset);
         let start = self.start_position(from)?;
         let log = self.file()?;
-        let mut scanner = Scanner::new(&log, start, self.size, false);
+        let mut scanner = Scanner::new(self.log.io(), &log, start, self.size, false);
         while let Some(h) = scanner.next_batch().map_err(|e| scan_err(&self.path, e))? {
             if h.last_offset < start_offset || h.max_timestamp < timestamp {
                 continue;
@@ -616,8 +612,8 @@ impl Segment {
         h: &BatchHeader,
         pred: impl Fn(i64, i64) -> bool,
     ) -> Result<Option<(i64, i64)>, LogError> {
-        let bytes =
-            read_batch(&*self.file()?, h).map_err(|e| LogError::io("read batch", &self.path, e))?;
+        let bytes = read_batch(self.log.io(), &*self.file()?, h)
+            .map_err(|e| LogError::io("read batch", &self.path, e))?;
         let corrupt = |e: kafka_protocol::DecodeError| LogError::corrupt(&self.path, h.position, e);
         let batch = RecordBatch::from_bytes(bytes).map_err(corrupt)?;
         for record in batch.records(MAX_DECOMPRESSED).map_err(corrupt)? {
@@ -656,17 +652,17 @@ impl Segment {
     }
 
     /// Deletes the segment's files (and closes their descriptors; holders keep theirs).
-    pub(crate) fn delete_files(&self) -> Result<(), LogError> {
+    pub(crate) fn delete_files(&self, io: &dyn LogIo) -> Result<(), LogError> {
         self.log.retire();
         self.offset_index.retire();
         self.time_index.retire();
-        for p in [
-            self.path.clone(),
-            self.offset_index.path().to_owned(),
-            self.time_index.path().to_owned(),
-            self.txn_index.path().to_owned(),
+        for (kind, p) in [
+            (FileKind::Log, self.path.as_path()),
+            (FileKind::OffsetIndex, self.offset_index.path()),
+            (FileKind::TimeIndex, self.time_index.path()),
+            (FileKind::TxnIndex, self.txn_index.path()),
         ] {
-            match std::fs::remove_file(&p) {
+            match io.remove_file(kind, p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LogError::io("delete segment", p, e)),

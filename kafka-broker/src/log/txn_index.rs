@@ -12,12 +12,14 @@
 //!
 //! A file whose size is not a whole number of entries, or with an entry of another version,
 //! is reported ([`TxnIndex::load`]) and rebuilt by the partition layer from the batches.
+//!
+//! Every file access goes through [`LogIo`]. Imports only `io` and `error`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::error::LogError;
-use super::io::{FileKind, LogIo};
+use super::io::{FileKind, LogIo, OpenMode};
 
 pub(crate) const TXN_INDEX_SUFFIX: &str = "txnindex";
 /// Bytes per entry.
@@ -79,8 +81,8 @@ pub(crate) struct TxnIndex {
 
 impl TxnIndex {
     /// An empty index at `path`; a file left there is removed.
-    pub(crate) fn create(path: PathBuf) -> Result<Self, LogError> {
-        remove_if_exists(&path)?;
+    pub(crate) fn create(io: &dyn LogIo, path: PathBuf) -> Result<Self, LogError> {
+        remove_if_exists(io, &path)?;
         Ok(Self::empty(path))
     }
 
@@ -95,8 +97,8 @@ impl TxnIndex {
 
     /// Reads the index at `path` (none: no aborted transactions). The second value says why
     /// the file cannot be trusted (its entries are then dropped).
-    pub(crate) fn load(path: PathBuf) -> Result<(Self, Option<String>), LogError> {
-        let bytes = match std::fs::read(&path) {
+    pub(crate) fn load(io: &dyn LogIo, path: PathBuf) -> Result<(Self, Option<String>), LogError> {
+        let bytes = match io.read_file(FileKind::TxnIndex, &path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok((Self::empty(path), None));
@@ -142,7 +144,7 @@ impl TxnIndex {
             return self.write_all(io);
         }
         let position = ((self.entries.len() - 1) * ENTRY_SIZE) as u64;
-        let written = open(&self.path, true)
+        let written = open(io, &self.path, true)
             .and_then(|f| io.write_all_at(FileKind::TxnIndex, &f, &entry.encode(), position));
         written.map_err(|e| {
             self.rewrite = true;
@@ -153,7 +155,7 @@ impl TxnIndex {
     /// Writes the whole file from the entries (or removes it when there are none).
     fn write_all(&mut self, io: &dyn LogIo) -> Result<(), LogError> {
         if self.entries.is_empty() {
-            remove_if_exists(&self.path)?;
+            remove_if_exists(io, &self.path)?;
             self.rewrite = false;
             return Ok(());
         }
@@ -161,7 +163,7 @@ impl TxnIndex {
         for e in &self.entries {
             buf.extend_from_slice(&e.encode());
         }
-        let done = open(&self.path, true).and_then(|f| {
+        let done = open(io, &self.path, true).and_then(|f| {
             io.set_len(FileKind::TxnIndex, &f, 0)?;
             io.write_all_at(FileKind::TxnIndex, &f, &buf, 0)
         });
@@ -197,7 +199,7 @@ impl TxnIndex {
             return Ok(());
         }
         if !self.entries.is_empty() {
-            let f = open(&self.path, false)
+            let f = open(io, &self.path, false)
                 .map_err(|e| LogError::io("open transaction index", &self.path, e))?;
             io.sync(FileKind::TxnIndex, &f)
                 .map_err(|e| LogError::io("fsync transaction index", &self.path, e))?;
@@ -207,17 +209,17 @@ impl TxnIndex {
     }
 }
 
-fn open(path: &Path, create: bool) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .truncate(false)
-        .open(path)
+fn open(io: &dyn LogIo, path: &Path, create: bool) -> std::io::Result<File> {
+    let mode = if create {
+        OpenMode::CreateOrOpen
+    } else {
+        OpenMode::Existing
+    };
+    io.open(FileKind::TxnIndex, path, mode)
 }
 
-fn remove_if_exists(path: &Path) -> Result<(), LogError> {
-    match std::fs::remove_file(path) {
+fn remove_if_exists(io: &dyn LogIo, path: &Path) -> Result<(), LogError> {
+    match io.remove_file(FileKind::TxnIndex, path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(LogError::io("delete transaction index", path, e)),
@@ -260,7 +262,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000000.txnindex");
         let io = StdIo;
-        let mut idx = TxnIndex::create(path.clone()).unwrap();
+        let mut idx = TxnIndex::create(&io, path.clone()).unwrap();
         assert!(!path.exists(), "created lazily");
         for (i, e) in [entry(1, 0, 4), entry(2, 1, 6), entry(1, 7, 9)]
             .into_iter()
@@ -273,14 +275,14 @@ mod tests {
             );
         }
         idx.flush(&io).unwrap();
-        let (back, problem) = TxnIndex::load(path.clone()).unwrap();
+        let (back, problem) = TxnIndex::load(&io, path.clone()).unwrap();
         assert_eq!(problem, None);
         assert_eq!(back.entries(), idx.entries());
         // Markers at or past 6 go.
         idx.truncate_to(&io, 6).unwrap();
         assert_eq!(idx.entries(), &[entry(1, 0, 4)]);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 34);
-        let (back, _) = TxnIndex::load(path.clone()).unwrap();
+        let (back, _) = TxnIndex::load(&io, path.clone()).unwrap();
         assert_eq!(back.entries(), &[entry(1, 0, 4)]);
         idx.truncate_to(&io, 0).unwrap();
         assert!(!path.exists());
@@ -293,14 +295,14 @@ mod tests {
         let mut bytes = entry(1, 0, 4).encode().to_vec();
         bytes.extend_from_slice(&[0; 10]);
         std::fs::write(&path, &bytes).unwrap();
-        let (idx, problem) = TxnIndex::load(path.clone()).unwrap();
+        let (idx, problem) = TxnIndex::load(&StdIo, path.clone()).unwrap();
         assert!(problem.is_some() && idx.entries().is_empty());
         let mut v5 = entry(1, 0, 4).encode();
         v5[1] = 5;
         std::fs::write(&path, v5).unwrap();
-        assert!(TxnIndex::load(path.clone()).unwrap().1.is_some());
+        assert!(TxnIndex::load(&StdIo, path.clone()).unwrap().1.is_some());
         std::fs::remove_file(&path).unwrap();
-        let (idx, problem) = TxnIndex::load(path).unwrap();
+        let (idx, problem) = TxnIndex::load(&StdIo, path).unwrap();
         assert!(problem.is_none() && idx.entries().is_empty());
     }
 }

@@ -1,23 +1,22 @@
 //! Record batches, magic 2: a zero-copy view over one batch, an iterator over the batches of a
 //! record set, and in-place stamping of offsets, leader epochs and log-append time.
 //!
-//! Layout (big-endian): baseOffset i64, batchLength i32 (bytes after this field),
-//! partitionLeaderEpoch i32, magic i8, crc u32 (CRC-32C of attributes..end), attributes i16,
-//! lastOffsetDelta i32, baseTimestamp i64, maxTimestamp i64, producerId i64, producerEpoch i16,
-//! baseSequence i32, records count i32, records.
+//! The header's layout (byte offsets and lengths of its fields) is stated once, in
+//! [`super::layout`]; the constants here are its offsets under their historical names.
 
 use bytes::Bytes;
 
 use super::compression::{self, Compression};
+use super::layout;
 use super::records::{Record, Records};
 use crate::error::DecodeError;
 
 /// baseOffset and batchLength: the bytes before what `batchLength` counts.
-pub const LOG_OVERHEAD: usize = 12;
+pub const LOG_OVERHEAD: usize = layout::LOG_OVERHEAD;
 /// Where the magic byte sits, for batches and legacy messages alike.
-pub const MAGIC_OFFSET: usize = 16;
+pub const MAGIC_OFFSET: usize = layout::MAGIC.offset;
 /// Size of a batch header, up to the first record.
-pub const RECORD_BATCH_OVERHEAD: usize = 61;
+pub const RECORD_BATCH_OVERHEAD: usize = layout::HEADER_LEN;
 /// The magic value of record batches.
 pub const MAGIC_V2: i8 = 2;
 /// Producer id, epoch and sequence of a batch from a non-idempotent producer.
@@ -29,18 +28,18 @@ pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 /// Timestamp of a batch without records (and of magic 0 messages).
 pub const NO_TIMESTAMP: i64 = -1;
 
-pub(crate) const BASE_OFFSET: usize = 0;
-pub(crate) const BATCH_LENGTH: usize = 8;
-pub(crate) const PARTITION_LEADER_EPOCH: usize = 12;
-pub(crate) const CRC: usize = 17;
-pub(crate) const ATTRIBUTES: usize = 21;
-pub(crate) const LAST_OFFSET_DELTA: usize = 23;
-pub(crate) const BASE_TIMESTAMP: usize = 27;
-pub(crate) const MAX_TIMESTAMP: usize = 35;
-pub(crate) const PRODUCER_ID: usize = 43;
-pub(crate) const PRODUCER_EPOCH: usize = 51;
-pub(crate) const BASE_SEQUENCE: usize = 53;
-pub(crate) const RECORDS_COUNT: usize = 57;
+pub(crate) const BASE_OFFSET: usize = layout::BASE_OFFSET.offset;
+pub(crate) const BATCH_LENGTH: usize = layout::BATCH_LENGTH.offset;
+pub(crate) const PARTITION_LEADER_EPOCH: usize = layout::PARTITION_LEADER_EPOCH.offset;
+pub(crate) const CRC: usize = layout::CRC.offset;
+pub(crate) const ATTRIBUTES: usize = layout::ATTRIBUTES.offset;
+pub(crate) const LAST_OFFSET_DELTA: usize = layout::LAST_OFFSET_DELTA.offset;
+pub(crate) const BASE_TIMESTAMP: usize = layout::BASE_TIMESTAMP.offset;
+pub(crate) const MAX_TIMESTAMP: usize = layout::MAX_TIMESTAMP.offset;
+pub(crate) const PRODUCER_ID: usize = layout::PRODUCER_ID.offset;
+pub(crate) const PRODUCER_EPOCH: usize = layout::PRODUCER_EPOCH.offset;
+pub(crate) const BASE_SEQUENCE: usize = layout::BASE_SEQUENCE.offset;
+pub(crate) const RECORDS_COUNT: usize = layout::RECORDS_COUNT.offset;
 
 /// Attribute bit 3: timestamps are log-append time.
 pub const TIMESTAMP_TYPE_BIT: i16 = 0x08;
@@ -89,11 +88,7 @@ pub(crate) fn entry_size(
 
 /// Checks that `buf` starts with a whole v2 batch and returns its size.
 fn check_batch(buf: &[u8]) -> Result<usize, DecodeError> {
-    let size = match entry_size(
-        buf,
-        "RecordBatch.batchLength",
-        (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32,
-    ) {
+    let size = match entry_size(buf, "RecordBatch.batchLength", layout::MIN_BATCH_LENGTH) {
         None => {
             return Err(DecodeError::Truncated {
                 field: "RecordBatch.batchLength",
@@ -122,7 +117,7 @@ fn check_batch(buf: &[u8]) -> Result<usize, DecodeError> {
 
 /// CRC-32C of a batch's attributes..end (the batch must have been checked).
 fn batch_crc(batch: &[u8]) -> u32 {
-    crc32c::crc32c(batch.get(ATTRIBUTES..).unwrap_or_default())
+    crc32c::crc32c(batch.get(layout::CRC_COVERS_FROM..).unwrap_or_default())
 }
 
 /// A zero-copy view over exactly one v2 record batch. Header accessors read the bytes in
@@ -424,7 +419,7 @@ impl Iterator for RecordBatches {
             return None;
         }
         let rest = self.remainder();
-        let min = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32;
+        let min = layout::MIN_BATCH_LENGTH;
         let size = match entry_size(&rest, "RecordBatch.batchLength", min) {
             None => None,
             Some(Err(e)) => Some(Err(e)),

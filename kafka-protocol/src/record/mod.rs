@@ -12,6 +12,7 @@ pub mod compression;
 pub mod control;
 pub mod convert;
 pub mod filter;
+pub mod layout;
 pub mod legacy;
 pub mod records;
 pub mod timestamp;
@@ -33,6 +34,7 @@ pub use control::{
     ControlRecord, ControlRecordType, EndTxnMarker, end_txn_marker_batch, parse_end_txn_marker,
 };
 pub use filter::{Selection, select_records};
+pub use layout::HeaderView;
 pub use legacy::{LegacyEntries, LegacyMessage, LegacyMessageSetBuilder, LegacyRecords};
 pub use records::{Record, RecordHeader, Records};
 pub use timestamp::TimestampType;

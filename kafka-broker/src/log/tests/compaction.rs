@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use kafka_protocol::record::{Compression, RecordBatch};
 
-use super::super::cleaner::{CLEANER_CHECKPOINT_FILE, STAGING_DIR};
+use super::super::checkpoint::CLEANER_CHECKPOINT_FILE;
+use super::super::swap::STAGING_DIR;
 use super::super::{CleanStats, CleanerLimits};
 use super::*;
 
@@ -455,6 +456,10 @@ fn a_crash_during_the_swap_is_finished_or_undone_at_open() {
         drop(log);
         let log = Log::open(dir.path(), compacted(1_500), true).unwrap();
         assert!(!dir.path().join(STAGING_DIR).exists());
+        let swaps = &log.recovery().swaps;
+        assert!(swaps.staging_removed);
+        let finished = if committed { vec![(base, end)] } else { vec![] };
+        assert_eq!(swaps.swaps_finished, finished);
         let leftovers: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -6,8 +6,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use super::*;
-use crate::log::StdIo;
 use crate::log::files::{FileCache, FileHandle, default_open_files};
+use crate::log::{FileKind, StdIo};
 
 /// `n` files of 4 KiB in `dir`, each filled with its own index byte, and their handles.
 fn files(dir: &Path, cache: &Arc<FileCache>, n: usize) -> Vec<Arc<FileHandle>> {
@@ -15,7 +15,8 @@ fn files(dir: &Path, cache: &Arc<FileCache>, n: usize) -> Vec<Arc<FileHandle>> {
         .map(|i| {
             let p = dir.join(format!("{i}.log"));
             std::fs::write(&p, vec![i as u8; 4096]).unwrap();
-            cache.handle(p)
+            let io: Arc<dyn LogIo> = Arc::new(StdIo);
+            cache.handle(p, FileKind::Log, &io)
         })
         .collect()
 }

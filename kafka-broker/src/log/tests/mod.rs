@@ -8,6 +8,7 @@ mod files;
 mod index_files;
 mod manager;
 mod recovery;
+mod recovery_outcome;
 mod upkeep;
 
 use std::path::Path;

@@ -1,35 +1,32 @@
-//! [`Log`]: one partition's log. Opening (with recovery), appending and reading; the upkeep
-//! (flush, retention, truncation) is in `maintain.rs`.
+//! [`Log`]: one partition's log, the segments of one directory. Opening (recovery is
+//! [`super::recovery`]'s), appending and reading; the upkeep (flush, retention, truncation)
+//! is in `maintain.rs`, compaction in `cleaner.rs` (both add methods to [`Log`]).
+//!
+//! Imports the lower files of `log/` (recovery, segment, checkpoint, flusher, files, io); the
+//! cleaner and the manager import it, never the other way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use kafka_protocol::record::layout::HeaderView;
 use kafka_protocol::record::{RecordBatchMut, TimestampType};
 
-use super::checkpoint::{self, LOG_START_FILE, LeaderEpochCache, RECOVERY_POINT_FILE};
-use super::cleaner::CLEANER_CHECKPOINT_FILE;
+use super::checkpoint::{
+    self, CLEANER_CHECKPOINT_FILE, LOG_START_FILE, LeaderEpochCache, TXN_REBUILD_FILE,
+};
 use super::config::LogConfig;
 use super::error::LogError;
 use super::files::FileCache;
 use super::flusher::Flusher;
-use super::io::{LogIo, StdIo};
-use super::scan::{
-    BASE_OFFSET_AT, LAST_OFFSET_DELTA_AT, MAX_TIMESTAMP_AT, PARTITION_LEADER_EPOCH_AT, be,
-};
-use super::segment::{
-    AppendedBatch, INDEX_SUFFIX, LOG_SUFFIX, OnInvalid, Segment, TIME_INDEX_SUFFIX, segment_path,
-};
-use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
+use super::io::{FileKind, LogIo, StdIo};
+use super::recovery::{self, LogRecovery};
+use super::segment::{AppendedBatch, Segment};
+use super::txn_index::AbortedTxn;
 use super::{AppendInfo, EpochEntry, ReadInfo};
 
-/// Per-partition file naming the first segment whose `.txnindex` must be rebuilt from the
-/// batches (written when recovery or a damaged file calls for it, removed once rebuilt and
-/// fsynced), so that a crash in between rebuilds again.
-pub(crate) const TXN_REBUILD_FILE: &str = "txn-index-rebuild-checkpoint";
-
-/// What [`Log::open`] did, for logs and tests.
+/// What [`Log::open`] did, for logs and tests (a summary of [`Log::recovery`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Recovery was requested (unclean shutdown).
@@ -64,6 +61,8 @@ pub struct Log {
     pub(crate) unflushed_messages: u64,
     pub(crate) last_flush_ms: Option<i64>,
     pub(crate) report: OpenReport,
+    /// What recovery found and did when the log was opened.
+    pub(crate) recovery: LogRecovery,
     pub(crate) deleted: bool,
     /// Where the part of the log not cleaned yet starts (compacted logs; see `cleaner`).
     pub(crate) cleaner_checkpoint: i64,
@@ -72,46 +71,11 @@ pub struct Log {
     pub(crate) txn_rebuild_from: Option<i64>,
 }
 
-/// Lists the base offsets of the segments in `dir`, removing leftovers (temporary files,
-/// indexes without a log file).
-fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list directory", dir, e))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| LogError::io("list directory", dir, e))?;
-        if let Some(name) = entry.file_name().to_str() {
-            names.push(name.to_owned());
-        }
-    }
-    let base_of = |stem: &str| -> Option<i64> {
-        (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| stem.parse().ok())
-            .flatten()
-    };
-    let mut bases: Vec<i64> = names
-        .iter()
-        .filter_map(|n| n.strip_suffix(".log").and_then(base_of))
-        .collect();
-    bases.sort_unstable();
-    for name in &names {
-        let leftover = [".tmp", ".deleted", ".cleaned", ".swap"]
-            .iter()
-            .any(|s| name.ends_with(s));
-        let orphan = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
-            .iter()
-            .any(|suffix| {
-                name.strip_suffix(suffix)
-                    .and_then(|n| n.strip_suffix('.'))
-                    .and_then(base_of)
-                    .is_some_and(|b| bases.binary_search(&b).is_err())
-            });
-        if leftover || orphan {
-            let path = dir.join(name);
-            tracing::warn!(file = %path.display(), "removing leftover file");
-            std::fs::remove_file(&path).map_err(|e| LogError::io("remove leftover", &path, e))?;
-        }
-    }
-    Ok(bases)
+/// Reads fields of the header of `batch` (a whole batch, checked by `RecordBatchMut`).
+fn header_fields<T>(batch: &[u8], read: impl FnOnce(HeaderView<'_>) -> T) -> Result<T, LogError> {
+    HeaderView::new(batch)
+        .map(read)
+        .map_err(|e| LogError::InvalidRecords(e.to_string()))
 }
 
 /// How [`Log::append_batches`] treats the batches' offsets and epochs.
@@ -122,11 +86,6 @@ enum Stamp {
     Leader(i32),
     /// A follower's append: everything as the leader wrote it.
     Keep,
-}
-
-/// An `i32` field of a batch header.
-fn field_i32(batch: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(be(batch, at))
 }
 
 impl Log {
@@ -159,85 +118,24 @@ impl Log {
     ) -> Result<Self, LogError> {
         config.validate()?;
         let dir = dir.as_ref().to_owned();
-        std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create directory", &dir, e))?;
-        super::cleaner::finish_interrupted_swaps(&dir)?;
-        let bases = list_segments(&dir)?;
-        let checkpointed_start = checkpoint::read_offset(&dir, LOG_START_FILE)?;
-        // An unreadable recovery point only costs a longer recovery: check everything.
-        let checkpointed_recovery = checkpoint::read_offset(&dir, RECOVERY_POINT_FILE)
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "recovery point unreadable; recovery checks all");
-                Some(i64::MIN)
-            });
+        io.create_dir_all(&dir)
+            .map_err(|e| LogError::io("create directory", &dir, e))?;
+        // Read before recovery changes anything: an unreadable log start offset is refused
+        // (guessing could expose deleted records).
+        let checkpointed_start = checkpoint::read_offset(io.as_ref(), &dir, LOG_START_FILE)?;
+        let mut epochs = LeaderEpochCache::load(io.as_ref(), &dir)?;
         let interval = config.index_interval_bytes;
-        let mut epochs = LeaderEpochCache::load(&dir);
-        let mut report = OpenReport {
-            recovery: recover,
-            ..OpenReport::default()
-        };
-        let mut segments = BTreeMap::new();
-        // Segments from this base offset on are checked batch by batch.
-        let scan_from = match (recover, bases.last()) {
-            (true, Some(_)) => {
-                // No checkpoint: the log was never flushed (a new log's recovery point is 0),
-                // so no segment is known to be on disk: check them all, as Kafka does.
-                let point = checkpointed_recovery.unwrap_or(i64::MIN);
-                bases
-                    .iter()
-                    .rev()
-                    .find(|&&b| b <= point)
-                    .copied()
-                    .unwrap_or(i64::MIN)
-            }
-            _ => i64::MAX,
-        };
-        let mut prev_next = 0;
-        for (i, &base) in bases.iter().enumerate() {
-            if base < scan_from {
-                let (seg, rebuilt) = Segment::open(&files, &dir, base, interval, io.as_ref())?;
-                report.indexes_rebuilt += usize::from(rebuilt);
-                prev_next = seg.next_offset();
-                segments.insert(base, seg);
-                continue;
-            }
-            let (mut seg, _) = Segment::load(&files, &dir, base, interval)?;
-            let scan = seg.scan_and_rebuild(io.as_ref(), prev_next, OnInvalid::Truncate)?;
-            report.segments_scanned += 1;
-            report.batches_checked += scan.batches;
-            report.truncated_bytes += scan.truncated_bytes;
-            for (epoch, offset) in scan.epochs {
-                epochs.assign(epoch, offset);
-            }
-            prev_next = seg.next_offset();
-            segments.insert(base, seg);
-            if scan.invalid.is_some() {
-                for &later in bases.get(i + 1..).unwrap_or_default() {
-                    let path = segment_path(&dir, later, LOG_SUFFIX);
-                    tracing::warn!(segment = %path.display(), "deleting a segment after the \
-                        recovery truncation point");
-                    for suffix in [
-                        LOG_SUFFIX,
-                        INDEX_SUFFIX,
-                        TIME_INDEX_SUFFIX,
-                        TXN_INDEX_SUFFIX,
-                    ] {
-                        let p = segment_path(&dir, later, suffix);
-                        if let Err(e) = std::fs::remove_file(&p)
-                            && e.kind() != std::io::ErrorKind::NotFound
-                        {
-                            return Err(LogError::io("delete segment", p, e));
-                        }
-                    }
-                    report.segments_deleted += 1;
-                }
-                break;
-            }
+        let recovery::Recovered {
+            mut segments,
+            outcome,
+        } = recovery::recover_log(&files, &io, &dir, interval, recover)?;
+        for entry in outcome.segments.iter().flat_map(|o| &o.leader_epochs) {
+            epochs.assign(entry.epoch, entry.start_offset);
         }
         if segments.is_empty() {
             let base = checkpointed_start.unwrap_or(0).max(0);
-            segments.insert(base, Segment::create(&files, &dir, base, interval)?);
+            segments.insert(base, Segment::create(&files, &io, &dir, base, interval)?);
         }
-        report.segments = segments.len();
         let first_base = segments.keys().next().copied().unwrap_or(0);
         let leo = segments
             .values()
@@ -251,8 +149,49 @@ impl Log {
         // it has appended anything, and the epoch must survive a restart.
         epochs.truncate_from_end(leo.saturating_add(1));
         epochs.truncate_from_start(log_start_offset);
+        let report = OpenReport {
+            recovery: recover,
+            segments: segments.len(),
+            segments_scanned: outcome.segments_scanned(),
+            batches_checked: outcome.batches_scanned(),
+            truncated_bytes: outcome.truncated_bytes(),
+            segments_deleted: outcome.segments_deleted.len(),
+            indexes_rebuilt: outcome.trusted_indexes_rebuilt(),
+        };
+        // Routine recovery is logged at debug (a broker recovering thousands of logs says so
+        // once, in the manager); a repair at info, with what was done.
+        macro_rules! log_recovery {
+            ($level:ident) => {
+                tracing::$level!(
+                    dir = %dir.display(),
+                    unclean = recover,
+                    segments = report.segments,
+                    scan_from = ?outcome.scan_from,
+                    segments_scanned = report.segments_scanned,
+                    batches_validated = report.batches_checked,
+                    truncated_bytes = report.truncated_bytes,
+                    segments_deleted = report.segments_deleted,
+                    indexes_rebuilt = report.indexes_rebuilt,
+                    leftovers_removed = outcome.leftovers_removed.len(),
+                    swaps_finished = outcome.swaps.swaps_finished.len(),
+                    txn_index_rebuild_from = ?outcome.txn_rebuild.as_ref().map(|r| r.from),
+                    "log recovery"
+                )
+            };
+        }
+        if outcome.repaired() {
+            log_recovery!(info);
+        } else if recover {
+            log_recovery!(debug);
+        }
+        let cleaner_checkpoint =
+            match checkpoint::read_offset(io.as_ref(), &dir, CLEANER_CHECKPOINT_FILE) {
+                Err(e) if e.is_io() => return Err(e),
+                // A malformed cleaner checkpoint only costs cleaning the log again.
+                other => other.ok().flatten().unwrap_or(0).min(leo),
+            };
         let flusher = Arc::new(Flusher::new(dir.clone(), Arc::clone(&io), leo));
-        let dir_for_cleaner = dir.clone();
+        let txn_rebuild_from = outcome.txn_rebuild.as_ref().map(|r| r.from);
         let mut log = Self {
             dir,
             config,
@@ -261,48 +200,20 @@ impl Log {
             segments,
             log_start_offset,
             high_watermark: leo,
-            recovery_point: if recover {
-                scan_from.clamp(0, leo)
-            } else {
-                leo
+            recovery_point: match outcome.scan_from {
+                Some(from) if recover => from.clamp(0, leo),
+                _ => leo,
             },
             epochs,
             flusher,
             unflushed_messages: 0,
             last_flush_ms: None,
             report,
+            recovery: outcome,
             deleted: false,
-            cleaner_checkpoint: checkpoint::read_offset(&dir_for_cleaner, CLEANER_CHECKPOINT_FILE)
-                .ok()
-                .flatten()
-                .unwrap_or(0)
-                .min(leo),
-            txn_rebuild_from: None,
+            cleaner_checkpoint,
+            txn_rebuild_from,
         };
-        // Segments whose aborted transactions are unknown: those recovery scanned (their
-        // `.txnindex` may miss entries or hold some past the cut), a damaged file, and a
-        // rebuild a crash interrupted.
-        let mut rebuild =
-            checkpoint::read_offset(&log.dir, TXN_REBUILD_FILE).unwrap_or(Some(i64::MIN));
-        for seg in log.segments.values() {
-            let recovered = recover && seg.base_offset() >= scan_from;
-            if recovered || seg.txn_index_problem.is_some() {
-                if let Some(problem) = &seg.txn_index_problem {
-                    tracing::warn!(segment = %seg.path().display(), %problem,
-                        "transaction index unusable; rebuilding it from the log");
-                }
-                let base = seg.base_offset();
-                rebuild = Some(rebuild.map_or(base, |r| r.min(base)));
-            }
-        }
-        if let Some(from) = rebuild {
-            let io = Arc::clone(&log.io);
-            for seg in log.segments.range_mut(from..).map(|(_, s)| s) {
-                seg.clear_aborted_txns(io.as_ref())?;
-            }
-            checkpoint::write_offset(io.as_ref(), &log.dir, TXN_REBUILD_FILE, from.max(0))?;
-            log.txn_rebuild_from = Some(from);
-        }
         if recover {
             log.flush()?;
         } else if log.epochs.dirty {
@@ -400,7 +311,13 @@ impl Log {
             let rest = records.get_mut(pos..).unwrap_or_default();
             let mut batch =
                 RecordBatchMut::new(rest).map_err(|e| LogError::InvalidRecords(e.to_string()))?;
-            let delta = field_i32(batch.as_slice(), LAST_OFFSET_DELTA_AT);
+            let (delta, at, epoch) = header_fields(batch.as_slice(), |h| {
+                (
+                    h.last_offset_delta(),
+                    h.base_offset(),
+                    h.partition_leader_epoch(),
+                )
+            })?;
             if delta < 0 {
                 return Err(LogError::InvalidRecords(
                     "negative last offset delta".into(),
@@ -415,7 +332,6 @@ impl Log {
                     }
                 }
                 Stamp::Keep => {
-                    let at = i64::from_be_bytes(be(batch.as_slice(), BASE_OFFSET_AT));
                     if at < next {
                         return Err(LogError::UnexpectedOffset {
                             offset: at,
@@ -423,7 +339,6 @@ impl Log {
                         });
                     }
                     next = at;
-                    let epoch = field_i32(batch.as_slice(), PARTITION_LEADER_EPOCH_AT);
                     let newest = new_epochs
                         .last()
                         .map(|&(e, _)| e)
@@ -434,7 +349,7 @@ impl Log {
                 }
             }
             base_offset.get_or_insert(next);
-            let batch_max = i64::from_be_bytes(be(batch.as_slice(), MAX_TIMESTAMP_AT));
+            let batch_max = header_fields(batch.as_slice(), |h| h.max_timestamp())?;
             let last_offset = next + i64::from(delta);
             batches.push(AppendedBatch {
                 position: pos,
@@ -518,6 +433,7 @@ impl Log {
         self.active_mut()?.seal(io.as_ref())?;
         let seg = Segment::create(
             &self.files,
+            &self.io,
             &self.dir,
             new_base,
             self.config.index_interval_bytes,
@@ -690,7 +606,7 @@ impl Log {
             seg.flush_txn_index(io.as_ref())?;
         }
         let path = self.dir.join(TXN_REBUILD_FILE);
-        match std::fs::remove_file(&path) {
+        match io.remove_file(FileKind::Checkpoint, &path) {
             Ok(()) => checkpoint::sync_dir(io.as_ref(), &self.dir)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(LogError::io("remove checkpoint", path, e)),
@@ -783,6 +699,11 @@ impl Log {
     /// What opening the log did (recovery statistics).
     pub fn open_report(&self) -> &OpenReport {
         &self.report
+    }
+
+    /// What recovery found and did, segment by segment, when the log was opened.
+    pub fn recovery(&self) -> &LogRecovery {
+        &self.recovery
     }
 
     /// Total bytes of the segment files.
