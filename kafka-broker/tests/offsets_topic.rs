@@ -62,7 +62,7 @@ fn the_offsets_topic_is_created_compacted_and_replayed_with_tombstones() {
         assert_eq!(meta.partitions, 4);
         assert_eq!(meta.configs["cleanup.policy"], "compact");
         // Compacted only: never trimmed by time or size.
-        let c = kafka_broker::broker::log_config(&broker.config, Some(&meta.configs));
+        let c = kafka_broker::node::log_config(&broker.config, Some(&meta.configs));
         assert_eq!((c.retention_ms, c.retention_bytes), (-1, -1));
         assert!(broker.delete_topic(OFFSETS_TOPIC).is_err());
         for g in ["a", "b", "c", "d", "e"] {
@@ -133,7 +133,7 @@ fn marker(broker: &kafka_broker::Broker, group: &str, pid: i64, commit: bool) {
     } else {
         ControlRecordType::Abort
     };
-    let now = kafka_broker::broker::now_ms();
+    let now = broker.now_ms();
     let batch = kafka_protocol::record::end_txn_marker_batch(kind, pid, 1, 0, now).unwrap();
     let summary = BatchSummary {
         producer_id: pid,

@@ -96,7 +96,7 @@ impl Running {
     /// Writes a marker as the coordinator does and waits for its acknowledgement.
     async fn marker(&self, pid: i64, commit: bool) {
         let part = self.broker.partition(TOPIC, 0).unwrap();
-        let now = kafka_broker::broker::now_ms();
+        let now = self.broker.now_ms();
         let (_, pending) = part.write_txn_marker(pid, 0, 0, commit, now).unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         delayed::complete_append(pending, deadline).await.unwrap();
@@ -126,7 +126,7 @@ async fn produce(conn: &Connection, pid: i64, seq: i32, values: &[&str], txn: bo
     for (i, v) in values.iter().enumerate() {
         let key = format!("key-{i}");
         b.append(
-            kafka_broker::broker::now_ms(),
+            kafka_broker::clock::Clock::system().now_ms(),
             Some(key.as_bytes()),
             Some(v.as_bytes()),
             &[],

@@ -16,7 +16,7 @@ use super::image::MetadataImage;
 use super::quorum::QuorumHandle;
 use super::quorum::entry::Payload;
 use super::state::MetadataState;
-use crate::broker::now_ms;
+use crate::clock::Clock;
 use crate::config::BrokerConfig;
 
 /// How often the controller looks for expired broker sessions.
@@ -42,6 +42,7 @@ struct Decided {
 pub struct ActiveController {
     ops: mpsc::Sender<Decide>,
     quorum: QuorumHandle<MetadataState>,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for ActiveController {
@@ -52,15 +53,25 @@ impl std::fmt::Debug for ActiveController {
 
 impl ActiveController {
     /// Starts the task on a controller node.
-    pub fn start(config: &BrokerConfig, quorum: QuorumHandle<MetadataState>) -> Self {
+    pub fn start(config: &BrokerConfig, quorum: QuorumHandle<MetadataState>, clock: Clock) -> Self {
         let (tx, rx) = mpsc::channel::<Decide>(1024);
         let task = Task {
             config: config.clone(),
             quorum: quorum.clone(),
             controller: None,
+            clock: clock.clone(),
         };
         tokio::spawn(task.run(rx));
-        Self { ops: tx, quorum }
+        Self {
+            ops: tx,
+            quorum,
+            clock,
+        }
+    }
+
+    /// The controller's clock (the node's).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     pub fn quorum(&self) -> &QuorumHandle<MetadataState> {
@@ -102,6 +113,7 @@ struct Task {
     config: BrokerConfig,
     quorum: QuorumHandle<MetadataState>,
     controller: Option<Controller>,
+    clock: Clock,
 }
 
 impl Task {
@@ -167,7 +179,11 @@ impl Task {
         let mut config = ControllerConfig::from_broker(&self.config, cluster_id);
         config.session_timeout_ms = self.config.quorum.broker_session_timeout_ms as i64;
         config.unclean_leader_election = self.config.log.unclean_leader_election_enable;
-        self.controller = Some(Controller::new(config, &current.state.image, now_ms()));
+        self.controller = Some(Controller::new(
+            config,
+            &current.state.image,
+            self.clock.now_ms(),
+        ));
         tracing::info!(
             node = self.quorum.id(),
             term = current.term,
@@ -182,7 +198,7 @@ impl Task {
             // Not the active controller: the caller answers NOT_CONTROLLER.
             return;
         };
-        let Decided { records, done } = op(controller, &current.state.image, now_ms());
+        let Decided { records, done } = op(controller, &current.state.image, self.clock.now_ms());
         let committed = self.commit(records).await;
         done(committed);
     }
@@ -192,7 +208,7 @@ impl Task {
         let Some(controller) = self.controller.as_mut() else {
             return;
         };
-        let records = controller.tick(&current.state.image, now_ms());
+        let records = controller.tick(&current.state.image, self.clock.now_ms());
         if !records.is_empty() {
             self.commit(records).await;
         }

@@ -360,7 +360,7 @@ async fn describe_quorum(
         return refusal(&RequestBody::DescribeQuorum(Default::default()))
             .unwrap_or_else(|| api_versions(ErrorCode::NOT_CONTROLLER));
     }
-    let now = crate::broker::now_ms();
+    let now = active.now_ms();
     let voters = status
         .progress
         .iter()

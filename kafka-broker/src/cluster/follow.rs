@@ -21,12 +21,11 @@ use futures::{SinkExt, StreamExt};
 use tokio::sync::watch;
 use tokio_util::codec::Framed;
 
-use super::listener::FollowHandler;
+use super::listener::{FOLLOW_HELLO, FollowHandler};
 use super::quorum::driver::{Applied, Fetched, QuorumHandle, StateMachine};
 use super::quorum::entry::{Payload, SnapshotData};
 use super::quorum::transport::codec;
 
-pub const FOLLOW_HELLO: &[u8; 8] = b"KRSMETA1";
 /// What one answer carries at most.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 /// How long a controller holds a request with nothing new.

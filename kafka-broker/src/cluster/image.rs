@@ -137,6 +137,26 @@ pub struct Endpoint {
     pub security_protocol: i16,
 }
 
+/// Where a live broker is reached on one listener (see [`MetadataImage::endpoint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveEndpoint {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+impl LiveEndpoint {
+    /// `host:port` to connect to (an IPv6 host in brackets).
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
 /// The versions of a feature a broker supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureRange {
@@ -258,6 +278,40 @@ impl MetadataImage {
 
     pub fn broker(&self, id: i32) -> Option<&BrokerImage> {
         self.brokers.get(&id)
+    }
+
+    /// Where broker `id` is reached on `listener`: `None` when the image does not know it,
+    /// it is fenced (a broker the controller fenced is not to be sent anything: clients,
+    /// followers and markers wait for the metadata that names another), or it has no such
+    /// listener. Every lookup of another broker's address goes through here.
+    pub fn endpoint(&self, id: i32, listener: &str) -> Option<LiveEndpoint> {
+        let b = self.broker(id).filter(|b| !b.fenced)?;
+        let e = b.endpoints.iter().find(|e| e.name == listener)?;
+        Some(LiveEndpoint {
+            node_id: b.id,
+            host: e.host.clone(),
+            port: e.port,
+            rack: b.rack.clone(),
+        })
+    }
+
+    /// The leader of `topic`-`partition` and its leader epoch, `None` when the image does not
+    /// know the partition or it has no leader.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        let p = self.topic(topic)?.partitions.get(&partition)?;
+        (p.leader >= 0).then_some((p.leader, p.leader_epoch))
+    }
+
+    /// The endpoint on `listener` of the leader of `topic`-`partition` (see
+    /// [`Self::endpoint`]).
+    pub fn leader_endpoint(
+        &self,
+        topic: &str,
+        partition: i32,
+        listener: &str,
+    ) -> Option<LiveEndpoint> {
+        let (leader, _) = self.leader(topic, partition)?;
+        self.endpoint(leader, listener)
     }
 
     /// The highest epoch of a registered broker (0 if none).

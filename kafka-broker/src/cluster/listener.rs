@@ -23,6 +23,9 @@ use super::quorum::transport::{self, codec};
 pub type KafkaHandler =
     Arc<dyn Fn(Bytes) -> Pin<Box<dyn Future<Output = Option<Bytes>> + Send>> + Send + Sync>;
 
+/// The first bytes of a stream from a broker following the log (see `super::follow`).
+pub const FOLLOW_HELLO: &[u8; 8] = b"KRSMETA1";
+
 /// Answers one request of a broker following the log.
 pub type FollowHandler =
     Arc<dyn Fn(Bytes) -> Pin<Box<dyn Future<Output = Option<Bytes>> + Send>> + Send + Sync>;
@@ -86,7 +89,7 @@ async fn connection(stream: TcpStream, services: Services) {
         return;
     }
     let mut out = transport::writer(write);
-    if first.starts_with(super::follow::FOLLOW_HELLO) {
+    if first.starts_with(FOLLOW_HELLO) {
         let Some(follow) = services.follow else {
             return;
         };

@@ -8,8 +8,9 @@
 //! - [`listener`]: the controller listener (Raft streams, followers of the log, requests).
 //! - [`follow`]: brokers that are not controllers follow the log from the controllers.
 //! - [`forward`]: a broker's requests to the active controller; [`lifecycle`]: its
-//!   registration and heartbeats; [`publish`]: the image carried out on its partitions;
-//!   [`producer_ids`]: its producer ids, in blocks from the controller.
+//!   registration and heartbeats; [`producer_ids`]: its producer ids, in blocks from the
+//!   controller. The node layer carries each new image out on its partitions
+//!   (`crate::node::publish`).
 
 pub mod active;
 pub mod api;
@@ -20,7 +21,6 @@ pub mod image;
 pub mod lifecycle;
 pub mod listener;
 pub mod producer_ids;
-pub mod publish;
 pub mod quorum;
 pub mod state;
 
@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::broker::Broker;
+use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use active::{ActiveController, SharedState};
@@ -115,11 +115,13 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 }
 
 /// Starts the cluster side of a node: on controllers the quorum voter, the active controller
-/// and the controller listener; on brokers the follower of the log (when not a controller),
-/// the registration and heartbeats and the image applied to `broker`.
+/// and the controller listener; on brokers (`directory_id`: the broker's data directory id)
+/// the follower of the log (when not a controller), the registration and heartbeats, and the
+/// [`ClusterLink`] the node reads the cluster through.
 pub async fn start(
     config: &BrokerConfig,
-    broker: Option<Arc<Broker>>,
+    clock: Clock,
+    directory_id: Option<kafka_protocol::Uuid>,
 ) -> Result<Runtime, BrokerError> {
     let roles = config
         .quorum
@@ -160,7 +162,7 @@ pub async fn start(
         let transport = Transport::connect(me, voters.clone());
         let handle =
             quorum::driver::start(node, state, inbox_rx, transport, stopped(stop_rx.clone()));
-        let controller = ActiveController::start(config, handle.clone());
+        let controller = ActiveController::start(config, handle.clone(), clock.clone());
         let services = listener::Services {
             raft: Some(inbox_tx),
             follow: Some(follow::handler(handle.clone())),
@@ -199,15 +201,15 @@ pub async fn start(
             }
         });
     }
-    let (link, lifecycle) = match (roles.broker, broker) {
-        (true, Some(broker)) => {
+    let (link, lifecycle) = match (roles.broker, directory_id) {
+        (true, Some(directory_id)) => {
             let client = Arc::new(ControllerClient::new(config, state_rx.clone(), active));
             let (standing_tx, standing_rx) = watch::channel(Standing::Unregistered);
             let lifecycle = tokio::spawn(lifecycle::run(
                 Arc::new(config.clone()),
                 client.clone(),
                 state_rx.clone(),
-                broker.directory_id,
+                directory_id,
                 standing_tx,
                 stopped(leave_rx),
             ));
@@ -223,17 +225,6 @@ pub async fn start(
                 listener_name,
                 standing: standing_rx,
             });
-            broker.set_cluster(link.clone());
-            broker.isr.start(&broker, link.clone());
-            broker
-                .producer_ids
-                .start(link.clone(), config.server.node_id);
-            tokio::spawn(publish_images(
-                broker,
-                config.server.node_id,
-                state_rx,
-                link.standing.clone(),
-            ));
             (Some(link), Some(lifecycle))
         }
         _ => (None, None),
@@ -245,50 +236,4 @@ pub async fn start(
         leave: leave_tx,
         lifecycle,
     })
-}
-
-/// Applies every new image to the broker (off the async threads: it opens files), once the
-/// broker has caught up with the metadata log: as Kafka's broker waits for its initial
-/// catch-up, nothing is applied before the controller first unfences the broker (it does
-/// so once the broker has applied its own registration). A restarted node replaying its log
-/// would otherwise take leaderships of the past for a moment.
-async fn publish_images(
-    broker: Arc<Broker>,
-    node_id: i32,
-    mut rx: watch::Receiver<SharedState>,
-    mut standing: watch::Receiver<Standing>,
-) {
-    if standing
-        .wait_for(|s| matches!(s, Standing::Active { .. }))
-        .await
-        .is_err()
-    {
-        return;
-    }
-    drop(standing);
-    let mut previous: Option<SharedState> = None;
-    loop {
-        let current = rx.borrow_and_update().clone();
-        let unchanged = previous
-            .as_ref()
-            .is_some_and(|p| p.offset == current.offset);
-        if !unchanged {
-            let b = broker.clone();
-            let prev = previous.clone();
-            let cur = current.clone();
-            let _ = tokio::task::spawn_blocking(move || {
-                publish::apply(
-                    &b,
-                    node_id,
-                    prev.as_ref().map(|p| &p.state.image),
-                    &cur.state.image,
-                );
-            })
-            .await;
-            previous = Some(current);
-        }
-        if rx.changed().await.is_err() {
-            return;
-        }
-    }
 }

@@ -20,10 +20,10 @@ use kafka_protocol::{KStr, Uuid};
 
 use super::authorized;
 use super::groups::CoordinatorNode;
-use crate::broker::Broker;
 use crate::cluster::ClusterLink;
 use crate::cluster::image::{MetadataImage, TopicImage};
 use crate::coordinator::OFFSETS_TOPIC;
+use crate::node::Broker;
 
 /// How long a forwarded request may take, retries over controllers included.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);

@@ -17,10 +17,10 @@ use kafka_protocol::messages::{
 };
 
 use super::message;
-use crate::broker::Broker;
 use crate::config::describe::{DescribedConfig, SOURCE_DEFAULT};
 use crate::config::topic::{AlterOp, TopicConfig, no_duplicates};
 use crate::error::BrokerError;
+use crate::node::Broker;
 use crate::topics::TopicMeta;
 
 const RESOURCE_TOPIC: i8 = 2;

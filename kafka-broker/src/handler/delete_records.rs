@@ -6,8 +6,8 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseBody};
 
-use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::node::Broker;
 
 pub(super) fn handle(broker: &Broker, req: DeleteRecordsRequest) -> ResponseBody {
     let topics = req

@@ -5,7 +5,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse, ResponseBody};
 
 use super::authorized;
-use crate::broker::Broker;
+use crate::node::Broker;
 
 pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest, listener: &str) -> ResponseBody {
     let (host, port) = broker.advertised_host_port_on(listener);

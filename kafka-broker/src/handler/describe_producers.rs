@@ -11,7 +11,7 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ResponseBody};
 
-use crate::broker::Broker;
+use crate::node::Broker;
 
 pub(super) fn handle(broker: &Broker, req: DescribeProducersRequest) -> ResponseBody {
     let topics = req

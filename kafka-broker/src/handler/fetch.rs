@@ -35,10 +35,10 @@ use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
 use super::leader_hints::LeaderHints;
-use crate::broker::Broker;
 use crate::cluster::active::SharedState;
 use crate::config::ReplicaSelectorClass;
 use crate::convert::FetchFormat;
+use crate::node::Broker;
 use crate::replica::delayed::{self, Watch};
 use crate::replica::partition::ReadFailed;
 use crate::replica::selector::{self, ReplicaView};
@@ -159,30 +159,23 @@ pub(super) async fn handle(
     // watermark) only for the epoch the leader is at: one naming another epoch is refused for
     // that partition before anything moves.
     let fenced: Vec<Option<ErrorCode>> = match follower {
-        Some(replica) => {
-            let now = broker.now_ms();
-            wanted
-                .iter()
-                .zip(&hosted)
-                .map(|(w, part)| {
-                    let part = part.as_ref()?;
-                    match part.follower_fetched(
+        Some(replica) => wanted
+            .iter()
+            .zip(&hosted)
+            .map(|(w, part)| {
+                let part = part.as_ref()?;
+                broker
+                    .replicas
+                    .follower_fetched(
+                        part,
                         replica,
                         w.current_leader_epoch,
                         w.offset,
                         w.log_start_offset,
-                        now,
-                    ) {
-                        Ok(Some(change)) => {
-                            broker.isr.submit(part, change);
-                            None
-                        }
-                        Ok(None) => None,
-                        Err(code) => Some(code),
-                    }
-                })
-                .collect()
-        }
+                    )
+                    .err()
+            })
+            .collect(),
         None => vec![None; wanted.len()],
     };
     let selection = match (broker.config.replication.replica_selector, broker.cluster()) {

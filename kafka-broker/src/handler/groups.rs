@@ -40,8 +40,8 @@ use kafka_protocol::messages::{
     SyncGroupResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use crate::broker::Broker;
 use crate::group::{self, CLASSIC_GROUP_TYPE, FetchedOffset, GroupCoordinator};
+use crate::node::Broker;
 
 /// Where clients find the coordinator: this broker.
 #[derive(Debug, Clone, PartialEq, Eq)]

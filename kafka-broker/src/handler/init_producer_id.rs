@@ -4,7 +4,7 @@
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ResponseBody};
 
-use crate::broker::Broker;
+use crate::node::Broker;
 
 pub(super) fn handle(broker: &Broker, req: InitProducerIdRequest) -> ResponseBody {
     let fail = |code: ErrorCode| {

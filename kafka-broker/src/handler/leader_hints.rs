@@ -12,9 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::broker::Broker;
 use crate::cluster::active::SharedState;
 use crate::cluster::image::MetadataImage;
+use crate::node::Broker;
 
 /// A leader's endpoint on the client's listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, ResponseBody};
 
-use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::node::Broker;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;

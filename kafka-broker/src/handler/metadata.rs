@@ -10,7 +10,7 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 
 use super::authorized;
-use crate::broker::Broker;
+use crate::node::Broker;
 use crate::topics::TopicMeta;
 
 pub(super) fn handle(

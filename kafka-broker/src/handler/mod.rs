@@ -30,7 +30,7 @@ use kafka_protocol::frame::{self, RequestPrefix};
 use kafka_protocol::messages::{ApiKey, RequestBody, ResponseBody};
 use kafka_protocol::view::ProduceRequestView;
 
-use crate::broker::Broker;
+use crate::node::Broker;
 
 /// What to do after a request.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ResponseBody,
 };
 
-use crate::broker::Broker;
+use crate::node::Broker;
 
 pub(super) fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> ResponseBody {
     let topics = req

@@ -18,8 +18,8 @@ use tokio::time::Instant;
 
 use super::leader_hints::LeaderHints;
 use super::message;
-use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::node::Broker;
 use crate::replica::{Acks, Appended, BadRecord, PendingAck, delayed};
 
 /// One partition of the request after its append: answered, or waiting for its

@@ -16,8 +16,8 @@ use kafka_protocol::messages::{
 
 use super::configs::topic_entries;
 use super::message;
-use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::node::Broker;
 
 pub(super) fn create_topics(
     broker: &Broker,

@@ -26,10 +26,10 @@ use kafka_protocol::messages::{
     WriteTxnMarkersResponse, describe_transactions_response, list_transactions_response,
 };
 
-use crate::broker::Broker;
 use crate::log::TopicPartition;
+use crate::node::Broker;
+use crate::node::markers::{Marker, write_markers_here};
 use crate::txn::{self, ProducerIdSource, TxnApi, error_for_version};
-use crate::txn_driver::{Marker, write_markers_here};
 
 /// Producer ids for the coordinator: the broker's (blocks on disk on a single node, from the
 /// controller in a cluster).

@@ -18,27 +18,51 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 use kafka_protocol::messages::{
     FetchRequest, OffsetForLeaderEpochRequest, RequestBody, ResponseBody,
 };
+use kafka_protocol::record::layout::{BATCH_LENGTH, LOG_OVERHEAD};
 use tokio::sync::watch;
 
+use super::peers::{Channel, PeerPool};
 use super::{Followed, ReplicationConfig};
-use crate::broker::{Broker, now_ms};
-use crate::replica::Partition;
+use crate::clock::Clock;
+use crate::replica::{Partition, ReplicaManager};
 
 const FETCH_VERSION: i16 = 12;
 const EPOCH_VERSION: i16 = 4;
 
 type Key = (String, i32);
 
+/// What every fetcher of a broker works with: the partitions it appends to (gone with the
+/// broker: the fetchers then end), its id, its clock, the `replica.*` settings and the
+/// connections to the leaders.
+#[derive(Debug, Clone)]
+pub(super) struct Local {
+    pub(super) replicas: Weak<ReplicaManager>,
+    pub(super) node_id: i32,
+    pub(super) clock: Clock,
+    pub(super) settings: ReplicationConfig,
+    pub(super) peers: Arc<PeerPool>,
+}
+
+/// Fetcher number `slot` of `leader` at `addr`, fetching the partitions `partitions` names
+/// until that sender is gone or the broker is.
 pub(super) async fn run(
-    broker: Weak<Broker>,
+    local: Local,
     leader: i32,
+    slot: usize,
     addr: String,
     mut partitions: watch::Receiver<HashMap<Key, Followed>>,
-    settings: ReplicationConfig,
 ) {
+    let Local {
+        replicas,
+        node_id,
+        clock,
+        settings,
+        peers,
+    } = local;
+    let channel = Channel::Fetcher(slot);
     // `replica.fetch.backoff.ms`: the wait after a failure before the next try.
     let backoff = Duration::from_millis(settings.fetch_backoff_ms);
-    let mut conn: Option<Connection> = None;
+    let request_timeout = ConnectionConfig::default().conn.request_timeout;
     // The leader epoch each partition was last checked (truncated) for.
     let mut checked: HashMap<Key, i32> = HashMap::new();
     loop {
@@ -49,36 +73,26 @@ pub(super) async fn run(
             }
             continue;
         }
-        let Some(b) = broker.upgrade() else { return };
-        let c = match conn.as_ref().filter(|c| !c.is_closed()) {
-            Some(c) => c.clone(),
-            None => {
-                let cfg = ConnectionConfig {
-                    connect_timeout: Duration::from_secs(2),
-                    handshake: false,
-                    ..Default::default()
-                };
-                match Connection::connect(&addr, cfg).await {
-                    Ok(c) => {
-                        conn = Some(c.clone());
-                        c
-                    }
-                    Err(e) => {
-                        tracing::debug!(leader, %addr, error = %e, "cannot reach the leader to fetch");
-                        drop(b);
-                        if wait_or_change(&mut partitions, backoff).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
+        let Some(b) = replicas.upgrade() else { return };
+        let c = match peers
+            .connection(leader, &addr, channel, request_timeout)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!(leader, %addr, error = %e, "cannot reach the leader to fetch");
+                drop(b);
+                if wait_or_change(&mut partitions, backoff).await.is_err() {
+                    return;
                 }
+                continue;
             }
         };
         // Followed partitions hosted here as followers.
         let local: BTreeMap<Key, (Arc<Partition>, i32)> = wanted
             .iter()
             .filter_map(|(k, f)| {
-                let p = b.partition(&k.0, k.1).filter(|p| !p.is_leader())?;
+                let p = b.get(&k.0, k.1).filter(|p| !p.is_leader())?;
                 Some((k.clone(), (p, f.leader_epoch)))
             })
             .collect();
@@ -89,11 +103,11 @@ pub(super) async fn run(
             .map(|(k, (p, e))| (k, p, *e))
             .collect();
         if !unchecked.is_empty() {
-            match truncate(&b, &c, &unchecked).await {
+            match truncate(node_id, &clock, &c, &unchecked).await {
                 Ok(done) => checked.extend(done),
                 Err(e) => {
                     tracing::debug!(leader, error = %e, "OffsetForLeaderEpoch failed");
-                    conn = None;
+                    peers.forget(leader, channel);
                 }
             }
         }
@@ -109,8 +123,8 @@ pub(super) async fn run(
             }
             continue;
         }
-        let req = fetch_request(b.config.server.node_id, &ready, &settings);
-        let node = b.config.server.node_id;
+        let req = fetch_request(node_id, &ready, &settings);
+        let node = node_id;
         drop(b);
         let answer = tokio::select! {
             a = c.request_at(RequestBody::Fetch(Box::new(req)), FETCH_VERSION) => a,
@@ -121,7 +135,7 @@ pub(super) async fn run(
                 continue;
             }
         };
-        let Some(b) = broker.upgrade() else { return };
+        let Some(b) = replicas.upgrade() else { return };
         match answer {
             Ok(ResponseBody::Fetch(r)) => {
                 let mut retry_later = false;
@@ -134,7 +148,7 @@ pub(super) async fn run(
                         match ErrorCode::from(pd.error_code) {
                             ErrorCode::NONE => {
                                 if let Some(records) = pd.records.filter(|r| !r.is_empty()) {
-                                    if let Err(e) = append(part, records) {
+                                    if let Err(e) = append(part, records, clock.now_ms()) {
                                         tracing::warn!(topic = %key.0, partition = key.1, error = %e,
                                             "the records fetched from the leader were not appended");
                                         checked.remove(&key);
@@ -182,7 +196,7 @@ pub(super) async fn run(
             Ok(_) => {}
             Err(e) => {
                 tracing::debug!(leader, %addr, error = %e, "a fetch from the leader failed");
-                conn = None;
+                peers.forget(leader, channel);
                 drop(b);
                 if wait_or_change(&mut partitions, backoff).await.is_err() {
                     return;
@@ -241,25 +255,25 @@ fn fetch_request(
 }
 
 /// Appends the whole batches of `records` (a fetch answer may end in a partial one).
-fn append(part: &Partition, records: Bytes) -> Result<(), crate::error::BrokerError> {
+fn append(part: &Partition, records: Bytes, now_ms: i64) -> Result<(), crate::error::BrokerError> {
     let whole = whole_batches(&records);
     if whole == 0 {
         return Ok(());
     }
-    part.append_as_follower(BytesMut::from(&records[..whole]), now_ms())
+    part.append_as_follower(BytesMut::from(&records[..whole]), now_ms)
         .map(|_| ())
 }
 
-/// The length of the leading run of whole record batches (each: base offset i64, length i32,
-/// then `length` bytes).
+/// The length of the leading run of whole record batches (each: the log overhead, base
+/// offset and batch length, then that many bytes).
 fn whole_batches(records: &[u8]) -> usize {
     let mut at = 0usize;
-    while let Some(head) = records.get(at..at + 12) {
-        let len = i32::from_be_bytes([head[8], head[9], head[10], head[11]]);
-        let Ok(len) = usize::try_from(len) else {
-            break;
-        };
-        let end = at + 12 + len;
+    while let Some(Ok(len)) = records
+        .get(at + BATCH_LENGTH.offset..at + LOG_OVERHEAD)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(|b| usize::try_from(i32::from_be_bytes(b)))
+    {
+        let end = at + LOG_OVERHEAD + len;
         if end > records.len() {
             break;
         }
@@ -271,7 +285,8 @@ fn whole_batches(records: &[u8]) -> usize {
 /// OffsetForLeaderEpoch for `partitions`: each is cut to where the leader's log agrees with
 /// its latest epoch. Returns the partitions checked, with the epoch they were checked for.
 async fn truncate(
-    b: &Broker,
+    node_id: i32,
+    clock: &Clock,
     c: &Connection,
     partitions: &[(&Key, &Arc<Partition>, i32)],
 ) -> Result<Vec<(Key, i32)>, String> {
@@ -303,7 +318,7 @@ async fn truncate(
         return Ok(done);
     }
     let req = OffsetForLeaderEpochRequest {
-        replica_id: b.config.server.node_id,
+        replica_id: node_id,
         topics,
         ..Default::default()
     };
@@ -332,7 +347,7 @@ async fn truncate(
             if p.end_offset >= 0 && p.end_offset < end {
                 tracing::info!(topic = %key.0, partition = key.1, from = end, to = p.end_offset,
                     leader_epoch = p.leader_epoch, "truncating a divergent tail before fetching");
-                part.truncate_to(p.end_offset, b.now_ms())
+                part.truncate_to(p.end_offset, clock.now_ms())
                     .map_err(|e| e.to_string())?;
             }
             done.push((key, *epoch));

@@ -1,12 +1,12 @@
-//! The leader side of the ISR, Kafka's `AlterPartitionManager` and ISR expiration task: the
-//! partition layer proposes changes ([`Partition::update_follower`] when a follower out of
-//! the ISR caught up, [`Partition::isr_shrink`] every half `replica.lag.time.max.ms` for
-//! followers that fell behind); this module sends them to the active controller in
+//! The leader side of the ISR, Kafka's `AlterPartitionManager`: the partition layer proposes
+//! changes ([`Partition::follower_fetched`] when a follower out of the ISR caught up,
+//! [`Partition::isr_shrink`] every half `replica.lag.time.max.ms` for followers that fell
+//! behind) to the [`IsrSink`] this module implements; it sends them to the active controller in
 //! AlterPartition requests, one request in flight with every change queued meanwhile, and
 //! hands each partition the controller's answer. A partition has at most one change in flight,
 //! so the queue holds at most one entry per led partition.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::error_code::ErrorCode;
@@ -14,10 +14,10 @@ use kafka_protocol::messages::alter_partition_request::{BrokerState, PartitionDa
 use kafka_protocol::messages::{AlterPartitionRequest, RequestBody, ResponseBody};
 use tokio::sync::mpsc;
 
-use crate::broker::{Broker, now_ms};
+use crate::clock::Clock;
 use crate::cluster::ClusterLink;
 use crate::cluster::lifecycle::Standing;
-use crate::replica::{IsrChange, Partition};
+use crate::replica::{IsrChange, IsrSink, Partition};
 
 /// The AlterPartition version sent (Kafka's controllers since 3.5 take 0-3; ours too): each
 /// new member with its broker epoch, so that a member that restarted since is refused.
@@ -27,63 +27,35 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 type Proposal = (Arc<Partition>, IsrChange);
 
-/// Where a leader's ISR changes go (nowhere on a single node: there are no followers).
-#[derive(Debug, Default)]
+/// Where a broker of a cluster sends its leaders' ISR changes (a single node has no
+/// followers, and no sink: its partition layer fails a change at once).
+#[derive(Debug)]
 pub struct IsrManager {
-    tx: OnceLock<mpsc::UnboundedSender<Proposal>>,
+    tx: mpsc::UnboundedSender<Proposal>,
+    clock: Clock,
 }
 
 impl IsrManager {
-    /// Queues an ISR change for the controller. Without a cluster it fails at once.
-    pub fn submit(&self, partition: &Arc<Partition>, change: IsrChange) {
-        let sent = self
-            .tx
-            .get()
-            .is_some_and(|tx| tx.send((Arc::clone(partition), change)).is_ok());
-        if !sent {
-            partition.isr_change_failed(now_ms());
-        }
-    }
-
-    /// Starts sending the changes of `broker` through `link`, and the periodic look for
-    /// lagging followers. Both end with the broker.
-    pub fn start(&self, broker: &Arc<Broker>, link: Arc<ClusterLink>) {
+    /// Starts sending the changes proposed to it through `link`, until it is dropped.
+    pub fn start(link: Arc<ClusterLink>, clock: Clock) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        if self.tx.set(tx).is_err() {
-            return;
-        }
-        let weak = Arc::downgrade(broker);
-        tokio::spawn(send_changes(weak.clone(), link, rx));
-        tokio::spawn(expire_lagging(weak));
+        tokio::spawn(send_changes(link, clock.clone(), rx));
+        Arc::new(Self { tx, clock })
     }
 }
 
-/// Every half `replica.lag.time.max.ms`, each led partition's followers that fell behind leave
-/// its ISR.
-async fn expire_lagging(broker: Weak<Broker>) {
-    let Some(lag) = broker
-        .upgrade()
-        .map(|b| b.config.replication.lag_time_max_ms)
-    else {
-        return;
-    };
-    let mut tick = tokio::time::interval(Duration::from_millis((lag as u64 / 2).max(1)));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(b) = broker.upgrade() else { return };
-        let now = now_ms();
-        for part in b.replicas.all() {
-            if let Some(change) = part.isr_shrink(now, lag) {
-                b.isr.submit(&part, change);
-            }
+impl IsrSink for IsrManager {
+    /// Queues an ISR change for the controller.
+    fn propose(&self, partition: &Arc<Partition>, change: IsrChange) {
+        if self.tx.send((Arc::clone(partition), change)).is_err() {
+            partition.isr_change_failed(self.clock.now_ms());
         }
     }
 }
 
 async fn send_changes(
-    broker: Weak<Broker>,
     link: Arc<ClusterLink>,
+    clock: Clock,
     mut rx: mpsc::UnboundedReceiver<Proposal>,
 ) {
     while let Some(first) = rx.recv().await {
@@ -91,14 +63,13 @@ async fn send_changes(
         while let Ok(more) = rx.try_recv() {
             batch.push(more);
         }
-        let Some(b) = broker.upgrade() else { return };
-        send(&b, &link, batch).await;
+        send(&link, &clock, batch).await;
     }
 }
 
 /// One AlterPartition with every queued change; each partition gets its answer.
-async fn send(broker: &Broker, link: &ClusterLink, batch: Vec<Proposal>) {
-    let now = now_ms();
+async fn send(link: &ClusterLink, clock: &Clock, batch: Vec<Proposal>) {
+    let now = clock.now_ms();
     let fail = |p: &Proposal, why: &str| {
         tracing::debug!(topic = %p.0.topic, partition = p.0.index, isr = ?p.1.isr, why, "ISR change not made");
         p.0.isr_change_failed(now);
@@ -118,7 +89,7 @@ async fn send(broker: &Broker, link: &ClusterLink, batch: Vec<Proposal>) {
     let mut sent: Vec<(kafka_protocol::Uuid, Proposal)> = Vec::with_capacity(batch.len());
     for p in batch {
         let (part, change) = &p;
-        let Some(id) = broker.topic(&part.topic).map(|t| t.id) else {
+        let Some(id) = image.topic(&part.topic).map(|t| t.id) else {
             fail(&p, "the topic is not known here");
             continue;
         };
@@ -164,7 +135,7 @@ async fn send(broker: &Broker, link: &ClusterLink, batch: Vec<Proposal>) {
         return;
     }
     let req = AlterPartitionRequest {
-        broker_id: broker.config.server.node_id,
+        broker_id: link.node_id,
         broker_epoch,
         topics,
         ..Default::default()

@@ -14,16 +14,19 @@
 mod config;
 mod fetcher;
 pub mod isr;
+pub mod peers;
 
 pub use config::ReplicationConfig;
 pub use isr::IsrManager;
+pub use peers::{Channel, PeerPool};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::watch;
 
-use crate::broker::Broker;
+use crate::clock::Clock;
+use crate::replica::ReplicaManager;
 use crate::sync::lock;
 
 /// What a follower fetches one partition with.
@@ -36,10 +39,12 @@ pub struct Followed {
 /// The partitions this broker follows, by leader, and the fetcher tasks of each leader
 /// (`num.replica.fetchers` of them, keyed by leader and number; a partition always goes to
 /// the same one).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReplicaFetchers {
     by_leader: Mutex<HashMap<(i32, usize), Fetcher>>,
     stopped: std::sync::atomic::AtomicBool,
+    /// What every fetcher of this broker works with.
+    local: fetcher::Local,
 }
 
 #[derive(Debug)]
@@ -49,11 +54,32 @@ struct Fetcher {
 }
 
 impl ReplicaFetchers {
+    /// Fetchers of broker `node_id`, appending to the partitions of `replicas` with
+    /// `settings`, their connections from `peers`.
+    pub fn new(
+        replicas: Weak<ReplicaManager>,
+        node_id: i32,
+        clock: Clock,
+        settings: ReplicationConfig,
+        peers: Arc<PeerPool>,
+    ) -> Self {
+        Self {
+            by_leader: Mutex::new(HashMap::new()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            local: fetcher::Local {
+                replicas,
+                node_id,
+                clock,
+                settings,
+                peers,
+            },
+        }
+    }
+
     /// Follows `topic`-`partition` from `leader` at `addr` (its inter-broker listener); it is
     /// fetched from nowhere else.
     pub fn follow(
         &self,
-        broker: &Arc<Broker>,
         topic: &str,
         partition: i32,
         leader: i32,
@@ -63,7 +89,7 @@ impl ReplicaFetchers {
         let key = (topic.to_owned(), partition);
         let slot = (
             leader,
-            fetcher_of(topic, partition, broker.config.replication.num_fetchers),
+            fetcher_of(topic, partition, self.local.settings.num_fetchers),
         );
         let mut all = lock(&self.by_leader);
         if self.stopped.load(std::sync::atomic::Ordering::Acquire) {
@@ -76,9 +102,13 @@ impl ReplicaFetchers {
         }
         let fetcher = all.entry(slot).or_insert_with(|| {
             let (tx, rx) = watch::channel(HashMap::new());
-            let weak: Weak<Broker> = Arc::downgrade(broker);
-            let settings = broker.config.replication.clone();
-            tokio::spawn(fetcher::run(weak, leader, addr.clone(), rx, settings));
+            tokio::spawn(fetcher::run(
+                self.local.clone(),
+                leader,
+                slot.1,
+                addr.clone(),
+                rx,
+            ));
             Fetcher {
                 addr: addr.clone(),
                 partitions: tx,

@@ -10,8 +10,8 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
-use crate::broker::Broker;
 use crate::handler::{self, Incoming, Reply};
+use crate::node::Broker;
 
 pub(crate) async fn serve(
     broker: Arc<Broker>,

@@ -12,8 +12,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::node::Broker;
 
 /// Serves `listener` until `shutdown` completes, then stops accepting, lets every connection
 /// finish the requests it has read, and closes the broker (flushing logs, writing the

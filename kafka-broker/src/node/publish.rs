@@ -9,9 +9,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::image::{MetadataImage, PartitionImage};
-use crate::broker::Broker;
+use tokio::sync::watch;
+
+use crate::cluster::active::SharedState;
+use crate::cluster::image::{MetadataImage, PartitionImage};
+use crate::cluster::lifecycle::Standing;
 use crate::coordinator::OFFSETS_TOPIC;
+use crate::node::Broker;
 use crate::replica::Leadership;
 
 /// ConfigRecord's resource type of topics.
@@ -86,7 +90,7 @@ pub fn apply(
 
 /// Takes the role the current image gives a partition hosted again outside an image change
 /// (an offline partition reopened).
-pub fn retake(broker: &Arc<Broker>, topic: &str, index: i32) {
+pub fn retake(broker: &Broker, topic: &str, index: i32) {
     let Some(link) = broker.cluster() else { return };
     let shared = link.current();
     let image = &shared.state.image;
@@ -99,7 +103,7 @@ pub fn retake(broker: &Arc<Broker>, topic: &str, index: i32) {
 }
 
 fn take_role(
-    broker: &Arc<Broker>,
+    broker: &Broker,
     image: &MetadataImage,
     node_id: i32,
     topic: &str,
@@ -130,7 +134,7 @@ fn take_role(
             isr: &part.isr,
         };
         hosted
-            .lead(&leadership, crate::broker::now_ms())
+            .lead(&leadership, broker.now_ms())
             .map(|()| {
                 if !was {
                     tracing::info!(topic, partition = index, leader_epoch = part.leader_epoch, isr = ?part.isr, "leader");
@@ -156,23 +160,65 @@ fn take_role(
             .network
             .effective_inter_broker_listener_name()
             .unwrap_or_else(|| "PLAINTEXT".to_owned());
-        let addr = image.broker(part.leader).and_then(|b| {
-            b.endpoints
-                .iter()
-                .find(|e| e.name == listener)
-                .map(|e| format!("{}:{}", e.host, e.port))
-        });
-        match addr {
-            Some(addr) if became.is_ok() => {
-                broker
-                    .fetchers
-                    .follow(broker, topic, index, part.leader, addr, part.leader_epoch)
-            }
+        match image.leader_endpoint(topic, index, &listener) {
+            Some(leader) if became.is_ok() => broker.fetchers.follow(
+                topic,
+                index,
+                leader.node_id,
+                leader.addr(),
+                part.leader_epoch,
+            ),
             _ => broker.fetchers.unfollow(topic, index),
         }
         became
     };
     if let Err(e) = result {
         tracing::warn!(topic, partition = index, error = %e, "the image's role was not taken");
+    }
+}
+
+/// Applies every new image to the broker (off the async threads: it opens files), once the
+/// broker has caught up with the metadata log: as Kafka's broker waits for its initial
+/// catch-up, nothing is applied before the controller first unfences the broker (it does
+/// so once the broker has applied its own registration). A restarted node replaying its log
+/// would otherwise take leaderships of the past for a moment.
+pub(crate) async fn publish_images(
+    broker: Arc<Broker>,
+    node_id: i32,
+    mut rx: watch::Receiver<SharedState>,
+    mut standing: watch::Receiver<Standing>,
+) {
+    if standing
+        .wait_for(|s| matches!(s, Standing::Active { .. }))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    drop(standing);
+    let mut previous: Option<SharedState> = None;
+    loop {
+        let current = rx.borrow_and_update().clone();
+        let unchanged = previous
+            .as_ref()
+            .is_some_and(|p| p.offset == current.offset);
+        if !unchanged {
+            let b = broker.clone();
+            let prev = previous.clone();
+            let cur = current.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                apply(
+                    &b,
+                    node_id,
+                    prev.as_ref().map(|p| &p.state.image),
+                    &cur.state.image,
+                );
+            })
+            .await;
+            previous = Some(current);
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
     }
 }

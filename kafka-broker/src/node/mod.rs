@@ -1,4 +1,11 @@
-//! The broker's shared state: configuration, cluster id, topics, partition logs.
+//! The node layer: the broker node as one value ([`Broker`]) wiring the layers below it
+//! (the partition layer, the coordinators, replication, the cluster runtime), applying
+//! metadata images ([`publish`]) and running the background tasks under one shutdown
+//! ([`run`](crate::run)). It owns no storage: the partition layer does.
+
+pub mod markers;
+pub mod publish;
+pub mod run;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,7 +37,7 @@ pub struct Broker {
     /// Every topic's typed config; changed only under the `topics` lock.
     topic_configs: Arc<TopicConfigs>,
     /// The partition layer: every hosted partition, every append.
-    pub replicas: ReplicaManager,
+    pub replicas: Arc<ReplicaManager>,
     /// Single node: the next producer id (blocks reserved in `producer.ids`).
     next_producer_id: AtomicI64,
     /// In a cluster: producer ids in blocks from the controller.
@@ -52,19 +59,11 @@ pub struct Broker {
     txn_log: Arc<InternalTopic>,
     /// In a cluster: the fetchers of the partitions this broker follows.
     pub fetchers: crate::replication::ReplicaFetchers,
-    /// In a cluster: the ISR changes this broker's led partitions ask the controller for.
-    pub isr: crate::replication::IsrManager,
+    /// Connections to the other brokers (replica fetchers, transaction markers).
+    pub peers: Arc<crate::replication::PeerPool>,
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Broker {
@@ -121,7 +120,7 @@ impl Broker {
             "segment files open at most"
         );
         let clock = crate::clock::Clock::system();
-        let replicas = ReplicaManager::open(
+        let replicas = Arc::new(ReplicaManager::open(
             config.server.data_dir.clone(),
             |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
             files,
@@ -139,7 +138,7 @@ impl Broker {
                 Roles::LeadOnHost
             },
             clock.clone(),
-        )?;
+        )?);
         // The offsets topic keeps its partition count once created (groups map to partitions
         // by it); `offsets.topic.num.partitions` only applies when it is created.
         let offsets_partitions = topics
@@ -167,8 +166,16 @@ impl Broker {
         );
         let txn =
             crate::txn::TxnCoordinator::new(config.txn.clone(), clock.clone(), txn_log.clone());
+        let peers = Arc::new(crate::replication::PeerPool::default());
+        let fetchers = crate::replication::ReplicaFetchers::new(
+            Arc::downgrade(&replicas),
+            config.server.node_id,
+            clock.clone(),
+            config.replication.clone(),
+            Arc::clone(&peers),
+        );
         let broker = Self {
-            clock,
+            clock: clock.clone(),
             groups,
             txn,
             txn_log,
@@ -180,8 +187,8 @@ impl Broker {
             cluster_id,
             directory_id,
             offsets_log,
-            fetchers: crate::replication::ReplicaFetchers::default(),
-            isr: crate::replication::IsrManager::default(),
+            fetchers,
+            peers,
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             topic_configs,
@@ -311,7 +318,7 @@ impl Broker {
 
     /// Brings offline partitions back (see [`ReplicaManager::retry_offline`]); returns the
     /// partitions that came back (in a cluster they take their role from the metadata next:
-    /// [`crate::cluster::publish::retake`]).
+    /// [`crate::node::publish::retake`]).
     pub fn retry_offline(&self) -> Vec<TopicPartition> {
         self.replicas.retry_offline(|topic, index| {
             self.topic(topic)

@@ -10,12 +10,11 @@
 //! Lock order: nothing here holds the coordinator's lock across a partition call; reports go
 //! back through [`crate::txn::TxnCoordinator`]'s methods, each taking the lock briefly.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -23,10 +22,11 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{RequestBody, ResponseBody, WriteTxnMarkersRequest};
 
-use crate::broker::{Broker, now_ms};
+use super::Broker;
 use crate::coordinator::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
 use crate::replica::delayed;
+use crate::replication::Channel;
 use crate::txn::{MarkerRequest, TxnResult};
 
 /// How long a marker append waits for the in-sync replicas.
@@ -40,7 +40,6 @@ pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
     let Some(mut work) = broker.txn.take_work() else {
         return;
     };
-    let peers = Arc::new(Peers::default());
     let timers = {
         let b = Arc::clone(&broker);
         async move { b.txn.run_timers().await }
@@ -50,7 +49,7 @@ pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
         tokio::select! {
             m = work.recv() => match m {
                 Some(m) => {
-                    tokio::spawn(write_markers(Arc::clone(&broker), Arc::clone(&peers), m));
+                    tokio::spawn(write_markers(Arc::clone(&broker), m));
                 }
                 None => return,
             },
@@ -61,37 +60,6 @@ pub async fn run(broker: Arc<Broker>, stop: impl Future<Output = ()>) {
 }
 
 // ---- markers ----
-
-/// Connections to the other brokers, for WriteTxnMarkers.
-#[derive(Debug, Default)]
-struct Peers {
-    by_id: Mutex<HashMap<i32, (String, Connection)>>,
-}
-
-impl Peers {
-    async fn connection(&self, id: i32, addr: &str) -> Result<Connection, String> {
-        {
-            let all = crate::sync::lock(&self.by_id);
-            if let Some((a, c)) = all.get(&id)
-                && a == addr
-                && !c.is_closed()
-            {
-                return Ok(c.clone());
-            }
-        }
-        let mut cfg = ConnectionConfig {
-            connect_timeout: Duration::from_secs(2),
-            handshake: false,
-            ..Default::default()
-        };
-        cfg.conn.request_timeout = MARKER_TIMEOUT + Duration::from_secs(5);
-        let c = Connection::connect(addr, cfg)
-            .await
-            .map_err(|e| e.to_string())?;
-        crate::sync::lock(&self.by_id).insert(id, (addr.to_owned(), c.clone()));
-        Ok(c)
-    }
-}
 
 /// Where a partition's marker goes.
 enum Route {
@@ -121,34 +89,24 @@ fn route(broker: &Broker, tp: &TopicPartition) -> Route {
     {
         return Route::Here;
     }
-    let state = link.current();
-    let image = &state.state.image;
-    let Some(leader) = image
-        .topic(&tp.topic)
-        .and_then(|t| t.partitions.get(&tp.partition))
-        .map(|p| p.leader)
-        .filter(|&l| l >= 0)
-    else {
-        return Route::Unknown;
-    };
     let listener = broker
         .config
         .network
         .effective_inter_broker_listener_name()
         .unwrap_or_else(|| "PLAINTEXT".to_owned());
-    match image.broker(leader).filter(|b| !b.fenced).and_then(|b| {
-        b.endpoints
-            .iter()
-            .find(|e| e.name == listener)
-            .map(|e| format!("{}:{}", e.host, e.port))
-    }) {
-        Some(addr) => Route::Broker(leader, addr),
+    match link
+        .current()
+        .state
+        .image
+        .leader_endpoint(&tp.topic, tp.partition, &listener)
+    {
+        Some(leader) => Route::Broker(leader.node_id, leader.addr()),
         None => Route::Unknown,
     }
 }
 
 /// Writes the markers of one ended transaction until every partition has its marker.
-async fn write_markers(broker: Arc<Broker>, peers: Arc<Peers>, m: MarkerRequest) {
+async fn write_markers(broker: Arc<Broker>, m: MarkerRequest) {
     let commit = m.result == TxnResult::Commit;
     let mut remaining: BTreeSet<TopicPartition> = m.partitions.clone();
     let mut backoff = MARKER_BACKOFF;
@@ -191,7 +149,7 @@ async fn write_markers(broker: Arc<Broker>, peers: Arc<Peers>, m: MarkerRequest)
             results.extend(write_markers_here(&broker, &marker, led).await);
         }
         for ((id, addr), tps) in remote {
-            results.extend(send_markers(&peers, id, &addr, &m, commit, tps).await);
+            results.extend(send_markers(&broker, id, &addr, &m, commit, tps).await);
         }
         for (tp, code) in results {
             match code {
@@ -236,7 +194,7 @@ pub async fn write_markers_here(
     marker: &Marker,
     partitions: Vec<TopicPartition>,
 ) -> Vec<(TopicPartition, ErrorCode)> {
-    let now = now_ms();
+    let now = broker.now_ms();
     let mut results = Vec::with_capacity(partitions.len());
     let mut waits = Vec::new();
     for tp in partitions {
@@ -289,7 +247,7 @@ pub async fn write_markers_here(
 /// Sends markers to broker `id` and reads its answer per partition (a failed request fails
 /// every partition of it, to be retried).
 async fn send_markers(
-    peers: &Peers,
+    broker: &Broker,
     id: i32,
     addr: &str,
     m: &MarkerRequest,
@@ -319,7 +277,16 @@ async fn send_markers(
         ..Default::default()
     };
     let fail = |code: ErrorCode| partitions.iter().map(|tp| (tp.clone(), code)).collect();
-    let conn = match peers.connection(id, addr).await {
+    let conn = match broker
+        .peers
+        .connection(
+            id,
+            addr,
+            Channel::Markers,
+            MARKER_TIMEOUT + Duration::from_secs(5),
+        )
+        .await
+    {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!(broker = id, addr, error = %e, "cannot reach a partition leader for markers");
@@ -334,6 +301,7 @@ async fn send_markers(
         Ok(_) => return fail(ErrorCode::UNKNOWN_SERVER_ERROR),
         Err(e) => {
             tracing::debug!(broker = id, error = %e, "WriteTxnMarkers failed");
+            broker.peers.forget(id, Channel::Markers);
             return fail(ErrorCode::NETWORK_EXCEPTION);
         }
     };

@@ -1,0 +1,299 @@
+//! A node's life: start, its background tasks, and one shutdown whose order is stated here
+//! once.
+//!
+//! Start: the configuration is checked; the node is opened ([`Broker::open`]: the data
+//! directory's identity, topics, logs recovered, the coordinators' partitions loaded); on a
+//! node of a cluster the cluster runtime starts (the quorum voter on controllers, the
+//! registration and heartbeats) and its link is wired in: leaders' ISR changes go to the
+//! controller, producer ids come from it, and every new metadata image is carried out on the
+//! partitions ([`super::publish`]); then the listeners are bound.
+//!
+//! Background tasks:
+//! - maintenance (retention, due flushes, idle producers' expiry, the high-watermark
+//!   checkpoint), every `log.retention.check.interval.ms` or sooner when a flush interval or
+//!   `producer.id.expiration.check.interval.ms` asks for it;
+//! - offline partitions retried every `log.offline.retry.ms`;
+//! - the log cleaner, a round every `log.cleaner.backoff.ms`;
+//! - in a cluster, lagging followers out of the ISR every half `replica.lag.time.max.ms`;
+//! - the group coordinator's timers, and the transaction coordinator's timers and markers.
+//!
+//! Shutdown, in this order:
+//! 1. in a cluster, the broker leaves (a controlled shutdown: its leaderships move elsewhere
+//!    while the quorum still runs, and clients still served are sent to the new leaders);
+//! 2. the coordinators' timers and the markers driver stop (requests still waiting are
+//!    answered NOT_COORDINATOR, so connections can finish);
+//! 3. the server stops accepting, stops the replica fetchers, lets every connection finish
+//!    the requests it has read, and closes the node (high-watermark checkpoint, producer
+//!    snapshots, logs flushed and marked clean) (see [`crate::server`]);
+//! 4. the cluster runtime stops (quorum voter, controller listener);
+//! 5. the periodic tasks end; the cleaner finishes the round under way first.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+use super::Broker;
+use crate::cluster;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+/// Runs a broker on `listener` until `shutdown` completes. The advertised address defaults to
+/// the listener's real address (so port 0 works in tests).
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    mut config: BrokerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    let local = listener.local_addr()?;
+    config.network.set_client_listener(&local.to_string())?;
+    config.validate()?;
+    let broker = Arc::new(Broker::open(config)?);
+    let mut cluster = match broker.config.quorum.roles {
+        Some(_) => Some(join_cluster(&broker).await?),
+        None => None,
+    };
+    tracing::info!(
+        listen = %local,
+        advertised = broker.config.network.advertised_addr(),
+        data = %broker.config.server.data_dir.display(),
+        cluster_id = %broker.cluster_id,
+        "kafka-broker listening on {local}, data in {}",
+        broker.config.server.data_dir.display()
+    );
+    let periodic = Periodic::start(&broker);
+    let (stop_coordinators, coordinators_stopped) = watch::channel(false);
+    let coordinators = start_coordinators(&broker, coordinators_stopped);
+    let (failed_tx, failed_rx) = oneshot::channel::<String>();
+    let shutdown = async {
+        match cluster.as_ref() {
+            Some(rt) => {
+                tokio::select! {
+                    () = shutdown => {}
+                    why = rt.failed() => { let _ = failed_tx.send(why); }
+                }
+            }
+            None => shutdown.await,
+        }
+        // 1. Leave the cluster; 2. stop the coordinators' timers and markers.
+        if let Some(rt) = cluster.as_mut() {
+            rt.leave().await;
+        }
+        let _ = stop_coordinators.send(true);
+    };
+    let listeners = bind_listeners(&broker, listener).await?;
+    // 3. The server's part (see the module docs).
+    let result = crate::server::serve_listeners(listeners, Arc::clone(&broker), shutdown).await;
+    // 4. The cluster runtime.
+    if let Some(rt) = cluster {
+        rt.stop();
+    }
+    // 5. The periodic tasks.
+    periodic.stop().await;
+    for task in coordinators {
+        let _ = task.await;
+    }
+    if let Ok(why) = failed_rx.await {
+        return Err(BrokerError::Config(why));
+    }
+    result
+}
+
+/// Runs a node with only the controller role (`process.roles=controller`): the quorum voter,
+/// the active controller when it leads, and the controller listener; no client listener.
+pub async fn run_controller(
+    config: BrokerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.server.data_dir).map_err(|e| {
+        BrokerError::Config(format!(
+            "data directory {}: {e}",
+            config.server.data_dir.display()
+        ))
+    })?;
+    crate::meta_properties::open(
+        &config.server.data_dir,
+        config.server.node_id,
+        config.server.cluster_id.as_deref(),
+        config.quorum.roles.is_some(),
+    )?;
+    let rt = cluster::start(&config, crate::clock::Clock::system(), None).await?;
+    let failed = tokio::select! {
+        () = shutdown => None,
+        why = rt.failed() => Some(why),
+    };
+    rt.stop();
+    match failed {
+        Some(why) => Err(BrokerError::Config(why)),
+        None => Ok(()),
+    }
+}
+
+/// Starts the cluster side of a broker node and wires its link into the node: the link
+/// itself, ISR changes to the controller, producer ids from it, and the metadata images
+/// carried out on the partitions.
+async fn join_cluster(broker: &Arc<Broker>) -> Result<cluster::Runtime, BrokerError> {
+    let rt = cluster::start(
+        &broker.config,
+        broker.clock.clone(),
+        Some(broker.directory_id),
+    )
+    .await?;
+    if let Some(link) = rt.link.clone() {
+        broker.set_cluster(Arc::clone(&link));
+        broker
+            .replicas
+            .set_isr_sink(crate::replication::IsrManager::start(
+                Arc::clone(&link),
+                broker.clock.clone(),
+            ));
+        broker
+            .producer_ids
+            .start(Arc::clone(&link), broker.config.server.node_id);
+        tokio::spawn(super::publish::publish_images(
+            Arc::clone(broker),
+            broker.config.server.node_id,
+            link.state.clone(),
+            link.standing.clone(),
+        ));
+    }
+    Ok(rt)
+}
+
+/// The other broker listeners of `listeners` next to the client listener `listener` (the
+/// controller listener belongs to the quorum), each with its name.
+async fn bind_listeners(
+    broker: &Broker,
+    listener: tokio::net::TcpListener,
+) -> Result<Vec<(tokio::net::TcpListener, String)>, BrokerError> {
+    let mut listeners = vec![(listener, broker.client_listener_name())];
+    for l in &broker.config.network.listeners {
+        if l.name == listeners[0].1 || broker.config.network.is_controller_listener(&l.name) {
+            continue;
+        }
+        let bound = tokio::net::TcpListener::bind(l.addr()).await.map_err(|e| {
+            BrokerError::Config(format!(
+                "listeners: cannot listen on {} ({}): {e}",
+                l.addr(),
+                l.name
+            ))
+        })?;
+        tracing::info!(listener = %l.name, addr = %l.addr(), "also listening on {}", l.addr());
+        listeners.push((bound, l.name.clone()));
+    }
+    Ok(listeners)
+}
+
+/// The group coordinator's timers and the transaction coordinator's driver (timers,
+/// markers), until `stopped` says stop.
+fn start_coordinators(broker: &Arc<Broker>, stopped: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    let until = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let groups = {
+        let b = Arc::clone(broker);
+        let stop = until(stopped.clone());
+        tokio::spawn(async move { crate::group::run_timers(&b.groups, stop).await })
+    };
+    let txn = tokio::spawn(super::markers::run(Arc::clone(broker), until(stopped)));
+    vec![groups, txn]
+}
+
+/// The periodic tasks of a node (see the module docs).
+struct Periodic {
+    maintenance: JoinHandle<()>,
+    offline_retry: JoinHandle<()>,
+    isr_shrink: Option<JoinHandle<()>>,
+    cleaner: Option<JoinHandle<()>>,
+    stop_cleaner: watch::Sender<bool>,
+}
+
+impl Periodic {
+    fn start(broker: &Arc<Broker>) -> Self {
+        let config = &broker.config;
+        let maintenance_every = config
+            .log
+            .retention_check_interval_ms
+            .min(config.log.flush_interval_ms.unwrap_or(u64::MAX))
+            .min(config.log.producer_id_expiration_check_interval_ms)
+            .max(10);
+        // File work runs off the async threads.
+        let maintenance = every(broker, maintenance_every, |b| b.replicas.maintain());
+        // Offline partitions are retried on their own timer: the maintenance interval can be
+        // minutes.
+        let offline_retry = every(broker, config.log.offline_retry_ms.max(10), |b| {
+            let back = b.retry_offline();
+            if b.cluster().is_some() {
+                for tp in back {
+                    super::publish::retake(b, &tp.topic, tp.partition);
+                }
+            }
+        });
+        let isr_shrink = config.quorum.roles.map(|_| {
+            let lag = config.replication.lag_time_max_ms;
+            every(broker, (lag as u64 / 2).max(1), move |b| {
+                b.replicas.shrink_isrs(lag)
+            })
+        });
+        // The log cleaner: a round every `log.cleaner.backoff.ms`; at shutdown the round under
+        // way finishes before the logs are closed.
+        let (stop_cleaner, mut cleaner_stopped) = watch::channel(false);
+        let cleaner = config.log.cleaner_enable.then(|| {
+            let b = Arc::clone(broker);
+            let pause = Duration::from_millis(config.log.cleaner_backoff_ms.max(10));
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        _ = cleaner_stopped.changed() => return,
+                    }
+                    let b = Arc::clone(&b);
+                    let _ = tokio::task::spawn_blocking(move || b.replicas.clean()).await;
+                }
+            })
+        });
+        Self {
+            maintenance,
+            offline_retry,
+            isr_shrink,
+            cleaner,
+            stop_cleaner,
+        }
+    }
+
+    async fn stop(self) {
+        self.maintenance.abort();
+        self.offline_retry.abort();
+        if let Some(t) = self.isr_shrink {
+            t.abort();
+        }
+        let _ = self.stop_cleaner.send(true);
+        if let Some(cleaner) = self.cleaner {
+            let _ = cleaner.await;
+        }
+    }
+}
+
+/// Runs `work` on the node every `ms` milliseconds (the first time after one interval), off
+/// the async threads.
+fn every(
+    broker: &Arc<Broker>,
+    ms: u64,
+    work: impl Fn(&Broker) + Send + Sync + 'static,
+) -> JoinHandle<()> {
+    let b = Arc::clone(broker);
+    let work = Arc::new(work);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(ms));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let (b, work) = (Arc::clone(&b), Arc::clone(&work));
+            let _ = tokio::task::spawn_blocking(move || work(&b)).await;
+        }
+    })
+}
