@@ -62,7 +62,7 @@ fn the_offsets_topic_is_created_compacted_and_replayed_with_tombstones() {
         assert_eq!(meta.partitions, 4);
         assert_eq!(meta.configs["cleanup.policy"], "compact");
         // Compacted only: never trimmed by time or size.
-        let c = kafka_broker::node::log_config(&broker.config, Some(&meta.configs));
+        let c = kafka_broker::log::LogConfig::from(&*broker.topic_config(OFFSETS_TOPIC).unwrap());
         assert_eq!((c.retention_ms, c.retention_bytes), (-1, -1));
         assert!(broker.delete_topic(OFFSETS_TOPIC).is_err());
         for g in ["a", "b", "c", "d", "e"] {

@@ -121,6 +121,12 @@ pub enum ImageError {
     Unsupported { record: &'static str },
 }
 
+impl From<ImageError> for crate::error::BrokerError {
+    fn from(e: ImageError) -> Self {
+        Self::Internal(format!("metadata image: {e}"))
+    }
+}
+
 fn invalid(record: &'static str, reason: impl Into<String>) -> ImageError {
     ImageError::Invalid {
         record,

@@ -1,9 +1,10 @@
-//! Per-log configuration, with Kafka's defaults. Topic and broker keys are parsed into it by
-//! `crate::topic_config`.
+//! Per-log configuration, with Kafka's defaults, taken from a topic's typed config
+//! ([`LogConfig::from`] a [`TopicConfig`]; the keys are parsed by `crate::config::topic`).
 
 use kafka_protocol::record::TimestampType;
 
 use super::error::LogError;
+use crate::config::topic::TopicConfig;
 
 const HOUR_MS: i64 = 60 * 60 * 1000;
 const WEEK_MS: i64 = 7 * 24 * HOUR_MS;
@@ -119,6 +120,35 @@ impl LogConfig {
     }
 }
 
+impl From<&TopicConfig> for LogConfig {
+    /// The settings of a topic's partition logs.
+    fn from(t: &TopicConfig) -> Self {
+        // A compacted topic without `delete` in its policy is not trimmed by time or size:
+        // compaction bounds it.
+        let (retention_ms, retention_bytes) = if t.delete {
+            (t.retention_ms, t.retention_bytes)
+        } else {
+            (-1, -1)
+        };
+        LogConfig {
+            segment_bytes: t.segment_bytes,
+            segment_ms: t.segment_ms,
+            index_interval_bytes: u64::from(t.index_interval_bytes),
+            retention_ms,
+            retention_bytes,
+            flush_interval_messages: t.flush_messages,
+            flush_interval_ms: t.flush_ms,
+            message_timestamp_type: t.message_timestamp_type,
+            compact: t.compact,
+            delete: t.delete,
+            delete_retention_ms: t.delete_retention_ms,
+            min_cleanable_dirty_ratio: t.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: t.min_compaction_lag_ms,
+            max_compaction_lag_ms: t.max_compaction_lag_ms,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -156,5 +186,82 @@ mod tests {
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod topic_tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::config::BrokerConfig;
+
+    fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn every_log_setting_comes_from_the_topic_config() {
+        let c = TopicConfig::new(
+            &BrokerConfig::default(),
+            &overrides(&[
+                ("cleanup.policy", "compact, delete"),
+                ("delete.retention.ms", "5"),
+                ("flush.messages", "3"),
+                ("flush.ms", "7"),
+                ("index.interval.bytes", "100"),
+                ("message.timestamp.type", "LogAppendTime"),
+                ("max.compaction.lag.ms", "13"),
+                ("min.cleanable.dirty.ratio", "0.25"),
+                ("min.compaction.lag.ms", "14"),
+                ("retention.bytes", "15"),
+                ("retention.ms", "16"),
+                ("segment.bytes", "4096"),
+                ("segment.ms", "17"),
+            ]),
+        )
+        .unwrap();
+        let l = LogConfig::from(&c);
+        assert_eq!((l.segment_bytes, l.segment_ms), (4096, 17));
+        assert_eq!((l.retention_ms, l.retention_bytes), (16, 15));
+        assert_eq!(l.index_interval_bytes, 100);
+        assert_eq!(
+            (l.flush_interval_messages, l.flush_interval_ms),
+            (Some(3), Some(7))
+        );
+        assert_eq!(
+            l.message_timestamp_type,
+            crate::log::TimestampType::LogAppendTime
+        );
+        assert!(l.compact && l.delete);
+        assert_eq!(l.delete_retention_ms, 5);
+        assert_eq!(l.min_cleanable_dirty_ratio, 0.25);
+        assert_eq!((l.min_compaction_lag_ms, l.max_compaction_lag_ms), (14, 13));
+        l.validate().unwrap();
+    }
+
+    #[test]
+    fn compacted_only_logs_are_not_trimmed_by_time_or_size() {
+        let mut cfg = BrokerConfig::default();
+        cfg.apply("log.retention.ms", "1000").unwrap();
+        cfg.apply("log.cleanup.policy", "compact").unwrap();
+        let d = TopicConfig::defaults(&cfg);
+        assert_eq!(
+            (
+                LogConfig::from(&d).retention_ms,
+                LogConfig::from(&d).retention_bytes
+            ),
+            (-1, -1)
+        );
+        let c = TopicConfig::new(
+            &cfg,
+            &overrides(&[("retention.ms", "7"), ("cleanup.policy", "delete")]),
+        )
+        .unwrap();
+        assert_eq!(LogConfig::from(&c).retention_ms, 7);
     }
 }

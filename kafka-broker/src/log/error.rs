@@ -106,3 +106,19 @@ impl LogError {
         matches!(self, Self::Io { .. } | Self::SyncPoisoned { .. })
     }
 }
+
+impl crate::error::LayerError for LogError {
+    fn error_code(&self) -> ErrorCode {
+        LogError::error_code(self)
+    }
+
+    fn is_io(&self) -> bool {
+        LogError::is_io(self)
+    }
+}
+
+impl From<LogError> for crate::error::BrokerError {
+    fn from(e: LogError) -> Self {
+        Self::Layer(Box::new(e))
+    }
+}

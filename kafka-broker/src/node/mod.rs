@@ -1,11 +1,12 @@
 //! The node layer: the broker node as one value ([`Broker`]) wiring the layers below it
 //! (the partition layer, the coordinators, replication, the cluster runtime), applying
 //! metadata images ([`publish`]) and running the background tasks under one shutdown
-//! ([`run`](crate::run)). It owns no storage: the partition layer does.
+//! ([`tasks`], started and stopped by [`crate::run`]). It owns no storage: the partition layer does.
 
 pub mod markers;
 pub mod publish;
-pub mod run;
+pub mod tasks;
+pub mod topic_configs;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -15,16 +16,17 @@ use kafka_protocol::Uuid;
 use kafka_protocol::error_code::ErrorCode;
 
 use crate::config::BrokerConfig;
+use crate::config::topic::TopicConfig;
 use crate::coordinator::{InternalTopic, OFFSETS_TOPIC};
 use crate::error::BrokerError;
 use crate::log::{FileCache, LogConfig, TopicPartition};
+use crate::node::topic_configs::TopicConfigs;
 use crate::replica::{Partition, ReplicaManager, ReplicaSettings, Roles};
 use crate::sync::lock;
-use crate::topic_config::{TopicConfig, TopicConfigs};
 use crate::topics::{self, TopicMeta, TopicRegistry};
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
-pub use crate::topic_config::ProduceRules;
+pub use crate::config::topic::ProduceRules;
 
 /// Shared by every connection.
 #[derive(Debug)]
@@ -122,7 +124,7 @@ impl Broker {
         let clock = crate::clock::Clock::system();
         let replicas = Arc::new(ReplicaManager::open(
             config.server.data_dir.clone(),
-            |tp: &TopicPartition| topic_configs.get_or_default(&tp.topic).log_config(),
+            |tp: &TopicPartition| LogConfig::from(&*topic_configs.get_or_default(&tp.topic)),
             files,
             ReplicaSettings {
                 producer_id_expiration_ms: config.log.producer_id_expiration_ms,
@@ -728,14 +730,6 @@ impl Broker {
 }
 
 const PRODUCER_ID_BLOCK: i64 = 1000;
-/// A partition's log configuration: the broker's defaults, then the topic's overrides (an
-/// invalid stored override is logged and skipped).
-pub fn log_config(cfg: &BrokerConfig, topic: Option<&BTreeMap<String, String>>) -> LogConfig {
-    match topic {
-        Some(overrides) => TopicConfig::lenient(cfg, "", overrides).log_config(),
-        None => TopicConfig::defaults(cfg).log_config(),
-    }
-}
 
 /// The first producer id of a new block: the stored next block start (or 0), so ids never repeat
 /// across restarts.

@@ -22,13 +22,13 @@ use super::checkpoint;
 use super::isr::IsrChange;
 use super::partition::{Partition, load_producer_state};
 use crate::clock::Clock;
+use crate::config::topic::TopicConfig;
 use crate::error::BrokerError;
 use crate::log::{
     CleanerLimits, FileCache, LogConfig, LogError, LogIo, LogManager, SharedLog, StdIo,
     TopicPartition, lock_log,
 };
 use crate::sync::{lock, read, write};
-use crate::topic_config::TopicConfig;
 
 /// Where a leader's ISR changes go: the replication layer implements it (AlterPartition to the
 /// active controller) and answers each partition with [`Partition::isr_changed`] or
@@ -169,7 +169,7 @@ impl ReplicaManager {
         config: &TopicConfig,
     ) -> Result<(), BrokerError> {
         for p in from..to {
-            let log = match self.logs.get_or_create(topic, p, config.log_config()) {
+            let log = match self.logs.get_or_create(topic, p, LogConfig::from(config)) {
                 Ok(log) => log,
                 // A damaged log stays offline (KAFKA_STORAGE_ERROR) while the rest serve.
                 Err(e @ LogError::Offline { .. }) | Err(e @ LogError::Corrupt { .. }) => {
@@ -292,7 +292,7 @@ impl ReplicaManager {
     pub fn mark_offline(&self, topic: &str, index: i32, error: &BrokerError) {
         let tp = TopicPartition::new(topic, index);
         self.logs
-            .mark_offline(&tp, error.to_string(), retryable(error));
+            .mark_offline(&tp, error.to_string(), error.is_io());
     }
 
     /// Stops hosting a partition whose log went offline: its waiters are woken and find it
@@ -372,7 +372,7 @@ impl ReplicaManager {
 
     /// Applies a topic's new config to its hosted partitions (their logs and produce rules).
     pub fn set_topic_config(&self, topic: &str, config: &TopicConfig) {
-        let log_config = config.log_config();
+        let log_config = LogConfig::from(config);
         let rules = config.produce_rules();
         let hosted: Vec<Arc<Partition>> = read(&self.partitions)
             .get(topic)
@@ -425,7 +425,7 @@ impl ReplicaManager {
             };
             let hosted = self
                 .logs
-                .reopen(&tp, config.log_config())
+                .reopen(&tp, LogConfig::from(&*config))
                 .map_err(BrokerError::from)
                 .and_then(|log| self.host_log(&tp.topic, tp.partition, log, &config));
             match hosted {
@@ -437,7 +437,7 @@ impl ReplicaManager {
                 }
                 Err(e) => {
                     tracing::debug!(partition = %tp, error = %e, "offline partition still cannot be opened");
-                    self.logs.mark_offline(&tp, e.to_string(), retryable(&e));
+                    self.logs.mark_offline(&tp, e.to_string(), e.is_io());
                 }
             }
         }
@@ -617,16 +617,5 @@ impl ReplicaManager {
                 not_written.join("; ")
             );
         }
-    }
-}
-
-/// Whether a partition that failed to open with `e` is worth reopening later: the disk was
-/// at fault (space, descriptors, an I/O error), not the data (a corrupt segment stays offline,
-/// reported and untouched).
-fn retryable(e: &BrokerError) -> bool {
-    match e {
-        BrokerError::Log(e) => e.is_io(),
-        BrokerError::Io(_) | BrokerError::Storage(_) => true,
-        _ => false,
     }
 }

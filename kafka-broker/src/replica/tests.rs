@@ -70,14 +70,14 @@ fn append_with(p: &Arc<Partition>, n: usize, tag: &str, acks: Acks) -> (Appended
 }
 
 /// The produce rules of a topic with the broker's defaults.
-pub(super) fn rules() -> crate::topic_config::ProduceRules {
-    crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default())
+pub(super) fn rules() -> crate::config::topic::ProduceRules {
+    crate::config::topic::TopicConfig::defaults(&crate::config::BrokerConfig::default())
         .produce_rules()
 }
 
 /// Those rules with `min.insync.replicas` set to `n`.
-fn min_insync(n: usize) -> crate::topic_config::ProduceRules {
-    crate::topic_config::ProduceRules {
+fn min_insync(n: usize) -> crate::config::topic::ProduceRules {
+    crate::config::topic::ProduceRules {
         min_insync_replicas: n,
         ..rules()
     }
@@ -457,7 +457,7 @@ fn the_manager_checkpoints_high_watermarks_and_a_restarted_follower_starts_from_
         .unwrap()
     };
     let config =
-        crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default());
+        crate::config::topic::TopicConfig::defaults(&crate::config::BrokerConfig::default());
     {
         let m = manager();
         let p = m.host("t", 0, &config).unwrap();

@@ -16,8 +16,8 @@ use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::batch::{MAGIC_V2, NO_TIMESTAMP};
 use kafka_protocol::record::{RecordBatch, RecordBatches, compression};
 
+use crate::config::topic::ProduceRules;
 use crate::error::BrokerError;
-use crate::topic_config::ProduceRules;
 
 /// The facts of one validated batch that the partition needs.
 #[derive(Debug, Clone, Copy)]

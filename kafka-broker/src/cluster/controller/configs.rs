@@ -20,8 +20,9 @@ use kafka_protocol::metadata::{ConfigRecord, MetadataRecord};
 use super::{Controller, Outcome, error_fields};
 use crate::cluster::image::{MetadataImage, RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::config::BrokerConfig;
+use crate::config::describe::ConfigType;
+use crate::config::topic::{self as topic_config, AlterOp, TopicConfig};
 use crate::error::BrokerError;
-use crate::topic_config::{self, AlterOp, ConfigType, TopicConfig};
 use crate::topics::is_internal;
 
 /// A resource's overrides, before and after.
@@ -238,7 +239,7 @@ impl Controller {
                 ))
             } else {
                 let change = move |_: &BrokerConfig, _: i8, _: &Overrides| {
-                    crate::topic_config::no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
+                    crate::config::topic::no_duplicates(r.configs.iter().map(|e| e.name.as_str()))?;
                     Ok(r.configs
                         .iter()
                         .filter_map(|e| Some((e.name.to_string(), e.value.as_ref()?.to_string())))

@@ -28,8 +28,8 @@ use super::{Controller, Outcome, error_fields};
 use crate::cluster::image::{
     MetadataImage, PartitionImage, RECOVERED, RESOURCE_TOPIC, TopicImage, partition_record,
 };
+use crate::config::topic::TopicConfig;
 use crate::error::BrokerError;
-use crate::topic_config::TopicConfig;
 use crate::topics::{METADATA_TOPIC_ID, is_internal, validate_topic_name};
 
 fn refused(code: ErrorCode, message: impl Into<String>) -> BrokerError {

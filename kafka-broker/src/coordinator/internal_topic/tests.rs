@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::*;
+use crate::config::topic::ProduceRules;
 use crate::coordinator::for_each_keyed_record;
 use crate::log::{Log, LogConfig};
 use crate::replica::producer_state::ProducerStates;
-use crate::topic_config::ProduceRules;
 
 /// Reads back keyed records; counts loads and unloads.
 #[derive(Debug, Default)]
@@ -60,7 +60,7 @@ fn partition(dir: &std::path::Path) -> Arc<Partition> {
 /// The default topic rules with `min.insync.replicas` at `n`.
 fn min_insync(n: usize) -> ProduceRules {
     let defaults =
-        crate::topic_config::TopicConfig::defaults(&crate::config::BrokerConfig::default());
+        crate::config::topic::TopicConfig::defaults(&crate::config::BrokerConfig::default());
     ProduceRules {
         min_insync_replicas: n,
         ..defaults.produce_rules()

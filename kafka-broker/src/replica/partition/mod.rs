@@ -50,11 +50,11 @@ pub use read::{Isolation, ReadFailed, ReadRange};
 
 use super::isr::{Follower, IsrChange, Leadership, ReplicaState};
 use super::producer_state::ProducerStates;
+use crate::config::topic::ProduceRules;
 use crate::error::BrokerError;
 use crate::log::{Log, LogConfig, SharedLog, lock_log};
 use crate::rate_limit::RateLimit;
 use crate::sync::lock;
-use crate::topic_config::ProduceRules;
 
 /// Offsets of a partition at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
