@@ -69,6 +69,14 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// Whether this node is part of a cluster (`process.roles` set), decided once when it
+    /// opened: partitions then take their roles from the metadata, topics come from the
+    /// image, producer ids from the controller. (The link to the cluster, [`Self::cluster`],
+    /// is there once the cluster side started.)
+    pub fn is_clustered(&self) -> bool {
+        self.replicas.roles() == Roles::FromMetadata
+    }
+
     /// Milliseconds since the Unix epoch, on the node's clock.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
@@ -239,7 +247,7 @@ impl Broker {
     /// `transaction.state.log.min.isr` (capped at the one replica there is). Its partitions
     /// are then coordinated here. An error is the code to answer the client with.
     pub fn ensure_transaction_topic(&self) -> Result<(), ErrorCode> {
-        if self.cluster().is_some() {
+        if self.is_clustered() {
             return Ok(());
         }
         if self.topic(TRANSACTION_STATE_TOPIC).is_none() {
@@ -457,7 +465,7 @@ impl Broker {
     /// the controller hands out (see [`crate::cluster::producer_ids`]):
     /// COORDINATOR_LOAD_IN_PROGRESS while none is here.
     pub fn next_producer_id(&self) -> Result<i64, BrokerError> {
-        if self.config.quorum.roles.is_some() {
+        if self.is_clustered() {
             return self.producer_ids.next();
         }
         let id = self.next_producer_id.fetch_add(1, Ordering::SeqCst);

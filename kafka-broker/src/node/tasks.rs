@@ -85,7 +85,7 @@ impl Periodic {
         // minutes.
         let offline_retry = every(broker, config.log.offline_retry_ms.max(10), |b| {
             let back = b.retry_offline();
-            if b.cluster().is_some() {
+            if b.is_clustered() {
                 for tp in back {
                     super::publish::retake(b, &tp.topic, tp.partition);
                 }
