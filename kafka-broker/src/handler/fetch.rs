@@ -34,6 +34,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
+use super::context::RequestContext;
 use super::leader_hints::LeaderHints;
 use crate::broker::Broker;
 use crate::cluster::active::SharedState;
@@ -58,14 +59,16 @@ struct Wanted {
     log_start_offset: i64,
 }
 
-/// Answers a fetch that came in on `listener`. Record sets large enough to be worth it are
-/// stand-ins whose file regions are in the returned [`Regions`] (sent with `sendfile`).
+/// Answers a fetch; leader hints name endpoints on the listener of `ctx`. Record sets large
+/// enough to be worth it are stand-ins whose file regions are in the returned [`Regions`]
+/// (sent with `sendfile`).
 pub(super) async fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     req: FetchRequest,
     version: i16,
-    listener: &str,
 ) -> (ResponseBody, Regions) {
+    let listener = ctx.listener();
     if req.session_id != 0 {
         // We never hand out sessions, so an incremental fetch names one we do not know.
         let body = ResponseBody::Fetch(FetchResponse {
