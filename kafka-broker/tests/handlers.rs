@@ -151,11 +151,12 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
         .unwrap();
     let epoch = broker.leader_epoch("epochs", 0);
     assert_eq!(epoch, 0, "a new partition leads at epoch 0");
+    let local = &local;
     let ask = |body: RequestBody, key: ApiKey, version: i16| {
         let broker = Arc::clone(&broker);
         async move {
             let reply =
-                handler::handle(&broker, &local, incoming(key, version, &body, 1).into()).await;
+                handler::handle(&broker, local, incoming(key, version, &body, 1).into()).await;
             response(reply, key, version).unwrap().body
         }
     };
