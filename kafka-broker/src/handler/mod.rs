@@ -1,11 +1,14 @@
 //! Request dispatch: one module per api (or close family of apis). Every handler takes the
 //! decoded body and version, and the request's context when it needs to know who asks or on
 //! which listener; it returns the response body. This module is the one entry point,
-//! [`handle`]: it builds the request's context from its connection's ([`ConnectionContext`]), encodes
-//! the answer, answers what cannot be decoded, and decides when a connection must close.
+//! [`handle`]: it builds each request's context from its connection's
+//! ([`ConnectionContext`]), encodes the answer, answers what cannot be decoded, and decides
+//! when a connection must close.
 //!
 //! Handlers translate requests into the verbs of the layers below (the partition layer
-//! `crate::replica`, the group and transaction coordinators, the node) and their answers back.
+//! `crate::replica`, the group and transaction coordinators, the cluster image, the node) and
+//! their answers back. They may import those layers, `context` and `incoming` (leaves of this
+//! folder) and this file's `SUPPORTED` and `message`; only `crate::server` imports `handler`.
 
 mod api_versions;
 mod authorized;
