@@ -74,6 +74,7 @@ async fn every_supported_version_answers_random_requests() {
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
     let mut corr = 0;
     for &(key, lo, hi) in SUPPORTED {
         for version in lo..=hi {
@@ -82,7 +83,9 @@ async fn every_supported_version_answers_random_requests() {
                 let mut u = Unstructured::new(&data);
                 let body = RequestBody::arbitrary(key, &mut u, version).unwrap();
                 corr += 1;
-                let reply = handler::handle(&broker, incoming(key, version, &body, corr)).await;
+                let reply =
+                    handler::handle(&broker, &local, incoming(key, version, &body, corr).into())
+                        .await;
                 if let Some(resp) = response(reply, key, version) {
                     assert_eq!(resp.header.correlation_id, corr);
                     assert_eq!(resp.body.api_key(), key);
@@ -103,6 +106,7 @@ async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
     // ApiVersions v9: header v2 (flexible), body unknown.
     let bytes = Bytes::from_static(&[0, 18, 0, 9, 0, 0, 0, 5, 0, 1, b'c', 0, 0, 0]);
     let inc = IncomingRequest {
@@ -110,7 +114,12 @@ async fn unsupported_api_versions_version_gets_a_v0_error_answer() {
         request: frame::decode_request(&bytes),
         frame: bytes,
     };
-    let resp = response(handler::handle(&broker, inc).await, ApiKey::ApiVersions, 0).unwrap();
+    let resp = response(
+        handler::handle(&broker, &local, inc.into()).await,
+        ApiKey::ApiVersions,
+        0,
+    )
+    .unwrap();
     let ResponseBody::ApiVersions(av) = resp.body else {
         panic!()
     };
@@ -136,15 +145,18 @@ async fn every_api_answers_and_fences_with_the_partitions_leader_epoch() {
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
     broker
         .create_topic("epochs", 1, Default::default(), false)
         .unwrap();
     let epoch = broker.leader_epoch("epochs", 0);
     assert_eq!(epoch, 0, "a new partition leads at epoch 0");
+    let local = &local;
     let ask = |body: RequestBody, key: ApiKey, version: i16| {
         let broker = Arc::clone(&broker);
         async move {
-            let reply = handler::handle(&broker, incoming(key, version, &body, 1)).await;
+            let reply =
+                handler::handle(&broker, local, incoming(key, version, &body, 1).into()).await;
             response(reply, key, version).unwrap().body
         }
     };
@@ -270,6 +282,7 @@ async fn authorized_operations_are_answered_when_asked() {
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
     let mut corr = 0;
     for version in 8..=12 {
         for asked in [false, true] {
@@ -286,7 +299,7 @@ async fn authorized_operations_are_answered_when_asked() {
             corr += 1;
             let inc = incoming(ApiKey::Metadata, version, &body, corr);
             let resp = response(
-                handler::handle(&broker, inc).await,
+                handler::handle(&broker, &local, inc.into()).await,
                 ApiKey::Metadata,
                 version,
             );
@@ -319,7 +332,7 @@ async fn authorized_operations_are_answered_when_asked() {
             corr += 1;
             let inc = incoming(ApiKey::DescribeCluster, version, &body, corr);
             let resp = response(
-                handler::handle(&broker, inc).await,
+                handler::handle(&broker, &local, inc.into()).await,
                 ApiKey::DescribeCluster,
                 version,
             );
@@ -353,6 +366,7 @@ async fn list_offsets_by_timestamp_at_every_version() {
         ..Default::default()
     };
     let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
     broker
         .create_topic(TOPIC, 1, std::collections::BTreeMap::new(), false)
         .unwrap();
@@ -387,7 +401,11 @@ async fn list_offsets_by_timestamp_at_every_version() {
         let Some(Response {
             body: ResponseBody::Produce(p),
             ..
-        }) = response(handler::handle(&broker, inc).await, ApiKey::Produce, 9)
+        }) = response(
+            handler::handle(&broker, &local, inc.into()).await,
+            ApiKey::Produce,
+            9,
+        )
         else {
             panic!("no Produce answer")
         };
@@ -438,7 +456,7 @@ async fn list_offsets_by_timestamp_at_every_version() {
                     body: ResponseBody::ListOffsets(l),
                     ..
                 }) = response(
-                    handler::handle(&broker, inc).await,
+                    handler::handle(&broker, &local, inc.into()).await,
                     ApiKey::ListOffsets,
                     version,
                 )

@@ -66,7 +66,9 @@ async fn produce(broker: &Arc<Broker>, records: Bytes) -> (ErrorCode, i64) {
         request: frame::decode_request(&bytes),
         frame: bytes,
     };
-    let Reply::Chunks(chunks) = handler::handle(broker, inc).await else {
+    let Reply::Chunks(chunks) =
+        handler::handle(broker, &handler::local_connection(broker), inc.into()).await
+    else {
         panic!("no response")
     };
     let all: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();

@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::{KStr, Uuid};
 
 use super::authorized;
+use super::context::RequestContext;
 use super::groups::CoordinatorNode;
 use crate::cluster::ClusterLink;
 use crate::cluster::image::{MetadataImage, TopicImage};
@@ -31,13 +32,15 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 const CATCH_UP: Duration = Duration::from_secs(5);
 
 /// Answers `body` if a cluster answers it differently; `None`: the single node's handler.
+/// Metadata, DescribeCluster and FindCoordinator give endpoints on the listener of `ctx`.
 pub(super) async fn handle(
     broker: &Broker,
     link: &ClusterLink,
+    ctx: &RequestContext<'_>,
     body: &RequestBody,
     version: i16,
-    listener: &str,
 ) -> Option<ResponseBody> {
+    let listener = ctx.listener();
     match body {
         RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
         RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),

@@ -5,10 +5,16 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse, ResponseBody};
 
 use super::authorized;
+use super::context::RequestContext;
 use crate::node::Broker;
 
-pub(super) fn handle(broker: &Broker, req: DescribeClusterRequest, listener: &str) -> ResponseBody {
-    let (host, port) = broker.advertised_host_port_on(listener);
+/// DescribeCluster; this broker's endpoint is the one on the listener of `ctx`.
+pub(super) fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    req: DescribeClusterRequest,
+) -> ResponseBody {
+    let (host, port) = broker.advertised_host_port_on(ctx.listener());
     ResponseBody::DescribeCluster(DescribeClusterResponse {
         cluster_id: KStr::from(broker.cluster_id.clone()),
         controller_id: broker.config.server.node_id,

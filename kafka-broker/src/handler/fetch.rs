@@ -34,6 +34,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
+use super::context::RequestContext;
 use super::leader_hints::LeaderHints;
 use crate::cluster::active::SharedState;
 use crate::config::ReplicaSelectorClass;
@@ -58,14 +59,16 @@ struct Wanted {
     log_start_offset: i64,
 }
 
-/// Answers a fetch that came in on `listener`. Record sets large enough to be worth it are
-/// stand-ins whose file regions are in the returned [`Regions`] (sent with `sendfile`).
+/// Answers a fetch; leader hints name endpoints on the listener of `ctx`. Record sets large
+/// enough to be worth it are stand-ins whose file regions are in the returned [`Regions`]
+/// (sent with `sendfile`).
 pub(super) async fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     req: FetchRequest,
     version: i16,
-    listener: &str,
 ) -> (ResponseBody, Regions) {
+    let listener = ctx.listener();
     if req.session_id != 0 {
         // We never hand out sessions, so an incremental fetch names one we do not know.
         let body = ResponseBody::Fetch(FetchResponse {
@@ -140,7 +143,7 @@ pub(super) async fn handle(
     } else {
         req.replica_id
     };
-    let follower = (replica >= 0 && broker.cluster().is_some()).then_some(replica);
+    let follower = (replica >= 0 && broker.is_clustered()).then_some(replica);
     // A consumer with client metadata (KIP-392) may read from any replica hosted here.
     let client_metadata = replica < 0 && version >= 11;
     let hosted: Vec<Option<Arc<Partition>>> = wanted
@@ -202,7 +205,7 @@ pub(super) async fn handle(
         response_max,
         format: FetchFormat::for_version(version),
         selection,
-        names_itself: broker.cluster().is_none() && version >= 12,
+        names_itself: !broker.is_clustered() && version >= 12,
     };
     let watch = if follower.is_some() {
         Watch::Appended

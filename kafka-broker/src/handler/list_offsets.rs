@@ -9,6 +9,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, Response
 
 use crate::error::BrokerError;
 use crate::node::Broker;
+use crate::replica::Isolation;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -19,36 +20,19 @@ const LATEST_TIERED: i64 = -5;
 
 /// How far a lookup may answer, as Kafka decides it from the request's isolation level:
 /// v0 has none (the log end offset), v1 reads up to the high watermark, v2+ read_uncommitted
-/// (0) too, read_committed (1) up to the last stable offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Isolation {
-    None,
-    ReadUncommitted,
-    ReadCommitted,
-}
-
-impl Isolation {
-    fn of(version: i16, isolation_level: i8) -> Self {
-        match version {
-            0 => Self::None,
-            1 => Self::ReadUncommitted,
-            _ if isolation_level == 1 => Self::ReadCommitted,
-            _ => Self::ReadUncommitted,
-        }
-    }
-
-    /// The first offset a lookup must not answer (Kafka's "last fetchable offset").
-    fn bound(self, o: &crate::partition::Offsets) -> i64 {
-        match self {
-            Self::None => o.log_end,
-            Self::ReadUncommitted => o.high_watermark,
-            Self::ReadCommitted => o.last_stable,
-        }
+/// (0) too, read_committed (1) up to the last stable offset. The bound itself is the
+/// partition layer's ([`Isolation::bound`]).
+fn isolation(version: i16, isolation_level: i8) -> Isolation {
+    match version {
+        0 => Isolation::LogEnd,
+        1 => Isolation::HighWatermark,
+        _ if isolation_level == 1 => Isolation::Committed,
+        _ => Isolation::HighWatermark,
     }
 }
 
 pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ResponseBody {
-    let isolation = Isolation::of(version, req.isolation_level);
+    let isolation = isolation(version, req.isolation_level);
     let topics = req
         .topics
         .into_iter()

@@ -10,17 +10,19 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 
 use super::authorized;
+use super::context::RequestContext;
 use crate::node::Broker;
 use crate::topics::TopicMeta;
 
+/// Metadata; this broker's endpoint is the one on the listener of `ctx`.
 pub(super) fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     req: MetadataRequest,
     version: i16,
-    listener: &str,
 ) -> ResponseBody {
     let node = broker.config.server.node_id;
-    let (host, port) = broker.advertised_host_port_on(listener);
+    let (host, port) = broker.advertised_host_port_on(ctx.listener());
     // Before v4 a Metadata request always allowed auto-creation.
     let auto_create =
         broker.config.topics.auto_create && (version < 4 || req.allow_auto_topic_creation);

@@ -1,16 +1,26 @@
-//! Request dispatch: one module per api. Every handler takes the decoded body and version and
-//! returns the response body; this module encodes it, answers what cannot be decoded, and
-//! decides when a connection must close.
+//! Request dispatch: one module per api (or close family of apis). Every handler takes the
+//! decoded body and version, and the request's context when it needs to know who asks or on
+//! which listener; it returns the response body. This module is the one entry point,
+//! [`handle`]: it builds each request's context from its connection's
+//! ([`ConnectionContext`]), encodes the answer, answers what cannot be decoded, and decides
+//! when a connection must close.
+//!
+//! Handlers translate requests into the verbs of the layers below (the partition layer
+//! `crate::replica`, the group and transaction coordinators, the cluster image, the node) and
+//! their answers back. They may import those layers, `context` and `incoming` (leaves of this
+//! folder) and this file's `SUPPORTED` and `message`; only `crate::server` imports `handler`.
 
 mod api_versions;
 mod authorized;
 mod cluster;
 mod configs;
+mod context;
 mod delete_records;
 mod describe_cluster;
 mod describe_producers;
 mod fetch;
 mod groups;
+mod incoming;
 mod init_producer_id;
 mod leader_hints;
 mod list_offsets;
@@ -20,15 +30,17 @@ mod produce;
 mod topics;
 mod txn;
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_net::server::{IncomingRequest, response_chunks};
+use kafka_net::server::response_chunks;
 use kafka_protocol::DecodeError;
-use kafka_protocol::frame::{self, RequestPrefix};
+use kafka_protocol::frame::Request;
 use kafka_protocol::messages::{ApiKey, RequestBody, ResponseBody};
 use kafka_protocol::view::ProduceRequestView;
+
+pub use context::{ClientSoftware, ConnectionContext, Principal, RequestContext};
+pub use incoming::Incoming;
 
 use crate::node::Broker;
 
@@ -98,140 +110,27 @@ pub fn supported(key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, lo, hi)| (*lo, *hi))
 }
 
-/// A request as a connection read it: Produce requests are left as frames for the borrowing
-/// view (nothing allocated, the record sets copied once into the log's buffer), the others
-/// decoded.
-#[derive(Debug)]
-pub enum Incoming {
-    Decoded(IncomingRequest),
-    Produce { frame: Bytes, prefix: RequestPrefix },
+/// A connection with no peer address on the broker's client listener: the context tests and
+/// callers in this process handle requests with.
+pub fn local_connection(broker: &Broker) -> ConnectionContext {
+    ConnectionContext::new(None, broker.client_listener_name())
 }
 
-impl Incoming {
-    /// Decodes `frame` unless it is a Produce request.
-    pub fn read(frame: Bytes, prefix: RequestPrefix) -> Self {
-        if prefix.api_key == ApiKey::Produce as i16 {
-            Self::Produce { frame, prefix }
-        } else {
-            Self::Decoded(IncomingRequest {
-                request: frame::decode_request(&frame),
-                frame,
-                prefix,
-            })
-        }
-    }
-
-    pub fn prefix(&self) -> &RequestPrefix {
-        match self {
-            Self::Decoded(r) => &r.prefix,
-            Self::Produce { prefix, .. } => prefix,
-        }
-    }
-
-    /// The client id from the request header, if it reads.
-    pub fn client_id(&self) -> Option<String> {
-        match self {
-            Self::Decoded(r) => r
-                .request
-                .as_ref()
-                .ok()
-                .and_then(|r| r.header.client_id.as_ref().map(ToString::to_string)),
-            Self::Produce { frame, .. } => ProduceRequestView::parse(frame)
-                .ok()
-                .and_then(|(h, _)| h.client_id().map(str::to_owned)),
-        }
-    }
-}
-
-/// Handles one request as a connection read it.
-pub async fn dispatch(broker: &Arc<Broker>, incoming: Incoming) -> Reply {
-    dispatch_from(broker, incoming, None).await
-}
-
-/// [`dispatch`] for a request that came from `peer` (recorded as a group member's host).
-pub async fn dispatch_from(
+/// Handles one request of `connection` as the connection read it. The one entry point: the
+/// request's context (see [`RequestContext`]) is built here, once its header is read.
+pub async fn handle(
     broker: &Arc<Broker>,
+    connection: &ConnectionContext,
     incoming: Incoming,
-    peer: Option<SocketAddr>,
 ) -> Reply {
-    let listener = broker.client_listener_name();
-    dispatch_on(broker, incoming, peer, &listener).await
-}
-
-/// [`dispatch_from`] for a request that came in on `listener` (the endpoints Metadata and
-/// FindCoordinator give are that listener's).
-pub async fn dispatch_on(
-    broker: &Arc<Broker>,
-    incoming: Incoming,
-    peer: Option<SocketAddr>,
-    listener: &str,
-) -> Reply {
-    match incoming {
-        Incoming::Decoded(r) => handle_on(broker, r, peer, listener).await,
-        Incoming::Produce { frame, .. } => produce_frame(broker, &frame, listener).await,
-    }
-}
-
-/// A client's address as Kafka writes it in group metadata and DescribeGroups (Java's
-/// `InetAddress.toString()` without a resolved name): `/127.0.0.1`, or for IPv6 the eight
-/// groups in hex without compression, `/0:0:0:0:0:0:0:1`. Empty when not known.
-pub fn client_host(peer: Option<SocketAddr>) -> String {
-    match peer.map(|p| p.ip()) {
-        None => String::new(),
-        Some(IpAddr::V4(a)) => format!("/{a}"),
-        // Java sees an IPv4 client of a dual-stack socket as an IPv4 address.
-        Some(IpAddr::V6(a)) if a.to_ipv4_mapped().is_some() => a
-            .to_ipv4_mapped()
-            .map_or_else(String::new, |v4| format!("/{v4}")),
-        Some(IpAddr::V6(a)) => {
-            let groups: Vec<String> = a.segments().iter().map(|g| format!("{g:x}")).collect();
-            format!("/{}", groups.join(":"))
+    let incoming = match incoming {
+        Incoming::Produce { frame, .. } => return produce_frame(broker, connection, &frame).await,
+        // A Produce request decoded by the caller is read again, through the view.
+        Incoming::Decoded(r) if r.prefix.api_key == ApiKey::Produce as i16 => {
+            return produce_frame(broker, connection, &r.frame).await;
         }
-    }
-}
-
-/// A Produce request, read through the borrowing view; it came in on `listener`.
-async fn produce_frame(broker: &Broker, frame: &Bytes, listener: &str) -> Reply {
-    let (header, request) = match ProduceRequestView::parse(frame) {
-        Ok(v) => v,
-        Err(e) => return Reply::Close(format!("undecodable request: {e}")),
+        Incoming::Decoded(r) => r,
     };
-    let version = request.version();
-    match supported(ApiKey::Produce) {
-        Some((lo, hi)) if (lo..=hi).contains(&version) => {}
-        _ => return Reply::Close(format!("Produce v{version} is not supported")),
-    }
-    match produce::handle(broker, frame, &request, listener).await {
-        Some(body) => encode(header.correlation_id(), &body, version),
-        None => Reply::Nothing,
-    }
-}
-
-/// Handles one decoded request (a Produce request is read again from its frame, through the
-/// view: see [`Incoming`]).
-pub async fn handle(broker: &Arc<Broker>, incoming: IncomingRequest) -> Reply {
-    handle_from(broker, incoming, None).await
-}
-
-/// [`handle`] for a request that came from `peer`.
-pub async fn handle_from(
-    broker: &Arc<Broker>,
-    incoming: IncomingRequest,
-    peer: Option<SocketAddr>,
-) -> Reply {
-    let listener = broker.client_listener_name();
-    handle_on(broker, incoming, peer, &listener).await
-}
-
-async fn handle_on(
-    broker: &Arc<Broker>,
-    incoming: IncomingRequest,
-    peer: Option<SocketAddr>,
-    listener: &str,
-) -> Reply {
-    if incoming.prefix.api_key == ApiKey::Produce as i16 {
-        return produce_frame(broker, &incoming.frame, listener).await;
-    }
     let prefix = incoming.prefix;
     let req = match incoming.request {
         Ok(r) => r,
@@ -247,10 +146,12 @@ async fn handle_on(
     };
     let key = req.api_key();
     let version = req.version();
-    let correlation_id = req.header.correlation_id;
+    let Request { header, body, .. } = req;
+    let correlation_id = header.correlation_id;
+    let ctx = connection.request(header.client_id.as_deref());
     let range = match key {
         // A broker of a cluster forwards DescribeQuorum to the controllers.
-        ApiKey::DescribeQuorum if broker.cluster().is_some() => Some(CLUSTER_DESCRIBE_QUORUM),
+        ApiKey::DescribeQuorum if broker.is_clustered() => Some(CLUSTER_DESCRIBE_QUORUM),
         _ => supported(key),
     };
     match range {
@@ -267,21 +168,21 @@ async fn handle_on(
         // Who deleted what: the lines the deletions themselves log follow this one.
         tracing::info!(
             api = ?key,
-            client_host = client_host(peer),
-            client_id = req.header.client_id.as_deref().unwrap_or(""),
+            client_host = ctx.client_host(),
+            client_id = ctx.client_id().unwrap_or(""),
             "deletion requested by {} ({})",
-            client_host(peer),
-            req.header.client_id.as_deref().unwrap_or("no client id")
+            ctx.client_host(),
+            ctx.client_id().unwrap_or("no client id")
         );
     }
     if let Some(link) = broker.cluster() {
-        if let Some(body) = cluster::handle(broker, link, &req.body, version, listener).await {
+        if let Some(body) = cluster::handle(broker, link, &ctx, &body, version).await {
             return encode(correlation_id, &body, version);
         }
     }
-    let body = match req.body {
+    let body = match body {
         RequestBody::Fetch(r) => {
-            let (body, regions) = fetch::handle(broker, *r, version, listener).await;
+            let (body, regions) = fetch::handle(broker, &ctx, *r, version).await;
             if regions.is_empty() {
                 return encode(correlation_id, &body, version);
             }
@@ -310,12 +211,12 @@ async fn handle_on(
         RequestBody::DescribeTransactions(r) => txn::describe(broker, r),
         RequestBody::ListTransactions(r) => txn::list(broker, r, version),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
-        RequestBody::ApiVersions(_) => api_versions::handle(version, broker.cluster().is_some()),
-        RequestBody::Metadata(r) => metadata::handle(broker, r, version, listener),
+        RequestBody::ApiVersions(_) => api_versions::handle(version, broker.is_clustered()),
+        RequestBody::Metadata(r) => metadata::handle(broker, &ctx, r, version),
         RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),
         RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),
         RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
-        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, r, listener),
+        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, &ctx, r),
         RequestBody::DescribeProducers(r) => describe_producers::handle(broker, r),
         RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
@@ -327,16 +228,10 @@ async fn handle_on(
                 // is answered by InitProducerId.
                 let _ = broker.ensure_transaction_topic();
             }
-            groups::find_coordinator(&groups::CoordinatorNode::of(broker, listener), r, version)
+            let node = groups::CoordinatorNode::of(broker, ctx.listener());
+            groups::find_coordinator(&node, r, version)
         }
-        RequestBody::JoinGroup(r) => {
-            let host = client_host(peer);
-            let client = groups::ClientInfo {
-                client_id: req.header.client_id.as_deref().unwrap_or(""),
-                client_host: &host,
-            };
-            groups::join_group(&broker.groups, client, *r, version).await
-        }
+        RequestBody::JoinGroup(r) => groups::join_group(&broker.groups, &ctx, *r, version).await,
         RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, *r, version).await,
         RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, r, version),
         RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
@@ -361,6 +256,24 @@ async fn handle_on(
     encode(correlation_id, &body, version)
 }
 
+/// A Produce request of `connection`, read through the borrowing view.
+async fn produce_frame(broker: &Broker, connection: &ConnectionContext, frame: &Bytes) -> Reply {
+    let (header, request) = match ProduceRequestView::parse(frame) {
+        Ok(v) => v,
+        Err(e) => return Reply::Close(format!("undecodable request: {e}")),
+    };
+    let version = request.version();
+    match supported(ApiKey::Produce) {
+        Some((lo, hi)) if (lo..=hi).contains(&version) => {}
+        _ => return Reply::Close(format!("Produce v{version} is not supported")),
+    }
+    let ctx = connection.request(header.client_id());
+    match produce::handle(broker, &ctx, frame, &request).await {
+        Some(body) => encode(header.correlation_id(), &body, version),
+        None => Reply::Nothing,
+    }
+}
+
 fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
     match response_chunks(correlation_id, body, version) {
         Ok(chunks) => Reply::Chunks(chunks),
@@ -375,22 +288,4 @@ fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
 /// An optional error message: `None` for success.
 pub(crate) fn message(e: &crate::error::BrokerError) -> Option<kafka_protocol::KStr> {
     Some(kafka_protocol::KStr::from(e.to_string()))
-}
-
-#[cfg(test)]
-mod client_host_tests {
-    use super::client_host;
-
-    #[test]
-    fn written_as_java_writes_an_address() {
-        let v4 = "127.0.0.1:50000".parse().ok();
-        assert_eq!(client_host(v4), "/127.0.0.1");
-        let v6 = "[::1]:9092".parse().ok();
-        assert_eq!(client_host(v6), "/0:0:0:0:0:0:0:1");
-        let v6 = "[fe80::1:ab]:9092".parse().ok();
-        assert_eq!(client_host(v6), "/fe80:0:0:0:0:0:1:ab");
-        let mapped = "[::ffff:10.1.2.3]:9092".parse().ok();
-        assert_eq!(client_host(mapped), "/10.1.2.3");
-        assert_eq!(client_host(None), "");
-    }
 }

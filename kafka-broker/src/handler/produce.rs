@@ -16,6 +16,7 @@ use kafka_protocol::messages::{ProduceResponse, ResponseBody};
 use kafka_protocol::view::{self, PartitionView, ProduceRequestView};
 use tokio::time::Instant;
 
+use super::context::RequestContext;
 use super::leader_hints::LeaderHints;
 use super::message;
 use crate::error::BrokerError;
@@ -29,14 +30,15 @@ enum Stage {
     Waiting(i32, Appended, PendingAck),
 }
 
-/// Handles a produce request read through the borrowing view of `frame`, which came in on
-/// `listener`; `None` for acks=0 (no response is sent).
+/// Handles a produce request read through the borrowing view of `frame`; leader hints name
+/// endpoints on the listener of `ctx`. `None` for acks=0 (no response is sent).
 pub(super) async fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     frame: &Bytes,
     req: &ProduceRequestView<'_>,
-    listener: &str,
 ) -> Option<ResponseBody> {
+    let listener = ctx.listener();
     let acks = req.acks();
     let now = broker.now_ms();
     let deadline = Instant::now()

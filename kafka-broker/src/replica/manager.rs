@@ -257,18 +257,15 @@ impl ReplicaManager {
         self.logs.partitions()
     }
 
-    /// The error for a partition that is not served. `known`: the topic and partition exist
-    /// (in a cluster, a known partition whose log is here but that is not led here is
-    /// NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and goes to the leader).
-    /// KAFKA_STORAGE_ERROR when its log is offline, or open again and about to be hosted
-    /// (an offline partition coming back); UNKNOWN_TOPIC_OR_PARTITION otherwise.
+    /// The error for a partition that is not served. `known`: the topic and partition exist.
+    /// In a cluster a known partition whose log is not offline is NOT_LEADER_OR_FOLLOWER:
+    /// another broker leads it, or this one is taking the leadership the metadata just gave
+    /// it (the client refreshes its metadata and tries again). Otherwise KAFKA_STORAGE_ERROR
+    /// when its log is offline, or open again and about to be hosted (an offline partition
+    /// coming back); UNKNOWN_TOPIC_OR_PARTITION when there is no such partition here.
     pub fn unhosted_error(&self, topic: &str, index: i32, known: bool) -> BrokerError {
         let log = self.logs.get(topic, index);
-        if self.roles == Roles::FromMetadata
-            && known
-            && self.get(topic, index).is_none_or(|p| !p.is_leader())
-            && log.is_ok()
-        {
+        if self.roles == Roles::FromMetadata && known && log.is_ok() {
             return BrokerError::kafka(
                 ErrorCode::NOT_LEADER_OR_FOLLOWER,
                 format!("{topic}-{index} is not led by this broker"),

@@ -10,7 +10,7 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
-use crate::handler::{self, Incoming, Reply};
+use crate::handler::{self, ConnectionContext, Incoming, Reply};
 use crate::node::Broker;
 
 pub(crate) async fn serve(
@@ -60,6 +60,9 @@ pub(crate) async fn serve(
         }
     });
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+    // What this connection's requests are handled with: who the peer is, the listener, and
+    // what the client announces (ApiVersions v3+).
+    let mut connection = ConnectionContext::new(Some(peer), listener);
     tracing::debug!(%peer, "connection opened");
     let mut stopping = *stop.borrow();
     let max_idle = std::time::Duration::from_millis(broker.config.server.connections_max_idle_ms);
@@ -112,8 +115,9 @@ pub(crate) async fn serve(
         } else {
             None
         };
+        connection.observe(&incoming);
         let reply = tokio::select! {
-            reply = handler::dispatch_on(&broker, incoming, Some(peer), &listener) => reply,
+            reply = handler::handle(&broker, &connection, incoming) => reply,
             // A long poll (or any wait) for a client that has gone is not finished: its
             // queued requests and their memory go now, not when the wait would have ended.
             Ok(()) = gone.changed() => {
@@ -157,6 +161,7 @@ pub(crate) async fn serve(
             version,
             correlation_id = corr,
             client_id = client_id.as_deref().unwrap_or(""),
+            client_software = %connection.software(),
             micros = started.elapsed().as_micros() as u64,
             "request"
         );

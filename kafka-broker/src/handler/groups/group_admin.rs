@@ -1,0 +1,313 @@
+//! DescribeGroups, ListGroups, DeleteGroups: what an admin client sees of and does to groups.
+
+use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    ListGroupsRequest, ListGroupsResponse, ResponseBody,
+};
+
+use super::{s, text};
+use crate::group::{CLASSIC_GROUP_TYPE, GroupCoordinator};
+
+/// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
+/// READ, DELETE, DESCRIBE).
+const GROUP_AUTHORIZED_OPERATIONS: i32 = super::super::authorized::GROUP;
+
+pub(crate) fn describe_groups(
+    coordinator: &GroupCoordinator,
+    req: DescribeGroupsRequest,
+    version: i16,
+) -> ResponseBody {
+    let groups = req
+        .groups
+        .iter()
+        .map(|id| {
+            let d = coordinator.describe(id.as_str());
+            DescribedGroup {
+                error_code: ErrorCode::NONE.0,
+                group_id: id.clone(),
+                group_state: KStr::from_static(d.state.as_str()),
+                protocol_type: s(d.protocol_type),
+                protocol_data: s(d.protocol_data),
+                members: d
+                    .members
+                    .into_iter()
+                    .map(|m| DescribedGroupMember {
+                        member_id: s(m.member_id),
+                        group_instance_id: if version >= 4 {
+                            m.group_instance_id.map(s)
+                        } else {
+                            None
+                        },
+                        client_id: s(m.client_id),
+                        client_host: s(m.client_host),
+                        member_metadata: m.metadata,
+                        member_assignment: m.assignment,
+                        ..Default::default()
+                    })
+                    .collect(),
+                authorized_operations: if version >= 3 && req.include_authorized_operations {
+                    GROUP_AUTHORIZED_OPERATIONS
+                } else {
+                    i32::MIN
+                },
+                ..Default::default()
+            }
+        })
+        .collect();
+    ResponseBody::DescribeGroups(DescribeGroupsResponse {
+        groups,
+        ..Default::default()
+    })
+}
+
+pub(crate) fn list_groups(
+    coordinator: &GroupCoordinator,
+    req: ListGroupsRequest,
+    version: i16,
+) -> ResponseBody {
+    let states: Vec<&str> = if version >= 4 {
+        req.states_filter.iter().map(|s| s.as_str()).collect()
+    } else {
+        Vec::new()
+    };
+    let types: Vec<&str> = if version >= 5 {
+        req.types_filter.iter().map(|s| s.as_str()).collect()
+    } else {
+        Vec::new()
+    };
+    let groups = coordinator
+        .list(&states, &types)
+        .into_iter()
+        .map(|g| ListedGroup {
+            group_id: s(g.group_id),
+            protocol_type: s(g.protocol_type),
+            group_state: if version >= 4 {
+                KStr::from_static(g.state.as_str())
+            } else {
+                KStr::default()
+            },
+            group_type: if version >= 5 {
+                KStr::from_static(CLASSIC_GROUP_TYPE)
+            } else {
+                KStr::default()
+            },
+            ..Default::default()
+        })
+        .collect();
+    ResponseBody::ListGroups(ListGroupsResponse {
+        groups,
+        ..Default::default()
+    })
+}
+
+pub(crate) fn delete_groups(
+    coordinator: &GroupCoordinator,
+    req: DeleteGroupsRequest,
+    _version: i16,
+) -> ResponseBody {
+    let ids: Vec<String> = req.groups_names.iter().map(text).collect();
+    let errors = coordinator.delete_groups(&ids);
+    let results = req
+        .groups_names
+        .into_iter()
+        .zip(errors)
+        .map(|(group_id, e)| DeletableGroupResult {
+            group_id,
+            error_code: e.0,
+            ..Default::default()
+        })
+        .collect();
+    ResponseBody::DeleteGroups(DeleteGroupsResponse {
+        results,
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use kafka_protocol::messages::{JoinGroupRequest, OffsetDeleteRequest, SyncGroupRequest};
+
+    use super::super::test_support::{
+        assignment, client, commit_request, coordinator, drive, roundtrip, subscription, topics,
+    };
+    use super::super::{join_group, offset_commit, offset_delete, sync_group};
+    use super::*;
+
+    #[tokio::test]
+    async fn group_admin_every_version() {
+        let c = coordinator();
+        // One group with a member, one with offsets only.
+        let join = JoinGroupRequest {
+            group_id: KStr::from("busy"),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            protocol_type: KStr::from("consumer"),
+            protocols: vec![JoinGroupRequestProtocol {
+                name: KStr::from("range"),
+                metadata: subscription(&["orders"]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::JoinGroup(j) = drive(&c, join_group(&c, &client(), join, 3)).await else {
+            panic!()
+        };
+        let sync = SyncGroupRequest {
+            group_id: KStr::from("busy"),
+            generation_id: j.generation_id,
+            member_id: j.member_id.clone(),
+            assignments: vec![SyncGroupRequestAssignment {
+                member_id: j.member_id.clone(),
+                assignment: assignment("orders", vec![0, 1, 2]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        drive(&c, sync_group(&c, sync, 3)).await;
+        futures::executor::block_on(offset_commit(&c, &topics, commit_request(2, "idle", 5), 2));
+
+        for v in 0..=5i16 {
+            let req = DescribeGroupsRequest {
+                groups: vec![KStr::from("busy"), KStr::from("idle"), KStr::from("ghost")],
+                include_authorized_operations: v >= 3,
+                ..Default::default()
+            };
+            let ResponseBody::DescribeGroups(r) = roundtrip(&describe_groups(&c, req, v), v) else {
+                panic!()
+            };
+            let states: Vec<&str> = r.groups.iter().map(|g| g.group_state.as_str()).collect();
+            assert_eq!(states, ["Stable", "Empty", "Dead"]);
+            let busy = &r.groups[0];
+            assert_eq!(
+                (busy.protocol_type.as_str(), busy.protocol_data.as_str()),
+                ("consumer", "range")
+            );
+            assert_eq!(busy.members.len(), 1);
+            assert_eq!(busy.members[0].client_id, "rdkafka");
+            assert_eq!(busy.members[0].client_host, "/127.0.0.1");
+            assert_eq!(
+                busy.members[0].member_assignment,
+                assignment("orders", vec![0, 1, 2])
+            );
+            let ops = if v >= 3 {
+                GROUP_AUTHORIZED_OPERATIONS
+            } else {
+                i32::MIN
+            };
+            assert_eq!(busy.authorized_operations, ops);
+        }
+
+        for v in 0..=5i16 {
+            let req = ListGroupsRequest {
+                states_filter: if v >= 4 {
+                    vec![KStr::from("stable")]
+                } else {
+                    vec![]
+                },
+                types_filter: if v >= 5 {
+                    vec![KStr::from("Classic")]
+                } else {
+                    vec![]
+                },
+                ..Default::default()
+            };
+            let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, req, v), v) else {
+                panic!()
+            };
+            let ids: Vec<&str> = r.groups.iter().map(|g| g.group_id.as_str()).collect();
+            if v >= 4 {
+                assert_eq!(ids, ["busy"]);
+                assert_eq!(r.groups[0].group_state, "Stable");
+            } else {
+                assert_eq!(ids, ["busy", "idle"]);
+            }
+            if v >= 5 {
+                assert_eq!(r.groups[0].group_type, "classic");
+                let req = ListGroupsRequest {
+                    types_filter: vec![KStr::from("consumer")],
+                    ..Default::default()
+                };
+                let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, req, v), v) else {
+                    panic!()
+                };
+                assert!(r.groups.is_empty());
+            }
+        }
+
+        let topic = |name: &'static str| OffsetDeleteRequestTopic {
+            name: KStr::from(name),
+            partitions: vec![OffsetDeleteRequestPartition { partition_index: 0 }],
+        };
+        let req = OffsetDeleteRequest {
+            group_id: KStr::from("busy"),
+            topics: vec![topic("orders"), topic("payments"), topic("missing")],
+        };
+        let ResponseBody::OffsetDelete(r) =
+            roundtrip(&offset_delete(&c, &topics, req.clone(), 0), 0)
+        else {
+            panic!()
+        };
+        let codes: Vec<i16> = r
+            .topics
+            .iter()
+            .map(|t| t.partitions[0].error_code)
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC.0,
+                0,
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
+            ]
+        );
+        let ghost = OffsetDeleteRequest {
+            group_id: KStr::from("ghost"),
+            ..req
+        };
+        let ResponseBody::OffsetDelete(r) = roundtrip(&offset_delete(&c, &topics, ghost, 0), 0)
+        else {
+            panic!()
+        };
+        assert_eq!(r.error_code, ErrorCode::GROUP_ID_NOT_FOUND.0);
+        assert!(r.topics.is_empty());
+
+        for v in 0..=2i16 {
+            let req = DeleteGroupsRequest {
+                groups_names: vec![KStr::from("busy"), KStr::from("ghost")],
+                ..Default::default()
+            };
+            let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, req, v), v) else {
+                panic!()
+            };
+            let codes: Vec<i16> = r.results.iter().map(|g| g.error_code).collect();
+            assert_eq!(
+                codes,
+                [
+                    ErrorCode::NON_EMPTY_GROUP.0,
+                    ErrorCode::GROUP_ID_NOT_FOUND.0
+                ]
+            );
+        }
+        let req = DeleteGroupsRequest {
+            groups_names: vec![KStr::from("idle")],
+            ..Default::default()
+        };
+        let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, req, 2), 2) else {
+            panic!()
+        };
+        assert_eq!(r.results[0].error_code, 0);
+        assert!(c.fetch_offsets("idle", None, false).is_empty());
+    }
+}
