@@ -135,11 +135,8 @@ fn validate_only(body: &RequestBody) -> bool {
 fn broker_list(image: &MetadataImage, listener: &str) -> Vec<(i32, String, i32, Option<String>)> {
     image
         .brokers()
-        .filter(|b| !b.fenced)
-        .filter_map(|b| {
-            let e = b.endpoints.iter().find(|e| e.name == listener)?;
-            Some((b.id, e.host.clone(), i32::from(e.port), b.rack.clone()))
-        })
+        .filter_map(|b| image.endpoint(b.id, listener))
+        .map(|e| (e.node_id, e.host, i32::from(e.port), e.rack))
         .collect()
 }
 
@@ -367,15 +364,12 @@ async fn find_coordinator(
             .map(|part| part.leader)
             .filter(|&l| l >= 0)
             .ok_or_else(|| unavailable(format!("{name}-{p} has no leader")))?;
-        let b = image
-            .broker(leader)
-            .filter(|b| !b.fenced)
-            .ok_or_else(|| unavailable(format!("the leader of {name}-{p} is not live")))?;
-        let e = b
-            .endpoints
-            .iter()
-            .find(|e| e.name == listener)
-            .ok_or_else(|| unavailable(format!("broker {leader} has no {listener} listener")))?;
+        let e = image.endpoint(leader, listener).ok_or_else(|| {
+            unavailable(format!(
+                "the leader of {name}-{p}, broker {leader}, is not live or has no {listener} \
+                 listener"
+            ))
+        })?;
         Ok(CoordinatorNode {
             node_id: leader,
             host: e.host.clone(),

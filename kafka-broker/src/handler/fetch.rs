@@ -240,11 +240,7 @@ impl Selection {
     fn preferred(&self, broker: &Broker, part: &Partition, offset: i64) -> Option<i32> {
         let image = &self.state.state.image;
         let rack_of = |id: i32| image.broker(id).and_then(|b| b.rack.clone());
-        let reachable = |id: i32| {
-            image
-                .broker(id)
-                .is_some_and(|b| !b.fenced && b.endpoints.iter().any(|e| e.name == self.listener))
-        };
+        let reachable = |id: i32| image.endpoint(id, &self.listener).is_some();
         let me = broker.config.server.node_id;
         let offsets = part.offsets();
         let leader = ReplicaView {
@@ -477,7 +473,7 @@ fn respond(
         .map(|e| NodeEndpoint {
             node_id: e.node_id,
             host: KStr::from(e.host),
-            port: e.port,
+            port: i32::from(e.port),
             rack: e.rack.map(KStr::from),
             ..Default::default()
         })

@@ -17,13 +17,7 @@ use crate::cluster::image::MetadataImage;
 use crate::node::Broker;
 
 /// A leader's endpoint on the client's listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct LeaderEndpoint {
-    pub(super) node_id: i32,
-    pub(super) host: String,
-    pub(super) port: i32,
-    pub(super) rack: Option<String>,
-}
+pub(super) use crate::cluster::image::LiveEndpoint as LeaderEndpoint;
 
 /// The partition's leader and leader epoch in `image` ((-1, -1) for a partition it does not
 /// know), and the leader's endpoint on `listener` if clients can reach it there.
@@ -39,16 +33,10 @@ pub(super) fn current_leader(
     else {
         return ((-1, -1), None);
     };
-    let endpoint = image.broker(p.leader).filter(|b| !b.fenced).and_then(|b| {
-        let e = b.endpoints.iter().find(|e| e.name == listener)?;
-        Some(LeaderEndpoint {
-            node_id: b.id,
-            host: e.host.clone(),
-            port: i32::from(e.port),
-            rack: b.rack.clone(),
-        })
-    });
-    ((p.leader, p.leader_epoch), endpoint)
+    (
+        (p.leader, p.leader_epoch),
+        image.endpoint(p.leader, listener),
+    )
 }
 
 /// The hints of one answer: leaders looked up as partitions are refused, their endpoints

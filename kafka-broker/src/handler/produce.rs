@@ -199,7 +199,7 @@ fn name_leaders(
         .map(|e| NodeEndpoint {
             node_id: e.node_id,
             host: KStr::from(e.host),
-            port: e.port,
+            port: i32::from(e.port),
             rack: e.rack.map(KStr::from),
             ..Default::default()
         })
