@@ -54,7 +54,7 @@ pub struct Broker {
     /// `__consumer_offsets` as the group coordinator writes and loads it.
     offsets_log: Arc<InternalTopic>,
     /// The transaction coordinator, persisted in `__transaction_state` (its markers are
-    /// `crate::txn_driver`'s).
+    /// `crate::node::markers`'s).
     pub txn: crate::txn::TxnCoordinator,
     /// `__transaction_state` as the transaction coordinator writes and loads it: on a single
     /// node every partition once the topic exists, in a cluster those this broker leads.

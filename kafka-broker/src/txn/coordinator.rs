@@ -3,7 +3,7 @@
 //! turns its answers into futures, appends its records to `__transaction_state` through a
 //! [`RecordLog`] (reporting each append's acknowledgement with
 //! [`TransactionManager::write_done`]) and fires its timers. The markers that end
-//! transactions are work for the driver (`crate::txn_driver`), which writes them and reports
+//! transactions are work for the driver (`crate::node::markers`), which writes them and reports
 //! back with [`TxnCoordinator::marker_written`].
 //!
 //! Nothing here decides anything about transactions; it only moves answers, work and time.

@@ -29,7 +29,7 @@
 //!
 //! [`TxnCoordinator`] (`coordinator.rs`) runs it in the shell every coordinator shares
 //! ([`crate::coordinator::Shell`]: the clock, answers as futures, timers, appends to
-//! `__transaction_state` through the internal-topic adapter); `crate::txn_driver` writes the
+//! `__transaction_state` through the internal-topic adapter); `crate::node::markers` writes the
 //! markers.
 //!
 //! | file | what |
