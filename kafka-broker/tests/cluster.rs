@@ -651,25 +651,35 @@ async fn replicas_hold_the_leaders_bytes_and_survive_a_leader_kill() {
     let file2 = dir.path().join("second");
     std::fs::write(&file2, second.join("\n") + "\n").unwrap();
     produce(&survivors.join(","), &file2).unwrap();
-    let out = peers::run(
-        "kcat",
-        &[
-            "-b",
-            &survivors[0],
-            "-C",
-            "-t",
-            "replicated",
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-        ],
-    )
-    .unwrap();
-    let mut read: Vec<&str> = out.lines().collect();
-    read.sort_unstable();
     let mut expected: Vec<&str> = first.iter().chain(&second).map(String::as_str).collect();
     expected.sort_unstable();
+    // A new leader's high watermark may lag what the old leader acknowledged until the
+    // followers fetch from it again (Kafka's rule, and kcat's `-e` stops at the high
+    // watermark): read again until every record shows, at most 20 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let out = loop {
+        let out = peers::run(
+            "kcat",
+            &[
+                "-b",
+                &survivors[0],
+                "-C",
+                "-t",
+                "replicated",
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+            ],
+        )
+        .unwrap();
+        if out.lines().count() >= expected.len() || std::time::Instant::now() > deadline {
+            break out;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut read: Vec<&str> = out.lines().collect();
+    read.sort_unstable();
     assert_eq!(
         read,
         expected,
