@@ -43,49 +43,63 @@ pub(super) async fn handle(
     let now = broker.now_ms();
     let deadline = Instant::now()
         + std::time::Duration::from_millis(u64::try_from(req.timeout_ms()).unwrap_or(0));
-    // Appends in request order; (topic position, stage) per partition. Capacities capped:
-    // the counts come from the client (bounded by the frame's size, but an answer is larger
-    // than the bytes that ask for it).
-    let mut stages = Vec::with_capacity(req.topics().len().min(1024));
-    for (t, topic) in req.topics().into_iter().enumerate() {
+    // Appends in request order, each partition's answer in its topic's (capacities capped:
+    // the counts come from the client, bounded by the frame's size, but an answer is larger
+    // than the bytes that ask for it). An append whose acknowledgement is already given (an
+    // acks=1 write to the page cache) is answered at once; the others wait below.
+    let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(req.topics().len().min(1024));
+    let mut waiting = Vec::new();
+    for topic in req.topics() {
+        let name = topic.name();
+        let mut partition_responses = Vec::with_capacity(topic.partitions().len().min(1024));
         for p in topic.partitions() {
-            let stage = append(broker, frame, req.version(), topic.name(), &p, acks, now).await;
-            stages.push((t, stage));
+            match append(broker, frame, req.version(), name, &p, acks, now).await {
+                Stage::Waiting(index, appended, pending) if !pending.is_acknowledged() => {
+                    waiting.push((
+                        responses.len(),
+                        partition_responses.len(),
+                        index,
+                        appended,
+                        pending,
+                    ));
+                    // Its place, answered once the wait is over.
+                    partition_responses.push(accepted(index, &appended));
+                }
+                Stage::Waiting(index, appended, _) => {
+                    partition_responses.push(accepted(index, &appended));
+                }
+                Stage::Answered(r) => partition_responses.push(r),
+            }
         }
+        responses.push(TopicProduceResponse {
+            name: KStr::from_utf8(view::share(frame, name.as_bytes()))
+                .unwrap_or_else(|_| KStr::from(name.to_owned())),
+            partition_responses,
+            ..Default::default()
+        });
     }
-    // The partition layer decides when each append may be acknowledged.
-    let answers = futures::future::join_all(stages.into_iter().map(|(t, stage)| async move {
-        let answer = match stage {
-            Stage::Answered(r) => r,
-            Stage::Waiting(index, appended, pending) => {
-                match delayed::complete_append(pending, deadline).await {
+    // The partition layer decides when each waiting append may be acknowledged.
+    if !waiting.is_empty() {
+        let waits = waiting
+            .into_iter()
+            .map(|(t, p, index, appended, pending)| async move {
+                let answer = match delayed::complete_append(pending, deadline).await {
                     Ok(()) => accepted(index, &appended),
                     Err(e) => refused(index, &e, Vec::new()),
-                }
+                };
+                (t, p, answer)
+            });
+        for (t, p, answer) in futures::future::join_all(waits).await {
+            if let Some(slot) = responses
+                .get_mut(t)
+                .and_then(|topic| topic.partition_responses.get_mut(p))
+            {
+                *slot = answer;
             }
-        };
-        (t, answer)
-    }))
-    .await;
+        }
+    }
     if acks == 0 {
         return None;
-    }
-    let mut responses: Vec<TopicProduceResponse> = req
-        .topics()
-        .into_iter()
-        .map(|topic| {
-            let name = topic.name();
-            TopicProduceResponse {
-                name: KStr::from_utf8(view::share(frame, name.as_bytes()))
-                    .unwrap_or_else(|_| KStr::from(name.to_owned())),
-                ..Default::default()
-            }
-        })
-        .collect();
-    for (t, answer) in answers {
-        if let Some(topic) = responses.get_mut(t) {
-            topic.partition_responses.push(answer);
-        }
     }
     let node_endpoints = if req.version() >= 10 {
         name_leaders(broker, listener, &mut responses)
