@@ -13,6 +13,18 @@ use std::time::{Duration, Instant};
 use crate::java::Jvm;
 use crate::{PeerError, free_port};
 
+/// The JVM options Kafka's `kafka-server-start` and `kafka-run-class` give a broker.
+const SERVER_JVM: &[&str] = &[
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+];
+
 /// How long a node may take to start (a JVM on a loaded 2-core machine).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -25,6 +37,10 @@ pub struct KafkaOptions {
     pub partitions: u32,
     /// Extra `server.properties` lines, `key=value`, for every node.
     pub extra: Vec<(String, String)>,
+    /// Run each node with the JVM settings of Kafka's own `kafka-server-start` (1 GiB heap,
+    /// G1, the optimizing compiler) instead of the tests' small quick-starting JVM: for
+    /// benchmarks.
+    pub server_jvm: bool,
 }
 
 impl Default for KafkaOptions {
@@ -33,6 +49,7 @@ impl Default for KafkaOptions {
             nodes: 1,
             partitions: 1,
             extra: Vec::new(),
+            server_jvm: false,
         }
     }
 }
@@ -51,6 +68,7 @@ struct Node {
 #[derive(Debug)]
 pub struct ApacheKafka {
     jvm: Jvm,
+    server_jvm: bool,
     dir: PathBuf,
     nodes: Vec<Node>,
 }
@@ -77,6 +95,7 @@ impl ApacheKafka {
         let cluster_id = cluster_id();
         let mut kafka = ApacheKafka {
             jvm: jvm.clone(),
+            server_jvm: options.server_jvm,
             dir: dir.clone(),
             nodes: Vec::with_capacity(n),
         };
@@ -193,6 +212,14 @@ impl ApacheKafka {
         self.wait_ready(index)
     }
 
+    /// The process id of node `index`, while it runs.
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.nodes
+            .get(index)
+            .and_then(|n| n.child.as_ref())
+            .map(Child::id)
+    }
+
     /// What node `index` logged so far.
     pub fn log(&self, index: usize) -> String {
         self.nodes
@@ -214,10 +241,15 @@ impl ApacheKafka {
             .try_clone()
             .map_err(PeerError::io("duplicating a log handle"))?;
         // The line that says the node is up is an info line of KafkaRaftServer.
-        let mut cmd = self.jvm.command_with(
-            &["-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info"],
-            "kafka.Kafka",
-        );
+        let ready_line = "-Dorg.slf4j.simpleLogger.log.kafka.server.KafkaRaftServer=info";
+        let mut cmd = if self.server_jvm {
+            let mut options = SERVER_JVM.to_vec();
+            options.push("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+            options.push(ready_line);
+            self.jvm.command_bare(&options, "kafka.Kafka")
+        } else {
+            self.jvm.command_with(&[ready_line], "kafka.Kafka")
+        };
         cmd.arg(&node.config)
             .stdin(Stdio::null())
             .stdout(log)

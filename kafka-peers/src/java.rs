@@ -87,6 +87,17 @@ impl Jvm {
         cmd
     }
 
+    /// `java` with the class path and `jvm_options` only (none of the test defaults: the
+    /// caller sets heap, collector and compiler, as a benchmark of a server does).
+    pub fn command_bare(&self, jvm_options: &[&str], main: &str) -> Command {
+        let mut cmd = Command::new(&self.java);
+        cmd.args(jvm_options)
+            .arg("-cp")
+            .arg(self.classpath())
+            .arg(main);
+        cmd
+    }
+
     /// Runs `main` with `args` (and `stdin` fed to it) to its end; a non-zero exit or a run
     /// longer than `timeout` is an error carrying what it printed.
     pub fn run(

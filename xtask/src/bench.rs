@@ -7,13 +7,15 @@
 //! flight, CPU time per request, peak RSS), which prints its progress, a table and JSON; the
 //! JSON also goes to `target/bench-net.json`.
 //!
-//! `cargo xtask bench broker [--baseline PATH [--rounds N]] [--quick]`: builds `kafka-broker`
-//! in release, then runs `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which
+//! `cargo xtask bench broker [--baseline PATH | --peer kafka] [--rounds N] [--quick]`: builds
+//! `kafka-broker` in release, then runs `kafka-bench`'s `broker_bench` example (feature `rdkafka`, which
 //! compiles the bundled librdkafka) against it: produce/consume throughput, end-to-end
 //! latency, broker CPU and peak RSS, disk write speed. With `--baseline PATH` another broker
 //! binary (a build of an earlier commit) runs the same cases in interleaved rounds (default 3)
 //! and the summary gives per case the median throughput of each, the ratio ours/baseline and
-//! the broker CPU time per record. It prints progress, a table and JSON; the JSON also goes to
+//! the broker CPU time per record. `--peer kafka` does the same with Apache Kafka itself
+//! (fetched by `kafka-peers/fetch`, one KRaft node with Kafka's own server JVM settings) as
+//! the second broker. It prints progress, a table and JSON; the JSON also goes to
 //! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
 //! `--quick` when given) on three nodes of the same build.
 //!
@@ -130,6 +132,15 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     let replication: Vec<&str> = replication.iter().map(String::as_str).collect();
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    if args.contains(&"--apache-kafka") {
+        println!("bench: fetching Apache Kafka (kafka-peers/fetch)");
+        let status = std::process::Command::new("bash")
+            .arg(root.join("kafka-peers/fetch"))
+            .status()?;
+        if !status.success() {
+            return Err(format!("kafka-peers/fetch failed ({status})").into());
+        }
+    }
     println!("bench: building broker_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)?;
     println!("bench: building replication_bench in release and running it on three nodes");
@@ -184,6 +195,15 @@ fn broker_args(target: &Path, rest: &[String]) -> Result<(Vec<String>, Vec<Strin
                 }
                 args.push(a.clone());
                 args.push(v.clone());
+            }
+            "--peer" => {
+                let v = it
+                    .next()
+                    .ok_or("bench broker: --peer needs a value (kafka)")?;
+                if v != "kafka" {
+                    return Err(format!("bench broker: --peer takes kafka, not {v}").into());
+                }
+                args.push("--apache-kafka".into());
             }
             other => return Err(format!("bench broker: unknown argument {other}").into()),
         }
@@ -525,12 +545,20 @@ mod tests {
             baseline.is_some_and(|p| p.is_absolute() && p.ends_with("old/kafka-broker")),
             "{args:?}"
         );
+        // Apache Kafka as the other broker.
+        let (args, _) = broker_args(target, &strings(&["--peer", "kafka", "--rounds", "3"]))
+            .unwrap_or_default();
+        let mut expected = head.to_vec();
+        expected.extend(["--apache-kafka", "--rounds", "3"]);
+        assert_eq!(args, strings(&expected));
         for bad in [
             &["--baseline"][..],
             &["--rounds"],
             &["--rounds", "0"],
             &["--rounds", "many"],
             &["--full"],
+            &["--peer"],
+            &["--peer", "redpanda"],
         ] {
             assert!(broker_args(target, &strings(bad)).is_err(), "{bad:?}");
         }

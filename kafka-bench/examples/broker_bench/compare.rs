@@ -121,6 +121,8 @@ pub(crate) fn print_summary(
     disk_mb_s: f64,
 ) {
     let rounds = runs.first().map_or(0, Vec::len);
+    // The second broker the ratios compare with: "baseline" or "kafka".
+    let other = binaries.get(1).map_or("base", |b| b.name);
     println!(
         "\n| {:<26} | {:<8} | {:>13} | {:>12} | {:>13} | {:>12} | {:>14} | {:>19} |",
         "case",
@@ -130,7 +132,7 @@ pub(crate) fn print_summary(
         "consume rec/s",
         "consume MB/s",
         "broker CPU/rec",
-        "ours/base p, c, CPU"
+        format!("ours/{} p, c, CPU", other)
     );
     println!(
         "|{:-<28}|{:-<10}|{:-<15}|{:-<14}|{:-<15}|{:-<14}|{:-<16}|{:-<21}|",
@@ -163,7 +165,7 @@ pub(crate) fn print_summary(
     println!(
         "\nmedians over {rounds} round(s), each on a fresh broker of each binary, alternating \
          which goes first; broker CPU/rec: the broker's user + system time over a case's produce \
-         and consume phases per record written and read. ours/base: produce and consume \
+         and consume phases per record written and read. ours/{other}: produce and consume \
          records/s, CPU per record."
     );
     println!("disk sequential write (256 MiB + fsync): {disk_mb_s:.0} MB/s");

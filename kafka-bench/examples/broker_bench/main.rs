@@ -18,9 +18,15 @@
 //! binary the peak RSS and the latency. `--rounds N` without a baseline runs ours N times
 //! with the same summary.
 //!
+//! With `--apache-kafka` the second broker is Apache Kafka itself (the jars
+//! `kafka-peers/fetch` caches, one KRaft node with the JVM settings of Kafka's own
+//! `kafka-server-start`: 1 GiB heap, G1), in the same interleaved rounds: the ratios are then
+//! ours / Apache Kafka. Its CPU time and peak RSS are the JVM process's.
+//!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example broker_bench -- \
-//!     --broker target/release/kafka-broker [--baseline PATH [--rounds N]] [--quick] \
+//!     --broker target/release/kafka-broker [--baseline PATH | --apache-kafka] [--rounds N] \
+//!     [--quick] \
 //!     [--json PATH] [--dir PATH]
 //! ```
 
@@ -154,17 +160,21 @@ struct Latency {
     max_ms: f64,
 }
 
-/// The broker child process; killed on drop.
+/// The broker under measurement: our child process (killed on drop) or an Apache Kafka
+/// node (stopped on drop).
 struct Broker {
-    child: Child,
+    child: Option<Child>,
+    _kafka: Option<kafka_peers::ApacheKafka>,
     pid: String,
     addr: String,
 }
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -177,11 +187,14 @@ impl Drop for TempDir {
     }
 }
 
-/// A broker binary a run measures.
+/// A broker a run measures.
 struct Binary {
-    /// "ours" or "baseline".
+    /// "ours", "baseline" or "kafka".
     name: &'static str,
+    /// The binary, or for Apache Kafka the folder of its jars.
     path: PathBuf,
+    /// Apache Kafka's JVM, when this is Apache Kafka.
+    kafka: Option<kafka_peers::Jvm>,
 }
 
 /// One run of every case, and the latency, on a fresh broker.
@@ -200,6 +213,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut baseline = None;
     let mut rounds = None;
     let mut dir = None;
+    let mut apache_kafka = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -219,11 +233,21 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 rounds = Some(n);
             }
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
+            "--apache-kafka" => apache_kafka = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
     let broker_path = broker_path.ok_or("say where the broker binary is: --broker PATH")?;
-    let rounds = rounds.unwrap_or_else(|| if baseline.is_some() { 3 } else { 1 });
+    if apache_kafka && baseline.is_some() {
+        return Err("--baseline and --apache-kafka: one second broker at a time".into());
+    }
+    let rounds = rounds.unwrap_or_else(|| {
+        if baseline.is_some() || apache_kafka {
+            3
+        } else {
+            1
+        }
+    });
     let base = dir.unwrap_or_else(std::env::temp_dir);
     let tmp = TempDir(base.join(format!("kafka-broker-bench-{}", std::process::id())));
     std::fs::create_dir_all(&tmp.0)?;
@@ -235,8 +259,13 @@ fn bench(args: &[String]) -> Result<(), Error> {
     println!("{disk_mb_s:.0} MB/s");
 
     let cases = cases(quick);
-    if baseline.is_none() && rounds == 1 {
-        let run = run_once(&broker_path, &tmp.0, &cases, quick)?;
+    let ours = Binary {
+        name: "ours",
+        path: broker_path,
+        kafka: None,
+    };
+    if baseline.is_none() && !apache_kafka && rounds == 1 {
+        let run = run_once(&ours, &tmp.0, &cases, quick)?;
         print_table(
             &run.rows,
             disk_mb_s,
@@ -255,14 +284,20 @@ fn bench(args: &[String]) -> Result<(), Error> {
         return emit(&json, json_path.as_deref());
     }
 
-    let mut binaries = vec![Binary {
-        name: "ours",
-        path: broker_path,
-    }];
+    let mut binaries = vec![ours];
     if let Some(path) = baseline {
         binaries.push(Binary {
             name: "baseline",
             path,
+            kafka: None,
+        });
+    }
+    if apache_kafka {
+        let jvm = kafka_peers::Jvm::find().map_err(|e| format!("--apache-kafka: {e}"))?;
+        binaries.push(Binary {
+            name: "kafka",
+            path: kafka_peers::java::libs_dir(),
+            kafka: Some(jvm),
         });
     }
     // runs[b][round]: binary b's run in that round.
@@ -280,7 +315,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             );
             let dir = tmp.0.join(format!("round-{}-{}", round + 1, bin.name));
             std::fs::create_dir_all(&dir)?;
-            let run = run_once(&bin.path, &dir, &cases, quick);
+            let run = run_once(bin, &dir, &cases, quick);
             let _ = std::fs::remove_dir_all(&dir);
             runs[b].push(run?);
         }
@@ -300,10 +335,13 @@ fn emit(json: &str, path: Option<&str>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Starts the broker at `path` with its data and log in `dir`, runs every case and the
-/// latency against it, and stops it.
-fn run_once(path: &Path, dir: &Path, cases: &[Case], quick: bool) -> Result<Run, Error> {
-    let broker = start_broker(path, dir)?;
+/// Starts the broker `bin` with its data and log in `dir`, runs every case and the latency
+/// against it, and stops it.
+fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run, Error> {
+    let broker = match &bin.kafka {
+        Some(jvm) => start_apache_kafka(jvm)?,
+        None => start_broker(&bin.path, dir)?,
+    };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
     let cpu_start = cpu_time_of(&broker.pid);
 
@@ -380,6 +418,28 @@ fn disk_write(dir: &Path) -> Result<f64, Error> {
     Ok(DISK_BYTES as f64 / 1e6 / elapsed.as_secs_f64())
 }
 
+/// One Apache Kafka node (broker and controller) on a free port, as Kafka's own start script
+/// would run it; its data in its own temporary folder.
+fn start_apache_kafka(jvm: &kafka_peers::Jvm) -> Result<Broker, Error> {
+    let kafka = kafka_peers::ApacheKafka::start(
+        jvm,
+        &kafka_peers::KafkaOptions {
+            server_jvm: true,
+            ..Default::default()
+        },
+    )?;
+    let pid = kafka
+        .pid(0)
+        .ok_or("Apache Kafka is not running")?
+        .to_string();
+    Ok(Broker {
+        child: None,
+        pid,
+        addr: kafka.bootstrap(),
+        _kafka: Some(kafka),
+    })
+}
+
 fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
     // A free port: bind to port 0, note the port, release it.
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -398,7 +458,8 @@ fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
         .map_err(|e| format!("starting {}: {e}", path.display()))?;
     let mut broker = Broker {
         pid: child.id().to_string(),
-        child,
+        child: Some(child),
+        _kafka: None,
         addr,
     };
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -406,7 +467,8 @@ fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
         if TcpStream::connect(&broker.addr).is_ok() {
             return Ok(broker);
         }
-        if let Some(status) = broker.child.try_wait()? {
+        if let Some(status) = broker.child.as_mut().and_then(|c| c.try_wait().transpose()) {
+            let status = status?;
             return Err(format!(
                 "the broker exited ({status}); see {}",
                 dir.join("broker.log").display()
