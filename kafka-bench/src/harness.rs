@@ -98,12 +98,38 @@ impl Drop for TempDir {
     }
 }
 
-/// The broker child process.
+/// The broker a benchmark runs against: our binary as a child process, or Apache Kafka.
 #[derive(Debug)]
 pub struct Broker {
-    pub child: ChildGuard,
+    pub child: Option<ChildGuard>,
+    /// Apache Kafka's node, stopped on drop.
+    pub kafka: Option<kafka_peers::ApacheKafka>,
     pub pid: String,
     pub addr: String,
+}
+
+/// Starts one Apache Kafka node (broker and controller) with Kafka's own server JVM settings
+/// and its data under `dir`, from the jars `kafka-peers/fetch` caches.
+pub fn start_apache_kafka(dir: &Path) -> Result<Broker, Error> {
+    let jvm = kafka_peers::Jvm::find()?;
+    let kafka = kafka_peers::ApacheKafka::start(
+        &jvm,
+        &kafka_peers::KafkaOptions {
+            server_jvm: true,
+            base_dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        },
+    )?;
+    let pid = kafka
+        .pid(0)
+        .ok_or("Apache Kafka is not running")?
+        .to_string();
+    Ok(Broker {
+        child: None,
+        pid,
+        addr: kafka.bootstrap(),
+        kafka: Some(kafka),
+    })
 }
 
 /// Starts the broker binary at `path` on a free loopback port with its data in
@@ -126,7 +152,8 @@ pub fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
         .map_err(|e| format!("starting {}: {e}", path.display()))?;
     let mut broker = Broker {
         pid: child.id().to_string(),
-        child: ChildGuard(child),
+        child: Some(ChildGuard(child)),
+        kafka: None,
         addr,
     };
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -134,7 +161,11 @@ pub fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
         if TcpStream::connect(&broker.addr).is_ok() {
             return Ok(broker);
         }
-        if let Some(status) = broker.child.0.try_wait()? {
+        let exited = match broker.child.as_mut() {
+            Some(c) => c.0.try_wait()?,
+            None => None,
+        };
+        if let Some(status) = exited {
             return Err(format!(
                 "the broker exited ({status}); see {}",
                 dir.join("broker.log").display()

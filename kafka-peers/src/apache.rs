@@ -41,6 +41,8 @@ pub struct KafkaOptions {
     /// G1, the optimizing compiler) instead of the tests' small quick-starting JVM: for
     /// benchmarks.
     pub server_jvm: bool,
+    /// The folder to create the cluster's folder in (default: the temp dir).
+    pub base_dir: Option<PathBuf>,
 }
 
 impl Default for KafkaOptions {
@@ -50,6 +52,7 @@ impl Default for KafkaOptions {
             partitions: 1,
             extra: Vec::new(),
             server_jvm: false,
+            base_dir: None,
         }
     }
 }

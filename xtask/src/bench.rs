@@ -19,8 +19,9 @@
 //! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
 //! `--quick` when given) on three nodes of the same build.
 //!
-//! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json] [--only TEXT]`: builds
-//! `kafka-broker` in release, then runs `kafka-bench`'s `producer_bench` example (feature
+//! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json] [--only TEXT]
+//! [--peer kafka]`: builds `kafka-broker` in release (`--peer kafka`: fetches Apache Kafka
+//! and runs against it instead), then runs `kafka-bench`'s `producer_bench` example (feature
 //! `rdkafka`): our producer and librdkafka against that broker with the same settings, each
 //! phase in a child process of its own (records/s, MB/s, client CPU per record, peak RSS,
 //! send-to-ack latency, the ratio ours/librdkafka), including transactional cases
@@ -29,8 +30,9 @@
 //! `--json` it is also the last line printed. `--only TEXT` runs the cases whose name
 //! contains TEXT (`--only txns`: the transactional ones).
 //!
-//! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json] [--only TEXT]`: builds
-//! `kafka-broker` in release, then runs `kafka-bench`'s `consumer_bench` example (feature
+//! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json] [--only TEXT]
+//! [--peer kafka]`: builds `kafka-broker` in release (`--peer kafka`: fetches Apache Kafka
+//! and runs against it instead), then runs `kafka-bench`'s `consumer_bench` example (feature
 //! `rdkafka`): our consumer and librdkafka reading the same pre-filled topics from that broker
 //! with the same settings, each phase in a child process of its own (records/s, MB/s, client
 //! CPU per record, peak RSS, the ratio ours/librdkafka), including a read_committed case (a
@@ -133,18 +135,24 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
     if args.contains(&"--apache-kafka") {
-        println!("bench: fetching Apache Kafka (kafka-peers/fetch)");
-        let status = std::process::Command::new("bash")
-            .arg(root.join("kafka-peers/fetch"))
-            .status()?;
-        if !status.success() {
-            return Err(format!("kafka-peers/fetch failed ({status})").into());
-        }
+        fetch_peers(root)?;
     }
     println!("bench: building broker_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)?;
     println!("bench: building replication_bench in release and running it on three nodes");
     crate::cargo(root, &replication)
+}
+
+/// Fetches Apache Kafka's jars (and the other peers) into `target/peers` if not there yet.
+fn fetch_peers(root: &Path) -> Result<(), Error> {
+    println!("bench: fetching Apache Kafka (kafka-peers/fetch)");
+    let status = std::process::Command::new("bash")
+        .arg(root.join("kafka-peers/fetch"))
+        .status()?;
+    if !status.success() {
+        return Err(format!("kafka-peers/fetch failed ({status})").into());
+    }
+    Ok(())
 }
 
 /// The `cargo` arguments that run `broker_bench` for `cargo xtask bench broker <rest>`, its
@@ -218,6 +226,9 @@ fn client(root: &Path, client: &str, rest: &[String]) -> Result<(), Error> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     println!("bench: building kafka-broker in release");
     crate::cargo(root, &["build", "--release", "-p", "kafka-broker"])?;
+    if args.contains(&"--apache-kafka") {
+        fetch_peers(root)?;
+    }
     println!("bench: building {client}_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)
 }
@@ -256,6 +267,15 @@ fn client_args(target: &Path, client: &str, rest: &[String]) -> Result<Vec<Strin
                     .ok_or_else(|| format!("bench {client}: {a} needs a value"))?;
                 args.push(a.clone());
                 args.push(v.clone());
+            }
+            "--peer" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("bench {client}: --peer needs a value (kafka)"))?;
+                if v != "kafka" {
+                    return Err(format!("bench {client}: --peer takes kafka, not {v}").into());
+                }
+                args.push("--apache-kafka".into());
             }
             other => return Err(format!("bench {client}: unknown argument {other}").into()),
         }

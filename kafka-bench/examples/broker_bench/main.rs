@@ -339,7 +339,7 @@ fn emit(json: &str, path: Option<&str>) -> Result<(), Error> {
 /// against it, and stops it.
 fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run, Error> {
     let broker = match &bin.kafka {
-        Some(jvm) => start_apache_kafka(jvm)?,
+        Some(jvm) => start_apache_kafka(jvm, dir)?,
         None => start_broker(&bin.path, dir)?,
     };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
@@ -419,12 +419,13 @@ fn disk_write(dir: &Path) -> Result<f64, Error> {
 }
 
 /// One Apache Kafka node (broker and controller) on a free port, as Kafka's own start script
-/// would run it; its data in its own temporary folder.
-fn start_apache_kafka(jvm: &kafka_peers::Jvm) -> Result<Broker, Error> {
+/// would run it, its data under `dir` (the same disk as ours).
+fn start_apache_kafka(jvm: &kafka_peers::Jvm, dir: &Path) -> Result<Broker, Error> {
     let kafka = kafka_peers::ApacheKafka::start(
         jvm,
         &kafka_peers::KafkaOptions {
             server_jvm: true,
+            base_dir: Some(dir.to_path_buf()),
             ..Default::default()
         },
     )?;

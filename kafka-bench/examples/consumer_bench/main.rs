@@ -56,9 +56,13 @@
 //!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example consumer_bench -- \
-//!     --broker target/release/kafka-broker [--quick|--full] [--rounds N] [--check-crcs] \
+//!     --broker target/release/kafka-broker [--apache-kafka] [--quick|--full] [--rounds N] [--check-crcs] \
 //!     [--json] [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
+//!
+//! `--apache-kafka` runs every case against Apache Kafka's own broker (one KRaft node with
+//! Kafka's server JVM settings, from the jars `kafka-peers/fetch` caches) instead of ours, so
+//! that the client ratios are also measured on the reference broker.
 //!
 //! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `read_committed`).
 //!
@@ -81,7 +85,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kafka_bench::harness::{Error, TempDir, run_self, start_broker, topics};
+use kafka_bench::harness::{Error, TempDir, run_self, start_apache_kafka, start_broker, topics};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
@@ -164,6 +168,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut check_crcs = false;
     let mut out_path = None;
     let mut broker_path = None;
+    let mut apache_kafka = false;
     let mut dir = None;
     let mut rounds = 5usize;
     let mut only = None;
@@ -184,6 +189,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             "--broker" => {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
+            "--apache-kafka" => apache_kafka = true,
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
@@ -209,7 +215,12 @@ fn bench(args: &[String]) -> Result<(), Error> {
             format!("; ours also with {extra}")
         }
     );
-    let broker = start_broker(&broker_path, &tmp.0)?;
+    // `--apache-kafka`: the same cases against Apache Kafka's own broker instead of ours.
+    let broker = if apache_kafka {
+        start_apache_kafka(&tmp.0)?
+    } else {
+        start_broker(&broker_path, &tmp.0)?
+    };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
 
     let cases: Vec<Case> = cases(mode, check_crcs)

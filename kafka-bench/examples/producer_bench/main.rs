@@ -57,9 +57,13 @@
 //!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example producer_bench -- \
-//!     --broker target/release/kafka-broker [--quick|--full] [--rounds N] [--json] \
+//!     --broker target/release/kafka-broker [--apache-kafka] [--quick|--full] [--rounds N] [--json] \
 //!     [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
+//!
+//! `--apache-kafka` runs every case against Apache Kafka's own broker (one KRaft node with
+//! Kafka's server JVM settings, from the jars `kafka-peers/fetch` caches) instead of ours, so
+//! that the client ratios are also measured on the reference broker.
 //!
 //! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `txns`).
 //!
@@ -85,7 +89,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kafka_bench::harness::{Error, TempDir, run_self, start_broker, topics};
+use kafka_bench::harness::{Error, TempDir, run_self, start_apache_kafka, start_broker, topics};
 
 use cases::{Case, Client, Mode, cases};
 use phase::{PhaseResult, PhaseSpec, phase_main};
@@ -136,6 +140,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut json = false;
     let mut out_path = None;
     let mut broker_path = None;
+    let mut apache_kafka = false;
     let mut dir = None;
     let mut rounds = 1usize;
     let mut only = None;
@@ -155,6 +160,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             "--broker" => {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
+            "--apache-kafka" => apache_kafka = true,
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
@@ -177,7 +183,12 @@ fn bench(args: &[String]) -> Result<(), Error> {
         rdkafka::util::get_rdkafka_version().1,
         tmp.0.display()
     );
-    let broker = start_broker(&broker_path, &tmp.0)?;
+    // `--apache-kafka`: the same cases against Apache Kafka's own broker instead of ours.
+    let broker = if apache_kafka {
+        start_apache_kafka(&tmp.0)?
+    } else {
+        start_broker(&broker_path, &tmp.0)?
+    };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
 
     let cases: Vec<Case> = cases(mode)
