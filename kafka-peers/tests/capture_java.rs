@@ -177,7 +177,7 @@ fn capture_java_client_frames() {
             req.len(),
             answer
                 .as_ref()
-                .map_or("none".to_owned(), |a| format!("{} bytes", a.len()))
+                .map_or_else(|| "none".to_owned(), |a| format!("{} bytes", a.len()))
         );
     }
     // What Apache Kafka 4.4 offers above our codec's versions, for PROVENANCE.md.
