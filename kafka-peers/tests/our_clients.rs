@@ -25,6 +25,12 @@
 //!   seek and seek_to_beginning.
 //! - `admin_topics`, `admin_configs`, `admin_list_offsets`, `admin_describe_cluster`,
 //!   `admin_groups`: our admin client's calls.
+//!
+//! A second test, `our_producer_acks_all_on_a_three_node_cluster` (check
+//! `producer_acks_all_three_nodes`), starts a 3-node cluster: acks=all with
+//! min.insync.replicas=2 goes on with a node killed, min.insync.replicas=3 refuses with
+//! NOT_ENOUGH_REPLICAS until the node is back. The two tests run one after the other (about
+//! 70 s together on a quiet 2-core machine).
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -156,7 +162,7 @@ fn producer_config(ctx: &Shared, extra: &[(&str, &str)]) -> ProducerConfig {
 
 fn consumer_config(ctx: &Shared) -> kafka_consumer::ConsumerConfigBuilder {
     ConsumerConfig::builder()
-        .bootstrap_servers([ctx.bootstrap.clone()])
+        .bootstrap_servers(ctx.bootstrap.split(','))
         .auto_offset_reset(OffsetReset::Earliest)
         .fetch_max_wait(Duration::from_millis(100))
         .default_api_timeout(Duration::from_secs(30))
@@ -164,7 +170,7 @@ fn consumer_config(ctx: &Shared) -> kafka_consumer::ConsumerConfigBuilder {
 
 async fn admin(ctx: &Shared) -> Admin {
     Admin::connect(ClusterConfig {
-        bootstrap: vec![ctx.bootstrap.clone()],
+        bootstrap: ctx.bootstrap.split(',').map(str::to_owned).collect(),
         ..Default::default()
     })
     .await
@@ -1079,8 +1085,14 @@ fn allowed() -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The tests of this file run one at a time (each starts its own Apache Kafka).
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn our_clients_against_apache_kafka() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(jvm) = require(Jvm::find()) else {
         return;
     };
@@ -1120,7 +1132,7 @@ fn our_clients_against_apache_kafka() {
     ];
     for name in allow.keys() {
         assert!(
-            all.iter().any(|(n, _)| n == name),
+            all.iter().any(|(n, _)| n == name) || name == "producer_acks_all_three_nodes",
             "apache_kafka.allow names {name}, which is no check here"
         );
     }
@@ -1173,4 +1185,188 @@ fn our_clients_against_apache_kafka() {
         "differences from Apache Kafka:\n{}",
         failed.join("\n")
     );
+}
+
+/// acks=all on a 3-node Apache Kafka cluster, replication factor 3: with min.insync.replicas=2
+/// one node down changes nothing our idempotent producer can see (every record acknowledged
+/// once, in order, as the Java consumer reads them); with min.insync.replicas=3 the same loss
+/// makes the partition refuse with NOT_ENOUGH_REPLICAS, which our producer retries until the
+/// node is back (or, past `delivery.timeout.ms`, reports).
+#[test]
+fn our_producer_acks_all_on_a_three_node_cluster() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(jvm) = require(Jvm::find()) else {
+        return;
+    };
+    let started = Instant::now();
+    let jvm = jvm.with_programs().unwrap();
+    let extra = [
+        ("auto.create.topics.enable", "false"),
+        // A dead node leaves the ISR within seconds (fenced by the controller).
+        ("broker.session.timeout.ms", "4000"),
+        ("broker.heartbeat.interval.ms", "1000"),
+        ("replica.lag.time.max.ms", "5000"),
+    ];
+    let kafka = ApacheKafka::start(
+        &jvm,
+        &KafkaOptions {
+            nodes: 3,
+            partitions: 3,
+            extra: extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        },
+    )
+    .unwrap();
+    let ctx = Arc::new(Ctx {
+        bootstrap: kafka.bootstrap(),
+        jvm,
+        kafka: Mutex::new(kafka),
+    });
+    eprintln!(
+        "3 Apache Kafka nodes up in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(180),
+            acks_all_with_a_node_down(ctx.clone()),
+        )
+        .await
+    });
+    eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
+    let allow = allowed();
+    let name = "producer_acks_all_three_nodes";
+    match (result, allow.get(name)) {
+        (Ok(Ok(())), _) => eprintln!("PASS {name}"),
+        (Ok(Err(e)), Some(why)) => eprintln!("ALLOWED {name}: {e} ({why})"),
+        (Ok(Err(e)), None) => panic!("{name}: {e}"),
+        (Err(_), _) => panic!("{name}: no end in 180 s"),
+    }
+}
+
+async fn acks_all_with_a_node_down(ctx: Shared) -> CheckResult {
+    let a = admin(&ctx).await;
+    for (topic, min_isr) in [("isr-2", "2"), ("isr-3", "3")] {
+        let created = a
+            .create_topics(
+                &[NewTopic::new(topic, 3, 3).config("min.insync.replicas", min_isr)],
+                false,
+            )
+            .await;
+        created
+            .into_iter()
+            .next()
+            .unwrap()
+            .map_err(|e| format!("creating {topic}: {e}"))?;
+        wait_for_partitions(&ctx, topic, 3).await?;
+    }
+    let batch = |topic: &str, from: usize| -> Vec<ProducerRecord> {
+        (from..from + 150)
+            .map(|i| {
+                ProducerRecord::new(topic.to_owned(), Bytes::from(format!("{topic}-{i:04}")))
+                    .partition(i32::try_from(i % 3).unwrap())
+            })
+            .collect()
+    };
+    let p = Producer::new(producer_config(&ctx, &[]))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut placed = send_all(&p, batch("isr-2", 0)).await?;
+    placed.extend(send_all(&p, batch("isr-3", 0)).await?);
+
+    // Node 3 down: the cluster keeps a controller quorum (2 of 3) and every partition a leader.
+    let c2 = ctx.clone();
+    tokio::task::spawn_blocking(move || c2.kafka.lock().unwrap().kill(2))
+        .await
+        .map_err(|e| e.to_string())?;
+    let more = send_all(&p, batch("isr-2", 150)).await?;
+    placed.extend(more);
+
+    // min.insync.replicas=3 with 2 replicas alive: refused, retried, expired.
+    let strict = Producer::new(producer_config(
+        &ctx,
+        &[
+            ("delivery.timeout.ms", "12000"),
+            ("request.timeout.ms", "5000"),
+            ("linger.ms", "0"),
+        ],
+    ))
+    .await
+    .map_err(|e| e.to_string())?;
+    // Wait until the dead node has left the ISR (the leader then refuses outright).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let refused = strict
+        .send(ProducerRecord::new("isr-3", Bytes::from_static(b"refused")).partition(0))
+        .await;
+    let e = match refused {
+        Ok(md) => return Err(format!("isr-3 with a node down took a record: {md:?}")),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    eprintln!("isr-3 with a node down: {text}");
+    ensure!(
+        e.code().is_some_and(|c| c == ErrorCode::NOT_ENOUGH_REPLICAS
+            || c == ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+            || text.contains("NOT_ENOUGH_REPLICAS"),
+        "isr-3 with a node down: {text}"
+    );
+    strict.close(Duration::from_secs(5)).await;
+
+    // Node 3 back: the idempotent producer's records all went in once.
+    let c2 = ctx.clone();
+    tokio::task::spawn_blocking(move || c2.kafka.lock().unwrap().restart(2))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("restarting node 3: {e}"))?;
+    placed.extend(send_all(&p, batch("isr-2", 300)).await?);
+    p.close(Duration::from_secs(10)).await;
+    let read = java_read(&ctx, &["isr-2", "isr-3"], "read_uncommitted", 600).await?;
+    let mut got: Vec<String> = read
+        .iter()
+        .map(|r| String::from_utf8(r.value.clone().unwrap_or_default()).unwrap())
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = (0..450).map(|i| format!("isr-2-{i:04}")).collect();
+    want.extend((0..150).map(|i| format!("isr-3-{i:04}")));
+    want.sort();
+    ensure!(
+        got == want,
+        "the Java consumer read {} records: {:?}",
+        got.len(),
+        got.iter().take(5).collect::<Vec<_>>()
+    );
+    // In send order per partition, offsets from 0 without a gap.
+    for topic in ["isr-2", "isr-3"] {
+        for partition in 0..3 {
+            let mut offsets: Vec<(i64, String)> = read
+                .iter()
+                .filter(|r| r.topic == topic && r.partition == partition)
+                .map(|r| {
+                    (
+                        r.offset,
+                        String::from_utf8(r.value.clone().unwrap_or_default()).unwrap(),
+                    )
+                })
+                .collect();
+            offsets.sort();
+            let values: Vec<&String> = offsets.iter().map(|(_, v)| v).collect();
+            let mut sorted = values.clone();
+            sorted.sort();
+            ensure!(values == sorted, "{topic}-{partition}: not in send order");
+            let want: Vec<i64> = (0..i64::try_from(offsets.len()).unwrap()).collect();
+            let have: Vec<i64> = offsets.iter().map(|(o, _)| *o).collect();
+            ensure!(have == want, "{topic}-{partition}: offsets {have:?}");
+        }
+    }
+    ensure!(placed.len() == 600, "futures resolved: {}", placed.len());
+    Ok(())
 }
