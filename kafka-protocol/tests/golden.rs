@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used)]
 //! Golden request frames captured from real clients (kcat/librdkafka, kafka-python,
-//! confluent-kafka; see tests/data/golden/PROVENANCE.md): every file must decode, name the api
-//! and version its file name says, and re-encode to exactly the same bytes.
+//! confluent-kafka, Apache Kafka's Java client; see tests/data/golden/PROVENANCE.md): every
+//! file must decode, name the api and version its file name says, and re-encode to exactly the
+//! same bytes. Apache Kafka's own answers to the Java client's requests (`responses/java/`,
+//! named as the request they answer) must do the same.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,9 +11,12 @@ use std::path::{Path, PathBuf};
 use kafka_protocol::{ApiKey, Bytes, RequestBody, frame};
 
 /// How many golden files are committed; the test fails if fewer are found.
-const EXPECTED_FILES: usize = 69;
+const EXPECTED_FILES: usize = 115;
 
-const CLIENTS: [&str; 3] = ["kcat", "kafka-python", "confluent-kafka"];
+/// How many golden responses (Apache Kafka's, under `responses/`) are committed.
+const EXPECTED_RESPONSES: usize = 46;
+
+const CLIENTS: [&str; 4] = ["kcat", "kafka-python", "confluent-kafka", "java"];
 
 /// One golden file and what its path says about it.
 struct Golden {
@@ -26,10 +31,14 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
 }
 
+/// The `.bin` files under `dir`, the answers under `responses/` left out.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "responses") {
+                continue;
+            }
             walk(&path, out);
         } else if path.extension().is_some_and(|e| e == "bin") {
             out.push(path);
@@ -65,8 +74,12 @@ fn parse_name(path: &Path) -> Result<Golden, String> {
 }
 
 fn load() -> Vec<Golden> {
+    load_from(&golden_dir())
+}
+
+fn load_from(dir: &Path) -> Vec<Golden> {
     let mut paths = Vec::new();
-    walk(&golden_dir(), &mut paths);
+    walk(dir, &mut paths);
     paths.sort();
     paths
         .iter()
@@ -168,7 +181,7 @@ fn golden_frames_cover_the_client_apis() {
             );
         }
     }
-    for client in ["kafka-python", "confluent-kafka"] {
+    for client in ["kafka-python", "confluent-kafka", "java"] {
         for api in [
             ApiKey::CreateTopics,
             ApiKey::DescribeConfigs,
@@ -204,6 +217,102 @@ fn golden_frames_cover_the_client_apis() {
             );
         }
     }
+}
+
+/// Apache Kafka 4.4's answers to the Java client: the AdminClient's calls and the
+/// transactional producer's, on top of the ones every client makes.
+#[test]
+fn golden_java_frames_cover_the_admin_and_transaction_apis() {
+    let have: BTreeSet<String> = load()
+        .into_iter()
+        .filter(|g| g.client == "java")
+        .map(|g| g.api)
+        .collect();
+    for api in [
+        ApiKey::CreatePartitions,
+        ApiKey::IncrementalAlterConfigs,
+        ApiKey::DescribeCluster,
+        ApiKey::DescribeLogDirs,
+        ApiKey::DescribeQuorum,
+        ApiKey::DeleteRecords,
+        ApiKey::ListGroups,
+        ApiKey::DescribeGroups,
+        ApiKey::DeleteGroups,
+        ApiKey::OffsetDelete,
+        ApiKey::DescribeProducers,
+        ApiKey::ListTransactions,
+        ApiKey::DescribeTransactions,
+        ApiKey::AddPartitionsToTxn,
+        ApiKey::AddOffsetsToTxn,
+        ApiKey::TxnOffsetCommit,
+        ApiKey::EndTxn,
+    ] {
+        assert!(
+            have.contains(api.name()),
+            "no {} frame from java",
+            api.name()
+        );
+    }
+}
+
+/// Decodes a response file as the answer to the request its name says, re-encodes it.
+fn response_round_trip(g: &Golden) -> Result<(), String> {
+    let bytes = Bytes::from(std::fs::read(&g.path).map_err(|e| e.to_string())?);
+    let key = ApiKey::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name() == g.api)
+        .ok_or_else(|| format!("no api named {}", g.api))?;
+    let resp =
+        frame::decode_response(&bytes, key, g.version).map_err(|e| format!("decode: {e}"))?;
+    let mut out = frame::encode_response(&resp.header, &resp.body, g.version)
+        .map_err(|e| format!("encode: {e}"))?
+        .into_bytes()
+        .to_vec();
+    out.extend_from_slice(&resp.trailing);
+    if out != bytes {
+        let at = out
+            .iter()
+            .zip(bytes.iter())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| out.len().min(bytes.len()));
+        return Err(format!(
+            "re-encoded {} bytes differ from the {} in the file, first at byte {at}",
+            out.len(),
+            bytes.len()
+        ));
+    }
+    if !resp.trailing.is_empty() {
+        return Err(format!("{} bytes after the body", resp.trailing.len()));
+    }
+    Ok(())
+}
+
+#[test]
+fn golden_responses_round_trip_byte_for_byte() {
+    let dir = golden_dir().join("responses");
+    let files = load_from(&dir);
+    assert!(
+        files.len() >= EXPECTED_RESPONSES,
+        "found {} golden responses under {}, expected at least {EXPECTED_RESPONSES}",
+        files.len(),
+        dir.display()
+    );
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|g| {
+            response_round_trip(g)
+                .err()
+                .map(|e| format!("  {}: {e}", g.path.display()))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} golden responses do not round-trip:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
 }
 
 /// The Produce files' variant names say what their record batches hold: check the first
