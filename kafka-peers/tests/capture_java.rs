@@ -74,6 +74,7 @@ fn capture_java_client_frames() {
                 "advertised.listeners".to_owned(),
                 format!("PLAINTEXT://127.0.0.1:{}", proxy.port),
             )],
+            ..Default::default()
         },
     )
     .unwrap();
