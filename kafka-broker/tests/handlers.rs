@@ -483,3 +483,82 @@ async fn list_offsets_by_timestamp_at_every_version() {
         }
     }
 }
+
+/// Metadata by topic id as the Java client asks (AdminClient describeTopics by id): the id set
+/// and the name left empty (''), not null. Kafka looks the topic up by its id; a lookup by the
+/// empty name answered UNKNOWN_TOPIC_OR_PARTITION with a zero id, which the Java client
+/// rejects (IllegalStateException "Use errors() when managing topic using topic name").
+#[tokio::test]
+async fn metadata_by_topic_id_with_an_empty_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
+    let ask = |topic: metadata_request::MetadataRequestTopic, corr: i32| {
+        let body = RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![topic]),
+            allow_auto_topic_creation: true,
+            ..Default::default()
+        });
+        let inc = incoming(ApiKey::Metadata, 12, &body, corr);
+        let (broker, local) = (broker.clone(), local.clone());
+        async move {
+            match response(
+                handler::handle(&broker, &local, inc.into()).await,
+                ApiKey::Metadata,
+                12,
+            ) {
+                Some(Response {
+                    body: ResponseBody::Metadata(m),
+                    ..
+                }) => m,
+                other => panic!("Metadata v12: {other:?}"),
+            }
+        }
+    };
+    let created = ask(
+        metadata_request::MetadataRequestTopic {
+            name: Some(KStr::from_static("by-id")),
+            ..Default::default()
+        },
+        1,
+    )
+    .await;
+    let id = created.topics[0].topic_id;
+    assert_ne!(id, kafka_protocol::Uuid::ZERO);
+    let by_id = ask(
+        metadata_request::MetadataRequestTopic {
+            topic_id: id,
+            name: Some(KStr::from_static("")),
+            ..Default::default()
+        },
+        2,
+    )
+    .await;
+    assert_eq!(by_id.topics.len(), 1);
+    assert_eq!(by_id.topics[0].error_code, 0);
+    assert_eq!(by_id.topics[0].topic_id, id);
+    assert_eq!(by_id.topics[0].name.as_deref(), Some("by-id"));
+    assert_eq!(by_id.topics[0].partitions.len(), 1);
+    let unknown_id = kafka_protocol::Uuid([7; 16]);
+    let unknown = ask(
+        metadata_request::MetadataRequestTopic {
+            topic_id: unknown_id,
+            name: Some(KStr::from_static("")),
+            ..Default::default()
+        },
+        3,
+    )
+    .await;
+    assert_eq!(
+        unknown.topics[0].error_code,
+        ErrorCode::UNKNOWN_TOPIC_ID.code()
+    );
+    assert_eq!(unknown.topics[0].topic_id, unknown_id);
+}
