@@ -562,3 +562,79 @@ async fn metadata_by_topic_id_with_an_empty_name() {
     );
     assert_eq!(unknown.topics[0].topic_id, unknown_id);
 }
+
+/// DescribeLogDirs (kafka-log-dirs, AdminClient describeLogDirs/describeReplicaLogDirs): the
+/// one log directory with every hosted partition and its size, or only those asked for.
+#[tokio::test]
+async fn describe_log_dirs_lists_the_hosted_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
+    let create = RequestBody::Metadata(MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic {
+            name: Some(KStr::from_static("dirs")),
+            ..Default::default()
+        }]),
+        allow_auto_topic_creation: true,
+        ..Default::default()
+    });
+    let inc = incoming(ApiKey::Metadata, 12, &create, 1);
+    handler::handle(&broker, &local, inc.into()).await;
+    let mut corr = 1;
+    let mut ask = async |topics: Option<Vec<describe_log_dirs_request::DescribableLogDirTopic>>| {
+        corr += 1;
+        let body = RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+            topics,
+            ..Default::default()
+        });
+        let inc = incoming(ApiKey::DescribeLogDirs, 4, &body, corr);
+        match response(
+            handler::handle(&broker, &local, inc.into()).await,
+            ApiKey::DescribeLogDirs,
+            4,
+        ) {
+            Some(Response {
+                body: ResponseBody::DescribeLogDirs(r),
+                ..
+            }) => r,
+            other => panic!("DescribeLogDirs v4: {other:?}"),
+        }
+    };
+    let all = ask(None).await;
+    assert_eq!(all.error_code, 0);
+    assert_eq!(all.results.len(), 1);
+    let result = &all.results[0];
+    assert_eq!(result.error_code, 0);
+    assert_eq!(&*result.log_dir, dir.path().display().to_string());
+    let topic = result
+        .topics
+        .iter()
+        .find(|t| &*t.name == "dirs")
+        .unwrap();
+    assert_eq!(topic.partitions.len(), 1);
+    assert_eq!(topic.partitions[0].partition_index, 0);
+    assert_eq!(topic.partitions[0].partition_size, 0);
+    assert!(!topic.partitions[0].is_future_key);
+    let some = ask(Some(vec![describe_log_dirs_request::DescribableLogDirTopic {
+        topic: KStr::from_static("dirs"),
+        partitions: vec![0, 7],
+        ..Default::default()
+    }]))
+    .await;
+    let names: Vec<&str> = some.results[0]
+        .topics
+        .iter()
+        .map(|t| &*t.name)
+        .collect();
+    assert_eq!(names, ["dirs"]);
+    assert_eq!(some.results[0].topics[0].partitions.len(), 1);
+    let none = ask(Some(Vec::new())).await;
+    assert!(none.results[0].topics.is_empty());
+}

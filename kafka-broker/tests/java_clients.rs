@@ -260,11 +260,7 @@ fn java_consumer() {
 
 /// Calls our broker does not serve although Apache Kafka does (FINDINGS.md): they fail fast
 /// with UnsupportedVersionException in the Java client (checked in Java: within 5 s).
-const KNOWN_GAPS: &[&str] = &[
-    "describeLogDirs",
-    "describeReplicaLogDirs",
-    "describeMetadataQuorum",
-];
+const KNOWN_GAPS: &[&str] = &["describeMetadataQuorum"];
 
 /// Calls of features our broker does not have (ACLs, quotas, SCRAM, reassignments, leader
 /// election, delegation tokens): UnsupportedVersionException, fast.
@@ -281,9 +277,10 @@ const NOT_SERVED: &[&str] = &[
 /// here); what is not served fails fast with UNSUPPORTED_VERSION.
 #[test]
 fn java_admin() {
-    let Some((c, _broker)) = run_program("AdminChecks", &["all"]) else {
+    let Some((c, broker)) = run_program("AdminChecks", &["all"]) else {
         return;
     };
+    let dir = broker._dir.path().display().to_string();
     let mut expected = vec![
         ("scenario.topics", "ok"),
         ("scenario.offsets", "ok"),
@@ -317,6 +314,10 @@ fn java_admin() {
         ("call.describeTransactions", "Ongoing 1"),
         ("call.abortTransaction", "served"),
         ("call.describeCluster", "1 1 1"),
+        ("call.describeLogDirs", "served"),
+        ("call.describeReplicaLogDirs", "served"),
+        ("logdirs.dir", &dir),
+        ("replicalogdirs.dir", &dir),
         ("call.describeFeatures", "served"),
         ("call.listShareGroups", "served"),
         // Known gap (FINDINGS.md): no features advertised in ApiVersions.

@@ -461,10 +461,14 @@ public final class AdminChecks {
                         require(dir.replicaInfos().containsKey(p0), "replicas of the log dir: " + dir.replicaInfos().keySet());
                         require(dir.replicaInfos().get(p0).size() > 1000, "size of adm-dirs-0: " + dir.replicaInfos().get(p0).size());
                         equal(0L, dir.replicaInfos().get(new TopicPartition("adm-dirs", 1)).size(), "size of an empty partition");
+                        check("logdirs.dir", mine.keySet().iterator().next());
                     });
+
             served("describeReplicaLogDirs", () -> get(admin.describeReplicaLogDirs(
                     List.of(new TopicPartitionReplica("adm-dirs", 0, node.id()))).all()), dirs -> {
-                        require(dirs.values().iterator().next().getCurrentReplicaLogDir() != null, "replica log dir");
+                        var info = dirs.values().iterator().next();
+                        require(info.getCurrentReplicaLogDir() != null, "replica log dir: " + info);
+                        check("replicalogdirs.dir", info.getCurrentReplicaLogDir());
                     });
             served("describeMetadataQuorum", () -> get(admin.describeMetadataQuorum().quorumInfo()), q -> {
                 require(q.leaderId() >= 0, "quorum leader " + q);
