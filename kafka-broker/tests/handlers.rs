@@ -613,26 +613,20 @@ async fn describe_log_dirs_lists_the_hosted_partitions() {
     let result = &all.results[0];
     assert_eq!(result.error_code, 0);
     assert_eq!(&*result.log_dir, dir.path().display().to_string());
-    let topic = result
-        .topics
-        .iter()
-        .find(|t| &*t.name == "dirs")
-        .unwrap();
+    let topic = result.topics.iter().find(|t| &*t.name == "dirs").unwrap();
     assert_eq!(topic.partitions.len(), 1);
     assert_eq!(topic.partitions[0].partition_index, 0);
     assert_eq!(topic.partitions[0].partition_size, 0);
     assert!(!topic.partitions[0].is_future_key);
-    let some = ask(Some(vec![describe_log_dirs_request::DescribableLogDirTopic {
-        topic: KStr::from_static("dirs"),
-        partitions: vec![0, 7],
-        ..Default::default()
-    }]))
+    let some = ask(Some(vec![
+        describe_log_dirs_request::DescribableLogDirTopic {
+            topic: KStr::from_static("dirs"),
+            partitions: vec![0, 7],
+            ..Default::default()
+        },
+    ]))
     .await;
-    let names: Vec<&str> = some.results[0]
-        .topics
-        .iter()
-        .map(|t| &*t.name)
-        .collect();
+    let names: Vec<&str> = some.results[0].topics.iter().map(|t| &*t.name).collect();
     assert_eq!(names, ["dirs"]);
     assert_eq!(some.results[0].topics[0].partitions.len(), 1);
     let none = ask(Some(Vec::new())).await;

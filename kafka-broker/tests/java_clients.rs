@@ -29,7 +29,7 @@ struct TestBroker {
     addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl TestBroker {
@@ -79,7 +79,7 @@ impl TestBroker {
             addr,
             stop: Some(stop_tx),
             thread: Some(thread),
-            _dir: dir,
+            dir,
         }
     }
 }
@@ -145,7 +145,11 @@ fn assert_checks(got: &BTreeMap<String, String>, expected: &[(&str, &str)]) {
         .filter(|(k, v)| got.get(*k).map(String::as_str) != Some(*v))
         .map(|(k, v)| format!("{k}: expected {v:?}, got {:?}", got.get(*k)))
         .collect();
-    assert!(wrong.is_empty(), "{}\nall checks: {got:#?}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{}\nall checks: {got:#?}",
+        wrong.join("\n")
+    );
 }
 
 /// The compression codec of every data batch (control batches left out) of a segment file.
@@ -156,7 +160,12 @@ fn batch_codecs(segment: &Path) -> BTreeSet<u8> {
     while pos + 61 <= bytes.len() {
         let length = i32::from_be_bytes(bytes[pos + 8..pos + 12].try_into().unwrap());
         let magic = bytes[pos + 16];
-        assert_eq!(magic, 2, "magic of the batch at byte {pos} of {}", segment.display());
+        assert_eq!(
+            magic,
+            2,
+            "magic of the batch at byte {pos} of {}",
+            segment.display()
+        );
         let attributes = i16::from_be_bytes(bytes[pos + 21..pos + 23].try_into().unwrap());
         if attributes & 0x20 == 0 {
             codecs.insert((attributes & 7) as u8);
@@ -166,7 +175,13 @@ fn batch_codecs(segment: &Path) -> BTreeSet<u8> {
     codecs
 }
 
-const CODECS: [(&str, u8); 5] = [("none", 0), ("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)];
+const CODECS: [(&str, u8); 5] = [
+    ("none", 0),
+    ("gzip", 1),
+    ("snappy", 2),
+    ("lz4", 3),
+    ("zstd", 4),
+];
 
 /// The idempotent producer with every codec and headers, max.in.flight=5 ordering,
 /// transactions; each codec's batches are stored compressed with that codec.
@@ -206,7 +221,7 @@ fn java_producer() {
     for (codec, id) in CODECS {
         for p in 0..3 {
             let segment = broker
-                ._dir
+                .dir
                 .path()
                 .join(format!("codec-{codec}-{p}/00000000000000000000.log"));
             assert_eq!(
@@ -280,7 +295,7 @@ fn java_admin() {
     let Some((c, broker)) = run_program("AdminChecks", &["all"]) else {
         return;
     };
-    let dir = broker._dir.path().display().to_string();
+    let dir = broker.dir.path().display().to_string();
     let mut expected = vec![
         ("scenario.topics", "ok"),
         ("scenario.offsets", "ok"),
@@ -292,7 +307,10 @@ fn java_admin() {
         ("call.listTopics", "served"),
         ("call.describeTopics", "3"),
         ("call.createPartitions", "served"),
-        ("call.describeConfigs", "{cleanup.policy=delete, retention.ms=3600000}"),
+        (
+            "call.describeConfigs",
+            "{cleanup.policy=delete, retention.ms=3600000}",
+        ),
         (
             "call.incrementalAlterConfigs",
             "{cleanup.policy=delete, max.message.bytes=2000000, retention.ms=604800000}",
