@@ -6,7 +6,7 @@
 //!
 //! - `ProducerChecks`: idempotent acks=all producer with every compression codec and headers,
 //!   `max.in.flight.requests.per.connection=5` ordering over several partitions, transactions
-//!   (commit and abort, read_committed vs read_uncommitted).
+//!   (commit and abort, read_committed vs read_uncommitted, sendOffsetsToTransaction).
 //! - `ConsumerChecks`: classic groups with the range and cooperative-sticky assignors (a
 //!   rebalance when a second member joins and when one leaves, committed offsets carried over),
 //!   static membership, `offsetsForTimes`, `seek`, `pause`/`resume`, `committed()`.
@@ -203,6 +203,7 @@ fn java_producer() {
         ("txn.read_uncommitted.committed", "16"),
         ("txn.read_uncommitted.aborted", "10"),
         ("txn.read_uncommitted.end_offsets", "16,16"),
+        ("txn.group_offset", "5 txn"),
     ];
     let names: Vec<(String, String)> = CODECS
         .iter()

@@ -17,7 +17,9 @@ import java.util.Set;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -168,7 +170,8 @@ public final class ProducerChecks {
     }
 
     /**
-     * A transactional producer over 2 partitions: commit 10, abort 10, commit 6. read_committed
+     * A transactional producer over 2 partitions: commit 10, abort 10, commit 6 with a group's
+     * offsets, abort other offsets. read_committed
      * reads the 16 committed records, read_uncommitted all 26; the end offsets agree with the
      * markers (one per partition per transaction).
      */
@@ -195,7 +198,22 @@ public final class ProducerChecks {
             for (int i = 0; i < 6; i++) {
                 producer.send(new ProducerRecord<>(topic, i % 2, null, "committed-b-" + i));
             }
+            // Consume-transform-produce: the group's offsets commit with the transaction...
+            producer.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(5, "txn")),
+                    new ConsumerGroupMetadata("txn-group"));
             producer.commitTransaction();
+            // ...and not when it aborts.
+            producer.beginTransaction();
+            producer.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(9)),
+                    new ConsumerGroupMetadata("txn-group"));
+            producer.abortTransaction();
+        }
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(Checks.consumer(bootstrap, "txn-group"))) {
+            OffsetAndMetadata o = c.committed(Set.of(new TopicPartition(topic, 0))).get(new TopicPartition(topic, 0));
+            require(o != null, "no offset committed by sendOffsetsToTransaction");
+            equal(5L, o.offset(), "offset committed by the transaction (the aborted one's 9 left out)");
+            equal("txn", o.metadata(), "metadata committed by the transaction");
+            check("txn.group_offset", o.offset() + " " + o.metadata());
         }
         Set<TopicPartition> tps = Checks.partitions(topic, 2);
         for (String isolation : new String[] {"read_committed", "read_uncommitted"}) {
