@@ -483,3 +483,152 @@ async fn list_offsets_by_timestamp_at_every_version() {
         }
     }
 }
+
+/// Metadata by topic id as the Java client asks (AdminClient describeTopics by id): the id set
+/// and the name left empty (''), not null. Kafka looks the topic up by its id; a lookup by the
+/// empty name answered UNKNOWN_TOPIC_OR_PARTITION with a zero id, which the Java client
+/// rejects (IllegalStateException "Use errors() when managing topic using topic name").
+#[tokio::test]
+async fn metadata_by_topic_id_with_an_empty_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
+    let ask = |topic: metadata_request::MetadataRequestTopic, corr: i32| {
+        let body = RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![topic]),
+            allow_auto_topic_creation: true,
+            ..Default::default()
+        });
+        let inc = incoming(ApiKey::Metadata, 12, &body, corr);
+        let (broker, local) = (broker.clone(), local.clone());
+        async move {
+            match response(
+                handler::handle(&broker, &local, inc.into()).await,
+                ApiKey::Metadata,
+                12,
+            ) {
+                Some(Response {
+                    body: ResponseBody::Metadata(m),
+                    ..
+                }) => m,
+                other => panic!("Metadata v12: {other:?}"),
+            }
+        }
+    };
+    let created = ask(
+        metadata_request::MetadataRequestTopic {
+            name: Some(KStr::from_static("by-id")),
+            ..Default::default()
+        },
+        1,
+    )
+    .await;
+    let id = created.topics[0].topic_id;
+    assert_ne!(id, kafka_protocol::Uuid::ZERO);
+    let by_id = ask(
+        metadata_request::MetadataRequestTopic {
+            topic_id: id,
+            name: Some(KStr::from_static("")),
+            ..Default::default()
+        },
+        2,
+    )
+    .await;
+    assert_eq!(by_id.topics.len(), 1);
+    assert_eq!(by_id.topics[0].error_code, 0);
+    assert_eq!(by_id.topics[0].topic_id, id);
+    assert_eq!(by_id.topics[0].name.as_deref(), Some("by-id"));
+    assert_eq!(by_id.topics[0].partitions.len(), 1);
+    let unknown_id = kafka_protocol::Uuid([7; 16]);
+    let unknown = ask(
+        metadata_request::MetadataRequestTopic {
+            topic_id: unknown_id,
+            name: Some(KStr::from_static("")),
+            ..Default::default()
+        },
+        3,
+    )
+    .await;
+    assert_eq!(
+        unknown.topics[0].error_code,
+        ErrorCode::UNKNOWN_TOPIC_ID.code()
+    );
+    assert_eq!(unknown.topics[0].topic_id, unknown_id);
+}
+
+/// DescribeLogDirs (kafka-log-dirs, AdminClient describeLogDirs/describeReplicaLogDirs): the
+/// one log directory with every hosted partition and its size, or only those asked for.
+#[tokio::test]
+async fn describe_log_dirs_lists_the_hosted_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        server: kafka_broker::config::ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let broker = Arc::new(Broker::open(cfg).unwrap());
+    let local = handler::local_connection(&broker);
+    let create = RequestBody::Metadata(MetadataRequest {
+        topics: Some(vec![metadata_request::MetadataRequestTopic {
+            name: Some(KStr::from_static("dirs")),
+            ..Default::default()
+        }]),
+        allow_auto_topic_creation: true,
+        ..Default::default()
+    });
+    let inc = incoming(ApiKey::Metadata, 12, &create, 1);
+    handler::handle(&broker, &local, inc.into()).await;
+    let mut corr = 1;
+    let mut ask = async |topics: Option<Vec<describe_log_dirs_request::DescribableLogDirTopic>>| {
+        corr += 1;
+        let body = RequestBody::DescribeLogDirs(DescribeLogDirsRequest {
+            topics,
+            ..Default::default()
+        });
+        let inc = incoming(ApiKey::DescribeLogDirs, 4, &body, corr);
+        match response(
+            handler::handle(&broker, &local, inc.into()).await,
+            ApiKey::DescribeLogDirs,
+            4,
+        ) {
+            Some(Response {
+                body: ResponseBody::DescribeLogDirs(r),
+                ..
+            }) => r,
+            other => panic!("DescribeLogDirs v4: {other:?}"),
+        }
+    };
+    let all = ask(None).await;
+    assert_eq!(all.error_code, 0);
+    assert_eq!(all.results.len(), 1);
+    let result = &all.results[0];
+    assert_eq!(result.error_code, 0);
+    assert_eq!(&*result.log_dir, dir.path().display().to_string());
+    let topic = result.topics.iter().find(|t| &*t.name == "dirs").unwrap();
+    assert_eq!(topic.partitions.len(), 1);
+    assert_eq!(topic.partitions[0].partition_index, 0);
+    assert_eq!(topic.partitions[0].partition_size, 0);
+    assert!(!topic.partitions[0].is_future_key);
+    let some = ask(Some(vec![
+        describe_log_dirs_request::DescribableLogDirTopic {
+            topic: KStr::from_static("dirs"),
+            partitions: vec![0, 7],
+            ..Default::default()
+        },
+    ]))
+    .await;
+    let names: Vec<&str> = some.results[0].topics.iter().map(|t| &*t.name).collect();
+    assert_eq!(names, ["dirs"]);
+    assert_eq!(some.results[0].topics[0].partitions.len(), 1);
+    let none = ask(Some(Vec::new())).await;
+    assert!(none.results[0].topics.is_empty());
+}

@@ -33,8 +33,13 @@ pub(super) fn handle(
         Some(list) => list
             .into_iter()
             .map(|t| match t.name {
-                Some(name) => lookup(broker, &name, auto_create),
-                None => match broker.topic_by_id(&t.topic_id) {
+                // By name; a topic id, where given, wins over the name: the Java client asks
+                // by id with the name left empty ('') rather than null, and Kafka looks up
+                // every entry with a non-zero id by that id.
+                Some(name) if t.topic_id == Uuid::ZERO || !name.is_empty() => {
+                    lookup(broker, &name, auto_create)
+                }
+                _ => match broker.topic_by_id(&t.topic_id) {
                     Some(meta) => describe(broker, &meta),
                     None => MetadataResponseTopic {
                         error_code: ErrorCode::UNKNOWN_TOPIC_ID.code(),

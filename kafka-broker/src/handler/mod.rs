@@ -17,6 +17,7 @@ mod configs;
 mod context;
 mod delete_records;
 mod describe_cluster;
+mod describe_log_dirs;
 mod describe_producers;
 mod fetch;
 mod groups;
@@ -97,6 +98,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DescribeLogDirs, 0, 4),
 ];
 
 /// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
@@ -218,6 +220,7 @@ pub async fn handle(
         RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
         RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, &ctx, r),
         RequestBody::DescribeProducers(r) => describe_producers::handle(broker, r),
+        RequestBody::DescribeLogDirs(r) => describe_log_dirs::handle(broker, r),
         RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),

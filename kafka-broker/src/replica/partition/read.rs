@@ -128,6 +128,11 @@ impl Partition {
             .collect()
     }
 
+    /// Bytes of the partition's segment files (DescribeLogDirs).
+    pub fn size_in_bytes(&self) -> u64 {
+        self.log().size_in_bytes()
+    }
+
     /// The producers of the partition (DescribeProducers), expired ones left out.
     pub fn producer_views(&self) -> Vec<ProducerView> {
         self.producers().views()
