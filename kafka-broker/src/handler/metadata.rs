@@ -33,9 +33,8 @@ pub(super) fn handle(
         Some(list) => list
             .into_iter()
             .map(|t| match t.name {
-                // By name; a topic id, where given, wins over the name: the Java client asks
-                // by id with the name left empty ('') rather than null, and Kafka looks up
-                // every entry with a non-zero id by that id.
+                // By name, unless the name is empty and a topic id is given: the Java client
+                // asks by id with the name left empty ('') rather than null.
                 Some(name) if t.topic_id == Uuid::ZERO || !name.is_empty() => {
                     lookup(broker, &name, auto_create)
                 }
