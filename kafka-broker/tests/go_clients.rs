@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 #[path = "common/in_process.rs"]
+#[allow(dead_code)]
 mod in_process;
 
 use std::collections::BTreeMap;

@@ -16,84 +16,23 @@
 //! A missing JVM or jars skips with a notice unless `KAFKA_RS_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/in_process.rs"]
+#[allow(dead_code)]
+mod in_process;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kafka_broker::BrokerConfig;
+use in_process::InProcessBroker;
 use kafka_peers::Jvm;
 
-/// A broker on 127.0.0.1:0 in a thread of its own; stops when dropped.
-struct TestBroker {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    dir: tempfile::TempDir,
-}
-
-impl TestBroker {
-    fn start(settings: &[(&str, &str)]) -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = BrokerConfig {
-            server: kafka_broker::config::ServerConfig {
-                data_dir: dir.path().to_path_buf(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        for (k, v) in [
-            ("group.initial.rebalance.delay.ms", "0"),
-            ("offsets.topic.num.partitions", "3"),
-            ("transaction.state.log.num.partitions", "3"),
-        ]
-        .iter()
-        .chain(settings)
-        {
-            config.apply(k, v).unwrap();
-        }
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                kafka_broker::run(listener, config, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        Self {
-            addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-            dir,
-        }
-    }
-}
-
-impl Drop for TestBroker {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+/// Settings of every broker here: groups form at once, few internal partitions.
+const SETTINGS: &[(&str, &str)] = &[
+    ("group.initial.rebalance.delay.ms", "0"),
+    ("offsets.topic.num.partitions", "3"),
+    ("transaction.state.log.num.partitions", "3"),
+];
 
 /// The JVM with our programs compiled, or `None` when it is missing (and that is allowed).
 fn jvm() -> Option<Jvm> {
@@ -115,9 +54,12 @@ fn checks(stdout: &str) -> BTreeMap<String, String> {
 
 /// Runs `peers.clients.<main>` with `scenarios` against a fresh broker; its checks, and the
 /// broker's data directory (still there: the broker is returned too).
-fn run_program(main: &str, scenarios: &[&str]) -> Option<(BTreeMap<String, String>, TestBroker)> {
+fn run_program(
+    main: &str,
+    scenarios: &[&str],
+) -> Option<(BTreeMap<String, String>, InProcessBroker)> {
     let jvm = jvm()?;
-    let broker = TestBroker::start(&[]);
+    let broker = InProcessBroker::start(SETTINGS);
     let bootstrap = broker.addr.to_string();
     let mut args = vec![bootstrap.as_str()];
     args.extend_from_slice(scenarios);
@@ -222,8 +164,7 @@ fn java_producer() {
     for (codec, id) in CODECS {
         for p in 0..3 {
             let segment = broker
-                .dir
-                .path()
+                .data_dir()
                 .join(format!("codec-{codec}-{p}/00000000000000000000.log"));
             assert_eq!(
                 batch_codecs(&segment),
@@ -296,7 +237,7 @@ fn java_admin() {
     let Some((c, broker)) = run_program("AdminChecks", &["all"]) else {
         return;
     };
-    let dir = broker.dir.path().display().to_string();
+    let dir = broker.data_dir().display().to_string();
     let mut expected = vec![
         ("scenario.topics", "ok"),
         ("scenario.offsets", "ok"),

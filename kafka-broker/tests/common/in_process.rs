@@ -66,13 +66,11 @@ impl InProcessBroker {
     }
 
     /// The broker's data directory (`log.dirs`).
-    #[allow(dead_code)]
     pub(crate) fn data_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("data")
     }
 
     /// Stops the broker and waits for it; a broker that failed or panicked fails the test.
-    #[allow(dead_code)]
     pub(crate) fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
