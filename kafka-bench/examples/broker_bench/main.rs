@@ -34,13 +34,13 @@ mod compare;
 
 use std::fs::File;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use kafka_bench::harness::{Broker, start_apache_kafka, start_broker};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
@@ -160,24 +160,6 @@ struct Latency {
     max_ms: f64,
 }
 
-/// The broker under measurement: our child process (killed on drop) or an Apache Kafka
-/// node (stopped on drop).
-struct Broker {
-    child: Option<Child>,
-    _kafka: Option<kafka_peers::ApacheKafka>,
-    pid: String,
-    addr: String,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Removes the benchmark's directory on drop.
 struct TempDir(PathBuf);
 
@@ -193,8 +175,8 @@ struct Binary {
     name: &'static str,
     /// The binary, or for Apache Kafka the folder of its jars.
     path: PathBuf,
-    /// Apache Kafka's JVM, when this is Apache Kafka.
-    kafka: Option<kafka_peers::Jvm>,
+    /// Whether this is Apache Kafka (its jars were found when the run began).
+    apache_kafka: bool,
 }
 
 /// One run of every case, and the latency, on a fresh broker.
@@ -262,7 +244,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let ours = Binary {
         name: "ours",
         path: broker_path,
-        kafka: None,
+        apache_kafka: false,
     };
     if baseline.is_none() && !apache_kafka && rounds == 1 {
         let run = run_once(&ours, &tmp.0, &cases, quick)?;
@@ -289,15 +271,16 @@ fn bench(args: &[String]) -> Result<(), Error> {
         binaries.push(Binary {
             name: "baseline",
             path,
-            kafka: None,
+            apache_kafka: false,
         });
     }
     if apache_kafka {
-        let jvm = kafka_peers::Jvm::find().map_err(|e| format!("--apache-kafka: {e}"))?;
+        // Fail now, not in the first round, when the jars are missing.
+        kafka_peers::Jvm::find().map_err(|e| format!("--apache-kafka: {e}"))?;
         binaries.push(Binary {
             name: "kafka",
             path: kafka_peers::java::libs_dir(),
-            kafka: Some(jvm),
+            apache_kafka: true,
         });
     }
     // runs[b][round]: binary b's run in that round.
@@ -338,9 +321,10 @@ fn emit(json: &str, path: Option<&str>) -> Result<(), Error> {
 /// Starts the broker `bin` with its data and log in `dir`, runs every case and the latency
 /// against it, and stops it.
 fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run, Error> {
-    let broker = match &bin.kafka {
-        Some(jvm) => start_apache_kafka(jvm, dir)?,
-        None => start_broker(&bin.path, dir)?,
+    let broker = if bin.apache_kafka {
+        start_apache_kafka(dir)?
+    } else {
+        start_broker(&bin.path, dir)?
     };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
     let cpu_start = cpu_time_of(&broker.pid);
@@ -416,71 +400,6 @@ fn disk_write(dir: &Path) -> Result<f64, Error> {
     drop(f);
     std::fs::remove_file(&path)?;
     Ok(DISK_BYTES as f64 / 1e6 / elapsed.as_secs_f64())
-}
-
-/// One Apache Kafka node (broker and controller) on a free port, as Kafka's own start script
-/// would run it, its data under `dir` (the same disk as ours).
-fn start_apache_kafka(jvm: &kafka_peers::Jvm, dir: &Path) -> Result<Broker, Error> {
-    let kafka = kafka_peers::ApacheKafka::start(
-        jvm,
-        &kafka_peers::KafkaOptions {
-            server_jvm: true,
-            base_dir: Some(dir.to_path_buf()),
-            ..Default::default()
-        },
-    )?;
-    let pid = kafka
-        .pid(0)
-        .ok_or("Apache Kafka is not running")?
-        .to_string();
-    Ok(Broker {
-        child: None,
-        pid,
-        addr: kafka.bootstrap(),
-        _kafka: Some(kafka),
-    })
-}
-
-fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
-    // A free port: bind to port 0, note the port, release it.
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let addr = format!("127.0.0.1:{port}");
-    let log = File::create(dir.join("broker.log"))?;
-    let child = Command::new(path)
-        .arg("--listen")
-        .arg(&addr)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", path.display()))?;
-    let mut broker = Broker {
-        pid: child.id().to_string(),
-        child: Some(child),
-        _kafka: None,
-        addr,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if TcpStream::connect(&broker.addr).is_ok() {
-            return Ok(broker);
-        }
-        if let Some(status) = broker.child.as_mut().and_then(|c| c.try_wait().transpose()) {
-            let status = status?;
-            return Err(format!(
-                "the broker exited ({status}); see {}",
-                dir.join("broker.log").display()
-            )
-            .into());
-        }
-        if Instant::now() > deadline {
-            return Err("the broker did not start listening within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn create_topic(addr: &str, topic: &str, partitions: i32) -> Result<(), Error> {
