@@ -43,11 +43,14 @@ struct Dump {
     batches: Vec<Batch>,
 }
 
+/// Offset pairs the tool reports as non-consecutive, per file.
+type Gaps = BTreeMap<PathBuf, Vec<(i64, i64)>>;
+
 /// The tool's output cut per file (`Dumping <path>` starts each), with the non-consecutive
 /// offset pairs it reports at the end, per file.
-fn parse_dump(out: &str) -> (BTreeMap<PathBuf, Dump>, BTreeMap<PathBuf, Vec<(i64, i64)>>) {
+fn parse_dump(out: &str) -> (BTreeMap<PathBuf, Dump>, Gaps) {
     let mut dumps: BTreeMap<PathBuf, Dump> = BTreeMap::new();
-    let mut gaps: BTreeMap<PathBuf, Vec<(i64, i64)>> = BTreeMap::new();
+    let mut gaps = Gaps::new();
     let mut current: Option<PathBuf> = None;
     let mut gap_file: Option<PathBuf> = None;
     for line in out.lines() {

@@ -167,7 +167,7 @@ fn topics_configs_offsets() {
             "{out}"
         );
         out.lines()
-            .filter_map(|l| l.trim().split_whitespace().next()?.split_once('='))
+            .filter_map(|l| l.split_whitespace().next()?.split_once('='))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect()
     };
