@@ -680,6 +680,10 @@ class Member:
             f"{sorted(self.owned)}")
 
     def _run(self):
+        # A commit that failed is tried again on the next round even when no record comes:
+        # the partitions the member keeps after a rebalance would otherwise stay uncommitted
+        # when their records were all read before it.
+        retry = False
         while not self.stop.is_set():
             msgs = self.consumer.consume(num_messages=100, timeout=0.2)
             good = []
@@ -689,17 +693,24 @@ class Member:
                         log(f"{self.name}: consume error {m.error()}")
                     continue
                 good.append(m)
-            if not good:
+            if not good and not retry:
                 continue
             with self.lock:
                 self.records.extend((m.partition(), m.offset(), int(m.value())) for m in good)
             try:
                 self.consumer.commit(asynchronous=False)
+                retry = False
             except KafkaException as e:
-                # A commit racing a rebalance may fail; those records come again (at least
-                # once), which the checks allow for records not committed before.
+                if e.args[0].code() == KafkaError._NO_OFFSET:
+                    # Nothing consumed since the last commit on what it owns now.
+                    retry = False
+                    continue
+                # A commit racing a rebalance may fail (ILLEGAL_GENERATION or
+                # REBALANCE_IN_PROGRESS, as Kafka answers too); those records may come again
+                # (at least once), which the checks allow for records not committed before.
                 self.commit_errors.append(e.args[0])
                 log(f"{self.name}: commit failed: {e.args[0]}")
+                retry = True
         self.consumer.close()
 
     def owned_now(self):
