@@ -237,7 +237,7 @@ fn dump_log_reads_our_segments() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let data = broker.stop();
-    let dir = |t: &str| data.path().join(format!("{t}-0"));
+    let dir = |t: &str| data.path().join("data").join(format!("{t}-0"));
 
     // --deep-iteration --print-data-log over every segment of the three partitions.
     let mut logs = Vec::new();

@@ -1,5 +1,6 @@
 //! One broker started in this test process on 127.0.0.1:0 with a temporary data directory,
-//! on its own runtime thread, for third-party peers (separate processes) to talk to.
+//! on its own runtime thread, for third-party peers (separate processes) to talk to. Groups
+//! form at once (`group.initial.rebalance.delay.ms=0`) unless the settings say otherwise.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,9 +10,11 @@ use kafka_broker::BrokerConfig;
 /// A running broker; dropping it stops it.
 pub(crate) struct InProcessBroker {
     pub(crate) addr: SocketAddr,
+    pub(crate) node_id: i32,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    dir: tempfile::TempDir,
+    /// Holds `data/`; taken by [`InProcessBroker::stop`].
+    dir: Option<tempfile::TempDir>,
 }
 
 impl InProcessBroker {
@@ -30,9 +33,13 @@ impl InProcessBroker {
             },
             ..Default::default()
         };
+        config
+            .apply("group.initial.rebalance.delay.ms", "0")
+            .unwrap();
         for (key, value) in settings {
             config.apply(key, value).unwrap();
         }
+        let node_id = config.server.node_id;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -54,9 +61,10 @@ impl InProcessBroker {
         let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
         Self {
             addr,
+            node_id,
             stop: Some(stop_tx),
             thread: Some(thread),
-            dir,
+            dir: Some(dir),
         }
     }
 
@@ -66,18 +74,22 @@ impl InProcessBroker {
     }
 
     /// The broker's data directory (`log.dirs`).
+    #[allow(clippy::unwrap_used)]
     pub(crate) fn data_dir(&self) -> std::path::PathBuf {
-        self.dir.path().join("data")
+        self.dir.as_ref().unwrap().path().join("data")
     }
 
-    /// Stops the broker and waits for it; a broker that failed or panicked fails the test.
-    pub(crate) fn stop(mut self) {
+    /// Stops the broker (cleanly: its files closed) and waits for it; a broker that failed or
+    /// panicked fails the test. The returned folder holds its `data/` until dropped.
+    #[allow(clippy::unwrap_used)]
+    pub(crate) fn stop(mut self) -> tempfile::TempDir {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(t) = self.thread.take() {
             assert!(t.join().is_ok(), "the broker failed or panicked");
         }
+        self.dir.take().unwrap()
     }
 }
 

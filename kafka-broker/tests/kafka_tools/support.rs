@@ -3,11 +3,9 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kafka_broker::BrokerConfig;
 use kafka_peers::{Jvm, Run};
 
 /// Time limit of one tool run.
@@ -18,7 +16,6 @@ pub(crate) const TOOL_TIMEOUT: Duration = Duration::from_secs(90);
 /// that it can leave the list.
 pub(crate) const KNOWN_GAPS: &[&str] = &[
     "configs.broker-alter",
-    "log-dirs.describe",
     "features.describe",
     "dump-log.producer-snapshot",
 ];
@@ -36,90 +33,12 @@ fn first_lines(s: &str, n: usize) -> String {
     s.lines().take(n).collect::<Vec<_>>().join(" | ")
 }
 
-/// Our broker on 127.0.0.1:0 in a thread of its own, its data in a temporary directory.
-pub(crate) struct TestBroker {
-    pub(crate) addr: SocketAddr,
-    pub(crate) node_id: i32,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    dir: Option<tempfile::TempDir>,
-}
+/// Our broker in this process (the shared tests/common/in_process.rs).
+pub(crate) use in_process::InProcessBroker as TestBroker;
 
-impl TestBroker {
-    /// A broker with Kafka's broker keys `settings` applied over the defaults.
-    pub(crate) fn start(settings: &[(&str, &str)]) -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = BrokerConfig::default();
-        config.server.data_dir = dir.path().to_path_buf();
-        config
-            .apply("group.initial.rebalance.delay.ms", "0")
-            .unwrap();
-        for (k, v) in settings {
-            config.apply(k, v).unwrap();
-        }
-        let node_id = config.server.node_id;
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                kafka_broker::run(listener, config, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        Self {
-            addr,
-            node_id,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-            dir: Some(dir),
-        }
-    }
-
-    pub(crate) fn bootstrap(&self) -> String {
-        self.addr.to_string()
-    }
-
-    pub(crate) fn data_dir(&self) -> PathBuf {
-        self.dir.as_ref().unwrap().path().to_path_buf()
-    }
-
-    /// Stops the broker (cleanly: its files closed) and hands over its data directory.
-    pub(crate) fn stop(mut self) -> tempfile::TempDir {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            assert!(t.join().is_ok(), "the broker failed or panicked");
-        }
-        self.dir.take().unwrap()
-    }
-}
-
-impl Drop for TestBroker {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+#[path = "../common/in_process.rs"]
+#[allow(dead_code)]
+mod in_process;
 
 /// Kafka's tools (and our Java programs) against one broker.
 #[derive(Clone)]
