@@ -17,6 +17,10 @@
 //! anyway.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/in_process.rs"]
+#[allow(dead_code)]
+mod in_process;
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -25,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kafka_broker::BrokerConfig;
+use in_process::InProcessBroker;
 use kafka_broker::handler::SUPPORTED;
 use kafka_protocol::messages::ApiKey;
 
@@ -513,88 +517,6 @@ fn allow_list() -> BTreeSet<String> {
         .collect()
 }
 
-/// A broker on 127.0.0.1:0 in a thread of its own; stops when dropped.
-struct TestBroker {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl TestBroker {
-    fn start() -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = BrokerConfig {
-            server: kafka_broker::config::ServerConfig {
-                data_dir: dir.path().to_path_buf(),
-                ..Default::default()
-            },
-            topics: kafka_broker::config::TopicsConfig {
-                num_partitions: PARTITIONS,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        // Group scenarios: no wait for more members when a group forms (Kafka's default is
-        // 3 s, which would only slow every join down here).
-        config
-            .apply("group.initial.rebalance.delay.ms", "0")
-            .unwrap();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                kafka_broker::run(listener, config, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        Self {
-            addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-            _dir: dir,
-        }
-    }
-}
-
-impl TestBroker {
-    /// Stops the broker and checks it shut down cleanly.
-    fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            assert!(t.join().is_ok(), "the broker failed or panicked");
-        }
-    }
-}
-
-impl Drop for TestBroker {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn third_party_clients() {
     let Some(python) = python() else {
@@ -619,7 +541,10 @@ fn third_party_clients() {
         .filter(|s| only.as_deref().is_none_or(|o| s.name.contains(o)))
         .collect();
 
-    let broker = TestBroker::start();
+    // Group scenarios: no wait for more members when a group forms (the shared broker's
+    // default); every auto-created topic with PARTITIONS partitions.
+    let partitions = PARTITIONS.to_string();
+    let broker = InProcessBroker::start(&[("num.partitions", partitions.as_str())]);
     let out_dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let queue = Mutex::new(selected.iter());
