@@ -38,9 +38,11 @@ import org.apache.kafka.streams.kstream.Produced;
  *
  * <pre>
  *   setup BOOTSTRAP INPUT OUTPUT PARTITIONS RF      create the two topics
- *   produce BOOTSTRAP INPUT FROM COUNT              lines FROM..FROM+COUNT-1 (see line())
+ *   produce BOOTSTRAP INPUT FROM COUNT [PER_SEC]    lines FROM..FROM+COUNT-1 (see line()),
+ *                                                   PER_SEC lines a second if given
  *   run BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR     the application, until stdin closes
- *   read BOOTSTRAP OUTPUT IDLE_MS                   the last count of every word, read_committed
+ *   read BOOTSTRAP OUTPUT IDLE_MS                   the last count of every word, read_committed,
+ *                                                   and how many more updates read_uncommitted sees
  * </pre>
  *
  * The application groups by word (a repartition topic) and counts into a state store (its
@@ -57,7 +59,8 @@ public final class WordCount {
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "setup" -> setup(args[1], args[2], args[3], Integer.parseInt(args[4]), Short.parseShort(args[5]));
-            case "produce" -> produce(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]));
+            case "produce" -> produce(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]),
+                    args.length > 5 ? Long.parseLong(args[5]) : 0);
             case "run" -> run(args[1], args[2], args[3], args[4], args[5]);
             case "read" -> read(args[1], args[2], Long.parseLong(args[3]));
             default -> throw new IllegalArgumentException("unknown step " + args[0]);
@@ -76,7 +79,7 @@ public final class WordCount {
         System.out.println("SETUP done");
     }
 
-    static void produce(String bootstrap, String input, long from, long count) throws Exception {
+    static void produce(String bootstrap, String input, long from, long count, long perSec) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -84,8 +87,16 @@ public final class WordCount {
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        long started = System.nanoTime();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             for (long i = from; i < from + count; i++) {
+                if (perSec > 0) {
+                    long due = started + (i - from) * 1_000_000_000L / perSec;
+                    long wait = due - System.nanoTime();
+                    if (wait > 0) {
+                        Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
+                    }
+                }
                 producer.send(new ProducerRecord<>(input, Long.toString(i), line(i)));
             }
             producer.flush();
@@ -146,9 +157,17 @@ public final class WordCount {
     }
 
     static void read(String bootstrap, String output, long idleMs) {
+        long committed = readAt(bootstrap, output, idleMs, "read_committed", true);
+        long all = readAt(bootstrap, output, idleMs, "read_uncommitted", false);
+        // Updates of aborted transactions: visible only to read_uncommitted.
+        System.out.println("UNCOMMITTED_EXTRA " + (all - committed));
+    }
+
+    /** Reads OUTPUT to its end at one isolation level; returns the number of updates. */
+    static long readAt(String bootstrap, String output, long idleMs, String isolation, boolean print) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
@@ -167,7 +186,7 @@ public final class WordCount {
                     Long before = last.put(r.key(), r.value());
                     updates.merge(r.key(), 1L, Long::sum);
                     // Counts of one word only grow, by one per occurrence, in one partition.
-                    if (before != null && r.value() <= before) {
+                    if (print && before != null && r.value() <= before) {
                         System.out.println("REGRESSION " + r.key() + " " + before + " -> " + r.value());
                     }
                 }
@@ -176,8 +195,11 @@ public final class WordCount {
                 }
             }
         }
-        for (Map.Entry<String, Long> e : last.entrySet()) {
-            System.out.println("COUNT " + e.getKey() + " " + e.getValue() + " " + updates.get(e.getKey()));
+        if (print) {
+            for (Map.Entry<String, Long> e : last.entrySet()) {
+                System.out.println("COUNT " + e.getKey() + " " + e.getValue() + " " + updates.get(e.getKey()));
+            }
         }
+        return updates.values().stream().mapToLong(Long::longValue).sum();
     }
 }
