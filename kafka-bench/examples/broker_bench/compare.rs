@@ -66,6 +66,9 @@ struct BrokerFigures {
     cpu_s: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// kafka-producer-perf-test records/s and average latency (ms).
+    perf_test_per_sec: f64,
+    perf_test_latency_ms: f64,
 }
 
 impl BrokerFigures {
@@ -77,6 +80,8 @@ impl BrokerFigures {
             cpu_s: med(&|r| r.broker_cpu.map_or(f64::NAN, |d| d.as_secs_f64())),
             p50_ms: med(&|r| r.latency.p50_ms),
             p99_ms: med(&|r| r.latency.p99_ms),
+            perf_test_per_sec: med(&|r| r.perf_test.map_or(f64::NAN, |p| p.0)),
+            perf_test_latency_ms: med(&|r| r.perf_test.map_or(f64::NAN, |p| p.1)),
         }
     }
 }
@@ -182,6 +187,13 @@ pub(crate) fn print_summary(
             f.p50_ms,
             f.p99_ms
         );
+        if f.perf_test_per_sec.is_finite() {
+            println!(
+                "  kafka-producer-perf-test (the Java producer, acks=all, 100 B): {:.0} records/s, \
+                 average latency {:.1} ms (medians)",
+                f.perf_test_per_sec, f.perf_test_latency_ms
+            );
+        }
     }
     if errors > 0 {
         println!("WARNING: {errors} records not written or not read back (see above).");
@@ -229,7 +241,8 @@ pub(crate) fn to_json(
             format!(
                 "    {{\"name\": \"{}\", \"path\": {}, \"peak_rss_kib_median\": {}, \
                  \"peak_rss_kib_max\": {}, \"broker_cpu_s_median\": {}, \
-                 \"latency_p50_ms_median\": {}, \"latency_p99_ms_median\": {}}}",
+                 \"latency_p50_ms_median\": {}, \"latency_p99_ms_median\": {}, \
+                 \"perf_test_records_per_sec_median\": {}, \"perf_test_latency_ms_median\": {}}}",
                 bin.name,
                 string(&bin.path.display().to_string()),
                 num(f.rss_kib, 0),
@@ -237,7 +250,9 @@ pub(crate) fn to_json(
                     .map_or_else(|| "null".into(), |k| k.to_string()),
                 num(f.cpu_s, 2),
                 num(f.p50_ms, 3),
-                num(f.p99_ms, 3)
+                num(f.p99_ms, 3),
+                num(f.perf_test_per_sec, 0),
+                num(f.perf_test_latency_ms, 1)
             )
         })
         .collect();

@@ -23,6 +23,10 @@
 //! `kafka-server-start`: 1 GiB heap, G1), in the same interleaved rounds: the ratios are then
 //! ours / Apache Kafka. Its CPU time and peak RSS are the JVM process's.
 //!
+//! Each run ends with Kafka's own `kafka-producer-perf-test` (the Java producer with its
+//! defaults, 100 B records as fast as it goes) as a second load generator, when the jars
+//! `kafka-peers/fetch` caches are there.
+//!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example broker_bench -- \
 //!     --broker target/release/kafka-broker [--baseline PATH | --apache-kafka] [--rounds N] \
@@ -183,6 +187,9 @@ struct Binary {
 struct Run {
     rows: Vec<Row>,
     latency: Latency,
+    /// Kafka's own `kafka-producer-perf-test` (the Java producer) against the broker: records/s
+    /// and its average latency in ms; `None` without the Java peer.
+    perf_test: Option<(f64, f64)>,
     /// The broker's CPU time over the whole run.
     broker_cpu: Option<Duration>,
     broker_rss: Option<u64>,
@@ -372,6 +379,22 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
         latency.p50_ms, latency.p99_ms, latency.p999_ms
     );
 
+    let perf_test = match kafka_peers::Jvm::find() {
+        Ok(jvm) => {
+            let records = if quick { 200_000 } else { 1_000_000 };
+            print!("  kafka-producer-perf-test: {records} records of 100 B, 4 partitions ... ");
+            std::io::stdout().flush()?;
+            create_topic(&broker.addr, "bench-perf-test", 4)?;
+            let got = perf_test(&jvm, &broker.addr, "bench-perf-test", records)?;
+            println!("{:.0} rec/s, average latency {:.1} ms", got.0, got.1);
+            Some(got)
+        }
+        Err(e) => {
+            println!("  kafka-producer-perf-test skipped: {e}");
+            None
+        }
+    };
+
     let broker_cpu = cpu_time_of(&broker.pid)
         .zip(cpu_start)
         .map(|(b, a)| b.saturating_sub(a));
@@ -380,6 +403,7 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
     Ok(Run {
         rows,
         latency,
+        perf_test,
         broker_cpu,
         broker_rss,
     })
@@ -400,6 +424,64 @@ fn disk_write(dir: &Path) -> Result<f64, Error> {
     drop(f);
     std::fs::remove_file(&path)?;
     Ok(DISK_BYTES as f64 / 1e6 / elapsed.as_secs_f64())
+}
+
+/// Runs Kafka's `kafka-producer-perf-test` (ProducerPerformance, the Java producer with its
+/// defaults: acks=all, idempotent) as fast as it goes and returns its records/s and average
+/// latency in ms from its closing line ("N records sent, R records/sec (M MB/sec), L ms avg
+/// latency, ...").
+fn perf_test(
+    jvm: &kafka_peers::Jvm,
+    addr: &str,
+    topic: &str,
+    records: u64,
+) -> Result<(f64, f64), Error> {
+    let records = records.to_string();
+    let bootstrap = format!("bootstrap.servers={addr}");
+    // A full JVM (the optimizing compiler, the default collector), not the tests' quick one:
+    // the client must not be what limits the rate.
+    let mut cmd = jvm.command_bare(
+        &["-Xmx1G", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"],
+        "org.apache.kafka.tools.ProducerPerformance",
+    );
+    cmd.args([
+        "--topic",
+        topic,
+        "--num-records",
+        &records,
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        &bootstrap,
+    ]);
+    let out = kafka_peers::run(cmd, None, Duration::from_secs(300))?;
+    if !out.success() {
+        return Err(format!("kafka-producer-perf-test failed: {}", out.describe()).into());
+    }
+    let last = out
+        .stdout
+        .lines()
+        .rev()
+        .find(|l| l.contains("records sent,"))
+        .ok_or("kafka-producer-perf-test printed no summary")?;
+    let number_before = |unit: &str| -> Option<f64> {
+        let end = last.find(unit)?;
+        last[..end]
+            .trim_end()
+            .rsplit([' ', '('])
+            .next()?
+            .parse()
+            .ok()
+    };
+    match (
+        number_before("records/sec"),
+        number_before("ms avg latency"),
+    ) {
+        (Some(rate), Some(latency)) => Ok((rate, latency)),
+        _ => Err(format!("cannot read kafka-producer-perf-test's summary: {last}").into()),
+    }
 }
 
 fn create_topic(addr: &str, topic: &str, partitions: i32) -> Result<(), Error> {
