@@ -328,8 +328,18 @@ fn unique() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A cluster id as Kafka writes one: 16 random bytes in URL-safe base64 without padding.
+/// A cluster id as Kafka writes one: 16 random bytes in URL-safe base64 without padding, never
+/// starting with '-' (as Kafka's own random ids: a command line would read it as an option).
 fn cluster_id() -> String {
+    loop {
+        let id = random_id();
+        if !id.starts_with('-') {
+            return id;
+        }
+    }
+}
+
+fn random_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut bytes = [0u8; 16];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
