@@ -381,4 +381,13 @@ mod tests {
         );
         assert_ne!(a, b);
     }
+
+    #[test]
+    fn cluster_ids_never_start_with_a_dash() {
+        // One random id in 64 starts with '-' (StorageTool then reads it as an option).
+        for _ in 0..2000 {
+            let id = cluster_id();
+            assert!(!id.starts_with('-'), "{id}");
+        }
+    }
 }
