@@ -161,7 +161,13 @@ fn corpus(target: Target, o: &Opts) -> (Vec<Vec<u8>>, String) {
             let (Ok(bytes), Some(name)) = (fs::read(&f), f.file_name()) else {
                 continue;
             };
-            for (t, s) in seeds_from_frame(&name.to_string_lossy(), &bytes) {
+            // A frame under a `responses/` folder is a broker's answer (its file name says
+            // only the api and version).
+            let mut name = name.to_string_lossy().into_owned();
+            if f.components().any(|c| c.as_os_str() == "responses") {
+                name.push_str("-response");
+            }
+            for (t, s) in seeds_from_frame(&name, &bytes) {
                 if t == target {
                     push(s, &mut out);
                 }
