@@ -21,9 +21,13 @@ use crate::error::ProducerError;
 
 pub(crate) use super::requests::Outgoing;
 
-/// The backoff of the first AddPartitionsToTxn of a transaction refused with
-/// CONCURRENT_TRANSACTIONS: the previous transaction is most likely just completing.
-const ADD_PARTITIONS_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+/// The first backoff of the first AddPartitionsToTxn of a transaction refused with
+/// CONCURRENT_TRANSACTIONS: the previous transaction is most likely just completing (Apache
+/// Kafka answers so until the previous transaction's markers are written, a few milliseconds
+/// on a healthy cluster). It doubles with each refusal, up to `retry.backoff.ms`. (The Java
+/// client and librdkafka wait 20 ms each time; against Apache Kafka that wait was most of a
+/// short transaction's time.)
+const ADD_PARTITIONS_RETRY_BACKOFF: Duration = Duration::from_millis(5);
 
 /// A queued request and the result it completes.
 #[derive(Debug)]
@@ -74,6 +78,8 @@ pub(crate) struct TxnManager {
     new_partitions: BTreeSet<TopicPartition>,
     /// In an AddPartitionsToTxn not answered yet.
     pending_partitions: BTreeSet<TopicPartition>,
+    /// CONCURRENT_TRANSACTIONS refusals of this transaction's first AddPartitionsToTxn so far.
+    concurrent_refusals: u32,
     /// In the transaction: their batches may be sent. Replaced, not changed, so the sender
     /// takes it with one reference count.
     partitions: Arc<BTreeSet<TopicPartition>>,
@@ -101,6 +107,7 @@ impl TxnManager {
             transaction_started: false,
             new_partitions: BTreeSet::new(),
             pending_partitions: BTreeSet::new(),
+            concurrent_refusals: 0,
             partitions: Arc::new(BTreeSet::new()),
             queue: Vec::new(),
             in_flight: None,
@@ -472,7 +479,10 @@ impl TxnManager {
                 }
                 ErrorCode::CONCURRENT_TRANSACTIONS => {
                     let backoff = if self.partitions.is_empty() {
-                        ADD_PARTITIONS_RETRY_BACKOFF.min(self.retry_backoff)
+                        let doubled = ADD_PARTITIONS_RETRY_BACKOFF
+                            .saturating_mul(1 << self.concurrent_refusals.min(16));
+                        self.concurrent_refusals = self.concurrent_refusals.saturating_add(1);
+                        doubled.min(self.retry_backoff)
                     } else {
                         self.retry_backoff
                     };
@@ -731,6 +741,7 @@ impl TxnManager {
         self.transaction_started = false;
         self.new_partitions.clear();
         self.pending_partitions.clear();
+        self.concurrent_refusals = 0;
         self.partitions = Arc::new(BTreeSet::new());
     }
 

@@ -371,6 +371,40 @@ async fn partitions_written_while_one_add_is_queued_join_it() {
 }
 
 #[tokio::test]
+async fn a_first_add_refused_as_concurrent_backs_off_5_10_20_ms_then_retry_backoff() {
+    // A transaction with no partition yet (the one before it is still completing).
+    let now = Instant::now();
+    let mut m = manager();
+    let r = m.init_transactions().unwrap();
+    let o = send(&mut m, false, now);
+    m.handle_response(o.token, 4, Ok(init_answer(ErrorCode::NONE, 7, 0)), now);
+    assert!(matches!(r.get(), Some(Ok(()))));
+    m.begin().unwrap();
+    assert!(m.check_send(&tp(2)).unwrap());
+    let mut at = now;
+    for wait in [5, 10, 20, 40, 80, 100, 100] {
+        let o = send(&mut m, true, at);
+        m.handle_response(
+            o.token,
+            3,
+            Ok(add_answer(&[(2, ErrorCode::CONCURRENT_TRANSACTIONS)])),
+            at,
+        );
+        let wait = Duration::from_millis(wait);
+        assert!(
+            matches!(m.next_request(true, at), Next::Wait(d) if d == wait),
+            "expected a wait of {wait:?}, got {:?}",
+            m.next_request(true, at)
+        );
+        at += wait;
+    }
+    // Accepted at last: the partition is in the transaction.
+    let o = send(&mut m, true, at);
+    m.handle_response(o.token, 3, Ok(add_answer(&[(2, ErrorCode::NONE)])), at);
+    assert!(m.sendable_partitions().contains(&tp(2)));
+}
+
+#[tokio::test]
 async fn close_fails_what_waits() {
     let now = Instant::now();
     let mut m = in_transaction(now);
