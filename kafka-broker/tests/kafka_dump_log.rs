@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::{TestBroker, Tools, files, gap, joined, words};
+use support::{TestBroker, Tools, files, gap, joined, txn_steps, words};
 
 /// One batch as the tool prints it, with its records under `--deep-iteration`.
 #[derive(Debug)]
@@ -96,19 +96,6 @@ fn base_offset(path: &Path) -> i64 {
         .unwrap()
         .parse()
         .unwrap_or_else(|_| panic!("{}", path.display()))
-}
-
-fn txn_steps(out: &str) -> Vec<(String, i64, i64)> {
-    out.lines()
-        .filter_map(|l| {
-            let mut it = l.strip_prefix("STEP ")?.split_whitespace();
-            Some((
-                it.next()?.to_owned(),
-                it.next()?.parse().ok()?,
-                it.next()?.parse().ok()?,
-            ))
-        })
-        .collect()
 }
 
 fn dir_bytes(dir: &Path, ext: &str) -> u64 {

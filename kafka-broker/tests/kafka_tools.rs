@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kafka_broker::handler::SUPPORTED;
-use support::{TestBroker, Tools, fields, gap, offsets, partition_of, table};
+use support::{TestBroker, Tools, fields, gap, offsets, partition_of, table, txn_steps};
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -638,20 +638,6 @@ fn console_and_groups() {
     assert!(!list.lines().any(|l| l.trim() == "g-tools"), "{list}");
 
     eprintln!("console_and_groups: {:?}", started.elapsed());
-}
-
-/// One `STEP kind first last` line of the Txns program per transaction.
-fn txn_steps(out: &str) -> Vec<(String, i64, i64)> {
-    out.lines()
-        .filter_map(|l| {
-            let mut it = l.strip_prefix("STEP ")?.split_whitespace();
-            Some((
-                it.next()?.to_owned(),
-                it.next()?.parse().ok()?,
-                it.next()?.parse().ok()?,
-            ))
-        })
-        .collect()
 }
 
 /// kafka-transactions (list, describe, describe-producers, find-hanging, abort) and the

@@ -103,18 +103,7 @@ fn round_trip(g: &Golden) -> Result<(), String> {
         .into_bytes()
         .to_vec();
     out.extend_from_slice(&req.trailing);
-    if out != bytes {
-        let at = out
-            .iter()
-            .zip(bytes.iter())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| out.len().min(bytes.len()));
-        return Err(format!(
-            "re-encoded {} bytes differ from the {} in the file, first at byte {at}",
-            out.len(),
-            bytes.len()
-        ));
-    }
+    same_bytes(&out, &bytes)?;
     Ok(())
 }
 
@@ -270,18 +259,7 @@ fn response_round_trip(g: &Golden) -> Result<(), String> {
         .into_bytes()
         .to_vec();
     out.extend_from_slice(&resp.trailing);
-    if out != bytes {
-        let at = out
-            .iter()
-            .zip(bytes.iter())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| out.len().min(bytes.len()));
-        return Err(format!(
-            "re-encoded {} bytes differ from the {} in the file, first at byte {at}",
-            out.len(),
-            bytes.len()
-        ));
-    }
+    same_bytes(&out, &bytes)?;
     if !resp.trailing.is_empty() {
         return Err(format!("{} bytes after the body", resp.trailing.len()));
     }
@@ -375,4 +353,21 @@ fn librdkafka_all_topics_metadata_has_trailing_bytes() {
     assert!(!m.allow_auto_topic_creation);
     // AllowAutoTopicCreation = true, IncludeTopicAuthorizedOperations = false, no tags.
     assert_eq!(&req.trailing[..], &[1, 0, 0]);
+}
+
+/// `Ok` when the re-encoded bytes are the file's, else where they first differ.
+fn same_bytes(out: &[u8], file: &[u8]) -> Result<(), String> {
+    if out == file {
+        return Ok(());
+    }
+    let at = out
+        .iter()
+        .zip(file)
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| out.len().min(file.len()));
+    Err(format!(
+        "re-encoded {} bytes differ from the {} in the file, first at byte {at}",
+        out.len(),
+        file.len()
+    ))
 }

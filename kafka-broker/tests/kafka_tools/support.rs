@@ -158,6 +158,20 @@ pub(crate) fn words(line: &str) -> BTreeMap<String, String> {
     map
 }
 
+/// One `STEP kind first last` line of the Txns program (peers.tools.Txns) per transaction.
+pub(crate) fn txn_steps(out: &str) -> Vec<(String, i64, i64)> {
+    out.lines()
+        .filter_map(|l| {
+            let mut it = l.strip_prefix("STEP ")?.split_whitespace();
+            Some((
+                it.next()?.to_owned(),
+                it.next()?.parse().ok()?,
+                it.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
 /// `topic:partition:offset` lines of GetOffsetShell, per partition.
 pub(crate) fn offsets(out: &str, topic: &str) -> BTreeMap<i32, i64> {
     out.lines()
