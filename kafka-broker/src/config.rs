@@ -14,6 +14,7 @@
 //! | `config/log_defaults.rs` | the part `log`: topic key defaults, partition upkeep |
 //! | `config/cluster.rs` | the parts `network` (listeners, rack) and `quorum` (roles, voters) |
 //! | `config/group.rs`, `txn.rs`, `replication.rs` | the coordinators' and replication's parts |
+//! | `config/security.rs` | TLS, SASL and authorization keys, per listener |
 //! | `config/validate.rs` | the checks of key combinations, once every key is applied |
 //! | `config/topic.rs` (`topic/`) | typed topic configs: the topic key table, alter, describe |
 //! | `config/describe.rs` | DescribeConfigs' types and sources; the broker keys as listed |
@@ -25,6 +26,7 @@ pub mod keys;
 mod log_defaults;
 pub mod parse;
 mod replication;
+pub mod security;
 mod server;
 pub mod topic;
 mod txn;
@@ -39,6 +41,7 @@ pub use group::GroupConfig;
 pub use keys::{Applied, BROKER_KEYS, BrokerKey, broker_key};
 pub use log_defaults::LogDefaults;
 pub use replication::{ReplicaSelectorClass, ReplicationConfig};
+pub use security::SecurityConfig;
 pub use server::{DEFAULT_DECOMPRESSION_BYTES, ServerConfig, TopicsConfig};
 pub use txn::TxnConfig;
 
@@ -68,6 +71,9 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`).
     pub txn: TxnConfig,
+    /// TLS, SASL and authorization keys, broker-wide and per listener (`ssl.*`, `sasl.*`,
+    /// `listener.name.NAME.*`, `super.users`, ...).
+    pub security: SecurityConfig,
 }
 
 impl BrokerConfig {

@@ -131,15 +131,17 @@ pub async fn run_controller(
     }
 }
 
-/// The other broker listeners of `listeners` next to the client listener `listener` (the
-/// controller listener belongs to the quorum), each with its name.
+/// The broker listeners: the client listener `listener` and the others of `listeners` (the
+/// controller listener belongs to the quorum), each with its name and, on SSL and SASL_SSL
+/// listeners, its TLS configuration.
 async fn bind_listeners(
     broker: &Broker,
     listener: tokio::net::TcpListener,
-) -> Result<Vec<(tokio::net::TcpListener, String)>, BrokerError> {
-    let mut listeners = vec![(listener, broker.client_listener_name())];
+) -> Result<Vec<crate::server::Listener>, BrokerError> {
+    let client = broker.client_listener_name();
+    let mut listeners = vec![secure(broker, listener, client.clone())?];
     for l in &broker.config.network.listeners {
-        if l.name == listeners[0].1 || broker.config.network.is_controller_listener(&l.name) {
+        if l.name == client || broker.config.network.is_controller_listener(&l.name) {
             continue;
         }
         let bound = tokio::net::TcpListener::bind(l.addr()).await.map_err(|e| {
@@ -150,7 +152,25 @@ async fn bind_listeners(
             ))
         })?;
         tracing::info!(listener = %l.name, addr = %l.addr(), "also listening on {}", l.addr());
-        listeners.push((bound, l.name.clone()));
+        listeners.push(secure(broker, bound, l.name.clone())?);
     }
     Ok(listeners)
+}
+
+/// A bound listener with what its security protocol needs.
+fn secure(
+    broker: &Broker,
+    socket: tokio::net::TcpListener,
+    name: String,
+) -> Result<crate::server::Listener, BrokerError> {
+    let protocol = broker.config.security_protocol(&name).unwrap_or_default();
+    let tls = if protocol.tls() {
+        let settings = broker.config.security.tls_settings(&name)?;
+        let tls = crate::server::tls::TlsListener::new(&name, settings)?;
+        tracing::info!(listener = %name, %protocol, "TLS listener");
+        Some(Arc::new(tls))
+    } else {
+        None
+    };
+    Ok(crate::server::Listener { socket, name, tls })
 }

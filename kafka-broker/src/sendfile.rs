@@ -175,6 +175,39 @@ pub async fn write_response(
     Ok(())
 }
 
+/// Largest piece of a file region read into memory at once by [`write_copied`].
+const COPY_PIECE: usize = 256 * 1024;
+
+/// Writes a response to a writer that cannot take `sendfile` (a TLS session without kernel
+/// TLS): file regions are read in pieces of at most 256 KiB and written through `wr`, so a
+/// large fetch does not hold its whole size in memory.
+pub async fn write_copied<W: tokio::io::AsyncWrite + Unpin>(
+    wr: &mut W,
+    chunks: &[Chunk],
+) -> io::Result<()> {
+    for c in chunks {
+        match c {
+            Chunk::Mem(b) => wr.write_all(b).await?,
+            Chunk::File(slices) => {
+                for s in slices {
+                    let mut done = 0;
+                    while done < s.len {
+                        let n = (s.len - done).min(COPY_PIECE);
+                        let piece = FileSlice {
+                            file: std::sync::Arc::clone(&s.file),
+                            position: s.position + done as u64,
+                            len: n,
+                        };
+                        wr.write_all(&piece.read_bytes()?).await?;
+                        done += n;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn send_file(sock: &TcpStream, slice: &FileSlice) -> io::Result<()> {
     let out_fd = sock.as_raw_fd();
     let in_fd = slice.file.as_raw_fd();

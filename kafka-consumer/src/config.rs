@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use kafka_net::{ClusterConfig, ConnectionConfig};
+use kafka_net::{ClientSecurity, ClusterConfig, ConnectionConfig, SecurityKeys};
 use kafka_protocol::KStr;
 
 use crate::error::ConsumerError;
@@ -96,6 +96,9 @@ pub struct ConsumerConfig {
     pub send_buffer: Option<u32>,
     /// `receive.buffer.bytes` (default 65536; -1: the OS default).
     pub receive_buffer: Option<u32>,
+    /// `security.protocol` and the `ssl.*` keys, built (files read) by
+    /// [`ConsumerConfigBuilder::build`].
+    pub security: ClientSecurity,
 }
 
 impl Default for ConsumerConfig {
@@ -133,6 +136,7 @@ impl Default for ConsumerConfig {
             connection_setup_timeout: Duration::from_millis(10_000),
             send_buffer: Some(131_072),
             receive_buffer: Some(65_536),
+            security: ClientSecurity::default(),
         }
     }
 }
@@ -266,6 +270,7 @@ impl ConsumerConfig {
         connection.idle_timeout = Some(self.connections_max_idle);
         connection.send_buffer = self.send_buffer;
         connection.receive_buffer = self.receive_buffer;
+        connection.security = self.security.clone();
         ClusterConfig {
             bootstrap: self.bootstrap_servers.clone(),
             connection,
@@ -290,6 +295,7 @@ impl ConsumerConfig {
 pub struct ConsumerConfigBuilder {
     cfg: ConsumerConfig,
     auto_commit_set: bool,
+    security_keys: SecurityKeys,
 }
 
 fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConsumerError {
@@ -369,6 +375,13 @@ impl ConsumerConfigBuilder {
     /// Sets one key by its Kafka name. Bad values fail naming the key; unknown keys are
     /// logged and ignored.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self, ConsumerError> {
+        if self
+            .security_keys
+            .set(key, value)
+            .map_err(|e| invalid(key, value, e.to_string()))?
+        {
+            return Ok(self);
+        }
         let c = &mut self.cfg;
         match key {
             "bootstrap.servers" => {
@@ -441,11 +454,6 @@ impl ConsumerConfigBuilder {
             }
             "send.buffer.bytes" => c.send_buffer = parse_socket_buffer(key, value)?,
             "receive.buffer.bytes" => c.receive_buffer = parse_socket_buffer(key, value)?,
-            "security.protocol" => {
-                if !value.trim().eq_ignore_ascii_case("PLAINTEXT") {
-                    return Err(invalid(key, value, "only PLAINTEXT is supported so far"));
-                }
-            }
             "group.protocol" => {
                 if !value.trim().eq_ignore_ascii_case("classic") {
                     return Err(invalid(
@@ -640,6 +648,10 @@ impl ConsumerConfigBuilder {
     /// Checks the settings and fills in what depends on others (`client.id`, and
     /// `enable.auto.commit`, which is off by default without `group.id`).
     pub fn build(mut self) -> Result<ConsumerConfig, ConsumerError> {
+        self.cfg.security = self
+            .security_keys
+            .build()
+            .map_err(|e| ConsumerError::InvalidConfig(e.to_string()))?;
         if self.cfg.group_id.is_none() {
             if self.auto_commit_set && self.cfg.enable_auto_commit {
                 return Err(ConsumerError::InvalidConfig(
@@ -728,7 +740,8 @@ mod tests {
             ("fetch.min.bytes", "99999999999"),
             ("isolation.level", "serializable"),
             ("partition.assignment.strategy", "magic"),
-            ("security.protocol", "SSL"),
+            ("security.protocol", "TLS"),
+            ("ssl.no.such.key", "1"),
         ] {
             let e = ConsumerConfig::builder().set(k, v).unwrap_err();
             assert!(e.to_string().contains(k), "{k}: {e}");

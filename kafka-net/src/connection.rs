@@ -7,12 +7,15 @@
 //! Dropping a caller's future does not disturb the connection: its request still goes out in
 //! order and its response is read and dropped.
 //!
-//! After connecting it runs the ApiVersions handshake, asking [`crate::versions`] what each
-//! answer means.
+//! After connecting it runs the TLS handshake when `security.protocol` asks for TLS, then the
+//! ApiVersions handshake, asking [`crate::versions`] what each answer means. Over TLS the task
+//! drives the rustls connection itself in the same readiness loop: plaintext frames go into
+//! rustls, records come out to the socket (see [`Driver::write_some`]).
 
 use std::collections::VecDeque;
-use std::io::IoSlice;
+use std::io::{IoSlice, Read, Write};
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -28,6 +31,7 @@ use tokio_util::codec::Decoder;
 use crate::codec::KafkaCodec;
 use crate::conn_state::{ConnConfig, ConnState, Outcome};
 use crate::error::NetError;
+use crate::security::ClientSecurity;
 use crate::versions::{ApiVersions, Negotiation, on_answer};
 
 /// Settings for opening a connection.
@@ -47,6 +51,8 @@ pub struct ConnectionConfig {
     pub software_version: KStr,
     /// Negotiate versions with ApiVersions right after connecting.
     pub handshake: bool,
+    /// `security.protocol` and what it needs (the TLS configuration).
+    pub security: ClientSecurity,
 }
 
 impl Default for ConnectionConfig {
@@ -60,6 +66,7 @@ impl Default for ConnectionConfig {
             software_name: KStr::from_static("kafka-rs"),
             software_version: KStr::from_static(env!("CARGO_PKG_VERSION")),
             handshake: true,
+            security: ClientSecurity::default(),
         }
     }
 }
@@ -79,6 +86,8 @@ pub struct Connection {
     versions: Option<Arc<ApiVersions>>,
     /// Requests sent through this connection and not finished (for least-loaded choices).
     load: Arc<AtomicUsize>,
+    /// Why the connection task ended, once it has: what a request sent after that fails with.
+    ended: Arc<OnceLock<NetError>>,
 }
 
 /// Decrements the load counter when a request finishes or its caller goes away.
@@ -99,7 +108,21 @@ impl Connection {
                 addr: addr.to_owned(),
                 after: cfg.connect_timeout,
             })??;
-        let mut conn = Self::from_stream(stream, addr, &cfg);
+        let mut conn = match &cfg.security.tls {
+            Some(config) => {
+                let tls = tokio::time::timeout(
+                    cfg.connect_timeout,
+                    tls_handshake(stream, addr, std::sync::Arc::clone(config)),
+                )
+                .await
+                .map_err(|_| NetError::ConnectTimeout {
+                    addr: addr.to_owned(),
+                    after: cfg.connect_timeout,
+                })??;
+                Self::spawn(tls.0, Some(Box::new(tls.1)), addr, &cfg)
+            }
+            None => Self::from_stream(stream, addr, &cfg),
+        };
         if cfg.handshake {
             let versions = negotiate(&conn, &cfg).await?;
             conn.versions = Some(Arc::new(versions));
@@ -109,13 +132,25 @@ impl Connection {
 
     /// Runs a connection over an already connected stream (no handshake).
     pub fn from_stream(stream: TcpStream, addr: &str, cfg: &ConnectionConfig) -> Self {
+        Self::spawn(stream, None, addr, cfg)
+    }
+
+    fn spawn(
+        stream: TcpStream,
+        tls: Option<Box<rustls::ClientConnection>>,
+        addr: &str,
+        cfg: &ConnectionConfig,
+    ) -> Self {
         // Unbounded: the connection task takes a command only when the in-flight window has
         // room, and every caller waits for its answer, so what waits here is bounded by the
         // callers themselves. (A bounded channel made a waiting sender depend on a permit
         // hand-off that the producer's tests saw lost under load.)
         let (tx, rx) = mpsc::unbounded_channel();
+        let ended = Arc::new(OnceLock::new());
         let driver = Driver {
+            ended: Arc::clone(&ended),
             stream,
+            tls,
             state: ConnState::new(cfg.conn.clone()),
             codec: KafkaCodec::new(cfg.conn.max_frame),
             rx,
@@ -131,6 +166,7 @@ impl Connection {
             addr: addr.into(),
             versions: None,
             load: Arc::new(AtomicUsize::new(0)),
+            ended,
         }
     }
 
@@ -174,8 +210,8 @@ impl Connection {
                 version,
                 reply,
             })
-            .map_err(|_| NetError::Closed(None))?;
-        rx.await.map_err(|_| NetError::Closed(None))?
+            .map_err(|_| self.ended_error())?;
+        rx.await.map_err(|_| self.ended_error())?
     }
 
     /// Queues a request at `version` and returns as soon as the connection task has it, with
@@ -197,10 +233,11 @@ impl Connection {
                 version,
                 reply,
             })
-            .map_err(|_| NetError::Closed(None))?;
+            .map_err(|_| self.ended_error())?;
+        let ended = Arc::clone(&self.ended);
         Ok(async move {
             let _guard = guard;
-            rx.await.map_err(|_| NetError::Closed(None))?
+            rx.await.map_err(|_| ended_error(&ended))?
         })
     }
 
@@ -227,9 +264,23 @@ impl Connection {
         }
     }
 
+    /// The error a request gets once the connection task has ended.
+    fn ended_error(&self) -> NetError {
+        ended_error(&self.ended)
+    }
+
     /// Closes the connection; requests in flight fail with "closed".
     pub fn close(self) {
         drop(self);
+    }
+}
+
+/// Why a connection task ended (the failure that ended it), or plain "closed".
+fn ended_error(ended: &OnceLock<NetError>) -> NetError {
+    match ended.get() {
+        Some(e @ NetError::Closed(_)) => e.clone(),
+        Some(e) => NetError::Poisoned(Arc::new(e.clone())),
+        None => NetError::Closed(None),
     }
 }
 
@@ -260,8 +311,58 @@ async fn open(addr: &str, cfg: &ConnectionConfig) -> Result<TcpStream, NetError>
         .unwrap_or_else(|| NetError::Config(format!("{addr} resolves to no address"))))
 }
 
-struct Driver {
+/// The TLS handshake over a connected socket; the rustls connection is then driven by the
+/// connection task. A refused certificate or protocol is [`NetError::Tls`]: not retried.
+async fn tls_handshake(
     stream: TcpStream,
+    addr: &str,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<(TcpStream, rustls::ClientConnection), NetError> {
+    let name = crate::tls::server_name(addr).map_err(|e| NetError::Config(e.to_string()))?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    match connector.connect(name, stream).await {
+        Ok(tls) => Ok(tls.into_inner()),
+        Err(e) => {
+            // rustls' own errors (an untrusted certificate, no common protocol) come wrapped
+            // in an io::Error of kind InvalidData; a broken socket is an ordinary i/o error.
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                Err(NetError::Tls {
+                    addr: addr.to_owned(),
+                    reason: e.to_string(),
+                })
+            } else {
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// The socket as blocking-style `Read`/`Write` for rustls: each call is one non-blocking
+/// try, `WouldBlock` when the socket is not ready.
+struct TryIo<'a>(&'a TcpStream);
+
+impl Read for TryIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for TryIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct Driver {
+    /// Set to the error that ended the task when it ends.
+    ended: Arc<OnceLock<NetError>>,
+    stream: TcpStream,
+    /// The TLS session when the connection runs over TLS.
+    tls: Option<Box<rustls::ClientConnection>>,
     state: ConnState<oneshot::Sender<Outcome>>,
     codec: KafkaCodec,
     rx: mpsc::UnboundedReceiver<Command>,
@@ -297,7 +398,8 @@ impl Driver {
             if self.state.in_flight() > 0 {
                 last_busy = Instant::now();
             }
-            let interest = if self.write_queue.is_empty() {
+            let tls_wants_write = self.tls.as_ref().is_some_and(|t| t.wants_write());
+            let interest = if self.write_queue.is_empty() && !tls_wants_write {
                 Interest::READABLE
             } else {
                 Interest::READABLE | Interest::WRITABLE
@@ -340,19 +442,25 @@ impl Driver {
                 }
             }
         }
-        // Fail whatever callers are still queued.
-        self.rx.close();
+        // Fail whatever callers are still queued. The reason is set first: a caller that
+        // finds the channel closed reads it.
         let err = self
             .state
             .error()
             .cloned()
             .unwrap_or(NetError::Closed(None));
+        let _ = self.ended.set(err.clone());
+        self.rx.close();
         while let Ok(c) = self.rx.try_recv() {
             let _ = c.reply.send(Err(NetError::Poisoned(Arc::new(err.clone()))));
         }
     }
 
     fn write_some(&mut self) {
+        if self.tls.is_some() {
+            self.write_some_tls();
+            return;
+        }
         while !self.write_queue.is_empty() {
             let slices: Vec<IoSlice<'_>> = self
                 .write_queue
@@ -389,7 +497,138 @@ impl Driver {
         }
     }
 
+    /// Over TLS: queued frames go into the session as plaintext (as much as its buffer takes)
+    /// and its records to the socket, until the socket is full or nothing is left.
+    fn write_some_tls(&mut self) {
+        let Some(tls) = self.tls.as_mut() else {
+            return;
+        };
+        loop {
+            while let Some(front) = self.write_queue.front_mut() {
+                match tls.writer().write(front) {
+                    Ok(0) => break,
+                    Ok(n) if n >= front.len() => {
+                        self.write_queue.pop_front();
+                    }
+                    Ok(n) => front.advance(n),
+                    Err(e) => {
+                        self.state.close(e.into());
+                        return;
+                    }
+                }
+            }
+            if !tls.wants_write() {
+                return;
+            }
+            match tls.write_tls(&mut TryIo(&self.stream)) {
+                Ok(0) => {
+                    self.tls_closed(NetError::Closed(Some("socket accepted no bytes".into())));
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    self.tls_closed(e.into());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Over TLS: records from the socket into the session, the plaintext out of it into the
+    /// read buffer, then frames as usual.
+    fn read_some_tls(&mut self) {
+        let Some(tls) = self.tls.as_mut() else {
+            return;
+        };
+        match tls.read_tls(&mut TryIo(&self.stream)) {
+            Ok(0) => {
+                self.tls_closed(NetError::Closed(Some("closed by the broker".into())));
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) => {
+                self.tls_closed(e.into());
+                return;
+            }
+        }
+        if let Err(e) = tls.process_new_packets() {
+            // Send the alert rustls queued, then give up on the connection.
+            let _ = tls.write_tls(&mut TryIo(&self.stream));
+            self.state.close(NetError::Tls {
+                addr: self.addr.clone(),
+                reason: e.to_string(),
+            });
+            return;
+        }
+        loop {
+            let start = self.read_buf.len();
+            self.read_buf.resize(start + 16 * 1024, 0);
+            let got = tls.reader().read(&mut self.read_buf[start..]);
+            match got {
+                Ok(0) => {
+                    self.read_buf.truncate(start);
+                    self.state
+                        .close(NetError::Closed(Some("closed by the broker".into())));
+                    return;
+                }
+                Ok(n) => self.read_buf.truncate(start + n),
+                Err(e) => {
+                    self.read_buf.truncate(start);
+                    if e.kind() != std::io::ErrorKind::WouldBlock {
+                        self.state.close(e.into());
+                        return;
+                    }
+                    break;
+                }
+            }
+        }
+        self.decode_frames();
+    }
+
+    /// The socket failed or ended on a TLS connection: the broker may have said why in an
+    /// alert first (one refusing our certificate sends `certificate_required` or
+    /// `unknown_ca`, then closes), and that is the error to report.
+    fn tls_closed(&mut self, fallback: NetError) {
+        if let Some(tls) = self.tls.as_mut() {
+            while let Ok(n) = tls.read_tls(&mut TryIo(&self.stream)) {
+                if n == 0 {
+                    break;
+                }
+            }
+            if let Err(e) = tls.process_new_packets() {
+                self.state.close(NetError::Tls {
+                    addr: self.addr.clone(),
+                    reason: e.to_string(),
+                });
+                return;
+            }
+        }
+        self.state.close(fallback);
+    }
+
+    fn decode_frames(&mut self) {
+        loop {
+            match self.codec.decode(&mut self.read_buf) {
+                Ok(Some(frame)) => self.state.handle_frame(frame, Instant::now().into_std()),
+                Ok(None) => break,
+                Err(e) => {
+                    self.state.close(e);
+                    break;
+                }
+            }
+            if self.state.is_closed() {
+                break;
+            }
+        }
+    }
+
     fn read_some(&mut self) {
+        if self.tls.is_some() {
+            self.read_some_tls();
+            return;
+        }
         if self.read_buf.capacity() - self.read_buf.len() < 4096 {
             self.read_buf.reserve(16 * 1024);
         }
@@ -398,19 +637,7 @@ impl Driver {
                 self.state
                     .close(NetError::Closed(Some("closed by the broker".into())));
             }
-            Ok(_) => loop {
-                match self.codec.decode(&mut self.read_buf) {
-                    Ok(Some(frame)) => self.state.handle_frame(frame, Instant::now().into_std()),
-                    Ok(None) => break,
-                    Err(e) => {
-                        self.state.close(e);
-                        break;
-                    }
-                }
-                if self.state.is_closed() {
-                    break;
-                }
-            },
+            Ok(_) => self.decode_frames(),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => self.state.close(e.into()),
         }

@@ -73,6 +73,11 @@ pub enum NetError {
     /// No broker could be reached.
     #[error("no broker reachable ({0})")]
     NoBrokers(String),
+    /// The TLS handshake or session failed: an untrusted or misnamed certificate, no
+    /// protocol or cipher suite in common, a bad record. Not retried: the same settings fail
+    /// the same way.
+    #[error("TLS with {addr} failed: {reason}")]
+    Tls { addr: String, reason: String },
     /// Bad configuration or arguments.
     #[error("invalid configuration: {0}")]
     Config(String),

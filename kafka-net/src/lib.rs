@@ -18,7 +18,9 @@ pub mod connection;
 pub mod consumer_group;
 pub mod error;
 pub mod metadata;
+pub mod security;
 pub mod server;
+pub mod tls;
 pub mod versions;
 
 pub use admin::Admin;
@@ -29,4 +31,5 @@ pub use connection::{Connection, ConnectionConfig};
 pub use consumer_group::{ConsumerGroupMetadata, OffsetAndMetadata};
 pub use error::NetError;
 pub use metadata::{BrokerInfo, LeaderHint, MetadataSnapshot, PartitionInfo, TopicInfo};
+pub use security::{ClientSecurity, SecurityKeys, SecurityProtocol};
 pub use versions::ApiVersions;

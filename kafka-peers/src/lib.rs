@@ -16,6 +16,7 @@
 //! - `go/kafka-peers-go`: the Go program of `kafka-peers/go`, built the same way.
 
 pub mod apache;
+pub mod certs;
 pub mod go;
 pub mod java;
 mod process;

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_net::{ClusterConfig, ConnectionConfig};
+use kafka_net::{ClientSecurity, ClusterConfig, ConnectionConfig, SecurityKeys};
 use kafka_protocol::KStr;
 use kafka_protocol::record::Compression;
 
@@ -113,6 +113,9 @@ pub struct ProducerConfig {
     /// Receives the results of records sent with `send_with_opaque` (librdkafka's
     /// `dr_msg_cb`); no Java key.
     pub delivery_handler: Option<Arc<dyn DeliveryHandler>>,
+    /// `security.protocol` and the `ssl.*` keys, built (files read) by
+    /// [`ProducerConfigBuilder::build`].
+    pub security: ClientSecurity,
 }
 
 impl fmt::Debug for ProducerConfig {
@@ -159,6 +162,7 @@ impl ProducerConfig {
         connection.idle_timeout = Some(self.connections_max_idle);
         connection.send_buffer = self.send_buffer;
         connection.receive_buffer = self.receive_buffer;
+        connection.security = self.security.clone();
         ClusterConfig {
             bootstrap: self.bootstrap_servers.clone(),
             connection,
@@ -183,6 +187,7 @@ pub struct ProducerConfigBuilder {
     /// `delivery.timeout.ms` given explicitly.
     delivery_timeout_set: bool,
     partitioner_name: Option<String>,
+    security_keys: SecurityKeys,
 }
 
 static CLIENT_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
@@ -224,7 +229,9 @@ impl Default for ProducerConfigBuilder {
                 allow_auto_create_topics: true,
                 interceptors: Interceptors::new(),
                 delivery_handler: None,
+                security: ClientSecurity::default(),
             },
+            security_keys: SecurityKeys::default(),
             idempotence: None,
             delivery_timeout_set: false,
             partitioner_name: None,
@@ -279,7 +286,6 @@ const IGNORED_KEYS: &[&str] = &[
     "metrics.sample.window.ms",
     "metric.reporters",
     "metadata.max.idle.ms",
-    "security.protocol",
     "client.dns.lookup",
     "auto.include.jmx.reporter",
     "enable.metrics.push",
@@ -288,6 +294,13 @@ const IGNORED_KEYS: &[&str] = &[
 impl ProducerConfigBuilder {
     /// Sets one setting by its Kafka key name.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self, ProducerError> {
+        if self
+            .security_keys
+            .set(key, value)
+            .map_err(|e| ProducerError::Config(e.to_string()))?
+        {
+            return Ok(self);
+        }
         let c = &mut self.cfg;
         match key {
             "bootstrap.servers" => {
@@ -527,6 +540,10 @@ impl ProducerConfigBuilder {
     /// Checks the settings and their combinations.
     pub fn build(self) -> Result<ProducerConfig, ProducerError> {
         let mut c = self.cfg;
+        c.security = self
+            .security_keys
+            .build()
+            .map_err(|e| ProducerError::Config(e.to_string()))?;
         if c.bootstrap_servers.is_empty() {
             return Err(ProducerError::Config(
                 "bootstrap.servers must name at least one host:port".into(),

@@ -89,46 +89,9 @@ impl fmt::Display for Voter {
     }
 }
 
-/// The security protocols Kafka knows (`listener.security.protocol.map` values). Only
-/// [`SecurityProtocol::Plaintext`] is served so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SecurityProtocol {
-    Plaintext,
-    Ssl,
-    SaslPlaintext,
-    SaslSsl,
-}
-
-impl SecurityProtocol {
-    pub const ALL: [SecurityProtocol; 4] = [
-        SecurityProtocol::Plaintext,
-        SecurityProtocol::Ssl,
-        SecurityProtocol::SaslPlaintext,
-        SecurityProtocol::SaslSsl,
-    ];
-
-    /// Kafka's name of the protocol (`SASL_SSL`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            SecurityProtocol::Plaintext => "PLAINTEXT",
-            SecurityProtocol::Ssl => "SSL",
-            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
-            SecurityProtocol::SaslSsl => "SASL_SSL",
-        }
-    }
-
-    /// The protocol of a name, any case.
-    pub fn from_name(name: &str) -> Option<Self> {
-        let upper = name.trim().to_ascii_uppercase();
-        Self::ALL.into_iter().find(|p| p.name() == upper)
-    }
-}
-
-impl fmt::Display for SecurityProtocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The security protocols Kafka knows (`listener.security.protocol.map` values): the one
+/// type the clients use too.
+pub use kafka_net::SecurityProtocol;
 
 /// `host:port`, brackets around an IPv6 address.
 fn host_port(host: &str, port: u16) -> String {
@@ -139,7 +102,7 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-pub(super) fn config_error(message: String) -> BrokerError {
+pub(crate) fn config_error(message: String) -> BrokerError {
     BrokerError::Config(message)
 }
 

@@ -861,6 +861,10 @@ impl BrokerConfig {
     pub fn apply(&mut self, key: &str, value: &str) -> Result<Applied, BrokerError> {
         let key = key.trim();
         let Some(entry) = broker_key(key) else {
+            if super::SecurityConfig::takes(key) {
+                self.security.set(key, value.trim())?;
+                return Ok(Applied::Known);
+            }
             return Ok(Applied::Unknown);
         };
         (entry.set)(self, key, value.trim())?;

@@ -357,11 +357,11 @@ impl BrokerConfig {
                          {name} ({key}); map it, e.g. {name}:PLAINTEXT"
                     )));
                 }
-                Some(SecurityProtocol::Plaintext) => {}
+                Some(SecurityProtocol::Plaintext | SecurityProtocol::Ssl) => {}
                 Some(p) => {
                     return Err(config_error(format!(
                         "listener.security.protocol.map maps the listener {name} ({key}) to {p}: only \
-                         PLAINTEXT is supported; TLS and SASL are not built yet"
+                         PLAINTEXT and SSL are supported; SASL is not built yet"
                     )));
                 }
             }

@@ -35,6 +35,15 @@ impl Principal {
         name: Cow::Borrowed("ANONYMOUS"),
     };
 
+    /// `User:name`, the principal Kafka's authenticators build (a TLS client certificate's
+    /// distinguished name, a SASL user).
+    pub fn user(name: impl Into<String>) -> Self {
+        Self {
+            principal_type: Cow::Borrowed("User"),
+            name: Cow::Owned(name.into()),
+        }
+    }
+
     /// `User` for the principals Kafka's authenticators build.
     pub fn principal_type(&self) -> &str {
         &self.principal_type
@@ -168,6 +177,11 @@ impl ConnectionContext {
 
     pub fn principal(&self) -> &Principal {
         &self.principal
+    }
+
+    /// The connection has authenticated as `principal` (its TLS client certificate, or SASL).
+    pub fn authenticated(&mut self, principal: Principal) {
+        self.principal = principal;
     }
 }
 

@@ -1,28 +1,153 @@
 //! One client connection: a reader task reads requests ahead (clients pipeline), this task
 //! handles them strictly in order and writes each response before taking the next.
+//!
+//! On a TLS listener the handshake comes first (bounded by [`HANDSHAKE_TIMEOUT`] and
+//! `connections.max.idle.ms`); a client
+//! certificate's subject becomes the connection's principal. Fetch data then goes through
+//! the TLS session (read from the segment files in pieces) instead of `sendfile`.
 
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use kafka_net::server::RequestReader;
-use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufWriter, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio_rustls::server::TlsStream;
 
-use crate::handler::{self, ConnectionContext, Incoming, Reply};
+use super::tls::{HANDSHAKE_TIMEOUT, TlsListener, subject_dn};
+use crate::handler::{self, ConnectionContext, Incoming, Principal, Reply};
 use crate::node::Broker;
+use crate::sendfile::Chunk;
+
+/// The listener a connection came in on: its name and, on SSL and SASL_SSL listeners, its
+/// TLS configuration.
+#[derive(Debug)]
+pub(crate) struct On {
+    pub(crate) name: Arc<str>,
+    pub(crate) tls: Option<Arc<TlsListener>>,
+}
 
 pub(crate) async fn serve(
     broker: Arc<Broker>,
     sock: TcpStream,
     peer: SocketAddr,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     queued: Arc<Semaphore>,
-    listener: Arc<str>,
+    on: Arc<On>,
 ) {
     let _ = sock.set_nodelay(true);
-    let (rd, wr) = sock.into_split();
+    let mut connection = ConnectionContext::new(Some(peer), Arc::clone(&on.name));
+    let Some(tls) = &on.tls else {
+        let (rd, wr) = sock.into_split();
+        let out = Out::Plain(BufWriter::with_capacity(64 * 1024, wr));
+        return run(broker, rd, out, peer, stop, queued, connection).await;
+    };
+    // Bounded by connections.max.idle.ms too: a handshake is not a request.
+    let limit = HANDSHAKE_TIMEOUT.min(std::time::Duration::from_millis(
+        broker.config.server.connections_max_idle_ms,
+    ));
+    let stream = match tokio::time::timeout(limit, tls.acceptor().accept(sock)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, listener = %on.name, error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, listener = %on.name, "TLS handshake not finished in time; closing");
+            return;
+        }
+    };
+    let (_, session) = stream.get_ref();
+    if let Some(dn) = session
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .and_then(|cert| subject_dn(cert))
+    {
+        tracing::debug!(%peer, principal = %dn, "TLS client certificate");
+        connection.authenticated(Principal::user(dn));
+    }
+    let (rd, wr) = tokio::io::split(stream);
+    let out = Out::Tls(BufWriter::with_capacity(64 * 1024, wr));
+    run(broker, rd, out, peer, stop, queued, connection).await;
+}
+
+/// Where responses go: the socket (file data with `sendfile`) or a TLS session.
+enum Out {
+    Plain(BufWriter<OwnedWriteHalf>),
+    Tls(BufWriter<WriteHalf<TlsStream<TcpStream>>>),
+}
+
+impl Out {
+    async fn write_chunks(&mut self, chunks: &[Bytes]) -> io::Result<()> {
+        for c in chunks {
+            match self {
+                Out::Plain(w) => w.write_all(c).await?,
+                Out::Tls(w) => w.write_all(c).await?,
+            }
+        }
+        self.flush().await
+    }
+
+    async fn write_files(&mut self, chunks: &[Chunk]) -> io::Result<()> {
+        match self {
+            Out::Plain(w) => crate::sendfile::write_response(w, chunks).await?,
+            Out::Tls(w) => crate::sendfile::write_copied(w, chunks).await?,
+        }
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Out::Plain(w) => w.flush().await,
+            Out::Tls(w) => w.flush().await,
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        let _ = match self {
+            Out::Plain(w) => w.shutdown().await,
+            Out::Tls(w) => w.shutdown().await,
+        };
+    }
+}
+
+/// Whether the peer has shut its side of the connection down, looked at while a request
+/// waits for read-ahead budget.
+trait ReadClosed {
+    fn read_closed(&self) -> bool;
+}
+
+impl ReadClosed for OwnedReadHalf {
+    fn read_closed(&self) -> bool {
+        let ready = futures::FutureExt::now_or_never(self.ready(tokio::io::Interest::READABLE));
+        matches!(ready, Some(Ok(r)) if r.is_read_closed())
+    }
+}
+
+impl<T> ReadClosed for ReadHalf<T> {
+    /// Not seen through a TLS session: the request waits for its budget, and the reader
+    /// notices the end of the stream once it reads again.
+    fn read_closed(&self) -> bool {
+        false
+    }
+}
+
+async fn run<R>(
+    broker: Arc<Broker>,
+    rd: R,
+    mut wr: Out,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+    queued: Arc<Semaphore>,
+    mut connection: ConnectionContext,
+) where
+    R: AsyncRead + ReadClosed + Unpin + Send + Sync + 'static,
+{
     let (tx, mut rx) = mpsc::channel(broker.config.server.max_pipelined_requests);
     let max_frame = broker.config.server.socket_request_max_bytes;
     let budget = ReadAhead {
@@ -59,10 +184,6 @@ pub(crate) async fn serve(
             }
         }
     });
-    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
-    // What this connection's requests are handled with: who the peer is, the listener, and
-    // what the client announces (ApiVersions v3+).
-    let mut connection = ConnectionContext::new(Some(peer), listener);
     tracing::debug!(%peer, "connection opened");
     let mut stopping = *stop.borrow();
     let max_idle = std::time::Duration::from_millis(broker.config.server.connections_max_idle_ms);
@@ -127,25 +248,14 @@ pub(crate) async fn serve(
         };
         match reply {
             Reply::Chunks(chunks) => {
-                let mut ok = true;
-                for c in &chunks {
-                    if wr.write_all(c).await.is_err() {
-                        ok = false;
-                        break;
-                    }
-                }
-                if !ok || wr.flush().await.is_err() {
+                if wr.write_chunks(&chunks).await.is_err() {
                     tracing::debug!(%peer, "closing connection: write failed");
                     break;
                 }
             }
             Reply::Files(chunks) => {
-                if let Err(e) = crate::sendfile::write_response(&mut wr, &chunks).await {
+                if let Err(e) = wr.write_files(&chunks).await {
                     tracing::debug!(%peer, error = %e, "closing connection: fetch write failed");
-                    break;
-                }
-                if wr.flush().await.is_err() {
-                    tracing::debug!(%peer, "closing connection: write failed");
                     break;
                 }
             }
@@ -168,7 +278,7 @@ pub(crate) async fn serve(
         idle_since = tokio::time::Instant::now();
     }
     reader.abort();
-    let _ = wr.shutdown().await;
+    wr.shutdown().await;
     tracing::debug!(%peer, "connection closed");
 }
 
@@ -191,7 +301,7 @@ impl ReadAhead {
     /// Waits until a request of `len` bytes fits in both budgets (one larger than a budget
     /// waits for all of it: it is read when nothing else is queued). `None` when the peer
     /// shut its side down meanwhile (looked at every 100 ms while waiting).
-    async fn reserve(&self, len: usize, sock: &tokio::net::tcp::OwnedReadHalf) -> Option<Held> {
+    async fn reserve(&self, len: usize, sock: &impl ReadClosed) -> Option<Held> {
         let take = |max: usize| u32::try_from(len.clamp(1, max)).unwrap_or(u32::MAX);
         // The common case, without a timer: both budgets have room now.
         if let Ok(c) =
@@ -223,10 +333,7 @@ impl ReadAhead {
             tokio::select! {
                 held = &mut acquire => return held,
                 () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
-                    let ready = futures::FutureExt::now_or_never(
-                        sock.ready(tokio::io::Interest::READABLE),
-                    );
-                    if matches!(ready, Some(Ok(r)) if r.is_read_closed()) {
+                    if sock.read_closed() {
                         return None;
                     }
                 }

@@ -3,6 +3,7 @@
 
 mod connection;
 mod limits;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,13 +25,27 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let name = broker.client_listener_name();
-    serve_listeners(vec![(listener, name)], broker, shutdown).await
+    let listener = Listener {
+        socket: listener,
+        name,
+        tls: None,
+    };
+    serve_listeners(vec![listener], broker, shutdown).await
 }
 
-/// [`serve`] on several listeners, each with its name (`listeners`): a connection's
-/// Metadata and FindCoordinator answers give the endpoints of the listener it came in on.
+/// A bound listener: its socket, its name (`listeners`) and, for SSL and SASL_SSL listeners,
+/// its TLS configuration.
+#[derive(Debug)]
+pub struct Listener {
+    pub socket: TcpListener,
+    pub name: String,
+    pub tls: Option<Arc<tls::TlsListener>>,
+}
+
+/// [`serve`] on several listeners: a connection's Metadata and FindCoordinator answers give
+/// the endpoints of the listener it came in on.
 pub async fn serve_listeners(
-    listeners: Vec<(TcpListener, String)>,
+    listeners: Vec<Listener>,
     broker: Arc<Broker>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
@@ -49,14 +64,18 @@ pub async fn serve_listeners(
     // One accept task per listener, feeding this loop.
     let (accepted_tx, mut accepted_rx) = tokio::sync::mpsc::channel(64);
     let mut acceptors = JoinSet::new();
-    for (listener, name) in listeners {
+    for listener in listeners {
         let tx = accepted_tx.clone();
-        let name: Arc<str> = name.into();
+        let on = Arc::new(connection::On {
+            name: listener.name.into(),
+            tls: listener.tls,
+        });
+        let socket = listener.socket;
         acceptors.spawn(async move {
             loop {
-                let accepted = listener.accept().await;
+                let accepted = socket.accept().await;
                 let failed = accepted.is_err();
-                if tx.send((accepted, name.clone())).await.is_err() {
+                if tx.send((accepted, Arc::clone(&on))).await.is_err() {
                     return;
                 }
                 if failed {
@@ -72,7 +91,7 @@ pub async fn serve_listeners(
     loop {
         tokio::select! {
             () = &mut shutdown => break,
-            Some((accepted, listener_name)) = accepted_rx.recv() => match accepted {
+            Some((accepted, on)) = accepted_rx.recv() => match accepted {
                 Ok((sock, peer)) => {
                     let Some(ip_slot) = per_ip.acquire(peer.ip()) else {
                         refused.refused(peer, "max.connections.per.ip", per_ip.limit(peer.ip()));
@@ -88,7 +107,7 @@ pub async fn serve_listeners(
                     let stop = stop_rx.clone();
                     let queued = Arc::clone(&queued);
                     conns.spawn(async move {
-                        connection::serve(b, sock, peer, stop, queued, listener_name).await;
+                        connection::serve(b, sock, peer, stop, queued, on).await;
                         drop(permit);
                         drop(ip_slot);
                     });

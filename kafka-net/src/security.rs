@@ -1,0 +1,166 @@
+//! A client's security settings with Kafka's keys: `security.protocol` and the `ssl.*` keys
+//! ([`crate::tls`]). The producer, the consumer and the admin client hand every such key to
+//! [`SecurityKeys::set`] and build one [`ClientSecurity`] that each connection uses.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::NetError;
+use crate::tls::{self, TlsSettings};
+
+/// Kafka's security protocols (`security.protocol`, `listener.security.protocol.map`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum SecurityProtocol {
+    #[default]
+    Plaintext,
+    Ssl,
+    SaslPlaintext,
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    pub const ALL: [SecurityProtocol; 4] = [
+        SecurityProtocol::Plaintext,
+        SecurityProtocol::Ssl,
+        SecurityProtocol::SaslPlaintext,
+        SecurityProtocol::SaslSsl,
+    ];
+
+    /// Kafka's name of the protocol (`SASL_SSL`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// The protocol of a name, any case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let upper = name.trim().to_ascii_uppercase();
+        Self::ALL.into_iter().find(|p| p.name() == upper)
+    }
+
+    /// Whether the protocol runs over TLS.
+    pub fn tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether the protocol authenticates with SASL.
+    pub fn sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+}
+
+impl fmt::Display for SecurityProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a connection needs to secure itself, built once per client from its keys (two are
+/// equal when built from the same keys).
+#[derive(Debug, Clone, Default)]
+pub struct ClientSecurity {
+    pub protocol: SecurityProtocol,
+    /// The TLS configuration when the protocol runs over TLS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    keys: SecurityKeys,
+}
+
+impl PartialEq for ClientSecurity {
+    fn eq(&self, other: &Self) -> bool {
+        self.keys == other.keys
+    }
+}
+
+impl Eq for ClientSecurity {}
+
+/// The security keys of a client's configuration as they are set, turned into a
+/// [`ClientSecurity`] by [`SecurityKeys::build`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecurityKeys {
+    protocol: SecurityProtocol,
+    values: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for SecurityKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown: BTreeMap<&str, &str> = self
+            .values
+            .iter()
+            .map(|(k, v)| {
+                let v = if tls::is_sensitive(k) {
+                    "[hidden]"
+                } else {
+                    v.as_str()
+                };
+                (k.as_str(), v)
+            })
+            .collect();
+        f.debug_struct("SecurityKeys")
+            .field("protocol", &self.protocol)
+            .field("values", &shown)
+            .finish()
+    }
+}
+
+impl SecurityKeys {
+    /// Takes `key` if it is a security key: `Ok(true)` when taken, `Ok(false)` when the key
+    /// is not one, an error for a bad `security.protocol` or an unknown `ssl.` key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, NetError> {
+        if key == "security.protocol" {
+            self.protocol = SecurityProtocol::from_name(value).ok_or_else(|| {
+                NetError::Config(format!(
+                    "security.protocol: {value:?} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
+                ))
+            })?;
+            if self.protocol.sasl() {
+                return Err(NetError::Config(format!(
+                    "security.protocol={}: SASL is not supported by this client yet",
+                    self.protocol
+                )));
+            }
+            return Ok(true);
+        }
+        if key.starts_with("ssl.") {
+            if !tls::SSL_KEYS.contains(&key) {
+                return Err(NetError::Config(format!("unknown TLS setting {key}")));
+            }
+            self.values.insert(key.to_owned(), value.to_owned());
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// `security.protocol`.
+    pub fn protocol(&self) -> SecurityProtocol {
+        self.protocol
+    }
+
+    /// Reads the files and builds what connections use; a bad setting is an error naming its
+    /// key.
+    pub fn build(&self) -> Result<ClientSecurity, NetError> {
+        let tls = if self.protocol.tls() {
+            let settings = TlsSettings::from_keys(|k| self.values.get(k).cloned())
+                .map_err(|e| NetError::Config(e.to_string()))?;
+            Some(
+                settings
+                    .client_config()
+                    .map_err(|e| NetError::Config(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        Ok(ClientSecurity {
+            protocol: self.protocol,
+            tls,
+            keys: self.clone(),
+        })
+    }
+}
