@@ -24,7 +24,7 @@ pub(crate) mod messages;
 pub(crate) mod server;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// The fewest iterations Kafka accepts for either mechanism (`ScramMechanism.minIterations`):
 /// a server refuses to use a credential with fewer, a client refuses a server that asks fewer.
