@@ -75,7 +75,9 @@ pub enum JaasError {
         at: Position,
     },
     /// The flag is not required, requisite, sufficient or optional.
-    #[error("JAAS config, {at}: invalid control flag (required, requisite, sufficient or optional)")]
+    #[error(
+        "JAAS config, {at}: invalid control flag (required, requisite, sufficient or optional)"
+    )]
     InvalidFlag {
         /// Where.
         at: Position,
@@ -211,7 +213,11 @@ impl fmt::Debug for LoginModule {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_map()
                     .entries(self.0.iter().map(|(k, v)| {
-                        let v: &dyn fmt::Debug = if is_sensitive_option(k) { &"[hidden]" } else { v };
+                        let v: &dyn fmt::Debug = if is_sensitive_option(k) {
+                            &"[hidden]"
+                        } else {
+                            v
+                        };
                         (k, v)
                     }))
                     .finish()
@@ -258,7 +264,9 @@ impl JaasConfig {
 fn entry(lexer: &mut Lexer<'_>, first: Token) -> Result<LoginModule, JaasError> {
     let at = first.at;
     let class = first.word().ok_or(JaasError::ExpectedClass { at })?;
-    let flag_token = lexer.next()?.ok_or(JaasError::MissingFlag { at: lexer.here() })?;
+    let flag_token = lexer
+        .next()?
+        .ok_or_else(|| JaasError::MissingFlag { at: lexer.here() })?;
     let at = flag_token.at;
     let flag = flag_token
         .word()
@@ -410,12 +418,12 @@ impl<'a> Lexer<'a> {
         let unterminated = JaasError::UnterminatedQuote { at };
         let mut out = String::new();
         loop {
-            let c = self.bump().ok_or(unterminated.clone())?;
+            let c = self.bump().ok_or_else(|| unterminated.clone())?;
             match c {
                 c if c == quote => return Ok(out),
                 '\n' | '\r' => return Err(unterminated),
                 '\\' => {
-                    let e = self.bump().ok_or(unterminated.clone())?;
+                    let e = self.bump().ok_or_else(|| unterminated.clone())?;
                     out.push(match e {
                         'a' => '\u{7}',
                         'b' => '\u{8}',

@@ -45,7 +45,10 @@ fn kafka_scram_and_oauthbearer_client_examples() {
         "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";",
     );
     assert_eq!(m.class(), SCRAM_LOGIN_MODULE);
-    assert_eq!((m.username(), m.password()), (Some("alice"), Some(Secret::from("alice-secret"))));
+    assert_eq!(
+        (m.username(), m.password()),
+        (Some("alice"), Some(Secret::from("alice-secret")))
+    );
     // user_ options mean PLAIN users only in the PLAIN module.
     let m = one(&format!("{SCRAM_LOGIN_MODULE} required user_bob=\"x\";"));
     assert!(m.plain_users().is_empty());
@@ -68,25 +71,41 @@ fn flags_bare_values_and_several_modules() {
     let flags: Vec<_> = ms.iter().map(LoginModule::flag).collect();
     assert_eq!(
         flags,
-        [ControlFlag::Required, ControlFlag::Requisite, ControlFlag::Sufficient, ControlFlag::Optional]
+        [
+            ControlFlag::Required,
+            ControlFlag::Requisite,
+            ControlFlag::Sufficient,
+            ControlFlag::Optional
+        ]
     );
     assert_eq!(ms[0].options().count(), 0);
     assert_eq!(ms[1].option("k"), Some("v"));
     // A repeated option keeps its last value (Java's HashMap.put).
     assert_eq!(ms[2].option("k"), Some("2"));
     assert_eq!(ms[3].option("keyTab"), Some("x.keytab"));
-    assert_eq!(JaasConfig::parse_single(&format!("{PLAIN_LOGIN_MODULE} required; x required;")), Err(JaasError::ModuleCount { count: 2 }));
+    assert_eq!(
+        JaasConfig::parse_single(&format!("{PLAIN_LOGIN_MODULE} required; x required;")),
+        Err(JaasError::ModuleCount { count: 2 })
+    );
     // No space needed around = and ;, and quoted class names and keys are words too.
     let m = one("\"a.B\" required 'k'=v;");
     assert_eq!((m.class(), m.option("k")), ("a.B", Some("v")));
     let m = one("a.B required k=v;");
     assert_eq!(m, one("a.B required k = v ;"));
-    assert_eq!(one("a.B required k=v;").option("k"), one("a.B required k=\"v\";").option("k"));
+    assert_eq!(
+        one("a.B required k=v;").option("k"),
+        one("a.B required k=\"v\";").option("k")
+    );
 }
 
 #[test]
 fn quoting_and_escapes() {
-    let v = |value: &str| one(&format!("a.B required k={value};")).option("k").unwrap().to_owned();
+    let v = |value: &str| {
+        one(&format!("a.B required k={value};"))
+            .option("k")
+            .unwrap()
+            .to_owned()
+    };
     assert_eq!(v(r#""with space; and = signs""#), "with space; and = signs");
     assert_eq!(v(r#"'single "quoted"'"#), "single \"quoted\"");
     assert_eq!(v(r#""it's""#), "it's");
@@ -108,20 +127,21 @@ fn quoting_and_escapes() {
 
 #[test]
 fn comments() {
-    let m = one(
-        "// the broker's users\n\
+    let m = one("// the broker's users\n\
          a.B /* flag next */ required\n\
          k=v // trailing\n\
          / a lone slash comments too\n\
-         j=w;\n/* after */",
-    );
+         j=w;\n/* after */");
     assert_eq!((m.option("k"), m.option("j")), (Some("v"), Some("w")));
     // '/' in a bare value starts a comment (as in Kafka): a URL must be quoted.
     assert_eq!(
         JaasConfig::parse("a.B required url=http://host/x;"),
         Err(JaasError::MissingSemicolon { at: at(1, 32) })
     );
-    assert_eq!(JaasConfig::parse("a.B required k=v; /* open"), Ok(vec![one("a.B required k=v;")]));
+    assert_eq!(
+        JaasConfig::parse("a.B required k=v; /* open"),
+        Ok(vec![one("a.B required k=v;")])
+    );
 }
 
 #[test]
@@ -133,21 +153,66 @@ fn errors_name_the_place() {
     assert_eq!(e("a.B"), JaasError::MissingFlag { at: at(1, 4) });
     assert_eq!(e("a.B maybe;"), JaasError::InvalidFlag { at: at(1, 5) });
     assert_eq!(e("a.B ;"), JaasError::InvalidFlag { at: at(1, 5) });
-    assert_eq!(e("a.B required"), JaasError::MissingSemicolon { at: at(1, 13) });
-    assert_eq!(e("a.B required k=v"), JaasError::MissingSemicolon { at: at(1, 17) });
-    assert_eq!(e("a.B required\n  k;"), JaasError::MissingValue { at: at(2, 3) });
-    assert_eq!(e("a.B required k=;"), JaasError::MissingValue { at: at(1, 14) });
-    assert_eq!(e("a.B required k=="), JaasError::MissingValue { at: at(1, 14) });
-    assert_eq!(e("a.B required k v;"), JaasError::MissingValue { at: at(1, 14) });
-    assert_eq!(e("a.B required k="), JaasError::MissingValue { at: at(1, 14) });
-    assert_eq!(e("a.B required =v;"), JaasError::ExpectedOptionName { at: at(1, 14) });
-    assert_eq!(e("; a.B required;"), JaasError::ExpectedClass { at: at(1, 1) });
-    assert_eq!(e("=a.B required;"), JaasError::ExpectedClass { at: at(1, 1) });
-    assert_eq!(e("a.B required k=\"v;"), JaasError::UnterminatedQuote { at: at(1, 16) });
-    assert_eq!(e("a.B required k='v\n';"), JaasError::UnterminatedQuote { at: at(1, 16) });
-    assert_eq!(e("a.B required k=\"v\\"), JaasError::UnterminatedQuote { at: at(1, 16) });
-    assert_eq!(e("a.B required k=\u{85}v;"), JaasError::UnexpectedCharacter { at: at(1, 16) });
-    assert_eq!(e("a.B required k=v; x.Y"), JaasError::MissingFlag { at: at(1, 22) });
+    assert_eq!(
+        e("a.B required"),
+        JaasError::MissingSemicolon { at: at(1, 13) }
+    );
+    assert_eq!(
+        e("a.B required k=v"),
+        JaasError::MissingSemicolon { at: at(1, 17) }
+    );
+    assert_eq!(
+        e("a.B required\n  k;"),
+        JaasError::MissingValue { at: at(2, 3) }
+    );
+    assert_eq!(
+        e("a.B required k=;"),
+        JaasError::MissingValue { at: at(1, 14) }
+    );
+    assert_eq!(
+        e("a.B required k=="),
+        JaasError::MissingValue { at: at(1, 14) }
+    );
+    assert_eq!(
+        e("a.B required k v;"),
+        JaasError::MissingValue { at: at(1, 14) }
+    );
+    assert_eq!(
+        e("a.B required k="),
+        JaasError::MissingValue { at: at(1, 14) }
+    );
+    assert_eq!(
+        e("a.B required =v;"),
+        JaasError::ExpectedOptionName { at: at(1, 14) }
+    );
+    assert_eq!(
+        e("; a.B required;"),
+        JaasError::ExpectedClass { at: at(1, 1) }
+    );
+    assert_eq!(
+        e("=a.B required;"),
+        JaasError::ExpectedClass { at: at(1, 1) }
+    );
+    assert_eq!(
+        e("a.B required k=\"v;"),
+        JaasError::UnterminatedQuote { at: at(1, 16) }
+    );
+    assert_eq!(
+        e("a.B required k='v\n';"),
+        JaasError::UnterminatedQuote { at: at(1, 16) }
+    );
+    assert_eq!(
+        e("a.B required k=\"v\\"),
+        JaasError::UnterminatedQuote { at: at(1, 16) }
+    );
+    assert_eq!(
+        e("a.B required k=\u{85}v;"),
+        JaasError::UnexpectedCharacter { at: at(1, 16) }
+    );
+    assert_eq!(
+        e("a.B required k=v; x.Y"),
+        JaasError::MissingFlag { at: at(1, 22) }
+    );
     assert_eq!(
         e("a.B required k=\"v;").to_string(),
         "JAAS config, line 1, column 16: quoted value not closed on its line"
@@ -179,11 +244,20 @@ fn debug_hides_secrets() {
     );
     let d = format!("{m:?}");
     assert!(!d.contains("pw-"), "{d}");
-    assert!(d.contains("\"admin\"") && d.contains("\"alice\"") && d.contains("[hidden]"), "{d}");
+    assert!(
+        d.contains("\"admin\"") && d.contains("\"alice\"") && d.contains("[hidden]"),
+        "{d}"
+    );
     assert_eq!(format!("{:#?}", m).matches("[hidden]").count(), 5);
     for (name, sensitive) in [
-        ("password", true), ("user_bob", true), ("clientSecret", true), ("PASSWORD", true),
-        ("username", false), ("user", false), ("scope", false), ("unsecuredLoginStringClaim_sub", false),
+        ("password", true),
+        ("user_bob", true),
+        ("clientSecret", true),
+        ("PASSWORD", true),
+        ("username", false),
+        ("user", false),
+        ("scope", false),
+        ("unsecuredLoginStringClaim_sub", false),
     ] {
         assert_eq!(is_sensitive_option(name), sensitive, "{name}");
     }
@@ -191,6 +265,8 @@ fn debug_hides_secrets() {
 
 #[test]
 fn plain_users_skip_the_empty_name() {
-    let m = one(&format!("{PLAIN_LOGIN_MODULE} required user_=\"x\" user_a=\"y\" users=\"z\";"));
+    let m = one(&format!(
+        "{PLAIN_LOGIN_MODULE} required user_=\"x\" user_a=\"y\" users=\"z\";"
+    ));
     assert_eq!(m.plain_users().into_keys().collect::<Vec<_>>(), ["a"]);
 }

@@ -150,7 +150,9 @@ pub enum SaslError {
         max: u32,
     },
     /// The server-final signature is wrong: the server does not know the credential.
-    #[error("SCRAM server signature is invalid: the server could not prove it knows the credential")]
+    #[error(
+        "SCRAM server signature is invalid: the server could not prove it knows the credential"
+    )]
     ServerSignatureMismatch,
     /// The server refused the authentication with a SCRAM `e=` value (letters, digits and
     /// `-` kept).
@@ -377,7 +379,13 @@ impl ClientExchange {
         username: &str,
         password: impl Into<Secret>,
     ) -> Result<Self, SaslError> {
-        Self::make(mechanism, username, password.into(), None, scram::MAX_ITERATIONS)
+        Self::make(
+            mechanism,
+            username,
+            password.into(),
+            None,
+            scram::MAX_ITERATIONS,
+        )
     }
 
     /// A SCRAM exchange with a fixed client nonce and iteration bound (tests, fuzzing).
@@ -406,7 +414,10 @@ impl ClientExchange {
         max_iterations: u32,
     ) -> Result<Self, SaslError> {
         let (first, state) = match mechanism.scram() {
-            None => (plain::client_message(username, &password)?, ClientState::Plain),
+            None => (
+                plain::client_message(username, &password)?,
+                ClientState::Plain,
+            ),
             Some(m) => {
                 if username.is_empty() || username.contains('\0') {
                     return Err(SaslError::InvalidClientCredentials(
@@ -417,7 +428,8 @@ impl ClientExchange {
                     Some(n) => n,
                     None => random_nonce()?,
                 };
-                let (client, first) = ScramClient::new(m, username, password, nonce, max_iterations);
+                let (client, first) =
+                    ScramClient::new(m, username, password, nonce, max_iterations);
                 (first, ClientState::Scram(client))
             }
         };

@@ -13,7 +13,10 @@ use super::{CredentialStore, SaslError, Secret};
 const PLAIN: &str = "PLAIN message";
 
 /// Checks a client's PLAIN message; the authenticated user name on success.
-pub(crate) fn server_step(message: &[u8], creds: &dyn CredentialStore) -> Result<String, SaslError> {
+pub(crate) fn server_step(
+    message: &[u8],
+    creds: &dyn CredentialStore,
+) -> Result<String, SaslError> {
     let s = text(message, PLAIN)?;
     let mut fields = s.split('\0');
     let (Some(authzid), Some(username), Some(password), None) =

@@ -32,13 +32,23 @@ fn mechanism_names() {
     assert_eq!(Mechanism::ScramSha512.name(), "SCRAM-SHA-512");
     assert_eq!(Mechanism::Plain.scram(), None);
     assert_eq!(Mechanism::ScramSha512.scram(), Some(ScramMechanism::Sha512));
-    for other in ["plain", "OAUTHBEARER", "GSSAPI", "SCRAM-SHA-1", "", "PLAIN "] {
+    for other in [
+        "plain",
+        "OAUTHBEARER",
+        "GSSAPI",
+        "SCRAM-SHA-1",
+        "",
+        "PLAIN ",
+    ] {
         let e = Mechanism::from_name(other).unwrap_err();
         assert_eq!(e.kafka_error_code(), UNSUPPORTED_SASL_MECHANISM);
     }
     // A hostile name is shown short and printable.
     let e = Mechanism::from_name(&format!("X\n\u{7}{}", "Y".repeat(500))).unwrap_err();
-    assert_eq!(e, SaslError::UnsupportedMechanism(format!("X{}", "Y".repeat(63))));
+    assert_eq!(
+        e,
+        SaslError::UnsupportedMechanism(format!("X{}", "Y".repeat(63)))
+    );
 }
 
 #[test]
@@ -47,12 +57,25 @@ fn error_codes() {
     assert_eq!(SaslError::AuthorizationIdMismatch.kafka_error_code(), 58);
     assert_eq!(SaslError::DelegationTokenUnsupported.kafka_error_code(), 58);
     assert_eq!(SaslError::NonceMismatch.kafka_error_code(), 58);
-    assert_eq!(SaslError::Malformed { message: "m", reason: "r" }.kafka_error_code(), 58);
+    assert_eq!(
+        SaslError::Malformed {
+            message: "m",
+            reason: "r"
+        }
+        .kafka_error_code(),
+        58
+    );
     assert_eq!(SaslError::ExchangeFinished.kafka_error_code(), 34);
     assert_eq!(SaslError::NotStarted.kafka_error_code(), 34);
-    assert_eq!(SaslError::UnsupportedMechanism("X".into()).kafka_error_code(), 33);
+    assert_eq!(
+        SaslError::UnsupportedMechanism("X".into()).kafka_error_code(),
+        33
+    );
     assert_eq!(SaslError::Internal("x").kafka_error_code(), -1);
-    assert_eq!(SaslError::AuthenticationFailed.to_string(), "authentication failed: invalid credentials");
+    assert_eq!(
+        SaslError::AuthenticationFailed.to_string(),
+        "authentication failed: invalid credentials"
+    );
 }
 
 #[test]
@@ -60,18 +83,39 @@ fn plain_server_rules() {
     let creds = store();
     assert_eq!(plain(b"\0user\0pencil", &creds), done("user"));
     assert_eq!(plain(b"user\0user\0pencil", &creds), done("user"));
-    assert_eq!(plain(b"admin\0user\0pencil", &creds), Err(SaslError::AuthorizationIdMismatch));
+    assert_eq!(
+        plain(b"admin\0user\0pencil", &creds),
+        Err(SaslError::AuthorizationIdMismatch)
+    );
     // Wrong password, unknown user: the same error (the authzid is not even looked at).
     for msg in [
-        &b"\0user\0pencil2"[..], b"\0user\0pencl", b"\0user\0Pencil", b"\0user\0pencil ",
-        b"\0nobody\0pencil", b"\0User\0pencil", b"admin\0user\0wrong", b"\0user\0p",
+        &b"\0user\0pencil2"[..],
+        b"\0user\0pencl",
+        b"\0user\0Pencil",
+        b"\0user\0pencil ",
+        b"\0nobody\0pencil",
+        b"\0User\0pencil",
+        b"admin\0user\0wrong",
+        b"\0user\0p",
     ] {
-        assert_eq!(plain(msg, &creds), Err(SaslError::AuthenticationFailed), "{msg:?}");
+        assert_eq!(
+            plain(msg, &creds),
+            Err(SaslError::AuthenticationFailed),
+            "{msg:?}"
+        );
     }
     // Kafka refuses an empty user name or password; RFC 4616 allows no NUL inside a field.
     for msg in [
-        &b""[..], b"user", b"\0user", b"\0\0pencil", b"\0user\0", b"user\0pencil",
-        b"\0user\0pencil\0", b"\0user\0pen\0cil", b"\0\0\0", b"\0us\xffer\0pencil",
+        &b""[..],
+        b"user",
+        b"\0user",
+        b"\0\0pencil",
+        b"\0user\0",
+        b"user\0pencil",
+        b"\0user\0pencil\0",
+        b"\0user\0pen\0cil",
+        b"\0\0\0",
+        b"\0us\xffer\0pencil",
     ] {
         assert!(malformed(&plain(msg, &creds)), "{msg:?}");
     }
@@ -81,7 +125,10 @@ fn plain_server_rules() {
     let mut intl = StaticCredentials::new();
     intl.add_plain("jörg", "pässwörd");
     assert_eq!(plain("\0jörg\0pässwörd".as_bytes(), &intl), done("jörg"));
-    assert_eq!(plain("\0jorg\0pässwörd".as_bytes(), &intl), Err(SaslError::AuthenticationFailed));
+    assert_eq!(
+        plain("\0jorg\0pässwörd".as_bytes(), &intl),
+        Err(SaslError::AuthenticationFailed)
+    );
 }
 
 #[test]
@@ -149,12 +196,20 @@ fn client_and_server_agree_with_random_nonces() {
         // Wrong password: the server refuses, and says nothing more.
         let mut c = ClientExchange::new(m, "user", "pencil2").unwrap();
         let mut s = ServerExchange::new(m);
-        assert_eq!(run(&mut c, &mut s, &creds), Err(SaslError::AuthenticationFailed), "{m}");
+        assert_eq!(
+            run(&mut c, &mut s, &creds),
+            Err(SaslError::AuthenticationFailed),
+            "{m}"
+        );
         assert_eq!(s.step(b"", &creds), Err(SaslError::ExchangeFinished));
     }
     // Two exchanges never use the same nonces.
-    let a = ClientExchange::new(Mechanism::ScramSha256, "user", "p").unwrap().initial();
-    let b = ClientExchange::new(Mechanism::ScramSha256, "user", "p").unwrap().initial();
+    let a = ClientExchange::new(Mechanism::ScramSha256, "user", "p")
+        .unwrap()
+        .initial();
+    let b = ClientExchange::new(Mechanism::ScramSha256, "user", "p")
+        .unwrap()
+        .initial();
     assert_ne!(a, b);
     assert_eq!(a.len(), "n,,n=user,r=".len() + 32);
 }
@@ -167,19 +222,37 @@ fn wrong_proof_is_never_done() {
     let wrong = RFC7677_CLIENT_FINAL.replace("p=dHzb", "p=dHzc");
     let mut s = ServerExchange::with_nonce(Mechanism::ScramSha256, SERVER_NONCE);
     let first = s.step(RFC7677_CLIENT_FIRST.as_bytes(), &creds);
-    assert_eq!(first, Ok(ServerStep::Challenge(RFC7677_SERVER_FIRST.into())));
-    assert_eq!(s.step(wrong.as_bytes(), &creds), Err(SaslError::AuthenticationFailed));
+    assert_eq!(
+        first,
+        Ok(ServerStep::Challenge(RFC7677_SERVER_FIRST.into()))
+    );
+    assert_eq!(
+        s.step(wrong.as_bytes(), &creds),
+        Err(SaslError::AuthenticationFailed)
+    );
     // The right proof after a wrong one, or any message: still no.
     for msg in [RFC7677_CLIENT_FINAL, RFC7677_CLIENT_FIRST, ""] {
-        assert_eq!(s.step(msg.as_bytes(), &creds), Err(SaslError::ExchangeFinished));
+        assert_eq!(
+            s.step(msg.as_bytes(), &creds),
+            Err(SaslError::ExchangeFinished)
+        );
     }
     // Replays: the right client-final on a fresh exchange has a stale nonce.
     let mut s = ServerExchange::new(Mechanism::ScramSha256);
-    assert!(matches!(s.step(RFC7677_CLIENT_FIRST.as_bytes(), &creds), Ok(ServerStep::Challenge(_))));
-    assert_eq!(s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds), Err(SaslError::NonceMismatch));
+    assert!(matches!(
+        s.step(RFC7677_CLIENT_FIRST.as_bytes(), &creds),
+        Ok(ServerStep::Challenge(_))
+    ));
+    assert_eq!(
+        s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds),
+        Err(SaslError::NonceMismatch)
+    );
     // A client-final as the first message is malformed, not a shortcut.
     let mut s = ServerExchange::with_nonce(Mechanism::ScramSha256, SERVER_NONCE);
-    assert!(matches!(s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds), Err(SaslError::Malformed { .. })));
+    assert!(matches!(
+        s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds),
+        Err(SaslError::Malformed { .. })
+    ));
     // A second client-first in place of the client-final is malformed too.
     let mut s = ServerExchange::with_nonce(Mechanism::ScramSha256, SERVER_NONCE);
     assert!(s.step(RFC7677_CLIENT_FIRST.as_bytes(), &creds).is_ok());
@@ -194,27 +267,44 @@ fn wrong_proof_is_never_done() {
             authorization_id: "user".into()
         })
     );
-    assert_eq!(s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds), Err(SaslError::ExchangeFinished));
+    assert_eq!(
+        s.step(RFC7677_CLIENT_FINAL.as_bytes(), &creds),
+        Err(SaslError::ExchangeFinished)
+    );
     // PLAIN: after Done or an error, nothing more.
     let mut s = ServerExchange::new(Mechanism::Plain);
     assert_eq!(s.step(b"\0user\0pencil", &creds), done("user"));
-    assert_eq!(s.step(b"\0user\0pencil", &creds), Err(SaslError::ExchangeFinished));
+    assert_eq!(
+        s.step(b"\0user\0pencil", &creds),
+        Err(SaslError::ExchangeFinished)
+    );
     let mut s = ServerExchange::new(Mechanism::Plain);
     assert!(s.step(b"\0user\0wrong", &creds).is_err());
-    assert_eq!(s.step(b"\0user\0pencil", &creds), Err(SaslError::ExchangeFinished));
+    assert_eq!(
+        s.step(b"\0user\0pencil", &creds),
+        Err(SaslError::ExchangeFinished)
+    );
 }
 
 #[test]
 fn client_exchange_sha512_and_errors_end_it() {
-    let mut c = ClientExchange::with_nonce(Mechanism::ScramSha512, "user", "pencil", CLIENT_NONCE, 4096).unwrap();
+    let mut c =
+        ClientExchange::with_nonce(Mechanism::ScramSha512, "user", "pencil", CLIENT_NONCE, 4096)
+            .unwrap();
     assert_eq!(c.initial(), RFC7677_CLIENT_FIRST.as_bytes());
     assert_eq!(
         c.step(RFC7677_SERVER_FIRST.as_bytes()),
         Ok(ClientStep::Send(SHA512_CLIENT_FINAL.into()))
     );
     // A server signature for SHA-256 is wrong for SHA-512: the server is not who it claims.
-    assert_eq!(c.step(RFC7677_SERVER_FINAL.as_bytes()), Err(SaslError::ServerSignatureMismatch));
-    assert_eq!(c.step(RFC7677_SERVER_FINAL.as_bytes()), Err(SaslError::ExchangeFinished));
+    assert_eq!(
+        c.step(RFC7677_SERVER_FINAL.as_bytes()),
+        Err(SaslError::ServerSignatureMismatch)
+    );
+    assert_eq!(
+        c.step(RFC7677_SERVER_FINAL.as_bytes()),
+        Err(SaslError::ExchangeFinished)
+    );
 }
 
 #[test]
@@ -228,9 +318,20 @@ fn errors_and_debug_never_show_secrets() {
     let mut s = ServerExchange::with_nonce(Mechanism::ScramSha256, SERVER_NONCE);
     s.step(RFC7677_CLIENT_FIRST.as_bytes(), &creds).unwrap();
     let debug = format!("{s:?}");
-    errors.push(s.step(b"c=biws,r=x,p=aHVudGVyMi1zZWNyZXQ=", &creds).unwrap_err());
-    errors.push(ServerExchange::new(Mechanism::ScramSha256).step(b"n,,n=hunter2-secret,r=a", &creds).unwrap_err());
-    errors.push(ServerExchange::new(Mechanism::ScramSha256).step(b"n,,n=hunter2-secret", &creds).unwrap_err());
+    errors.push(
+        s.step(b"c=biws,r=x,p=aHVudGVyMi1zZWNyZXQ=", &creds)
+            .unwrap_err(),
+    );
+    errors.push(
+        ServerExchange::new(Mechanism::ScramSha256)
+            .step(b"n,,n=hunter2-secret,r=a", &creds)
+            .unwrap_err(),
+    );
+    errors.push(
+        ServerExchange::new(Mechanism::ScramSha256)
+            .step(b"n,,n=hunter2-secret", &creds)
+            .unwrap_err(),
+    );
     let c = ClientExchange::new(Mechanism::ScramSha256, "user", "hunter2-secret").unwrap();
     let client_debug = format!("{c:?}");
     for text in errors
@@ -258,7 +359,9 @@ impl SplitMix {
 
     fn bytes(&mut self, alphabet: &[u8]) -> Vec<u8> {
         let n = (self.next() % 80) as usize;
-        (0..n).map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize]).collect()
+        (0..n)
+            .map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize])
+            .collect()
     }
 }
 
@@ -284,7 +387,8 @@ fn random_messages_are_refused() {
                 Err(_) => {}
             }
             assert_eq!(s.step(&msg, &creds).unwrap_err().kafka_error_code(), 34);
-            let mut c = ClientExchange::with_nonce(m, "user", "pencil", CLIENT_NONCE, 4096).unwrap();
+            let mut c =
+                ClientExchange::with_nonce(m, "user", "pencil", CLIENT_NONCE, 4096).unwrap();
             c.initial();
             // PLAIN's client takes the empty answer; nothing else random passes.
             if !(m == Mechanism::Plain && msg.is_empty()) {

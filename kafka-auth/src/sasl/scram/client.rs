@@ -93,7 +93,8 @@ impl ScramClient {
                 )?;
                 let (client_key, server_key) = mechanism.keys(salted.expose())?;
                 let stored_key = mechanism.hash(&client_key);
-                let without_proof = format!("c={},r={}", encode64(GS2_HEADER.as_bytes()), first.nonce);
+                let without_proof =
+                    format!("c={},r={}", encode64(GS2_HEADER.as_bytes()), first.nonce);
                 let auth_message = [
                     client_first_bare.as_bytes(),
                     b",",

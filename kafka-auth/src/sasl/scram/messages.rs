@@ -43,7 +43,11 @@ fn attr<'a>(
 
 /// A nonce: one or more printable ASCII characters other than `,` (RFC 5802 `c-nonce`).
 fn nonce<'a>(value: &'a str, message: &'static str) -> Result<&'a str, SaslError> {
-    if !value.is_empty() && value.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b',') {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b',')
+    {
         Ok(value)
     } else {
         Err(bad(message, "the nonce is empty or not printable ASCII"))
@@ -123,9 +127,7 @@ impl<'a> ClientFirst<'a> {
         let m = CLIENT_FIRST;
         let s = text(bytes, m)?;
         // gs2-cbind-flag "," [authzid] ","
-        let (flag, rest) = s
-            .split_once(',')
-            .ok_or_else(|| bad(m, "no gs2 header"))?;
+        let (flag, rest) = s.split_once(',').ok_or_else(|| bad(m, "no gs2 header"))?;
         match flag {
             // "n": the client does not support channel binding; "y": it does but thinks the
             // server does not (we offer no -PLUS mechanism, so that is right).
@@ -139,7 +141,12 @@ impl<'a> ClientFirst<'a> {
         let authzid = if authz.is_empty() {
             None
         } else {
-            let v = attr(Some(authz), "a", m, "the gs2 header's second field is not a=")?;
+            let v = attr(
+                Some(authz),
+                "a",
+                m,
+                "the gs2 header's second field is not a=",
+            )?;
             Some(saslname(v, m)?)
         };
         let gs2_len = flag.len() + authz.len() + 2;

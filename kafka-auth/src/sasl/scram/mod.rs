@@ -177,7 +177,8 @@ impl TryFrom<Mechanism> for ScramMechanism {
 
     /// The SCRAM mechanism of a SASL mechanism (an error for PLAIN).
     fn try_from(m: Mechanism) -> Result<Self, SaslError> {
-        m.scram().ok_or(SaslError::UnsupportedMechanism(m.name().to_owned()))
+        m.scram()
+            .ok_or_else(|| SaslError::UnsupportedMechanism(m.name().to_owned()))
     }
 }
 

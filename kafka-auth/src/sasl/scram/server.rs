@@ -96,11 +96,7 @@ fn client_first(
     } = creds
         .scram_credential(mechanism, &first.username)
         .ok_or(SaslError::AuthenticationFailed)?;
-    if first
-        .authzid
-        .as_ref()
-        .is_some_and(|a| *a != first.username)
-    {
+    if first.authzid.as_ref().is_some_and(|a| *a != first.username) {
         return Err(SaslError::AuthorizationIdMismatch);
     }
     // A credential stored with too few iterations is not used (Kafka: "Iterations ... is less
