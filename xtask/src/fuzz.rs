@@ -1,7 +1,8 @@
 //! `cargo xtask fuzz <target|all> [--seconds N] [--smoke] [--sanitizer S] [--replay FILE...]
 //! [-- LIBFUZZER_ARGS]`
 //!
-//! Two modes over the same entry points (`kafka_protocol::fuzzing`, feature `fuzzing`):
+//! Two modes over the same entry points (`kafka_protocol::fuzzing` and
+//! `kafka_auth::sasl::fuzzing`, feature `fuzzing`):
 //!
 //! - Default: coverage-guided fuzzing with libFuzzer through cargo-fuzz (installed if missing).
 //!   cargo-fuzz passes nightly-only flags to rustc; on a stable toolchain they are unlocked with
@@ -22,12 +23,13 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "request_decode",
     "response_decode",
     "record_batch",
     "varint",
     "produce_view",
+    "sasl",
 ];
 const FUZZ_DIR: &str = "xtask/fuzz";
 const GOLDEN_DIR: &str = "kafka-protocol/tests/data/golden";

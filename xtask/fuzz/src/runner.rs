@@ -19,7 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::fuzzing::{Mutator, Target, seeds, seeds_from_frame};
+use kafka_protocol::fuzzing::Mutator;
+
+mod targets;
+
+use targets::{Target, seeds, seeds_from_frame};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -93,7 +97,7 @@ fn parse(args: &[String], take_targets: bool) -> Result<Opts, Error> {
             "--golden" => o.golden = Some(value(a)?.into()),
             "--regressions" => o.regressions = Some(value(a)?.into()),
             "--artifacts" => o.artifacts = Some(value(a)?.into()),
-            "all" if take_targets => o.targets.extend(Target::ALL),
+            "all" if take_targets => o.targets.extend(Target::all()),
             name if take_targets && !name.starts_with('-') => o.targets.push(
                 Target::from_name(name).ok_or_else(|| format!("unknown fuzz target {name}"))?,
             ),
@@ -102,7 +106,7 @@ fn parse(args: &[String], take_targets: bool) -> Result<Opts, Error> {
         }
     }
     if take_targets && o.targets.is_empty() {
-        o.targets.extend(Target::ALL);
+        o.targets.extend(Target::all());
     }
     Ok(o)
 }
@@ -208,7 +212,7 @@ fn write_seeds(args: &[String]) -> Result<(), Error> {
             .push(Target::from_name(name).ok_or_else(|| format!("unknown fuzz target {name}"))?);
     }
     if o.targets.is_empty() {
-        o.targets.extend(Target::ALL);
+        o.targets.extend(Target::all());
     }
     for &t in &o.targets {
         let dir = Path::new(&out).join(t.name());
