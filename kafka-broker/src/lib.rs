@@ -34,6 +34,7 @@
 //!  2 log       log/ (segments, indexes, recovery, retention, compaction; files through LogIo)
 //!                      |
 //!  1 base      clock  sync  error  config/  rate_limit  topics  meta_properties
+//!              credentials
 //! ```
 //!
 //! What each may import (besides the crates below this one):
@@ -54,6 +55,7 @@ pub mod cluster;
 pub mod config;
 mod convert;
 pub mod coordinator;
+pub mod credentials;
 pub mod error;
 pub mod group;
 pub mod handler;

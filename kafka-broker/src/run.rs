@@ -172,5 +172,17 @@ fn secure(
     } else {
         None
     };
-    Ok(crate::server::Listener { socket, name, tls })
+    let sasl = if protocol.sasl() {
+        let sasl = crate::server::sasl::SaslListener::new(&broker.config, &name)?;
+        tracing::info!(listener = %name, %protocol, ?sasl, "SASL listener");
+        Some(Arc::new(sasl))
+    } else {
+        None
+    };
+    Ok(crate::server::Listener {
+        socket,
+        name,
+        tls,
+        sasl,
+    })
 }

@@ -127,6 +127,9 @@ impl Connection {
             let versions = negotiate(&conn, &cfg).await?;
             conn.versions = Some(Arc::new(versions));
         }
+        if let Some(login) = &cfg.security.sasl {
+            authenticate(&conn, login).await?;
+        }
         Ok(conn)
     }
 
@@ -653,6 +656,92 @@ async fn sleep_until(t: Option<Instant>) {
 
 /// Checks a top-level error code of a response (defined beside [`NetError`]).
 pub use crate::error::check;
+
+/// SaslHandshake v1 then SaslAuthenticate until the mechanism is done (KIP-152). Every failure
+/// is [`NetError::Authentication`]: the broker closes the connection after it.
+async fn authenticate(
+    conn: &Connection,
+    login: &crate::security::SaslLogin,
+) -> Result<(), NetError> {
+    use kafka_auth::sasl::{ClientExchange, ClientStep};
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let failed = |reason: String| NetError::Authentication {
+        addr: conn.addr().to_owned(),
+        reason,
+    };
+    let mechanism = login.mechanism.name();
+    let version = conn.version_for(ApiKey::SaslHandshake)?;
+    if version < 1 {
+        return Err(failed(
+            "the broker offers only SaslHandshake v0 (raw tokens)".into(),
+        ));
+    }
+    let body = conn
+        .request_at(
+            RequestBody::SaslHandshake(SaslHandshakeRequest {
+                mechanism: KStr::from_static(mechanism),
+            }),
+            version,
+        )
+        .await?;
+    let ResponseBody::SaslHandshake(hs) = body else {
+        return Err(NetError::BadResponse(
+            "SaslHandshake answered with another api".into(),
+        ));
+    };
+    if hs.error_code != 0 {
+        let enabled: Vec<String> = hs.mechanisms.iter().map(ToString::to_string).collect();
+        return Err(failed(format!(
+            "{} (mechanism {mechanism}; the broker enables {})",
+            kafka_protocol::error_code::ErrorCode(hs.error_code),
+            enabled.join(", ")
+        )));
+    }
+    let mut exchange =
+        ClientExchange::new(login.mechanism, &login.username, login.password.clone())
+            .map_err(|e| failed(e.to_string()))?;
+    let mut message = exchange.initial();
+    let version = conn.version_for(ApiKey::SaslAuthenticate)?;
+    loop {
+        let body = conn
+            .request_at(
+                RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
+                    auth_bytes: Bytes::from(std::mem::take(&mut message)),
+                    ..Default::default()
+                }),
+                version,
+            )
+            .await?;
+        let ResponseBody::SaslAuthenticate(r) = body else {
+            return Err(NetError::BadResponse(
+                "SaslAuthenticate answered with another api".into(),
+            ));
+        };
+        if r.error_code != 0 {
+            return Err(failed(format!(
+                "{}: {}",
+                kafka_protocol::error_code::ErrorCode(r.error_code),
+                r.error_message.as_deref().unwrap_or("")
+            )));
+        }
+        match exchange
+            .step(&r.auth_bytes)
+            .map_err(|e| failed(e.to_string()))?
+        {
+            ClientStep::Send(next) => message = next,
+            ClientStep::Done => {
+                if r.session_lifetime_ms > 0 {
+                    tracing::debug!(
+                        addr = conn.addr(),
+                        session_lifetime_ms = r.session_lifetime_ms,
+                        "SASL session lifetime (re-authentication is not done: the connection is replaced when the broker closes it)"
+                    );
+                }
+                return Ok(());
+            }
+        }
+    }
+}
 
 /// An ApiVersions request with our software name and version.
 fn api_versions_request(cfg: &ConnectionConfig) -> RequestBody {

@@ -78,6 +78,10 @@ pub enum NetError {
     /// the same way.
     #[error("TLS with {addr} failed: {reason}")]
     Tls { addr: String, reason: String },
+    /// SASL authentication failed: wrong credentials, a mechanism the broker does not enable,
+    /// or a broker that could not prove it knows the password (SCRAM). Not retried.
+    #[error("SASL authentication with {addr} failed: {reason}")]
+    Authentication { addr: String, reason: String },
     /// Bad configuration or arguments.
     #[error("invalid configuration: {0}")]
     Config(String),

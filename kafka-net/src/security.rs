@@ -1,10 +1,14 @@
-//! A client's security settings with Kafka's keys: `security.protocol` and the `ssl.*` keys
-//! ([`crate::tls`]). The producer, the consumer and the admin client hand every such key to
+//! A client's security settings with Kafka's keys: `security.protocol`, the `ssl.*` keys
+//! ([`crate::tls`]) and SASL's (`sasl.mechanism` with `sasl.jaas.config` as the Java client
+//! takes them, or `sasl.username` / `sasl.password` as librdkafka does). The producer, the consumer and the admin client hand every such key to
 //! [`SecurityKeys::set`] and build one [`ClientSecurity`] that each connection uses.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+
+use kafka_auth::jaas::JaasConfig;
+use kafka_auth::sasl::{Mechanism, Secret};
 
 use crate::error::NetError;
 use crate::tls::{self, TlsSettings};
@@ -70,7 +74,17 @@ pub struct ClientSecurity {
     pub protocol: SecurityProtocol,
     /// The TLS configuration when the protocol runs over TLS.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Who to authenticate as when the protocol uses SASL.
+    pub sasl: Option<SaslLogin>,
     keys: SecurityKeys,
+}
+
+/// A SASL mechanism and the credentials to use with it (the password prints as `[hidden]`).
+#[derive(Debug, Clone)]
+pub struct SaslLogin {
+    pub mechanism: Mechanism,
+    pub username: String,
+    pub password: Secret,
 }
 
 impl PartialEq for ClientSecurity {
@@ -95,11 +109,9 @@ impl fmt::Debug for SecurityKeys {
             .values
             .iter()
             .map(|(k, v)| {
-                let v = if tls::is_sensitive(k) {
-                    "[hidden]"
-                } else {
-                    v.as_str()
-                };
+                let hidden =
+                    tls::is_sensitive(k) || k == "sasl.password" || k == "sasl.jaas.config";
+                let v = if hidden { "[hidden]" } else { v.as_str() };
                 (k.as_str(), v)
             })
             .collect();
@@ -120,12 +132,12 @@ impl SecurityKeys {
                     "security.protocol: {value:?} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
                 ))
             })?;
-            if self.protocol.sasl() {
-                return Err(NetError::Config(format!(
-                    "security.protocol={}: SASL is not supported by this client yet",
-                    self.protocol
-                )));
-            }
+            return Ok(true);
+        }
+        if key.starts_with("sasl.") {
+            // Every sasl.* key is taken; those read are sasl.mechanism, sasl.jaas.config,
+            // sasl.username and sasl.password (the others tune logins this client does not do).
+            self.values.insert(key.to_owned(), value.to_owned());
             return Ok(true);
         }
         if key.starts_with("ssl.") {
@@ -136,6 +148,47 @@ impl SecurityKeys {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The mechanism and credentials: `sasl.mechanism` (required: Kafka's default GSSAPI is
+    /// not offered), the user name and password from `sasl.jaas.config` (PlainLoginModule or
+    /// ScramLoginModule) or `sasl.username` / `sasl.password`.
+    fn sasl_login(&self) -> Result<SaslLogin, NetError> {
+        let cfg = NetError::Config;
+        let name = self.values.get("sasl.mechanism").map(|m| m.trim()).ok_or_else(|| {
+            cfg(format!(
+                "security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
+                self.protocol
+            ))
+        })?;
+        let mechanism = Mechanism::from_name(&name.to_ascii_uppercase())
+            .map_err(|_| cfg(format!("sasl.mechanism: {name} is not supported")))?;
+        let (username, password) = match self.values.get("sasl.jaas.config") {
+            Some(jaas) => {
+                let module = JaasConfig::parse_single(jaas)
+                    .map_err(|e| cfg(format!("sasl.jaas.config: {e}")))?;
+                let user = module.username().map(str::to_owned);
+                (user, module.password())
+            }
+            None => (
+                self.values.get("sasl.username").cloned(),
+                self.values
+                    .get("sasl.password")
+                    .map(|p| Secret::new(p.as_bytes().to_vec())),
+            ),
+        };
+        let (Some(username), Some(password)) = (username, password) else {
+            return Err(cfg(
+                "SASL needs a user name and password: sasl.jaas.config with username and \
+                 password, or sasl.username and sasl.password"
+                    .into(),
+            ));
+        };
+        Ok(SaslLogin {
+            mechanism,
+            username,
+            password,
+        })
     }
 
     /// `security.protocol`.
@@ -157,9 +210,15 @@ impl SecurityKeys {
         } else {
             None
         };
+        let sasl = if self.protocol.sasl() {
+            Some(self.sasl_login()?)
+        } else {
+            None
+        };
         Ok(ClientSecurity {
             protocol: self.protocol,
             tls,
+            sasl,
             keys: self.clone(),
         })
     }

@@ -28,6 +28,7 @@ mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
+mod scram;
 mod topics;
 mod txn;
 
@@ -99,6 +100,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeLogDirs, 0, 4),
+    // Served on SASL listeners by the connection's SASL gate (server/sasl.rs); elsewhere
+    // answered ILLEGAL_SASL_STATE.
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
@@ -254,6 +261,25 @@ pub async fn handle(
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
             groups::offset_delete(&broker.groups, &topics, r, version)
         }
+        RequestBody::DescribeUserScramCredentials(r) => scram::describe(broker, r),
+        RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, r),
+        // SASL requests reach the handlers only on listeners without SASL (a SASL listener's
+        // gate answers them, server/sasl.rs).
+        RequestBody::SaslHandshake(_) => {
+            ResponseBody::SaslHandshake(kafka_protocol::messages::SaslHandshakeResponse {
+                error_code: kafka_protocol::error_code::ErrorCode::ILLEGAL_SASL_STATE.0,
+                mechanisms: Vec::new(),
+            })
+        }
+        RequestBody::SaslAuthenticate(_) => {
+            ResponseBody::SaslAuthenticate(kafka_protocol::messages::SaslAuthenticateResponse {
+                error_code: kafka_protocol::error_code::ErrorCode::ILLEGAL_SASL_STATE.0,
+                error_message: Some(kafka_protocol::KStr::from_static(
+                    "SASL is not enabled on this listener",
+                )),
+                ..Default::default()
+            })
+        }
         other => return Reply::Close(format!("{:?} is not implemented", other.api_key())),
     };
     encode(correlation_id, &body, version)
@@ -277,7 +303,7 @@ async fn produce_frame(broker: &Broker, connection: &ConnectionContext, frame: &
     }
 }
 
-fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
+pub(crate) fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
     match response_chunks(correlation_id, body, version) {
         Ok(chunks) => Reply::Chunks(chunks),
         Err(e) => {

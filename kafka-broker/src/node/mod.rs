@@ -66,6 +66,8 @@ pub struct Broker {
     /// In a cluster (`process.roles` set): the metadata this node follows and its way to the
     /// controller, set once when the cluster side starts.
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
+    /// The SCRAM credentials SASL checks (`scram-credentials.records`).
+    pub scram_credentials: crate::credentials::ScramCredentials,
 }
 
 impl Broker {
@@ -109,6 +111,8 @@ impl Broker {
         // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
         let clustered = config.quorum.roles.is_some();
         let topics = TopicRegistry::load(&config.server.data_dir)?;
+        let scram_credentials =
+            crate::credentials::ScramCredentials::open(&config.server.data_dir)?;
         // In a cluster producer ids come from the controller, not from `producer.ids`.
         let next_producer_id = if clustered {
             0
@@ -201,6 +205,7 @@ impl Broker {
             peers,
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
+            scram_credentials,
             topic_configs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),

@@ -19,6 +19,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_rustls::server::TlsStream;
 
+use super::sasl::{Gate, SaslGate, SaslListener};
 use super::tls::{HANDSHAKE_TIMEOUT, TlsListener, subject_dn};
 use crate::handler::{self, ConnectionContext, Incoming, Principal, Reply};
 use crate::node::Broker;
@@ -30,6 +31,7 @@ use crate::sendfile::Chunk;
 pub(crate) struct On {
     pub(crate) name: Arc<str>,
     pub(crate) tls: Option<Arc<TlsListener>>,
+    pub(crate) sasl: Option<Arc<SaslListener>>,
 }
 
 pub(crate) async fn serve(
@@ -42,10 +44,11 @@ pub(crate) async fn serve(
 ) {
     let _ = sock.set_nodelay(true);
     let mut connection = ConnectionContext::new(Some(peer), Arc::clone(&on.name));
+    let sasl = on.sasl.clone().map(SaslGate::new);
     let Some(tls) = &on.tls else {
         let (rd, wr) = sock.into_split();
         let out = Out::Plain(BufWriter::with_capacity(64 * 1024, wr));
-        return run(broker, rd, out, peer, stop, queued, connection).await;
+        return run(broker, rd, out, peer, stop, queued, connection, sasl).await;
     };
     // Bounded by connections.max.idle.ms too: a handshake is not a request.
     let limit = HANDSHAKE_TIMEOUT.min(std::time::Duration::from_millis(
@@ -73,7 +76,7 @@ pub(crate) async fn serve(
     }
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::Tls(BufWriter::with_capacity(64 * 1024, wr));
-    run(broker, rd, out, peer, stop, queued, connection).await;
+    run(broker, rd, out, peer, stop, queued, connection, sasl).await;
 }
 
 /// Where responses go: the socket (file data with `sendfile`) or a TLS session.
@@ -145,6 +148,7 @@ async fn run<R>(
     mut stop: watch::Receiver<bool>,
     queued: Arc<Semaphore>,
     mut connection: ConnectionContext,
+    mut sasl: Option<SaslGate>,
 ) where
     R: AsyncRead + ReadClosed + Unpin + Send + Sync + 'static,
 {
@@ -237,6 +241,28 @@ async fn run<R>(
             None
         };
         connection.observe(&incoming);
+        if let Some(gate) = sasl.as_mut() {
+            let (reply, close) = match gate.check(&broker, &incoming, &mut connection).await {
+                Gate::Pass => (None, None),
+                Gate::Reply(reply) => (Some(reply), None),
+                Gate::ReplyThenClose(reply, why) => (Some(reply), Some(why)),
+                Gate::Close(why) => (None, Some(why)),
+            };
+            if let Some(Reply::Chunks(chunks)) = &reply {
+                if wr.write_chunks(chunks).await.is_err() {
+                    tracing::debug!(%peer, "closing connection: write failed");
+                    break;
+                }
+            }
+            if let Some(why) = close {
+                tracing::debug!(%peer, api, version, correlation_id = corr, reason = %why, "closing connection");
+                break;
+            }
+            if reply.is_some() {
+                idle_since = tokio::time::Instant::now();
+                continue;
+            }
+        }
         let reply = tokio::select! {
             reply = handler::handle(&broker, &connection, incoming) => reply,
             // A long poll (or any wait) for a client that has gone is not finished: its

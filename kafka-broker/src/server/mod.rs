@@ -3,6 +3,7 @@
 
 mod connection;
 mod limits;
+pub mod sasl;
 pub mod tls;
 
 use std::future::Future;
@@ -29,17 +30,19 @@ pub async fn serve(
         socket: listener,
         name,
         tls: None,
+        sasl: None,
     };
     serve_listeners(vec![listener], broker, shutdown).await
 }
 
-/// A bound listener: its socket, its name (`listeners`) and, for SSL and SASL_SSL listeners,
-/// its TLS configuration.
+/// A bound listener: its socket, its name (`listeners`), its TLS configuration (SSL and
+/// SASL_SSL) and its SASL settings (SASL_PLAINTEXT and SASL_SSL).
 #[derive(Debug)]
 pub struct Listener {
     pub socket: TcpListener,
     pub name: String,
     pub tls: Option<Arc<tls::TlsListener>>,
+    pub sasl: Option<Arc<sasl::SaslListener>>,
 }
 
 /// [`serve`] on several listeners: a connection's Metadata and FindCoordinator answers give
@@ -69,6 +72,7 @@ pub async fn serve_listeners(
         let on = Arc::new(connection::On {
             name: listener.name.into(),
             tls: listener.tls,
+            sasl: listener.sasl,
         });
         let socket = listener.socket;
         acceptors.spawn(async move {

@@ -1,0 +1,387 @@
+//! SASL on SASL_PLAINTEXT and SASL_SSL listeners: the gate every request of such a
+//! connection passes first (Kafka's `SaslServerAuthenticator`).
+//!
+//! - Before authentication only ApiVersions, SaslHandshake and SaslAuthenticate are served;
+//!   any other request closes the connection.
+//! - SaslHandshake v1 names a mechanism of `sasl.enabled.mechanisms` (else
+//!   UNSUPPORTED_SASL_MECHANISM with the enabled list, and the connection closes); then
+//!   SaslAuthenticate carries the mechanism's messages (KIP-152). v0 handshakes (raw tokens
+//!   without Kafka framing, clients before Kafka 1.0) are refused.
+//! - The exchange is authenticated only when the mechanism says it is done
+//!   ([`kafka_auth::sasl::ServerStep::Done`]). A failure answers SASL_AUTHENTICATION_FAILED
+//!   after `connection.failed.authentication.delay.ms` and closes; the log line names the
+//!   peer and mechanism, never the secret.
+//! - `connections.max.reauth.ms` (KIP-368): the answer's `session_lifetime_ms` is that bound
+//!   (0 when it is not set: re-authentication not asked for, as Kafka answers); a request
+//!   after the session ended closes the connection; a SaslHandshake on an authenticated
+//!   connection starts a new exchange, which must end as the same principal.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_auth::jaas::JaasConfig;
+use kafka_auth::sasl::{
+    CredentialStore, Mechanism, SaslError, ScramCredential, ScramMechanism, Secret, ServerExchange,
+    ServerStep,
+};
+use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::{
+    ApiKey, RequestBody, ResponseBody, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
+use tokio::time::Instant;
+
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::handler::{ConnectionContext, Incoming, Principal, Reply};
+use crate::node::Broker;
+
+/// The SASL settings of one listener, read when it starts.
+pub struct SaslListener {
+    name: String,
+    mechanisms: Vec<Mechanism>,
+    /// PLAIN's users (`user_NAME` options of the listener's PlainLoginModule JAAS config).
+    plain_users: BTreeMap<String, Secret>,
+    /// `connections.max.reauth.ms`; `None`: 0, sessions do not expire.
+    reauth: Option<Duration>,
+    /// `connection.failed.authentication.delay.ms`.
+    failure_delay: Duration,
+}
+
+impl std::fmt::Debug for SaslListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslListener")
+            .field("name", &self.name)
+            .field("mechanisms", &self.mechanisms)
+            .field("plain_users", &self.plain_users.keys().collect::<Vec<_>>())
+            .field("reauth", &self.reauth)
+            .finish()
+    }
+}
+
+impl SaslListener {
+    /// Reads a listener's SASL keys (`listener.name.NAME.` forms first): the enabled
+    /// mechanisms (`sasl.enabled.mechanisms`, required: Kafka's default GSSAPI is not
+    /// offered), PLAIN's users from `plain.sasl.jaas.config` (or `sasl.jaas.config`), the
+    /// re-authentication bound and the failed-authentication delay.
+    pub fn new(config: &BrokerConfig, name: &str) -> Result<Self, BrokerError> {
+        let sec = &config.security;
+        let err = |m: String| BrokerError::Config(format!("listener {name}: {m}"));
+        let Some(enabled) = sec.listener_value(name, "sasl.enabled.mechanisms") else {
+            return Err(err(
+                "sasl.enabled.mechanisms is not set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; \
+                 Kafka's default GSSAPI is not offered)"
+                    .into(),
+            ));
+        };
+        let mut mechanisms = Vec::new();
+        for m in enabled.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+            let mech = Mechanism::from_name(m)
+                .map_err(|_| err(format!("sasl.enabled.mechanisms: {m} is not supported")))?;
+            if !mechanisms.contains(&mech) {
+                mechanisms.push(mech);
+            }
+        }
+        if mechanisms.is_empty() {
+            return Err(err("sasl.enabled.mechanisms is empty".into()));
+        }
+        let mut plain_users = BTreeMap::new();
+        if mechanisms.contains(&Mechanism::Plain) {
+            let jaas = sec
+                .listener_value(name, "plain.sasl.jaas.config")
+                .or_else(|| sec.listener_value(name, "sasl.jaas.config"))
+                .ok_or_else(|| {
+                    err("PLAIN is enabled but no JAAS config names its users \
+                         (listener.name.NAME.plain.sasl.jaas.config with user_NAME=\"password\")"
+                        .into())
+                })?;
+            let modules =
+                JaasConfig::parse(jaas).map_err(|e| err(format!("sasl.jaas.config: {e}")))?;
+            for m in &modules {
+                plain_users.extend(m.plain_users());
+            }
+        }
+        let ms = |key: &str, default: u64| -> Result<u64, BrokerError> {
+            match sec.listener_value(name, key) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<i64>()
+                    .map(|n| n.max(0) as u64)
+                    .map_err(|_| err(format!("{key}: {v:?} is not a number of milliseconds"))),
+            }
+        };
+        let reauth = ms("connections.max.reauth.ms", 0)?;
+        Ok(Self {
+            name: name.to_owned(),
+            mechanisms,
+            plain_users,
+            reauth: (reauth > 0).then(|| Duration::from_millis(reauth)),
+            failure_delay: Duration::from_millis(ms(
+                "connection.failed.authentication.delay.ms",
+                100,
+            )?),
+        })
+    }
+}
+
+/// The credentials an exchange checks: the listener's PLAIN users and the broker's SCRAM
+/// credentials.
+struct Credentials<'a> {
+    listener: &'a SaslListener,
+    broker: &'a Broker,
+}
+
+impl CredentialStore for Credentials<'_> {
+    fn plain_password(&self, user: &str) -> Option<Secret> {
+        self.listener.plain_users.get(user).cloned()
+    }
+
+    fn scram_credential(&self, mechanism: ScramMechanism, user: &str) -> Option<ScramCredential> {
+        self.broker.scram_credentials.get(mechanism, user)
+    }
+}
+
+enum State {
+    /// Waiting for SaslHandshake.
+    Handshake,
+    /// A mechanism's exchange under way (`previous`: the principal of a re-authentication).
+    Exchange {
+        exchange: Box<ServerExchange>,
+        mechanism: Mechanism,
+        previous: Option<Principal>,
+    },
+    /// Authenticated until `expires` (never when `None`).
+    Authenticated {
+        principal: Principal,
+        expires: Option<Instant>,
+    },
+}
+
+/// What the connection does with a request after the gate.
+pub(crate) enum Gate {
+    /// Hand it to the handlers.
+    Pass,
+    /// The gate answered it.
+    Reply(Reply),
+    /// Answer, then close (a failed authentication, an unsupported mechanism).
+    ReplyThenClose(Reply, String),
+    /// Close without an answer.
+    Close(String),
+}
+
+/// One connection's SASL state.
+pub(crate) struct SaslGate {
+    listener: Arc<SaslListener>,
+    state: State,
+}
+
+impl SaslGate {
+    pub(crate) fn new(listener: Arc<SaslListener>) -> Self {
+        Self {
+            listener,
+            state: State::Handshake,
+        }
+    }
+
+    /// Passes, answers or refuses one request of the connection.
+    pub(crate) async fn check(
+        &mut self,
+        broker: &Broker,
+        incoming: &Incoming,
+        connection: &mut ConnectionContext,
+    ) -> Gate {
+        let prefix = *incoming.prefix();
+        let key = ApiKey::from_i16(prefix.api_key);
+        if let State::Authenticated { expires, .. } = &self.state {
+            if expires.is_some_and(|at| Instant::now() >= at) {
+                return Gate::Close(
+                    "SASL session expired (connections.max.reauth.ms) without re-authentication"
+                        .into(),
+                );
+            }
+            if key != Some(ApiKey::SaslHandshake) {
+                return Gate::Pass;
+            }
+        }
+        let Some(request) = incoming.decoded() else {
+            return match key {
+                Some(ApiKey::ApiVersions) => Gate::Pass,
+                _ => Gate::Close("request before SASL authentication".into()),
+            };
+        };
+        let version = request.version();
+        let correlation_id = request.header.correlation_id;
+        match &request.body {
+            RequestBody::ApiVersions(_) => Gate::Pass,
+            RequestBody::SaslHandshake(r) => self.handshake(&r.mechanism, version, correlation_id),
+            RequestBody::SaslAuthenticate(r) => {
+                self.authenticate(broker, &r.auth_bytes, version, correlation_id, connection)
+                    .await
+            }
+            _ => Gate::Close(format!(
+                "{:?} before SASL authentication (only ApiVersions, SaslHandshake and SaslAuthenticate are served)",
+                request.api_key()
+            )),
+        }
+    }
+
+    fn handshake(&mut self, mechanism: &str, version: i16, correlation_id: i32) -> Gate {
+        let previous = match &self.state {
+            State::Handshake => None,
+            State::Authenticated { principal, .. } => Some(principal.clone()),
+            State::Exchange { .. } => {
+                return Gate::Close("SaslHandshake in the middle of an exchange".into());
+            }
+        };
+        let enabled: Vec<KStr> = self
+            .listener
+            .mechanisms
+            .iter()
+            .map(|m| KStr::from_static(m.name()))
+            .collect();
+        let chosen = Mechanism::from_name(mechanism)
+            .ok()
+            .filter(|m| self.listener.mechanisms.contains(m));
+        let Some(chosen) = chosen else {
+            let body = ResponseBody::SaslHandshake(SaslHandshakeResponse {
+                error_code: ErrorCode::UNSUPPORTED_SASL_MECHANISM.0,
+                mechanisms: enabled,
+            });
+            return Gate::ReplyThenClose(
+                encode(correlation_id, &body, version),
+                format!("SASL mechanism {mechanism:?} is not enabled"),
+            );
+        };
+        if version == 0 {
+            // v0 clients send the mechanism's tokens raw, without SaslAuthenticate.
+            let body = ResponseBody::SaslHandshake(SaslHandshakeResponse {
+                error_code: ErrorCode::UNSUPPORTED_VERSION.0,
+                mechanisms: enabled,
+            });
+            return Gate::ReplyThenClose(
+                encode(correlation_id, &body, version),
+                "SaslHandshake v0 (raw SASL tokens) is not supported".into(),
+            );
+        }
+        self.state = State::Exchange {
+            exchange: Box::new(ServerExchange::new(chosen)),
+            mechanism: chosen,
+            previous,
+        };
+        let body = ResponseBody::SaslHandshake(SaslHandshakeResponse {
+            error_code: 0,
+            mechanisms: enabled,
+        });
+        Gate::Reply(encode(correlation_id, &body, version))
+    }
+
+    async fn authenticate(
+        &mut self,
+        broker: &Broker,
+        auth_bytes: &Bytes,
+        version: i16,
+        correlation_id: i32,
+        connection: &mut ConnectionContext,
+    ) -> Gate {
+        let State::Exchange {
+            exchange,
+            mechanism,
+            previous,
+        } = &mut self.state
+        else {
+            let body = failure(
+                ErrorCode::ILLEGAL_SASL_STATE,
+                "SaslAuthenticate before SaslHandshake",
+            );
+            return Gate::ReplyThenClose(
+                encode(correlation_id, &body, version),
+                "SaslAuthenticate before SaslHandshake".into(),
+            );
+        };
+        let creds = Credentials {
+            listener: &self.listener,
+            broker,
+        };
+        match exchange.step(auth_bytes, &creds) {
+            Ok(ServerStep::Challenge(bytes)) => {
+                let body = ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+                    auth_bytes: Bytes::from(bytes),
+                    ..Default::default()
+                });
+                Gate::Reply(encode(correlation_id, &body, version))
+            }
+            Ok(ServerStep::Done {
+                response,
+                authorization_id,
+            }) => {
+                let principal = Principal::user(authorization_id);
+                let mechanism = *mechanism;
+                if let Some(previous) = previous.as_ref().filter(|p| **p != principal) {
+                    tracing::info!(peer = ?connection.peer(), %previous, new = %principal,
+                        "re-authentication as another principal refused; closing");
+                    let body = failure(
+                        ErrorCode::SASL_AUTHENTICATION_FAILED,
+                        "Cannot change principals during re-authentication",
+                    );
+                    return Gate::ReplyThenClose(
+                        encode(correlation_id, &body, version),
+                        "re-authentication changed the principal".into(),
+                    );
+                }
+                let lifetime = self.listener.reauth;
+                tracing::debug!(peer = ?connection.peer(), mechanism = mechanism.name(),
+                    principal = %principal, "SASL authentication succeeded");
+                connection.authenticated(principal.clone());
+                self.state = State::Authenticated {
+                    principal,
+                    expires: lifetime.map(|d| Instant::now() + d),
+                };
+                let body = ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+                    auth_bytes: Bytes::from(response),
+                    session_lifetime_ms: lifetime.map_or(0, |d| d.as_millis() as i64),
+                    ..Default::default()
+                });
+                Gate::Reply(encode(correlation_id, &body, version))
+            }
+            Err(e) => {
+                let mechanism = mechanism.name();
+                self.fail(connection, mechanism, &e).await;
+                let code = ErrorCode(e.kafka_error_code());
+                let message = match code {
+                    ErrorCode::SASL_AUTHENTICATION_FAILED => format!(
+                        "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+                    ),
+                    _ => e.to_string(),
+                };
+                let body = failure(code, &message);
+                Gate::ReplyThenClose(
+                    encode(correlation_id, &body, version),
+                    format!("SASL authentication failed ({mechanism})"),
+                )
+            }
+        }
+    }
+
+    /// A failed authentication: logged without the secret, answered after the delay.
+    async fn fail(&mut self, connection: &ConnectionContext, mechanism: &str, e: &SaslError) {
+        tracing::info!(peer = ?connection.peer(), listener = %self.listener.name, mechanism,
+            reason = %e, "SASL authentication failed");
+        self.state = State::Handshake;
+        tokio::time::sleep(self.listener.failure_delay).await;
+    }
+}
+
+fn failure(code: ErrorCode, message: &str) -> ResponseBody {
+    ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+        error_code: code.0,
+        error_message: Some(KStr::from(message.to_owned())),
+        ..Default::default()
+    })
+}
+
+fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
+    crate::handler::encode(correlation_id, body, version)
+}

@@ -1,0 +1,497 @@
+//! SASL listeners (SASL_PLAINTEXT, SASL_SSL) with PLAIN and SCRAM-SHA-256/512: our producer
+//! and consumer, kcat, kafka-python and confluent-kafka authenticate; a wrong password is
+//! refused with SASL_AUTHENTICATION_FAILED and the connection closed; SCRAM credentials are
+//! managed with AlterUserScramCredentials / DescribeUserScramCredentials; and the pitfalls
+//! peers hit: requests before authentication, SaslAuthenticate before SaslHandshake, an
+//! unknown mechanism, re-authentication (KIP-368) on the same connection, and the session
+//! lifetime answered.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/in_process.rs"]
+#[allow(dead_code)]
+mod in_process;
+#[path = "common/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use in_process::InProcessBroker;
+use kafka_auth::sasl::{ClientExchange, ClientStep, Mechanism, ScramMechanism, salted_password};
+use kafka_consumer::{Consumer, ConsumerConfig};
+use kafka_net::{Connection, ConnectionConfig, NetError};
+use kafka_peers::certs::TestCa;
+use kafka_producer::{Producer, ProducerConfig, ProducerRecord};
+use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, MetadataRequest,
+    RequestBody, ResponseBody, SaslAuthenticateRequest, SaslHandshakeRequest,
+};
+
+const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
+
+fn sasl_broker(protocol: &str, extra: &[(&str, &str)]) -> InProcessBroker {
+    let listeners = format!("{protocol}://127.0.0.1:9092");
+    let jaas_key = format!(
+        "listener.name.{}.plain.sasl.jaas.config",
+        protocol.to_lowercase()
+    );
+    let mut settings: Vec<(&str, &str)> = vec![
+        ("listeners", &listeners),
+        (
+            "sasl.enabled.mechanisms",
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        ),
+        (&jaas_key, JAAS),
+    ];
+    settings.extend_from_slice(extra);
+    InProcessBroker::start(&settings)
+}
+
+fn login(protocol: &str, mechanism: &str, user: &str, password: &str) -> Vec<(String, String)> {
+    vec![
+        ("security.protocol".into(), protocol.into()),
+        ("sasl.mechanism".into(), mechanism.into()),
+        ("sasl.username".into(), user.into()),
+        ("sasl.password".into(), password.into()),
+    ]
+}
+
+async fn round_trip(
+    bootstrap: &str,
+    settings: &[(String, String)],
+    topic: &str,
+    n: usize,
+) -> Result<Vec<String>, String> {
+    let mut pairs = vec![
+        ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
+        ("linger.ms".to_owned(), "0".to_owned()),
+        ("max.block.ms".to_owned(), "10000".to_owned()),
+        ("delivery.timeout.ms".to_owned(), "15000".to_owned()),
+        ("request.timeout.ms".to_owned(), "10000".to_owned()),
+    ];
+    pairs.extend(settings.iter().cloned());
+    let p = Producer::new(ProducerConfig::from_pairs(pairs).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("producer: {e}"))?;
+    let mut futures = Vec::new();
+    for i in 0..n {
+        let r = ProducerRecord::new(topic, Bytes::from(format!("sasl-{i}"))).partition(0);
+        futures.push(p.enqueue(r).await.map_err(|e| format!("enqueue: {e}"))?);
+    }
+    for f in futures {
+        f.await.map_err(|e| format!("send: {e}"))?;
+    }
+    p.close(Duration::from_secs(5)).await;
+    let mut pairs = vec![
+        ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
+        ("auto.offset.reset".to_owned(), "earliest".to_owned()),
+        ("fetch.max.wait.ms".to_owned(), "100".to_owned()),
+        ("default.api.timeout.ms".to_owned(), "10000".to_owned()),
+    ];
+    pairs.extend(settings.iter().cloned());
+    let c = Consumer::new(ConsumerConfig::from_pairs(pairs).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| format!("consumer: {e}"))?;
+    c.assign([kafka_consumer::TopicPartition::new(topic, 0)])
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < n && Instant::now() < deadline {
+        for r in c
+            .poll(Duration::from_millis(200))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            got.push(String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned());
+        }
+    }
+    Ok(got)
+}
+
+fn expected(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("sasl-{i}")).collect()
+}
+
+/// A connection that has only negotiated versions (no SASL).
+async fn raw(bootstrap: &str) -> Connection {
+    Connection::connect(bootstrap, ConnectionConfig::default())
+        .await
+        .unwrap()
+}
+
+async fn handshake(c: &Connection, mechanism: &'static str) -> (i16, Vec<String>) {
+    let body = c
+        .request_at(
+            RequestBody::SaslHandshake(SaslHandshakeRequest {
+                mechanism: KStr::from_static(mechanism),
+            }),
+            1,
+        )
+        .await
+        .unwrap();
+    let ResponseBody::SaslHandshake(r) = body else {
+        panic!()
+    };
+    (
+        r.error_code,
+        r.mechanisms.iter().map(ToString::to_string).collect(),
+    )
+}
+
+/// Runs a whole exchange on `c` after a successful handshake; the last answer's error code
+/// and session lifetime.
+async fn exchange(
+    c: &Connection,
+    m: Mechanism,
+    user: &str,
+    pw: &str,
+) -> Result<(i16, i64), NetError> {
+    let mut ex = ClientExchange::new(m, user, pw).unwrap();
+    let mut msg = ex.initial();
+    loop {
+        let body = c
+            .request_at(
+                RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
+                    auth_bytes: Bytes::from(std::mem::take(&mut msg)),
+                    ..Default::default()
+                }),
+                2,
+            )
+            .await?;
+        let ResponseBody::SaslAuthenticate(r) = body else {
+            panic!()
+        };
+        if r.error_code != 0 {
+            return Ok((r.error_code, r.session_lifetime_ms));
+        }
+        match ex.step(&r.auth_bytes).unwrap() {
+            ClientStep::Send(next) => msg = next,
+            ClientStep::Done => return Ok((0, r.session_lifetime_ms)),
+        }
+    }
+}
+
+async fn metadata(c: &Connection) -> Result<ResponseBody, NetError> {
+    c.request_at(RequestBody::Metadata(MetadataRequest::default()), 9)
+        .await
+}
+
+/// Makes SCRAM credentials for `user` (both mechanisms) through an authenticated admin.
+async fn add_scram_user(bootstrap: &str, user: &str, password: &str) {
+    let c = raw(bootstrap).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "admin", "admin-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    let upsertions = ScramMechanism::ALL
+        .into_iter()
+        .map(|m| {
+            let salt = format!("salt-{user}-{}", m.type_id()).into_bytes();
+            let salted = salted_password(m, password.as_bytes(), &salt, 4096).unwrap();
+            ScramCredentialUpsertion {
+                name: KStr::from(user.to_owned()),
+                mechanism: m.type_id(),
+                iterations: 4096,
+                salt: Bytes::from(salt),
+                salted_password: Bytes::copy_from_slice(salted.expose()),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let body = c
+        .request_at(
+            RequestBody::AlterUserScramCredentials(AlterUserScramCredentialsRequest {
+                upsertions,
+                ..Default::default()
+            }),
+            0,
+        )
+        .await
+        .unwrap();
+    let ResponseBody::AlterUserScramCredentials(r) = body else {
+        panic!()
+    };
+    assert!(r.results.iter().all(|r| r.error_code == 0), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_and_scram_with_our_clients() {
+    let broker = sasl_broker("SASL_PLAINTEXT", &[]);
+    let b = broker.bootstrap();
+    let got = round_trip(
+        &b,
+        &login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"),
+        "sasl-plain",
+        50,
+    )
+    .await
+    .unwrap();
+    assert_eq!(got, expected(50));
+    // The Java client's form of the same login.
+    let mut jaas = vec![
+        ("security.protocol".to_owned(), "SASL_PLAINTEXT".to_owned()),
+        ("sasl.mechanism".to_owned(), "PLAIN".to_owned()),
+    ];
+    jaas.push((
+        "sasl.jaas.config".into(),
+        "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"alice-secret\";".into(),
+    ));
+    assert_eq!(
+        round_trip(&b, &jaas, "sasl-jaas", 3).await.unwrap(),
+        expected(3)
+    );
+
+    // A wrong password fails fast with the broker's reason.
+    let started = Instant::now();
+    let err = round_trip(
+        &b,
+        &login("SASL_PLAINTEXT", "PLAIN", "alice", "nope"),
+        "sasl-bad",
+        1,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("SASL") && err.contains("SASL_AUTHENTICATION_FAILED"),
+        "{err}"
+    );
+    assert!(!err.contains("nope"), "the password is not echoed: {err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // SCRAM users made with AlterUserScramCredentials, then used by our clients.
+    add_scram_user(&b, "carol", "carol-secret").await;
+    for mech in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let topic = format!("sasl-{}", mech.to_lowercase());
+        let got = round_trip(
+            &b,
+            &login("SASL_PLAINTEXT", mech, "carol", "carol-secret"),
+            &topic,
+            20,
+        )
+        .await
+        .unwrap();
+        assert_eq!(got, expected(20), "{mech}");
+        let err = round_trip(
+            &b,
+            &login("SASL_PLAINTEXT", mech, "carol", "wrong"),
+            &topic,
+            1,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("SASL_AUTHENTICATION_FAILED"), "{mech}: {err}");
+    }
+    // Describe shows the user's mechanisms and iterations, never a key.
+    let c = raw(&b).await;
+    assert_eq!(handshake(&c, "SCRAM-SHA-512").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::ScramSha512, "carol", "carol-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    let body = c
+        .request_at(
+            RequestBody::DescribeUserScramCredentials(
+                DescribeUserScramCredentialsRequest::default(),
+            ),
+            0,
+        )
+        .await
+        .unwrap();
+    let ResponseBody::DescribeUserScramCredentials(r) = body else {
+        panic!()
+    };
+    let carol = r
+        .results
+        .iter()
+        .find(|u| &*u.user == "carol")
+        .expect("carol");
+    let mut infos: Vec<(i8, i32)> = carol
+        .credential_infos
+        .iter()
+        .map(|i| (i.mechanism, i.iterations))
+        .collect();
+    infos.sort();
+    assert_eq!(infos, [(1, 4096), (2, 4096)]);
+    // The credentials are on disk for the next start.
+    assert!(
+        broker
+            .data_dir()
+            .join(kafka_broker::credentials::FILE)
+            .exists()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pitfalls() {
+    let broker = sasl_broker("SASL_PLAINTEXT", &[]);
+    let b = broker.bootstrap();
+
+    // Only ApiVersions and the SASL requests before authentication: Metadata closes.
+    let c = raw(&b).await;
+    assert!(
+        metadata(&c).await.is_err(),
+        "Metadata before authentication is not answered"
+    );
+
+    // SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, then closed.
+    let c = raw(&b).await;
+    let (code, _) = exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+        .await
+        .unwrap();
+    assert_eq!(ErrorCode(code), ErrorCode::ILLEGAL_SASL_STATE);
+    assert!(metadata(&c).await.is_err());
+
+    // An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled ones.
+    let c = raw(&b).await;
+    let (code, enabled) = handshake(&c, "GSSAPI").await;
+    assert_eq!(ErrorCode(code), ErrorCode::UNSUPPORTED_SASL_MECHANISM);
+    assert_eq!(enabled, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]);
+
+    // A wrong SCRAM proof ends unauthenticated even though the exchange reached its last step.
+    add_scram_user(&b, "dave", "dave-secret").await;
+    let c = raw(&b).await;
+    assert_eq!(handshake(&c, "SCRAM-SHA-256").await.0, 0);
+    let (code, _) = exchange(&c, Mechanism::ScramSha256, "dave", "not-dave")
+        .await
+        .unwrap();
+    assert_eq!(ErrorCode(code), ErrorCode::SASL_AUTHENTICATION_FAILED);
+    assert!(metadata(&c).await.is_err(), "closed after the failure");
+
+    // Authenticated: served; session lifetime 0 without connections.max.reauth.ms.
+    let c = raw(&b).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+            .await
+            .unwrap(),
+        (0, 0)
+    );
+    metadata(&c).await.unwrap();
+    // Re-authentication on the same connection (KIP-368): a fresh exchange, same principal.
+    assert_eq!(handshake(&c, "SCRAM-SHA-512").await.0, 0);
+    let (code, _) = exchange(&c, Mechanism::ScramSha512, "dave", "dave-secret")
+        .await
+        .unwrap();
+    assert_eq!(
+        ErrorCode(code),
+        ErrorCode::SASL_AUTHENTICATION_FAILED,
+        "another principal is refused"
+    );
+    assert!(metadata(&c).await.is_err());
+    let c = raw(&b).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    metadata(&c).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_lifetime_and_expiry() {
+    let broker = sasl_broker("SASL_PLAINTEXT", &[("connections.max.reauth.ms", "1500")]);
+    let c = raw(&broker.bootstrap()).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+            .await
+            .unwrap(),
+        (0, 1500)
+    );
+    metadata(&c).await.unwrap();
+    // Re-authenticated before expiry: served on.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    metadata(&c).await.unwrap();
+    // Not re-authenticated: the next request after expiry closes the connection.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert!(metadata(&c).await.is_err());
+}
+
+#[test]
+fn python_peers_and_kcat_over_sasl() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca");
+    let server = ca.server("broker", &["localhost", "127.0.0.1"]);
+    let keystore = server.keystore.display().to_string();
+    // SASL_SSL: PLAIN and SCRAM over TLS.
+    let broker = sasl_broker(
+        "SASL_SSL",
+        &[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", &keystore),
+        ],
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tls = vec![(
+        "ssl.truststore.location".to_owned(),
+        ca.ca_file().display().to_string(),
+    )];
+    // Our own clients first, SCRAM over TLS.
+    let mut ours = login("SASL_SSL", "PLAIN", "alice", "alice-secret");
+    ours.extend(tls.clone());
+    assert_eq!(
+        rt.block_on(round_trip(&broker.bootstrap(), &ours, "sasl-ssl-ours", 5))
+            .unwrap(),
+        expected(5)
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/security/sasl_peers.py");
+    let (bootstrap, ca_file) = (broker.bootstrap(), ca.ca_file().display().to_string());
+    let script = script.display().to_string();
+    let Some(text) = peers::run(
+        "python3",
+        &[&script, "--bootstrap", &bootstrap, "--ca", &ca_file],
+    ) else {
+        return;
+    };
+    for check in [
+        "kcat PLAIN ok",
+        "kcat wrong password refused",
+        "kafka-python PLAIN ok",
+        "kafka-python SCRAM-SHA-512 ok",
+        "kafka-python wrong password refused",
+        "confluent-kafka scram user created",
+        "confluent-kafka PLAIN ok",
+        "confluent-kafka SCRAM-SHA-256 ok",
+        "confluent-kafka SCRAM-SHA-512 ok",
+        "confluent-kafka wrong password refused",
+    ] {
+        assert!(text.contains(check), "missing {check:?}:\n{text}");
+    }
+}
