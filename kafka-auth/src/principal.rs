@@ -388,7 +388,9 @@ fn parse_replacement(replacement: &str, pattern: &Regex) -> Result<Vec<Piece>, S
             },
             '$' => {
                 let group = match chars.peek().copied() {
-                    None => return Err("Illegal group reference: group index is missing".to_string()),
+                    None => {
+                        return Err("Illegal group reference: group index is missing".to_string());
+                    }
                     Some('{') => {
                         chars.next();
                         let mut name = String::new();
@@ -406,7 +408,9 @@ fn parse_replacement(replacement: &str, pattern: &Regex) -> Result<Vec<Piece>, S
                             return Err("named capturing group is missing trailing '}'".to_string());
                         }
                         if name.starts_with(|n: char| n.is_ascii_digit()) {
-                            return Err(format!("capturing group name {{{name}}} starts with digit character"));
+                            return Err(format!(
+                                "capturing group name {{{name}}} starts with digit character"
+                            ));
                         }
                         pattern
                             .capture_names()
@@ -469,10 +473,13 @@ fn apply(rule: &PatternRule, dn: &str) -> Result<Option<String>, PrincipalError>
     if !rule.whole.is_match(dn) {
         return Ok(None);
     }
-    let pieces = rule.template.as_ref().map_err(|reason| PrincipalError::Replacement {
-        rule: rule.to_string(),
-        reason: reason.clone(),
-    })?;
+    let pieces = rule
+        .template
+        .as_ref()
+        .map_err(|reason| PrincipalError::Replacement {
+            rule: rule.to_string(),
+            reason: reason.clone(),
+        })?;
     // Java's replaceAll: every match from left to right; after an empty match the search
     // moves on one character, after a non-empty one it may find an empty match right at its
     // end (so `(.*)` replaces twice: the name, then the empty end).
@@ -601,7 +608,11 @@ fn decode_string(tag: u8, content: &[u8]) -> Option<String> {
                 [hi, lo] => u16::from_be_bytes([*hi, *lo]),
                 _ => 0xFFFD,
             });
-            Some(char::decode_utf16(units).map(|c| c.unwrap_or('\u{FFFD}')).collect())
+            Some(
+                char::decode_utf16(units)
+                    .map(|c| c.unwrap_or('\u{FFFD}'))
+                    .collect(),
+            )
         }
         _ => None,
     }
@@ -685,7 +696,9 @@ fn rfc2253_attribute(attribute: &AttributeTypeAndValue<'_>, out: &mut String) {
 /// by keyword with their text escaped ([`escape_rfc2253_value`]); any other type (emailAddress,
 /// serialNumber ...) prints as its OID with `#` and the hexadecimal DER of its value, and so
 /// does a keyword type whose value is not a string.
-pub fn rfc2253_name<'a, R: AsRef<[AttributeTypeAndValue<'a>]>>(rdns_in_certificate_order: &[R]) -> String {
+pub fn rfc2253_name<'a, R: AsRef<[AttributeTypeAndValue<'a>]>>(
+    rdns_in_certificate_order: &[R],
+) -> String {
     let mut out = String::new();
     for (i, rdn) in rdns_in_certificate_order.iter().rev().enumerate() {
         if i > 0 {

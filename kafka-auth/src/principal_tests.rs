@@ -38,16 +38,28 @@ fn kafka_invalid_rules_are_refused() {
         "RULE:^CN=(.*?),OU=ServiceUsers.*$/LU",
     ] {
         assert!(
-            matches!(SslPrincipalMapper::parse(rules), Err(PrincipalError::InvalidRule { .. })),
+            matches!(
+                SslPrincipalMapper::parse(rules),
+                Err(PrincipalError::InvalidRule { .. })
+            ),
             "{rules}"
         );
     }
     let err = SslPrincipalMapper::parse("RULE:^CN=(.*?)$/$1/L/U").unwrap_err();
-    assert_eq!(err.to_string(), "Invalid rule: `RULE:^CN=(.*?)$/$1/L/U`, unmatched substring: `/U`");
+    assert_eq!(
+        err.to_string(),
+        "Invalid rule: `RULE:^CN=(.*?)$/$1/L/U`, unmatched substring: `/U`"
+    );
     let err = SslPrincipalMapper::parse("DEFAULT/L").unwrap_err();
-    assert_eq!(err.to_string(), "Invalid rule: `DEFAULT/L`, unmatched substring: `/L`");
+    assert_eq!(
+        err.to_string(),
+        "Invalid rule: `DEFAULT/L`, unmatched substring: `/L`"
+    );
     let err = SslPrincipalMapper::parse("default").unwrap_err();
-    assert_eq!(err.to_string(), "Invalid rule: `default`, unmatched substring: `default`");
+    assert_eq!(
+        err.to_string(),
+        "Invalid rule: `default`, unmatched substring: `default`"
+    );
     // A pattern the regex engine refuses (Java-only look-ahead).
     assert!(matches!(
         SslPrincipalMapper::parse("RULE:^CN=(?=x)(.*)$/$1/"),
@@ -65,9 +77,15 @@ fn kafka_mapping_examples() {
          DEFAULT",
     );
     assert_eq!(m.map("CN=Duke,OU=ServiceUsers,O=Org,C=US").unwrap(), "duke");
-    assert_eq!(m.map("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US").unwrap(), "duke@sme");
+    assert_eq!(
+        m.map("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US").unwrap(),
+        "duke@sme"
+    );
     assert_eq!(m.map("cn=duke,ou=sme,dc=mycp,dc=com").unwrap(), "DUKE@SME");
-    assert_eq!(m.map("cN=duke,OU=JavaSoft,O=Sun Microsystems").unwrap(), "DUKE");
+    assert_eq!(
+        m.map("cN=duke,OU=JavaSoft,O=Sun Microsystems").unwrap(),
+        "DUKE"
+    );
     assert_eq!(
         m.map("OU=JavaSoft,O=Sun Microsystems,C=US").unwrap(),
         "OU=JavaSoft,O=Sun Microsystems,C=US"
@@ -85,14 +103,20 @@ fn security_docs_example() {
     );
     assert_eq!(m.len(), 4);
     assert_eq!(
-        m.map("CN=serviceuser,OU=ServiceUsers,O=Unknown,L=Unknown,ST=Unknown,C=Unknown").unwrap(),
+        m.map("CN=serviceuser,OU=ServiceUsers,O=Unknown,L=Unknown,ST=Unknown,C=Unknown")
+            .unwrap(),
         "serviceuser"
     );
     assert_eq!(
-        m.map("CN=adminUser,OU=Admin,O=Unknown,L=Unknown,ST=Unknown,C=Unknown").unwrap(),
+        m.map("CN=adminUser,OU=Admin,O=Unknown,L=Unknown,ST=Unknown,C=Unknown")
+            .unwrap(),
         "adminuser@admin"
     );
-    assert_eq!(m.principal(Some("CN=serviceuser,OU=ServiceUsers,O=x")).unwrap(), "User:serviceuser");
+    assert_eq!(
+        m.principal(Some("CN=serviceuser,OU=ServiceUsers,O=x"))
+            .unwrap(),
+        "User:serviceuser"
+    );
     assert_eq!(m.principal(None).unwrap(), "User:ANONYMOUS");
 }
 
@@ -106,8 +130,14 @@ fn kafka_rules_splitting() {
         ("[RULE:/.*/L]", "RULE:/.*/L"),
         ("[RULE:/, DEFAULT]", "RULE://,DEFAULT"),
         ("[RULE:/, DEFAULT]", "  RULE:// ,  DEFAULT  "),
-        ("[RULE:   /     , DEFAULT]", "  RULE:   /     / ,  DEFAULT  "),
-        ("[RULE:  /     /U, DEFAULT]", "  RULE:  /     /U   ,DEFAULT  "),
+        (
+            "[RULE:   /     , DEFAULT]",
+            "  RULE:   /     / ,  DEFAULT  ",
+        ),
+        (
+            "[RULE:  /     /U, DEFAULT]",
+            "  RULE:  /     /U   ,DEFAULT  ",
+        ),
         (
             "[RULE:([A-Z]*)/$1/U, RULE:([a-z]+)/$1, DEFAULT]",
             "  RULE:([A-Z]*)/$1/U   ,RULE:([a-z]+)/$1/,   DEFAULT  ",
@@ -115,11 +145,20 @@ fn kafka_rules_splitting() {
         // Empty rules are skipped.
         ("[]", ",   , , ,      , , ,   "),
         ("[RULE:/, DEFAULT]", ",,RULE://,,,DEFAULT,,"),
-        ("[RULE: /   , DEFAULT]", ",  , RULE: /   /    ,,,   DEFAULT, ,   "),
-        ("[RULE:   /  /U, DEFAULT]", "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,"),
+        (
+            "[RULE: /   , DEFAULT]",
+            ",  , RULE: /   /    ,,,   DEFAULT, ,   ",
+        ),
+        (
+            "[RULE:   /  /U, DEFAULT]",
+            "     ,  , RULE:   /  /U    ,,  ,DEFAULT, ,",
+        ),
         // Escape sequences.
         (r"[RULE:\/\\\(\)\n\t/\/\/]", r"RULE:\/\\\(\)\n\t/\/\//"),
-        (r"[RULE:\**\/+/*/L, RULE:\/*\**/**]", r"RULE:\**\/+/*/L,RULE:\/*\**/**/"),
+        (
+            r"[RULE:\**\/+/*/L, RULE:\/*\**/**]",
+            r"RULE:\**\/+/*/L,RULE:\/*\**/**/",
+        ),
         // Commas and the words RULE: and DEFAULT inside patterns and replacements.
         (
             r"[RULE:,RULE:,/,RULE:,\//U, RULE:,/RULE:,, RULE:,RULE:,/L,RULE:,/L, RULE:, DEFAULT, /DEFAULT, DEFAULT]",
@@ -138,7 +177,10 @@ fn kafka_rules_splitting() {
 #[test]
 fn comma_with_whitespace_inside_a_name() {
     let m = mapper(r"RULE:^CN=((\\, *|\w)+)(,.*|$)/$1/,DEFAULT");
-    assert_eq!(m.map(r"CN=Tkac\, Adam,OU=ITZ,DC=geodis,DC=cz").unwrap(), r"Tkac\, Adam");
+    assert_eq!(
+        m.map(r"CN=Tkac\, Adam,OU=ITZ,DC=geodis,DC=cz").unwrap(),
+        r"Tkac\, Adam"
+    );
 }
 
 #[test]
@@ -155,24 +197,50 @@ fn first_matching_rule_wins_and_no_match_is_an_error() {
     // An empty value has no rule at all: nothing maps.
     let empty = mapper("");
     assert!(empty.is_empty());
-    assert!(matches!(empty.map("CN=x"), Err(PrincipalError::NoMatchingRule { .. })));
+    assert!(matches!(
+        empty.map("CN=x"),
+        Err(PrincipalError::NoMatchingRule { .. })
+    ));
     // The default mapper keeps the name.
-    assert_eq!(SslPrincipalMapper::default().map("CN=x,O=y").unwrap(), "CN=x,O=y");
-    assert_eq!(SslPrincipalMapper::default().to_string(), "SslPrincipalMapper(rules = [DEFAULT])");
+    assert_eq!(
+        SslPrincipalMapper::default().map("CN=x,O=y").unwrap(),
+        "CN=x,O=y"
+    );
+    assert_eq!(
+        SslPrincipalMapper::default().to_string(),
+        "SslPrincipalMapper(rules = [DEFAULT])"
+    );
 }
 
 #[test]
 fn case_flags() {
-    assert_eq!(mapper("RULE:^CN=(.*)$/$1/L").map("CN=MiXeD").unwrap(), "mixed");
-    assert_eq!(mapper("RULE:^CN=(.*)$/$1/U").map("CN=MiXeD").unwrap(), "MIXED");
-    assert_eq!(mapper("RULE:^CN=(.*)$/$1/").map("CN=MiXeD").unwrap(), "MiXeD");
-    assert_eq!(mapper("RULE:^CN=(.*)$/$1/U").map("CN=straße").unwrap(), "STRASSE");
+    assert_eq!(
+        mapper("RULE:^CN=(.*)$/$1/L").map("CN=MiXeD").unwrap(),
+        "mixed"
+    );
+    assert_eq!(
+        mapper("RULE:^CN=(.*)$/$1/U").map("CN=MiXeD").unwrap(),
+        "MIXED"
+    );
+    assert_eq!(
+        mapper("RULE:^CN=(.*)$/$1/").map("CN=MiXeD").unwrap(),
+        "MiXeD"
+    );
+    assert_eq!(
+        mapper("RULE:^CN=(.*)$/$1/U").map("CN=straße").unwrap(),
+        "STRASSE"
+    );
 }
 
 #[test]
 fn replacement_follows_java_and_kafka() {
     // A reference beyond the groups is text (Kafka's pass) ...
-    assert_eq!(mapper("RULE:^CN=(.*?),OU=(.*?)$/$1@$3/").map("CN=a,OU=b").unwrap(), "a@$3");
+    assert_eq!(
+        mapper("RULE:^CN=(.*?),OU=(.*?)$/$1@$3/")
+            .map("CN=a,OU=b")
+            .unwrap(),
+        "a@$3"
+    );
     // ... and digits after a valid group number that would name a missing group are text
     // (Java's rule): $12 with one group is group 1 then "2".
     assert_eq!(mapper("RULE:^CN=(.*)$/$12/").map("CN=a").unwrap(), "a2");
@@ -180,11 +248,20 @@ fn replacement_follows_java_and_kafka() {
     let twelve = "RULE:^(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)(l)$/$12-$1/";
     assert_eq!(mapper(twelve).map("abcdefghijkl").unwrap(), "l-a");
     // $0 is the whole match; a backslash makes the next character text.
-    assert_eq!(mapper(r"RULE:^CN=(.*)$/[$0] \$1/").map("CN=a").unwrap(), "[CN=a] $1");
+    assert_eq!(
+        mapper(r"RULE:^CN=(.*)$/[$0] \$1/").map("CN=a").unwrap(),
+        "[CN=a] $1"
+    );
     // Named groups.
-    assert_eq!(mapper("RULE:^CN=(?<who>.*)$/${who}!/").map("CN=a").unwrap(), "a!");
+    assert_eq!(
+        mapper("RULE:^CN=(?<who>.*)$/${who}!/").map("CN=a").unwrap(),
+        "a!"
+    );
     // A group that took no part in the match adds nothing.
-    assert_eq!(mapper("RULE:^CN=(x)?(.*)$/[$1]$2/").map("CN=a").unwrap(), "[]a");
+    assert_eq!(
+        mapper("RULE:^CN=(x)?(.*)$/[$1]$2/").map("CN=a").unwrap(),
+        "[]a"
+    );
 }
 
 #[test]
@@ -193,13 +270,25 @@ fn a_broken_replacement_fails_when_its_rule_matches() {
     let m = mapper("RULE:^CN=a$/$1/,DEFAULT");
     assert_eq!(m.map("CN=b").unwrap(), "CN=b");
     let err = m.map("CN=a").unwrap_err();
-    assert_eq!(err.to_string(), "Rule `RULE:^CN=a$/$1` cannot build a name: No group 1");
+    assert_eq!(
+        err.to_string(),
+        "Rule `RULE:^CN=a$/$1` cannot build a name: No group 1"
+    );
     for (rules, reason) in [
-        ("RULE:^(.*)$/$/", "Illegal group reference: group index is missing"),
+        (
+            "RULE:^(.*)$/$/",
+            "Illegal group reference: group index is missing",
+        ),
         ("RULE:^(.*)$/$x/", "Illegal group reference"),
         ("RULE:^(.*)$/${nope}/", "No group with name {nope}"),
-        ("RULE:^(.*)$/${}/", "named capturing group has 0 length name"),
-        ("RULE:^(.*)$/${a/", "named capturing group is missing trailing '}'"),
+        (
+            "RULE:^(.*)$/${}/",
+            "named capturing group has 0 length name",
+        ),
+        (
+            "RULE:^(.*)$/${a/",
+            "named capturing group is missing trailing '}'",
+        ),
     ] {
         let err = mapper(rules).map("x").unwrap_err();
         assert_eq!(
@@ -245,12 +334,21 @@ fn line_breaks() {
 fn rfc2253_reverses_the_certificate_order() {
     let rdns = [
         [AttributeTypeAndValue::printable(oid::COUNTRY, "US")],
-        [AttributeTypeAndValue::utf8(oid::ORGANIZATION, "Sun Microsystems")],
-        [AttributeTypeAndValue::utf8(oid::ORGANIZATIONAL_UNIT, "JavaSoft")],
+        [AttributeTypeAndValue::utf8(
+            oid::ORGANIZATION,
+            "Sun Microsystems",
+        )],
+        [AttributeTypeAndValue::utf8(
+            oid::ORGANIZATIONAL_UNIT,
+            "JavaSoft",
+        )],
         [AttributeTypeAndValue::utf8(oid::COMMON_NAME, "Duke")],
     ];
     // X500Principal's own documented example.
-    assert_eq!(rfc2253_name(&rdns), "CN=Duke,OU=JavaSoft,O=Sun Microsystems,C=US");
+    assert_eq!(
+        rfc2253_name(&rdns),
+        "CN=Duke,OU=JavaSoft,O=Sun Microsystems,C=US"
+    );
     let m = mapper("RULE:^CN=(.*?),OU=(.*?),O=.*$/$1@$2/L");
     assert_eq!(m.map(&rfc2253_name(&rdns)).unwrap(), "duke@javasoft");
     assert_eq!(rfc2253_name::<[AttributeTypeAndValue<'_>; 1]>(&[]), "");
@@ -260,22 +358,34 @@ fn rfc2253_reverses_the_certificate_order() {
 fn rfc2253_keywords_and_multi_valued_rdns() {
     let rdns: Vec<Vec<AttributeTypeAndValue<'_>>> = vec![
         vec![AttributeTypeAndValue::utf8(oid::DOMAIN_COMPONENT, "com")],
-        vec![AttributeTypeAndValue::utf8(oid::DOMAIN_COMPONENT, "example")],
-        vec![AttributeTypeAndValue::utf8(oid::STATE, "CA"), AttributeTypeAndValue::utf8(oid::LOCALITY, "SF")],
+        vec![AttributeTypeAndValue::utf8(
+            oid::DOMAIN_COMPONENT,
+            "example",
+        )],
+        vec![
+            AttributeTypeAndValue::utf8(oid::STATE, "CA"),
+            AttributeTypeAndValue::utf8(oid::LOCALITY, "SF"),
+        ],
         vec![
             AttributeTypeAndValue::utf8(oid::COMMON_NAME, "alice"),
             AttributeTypeAndValue::utf8(oid::USER_ID, "a1"),
             AttributeTypeAndValue::utf8(oid::STREET, "Main"),
         ],
     ];
-    assert_eq!(rfc2253_name(&rdns), "CN=alice+UID=a1+STREET=Main,ST=CA+L=SF,DC=example,DC=com");
+    assert_eq!(
+        rfc2253_name(&rdns),
+        "CN=alice+UID=a1+STREET=Main,ST=CA+L=SF,DC=example,DC=com"
+    );
 }
 
 #[test]
 fn rfc2253_escaping_as_java() {
     let cn = |value: &str| rfc2253_name(&[[AttributeTypeAndValue::utf8(oid::COMMON_NAME, value)]]);
     assert_eq!(cn("Smith, John"), r"CN=Smith\, John");
-    assert_eq!(cn(r#"a+b=c<d>e#f;g"h\i"#), r#"CN=a\+b\=c\<d\>e\#f\;g\"h\\i"#);
+    assert_eq!(
+        cn(r#"a+b=c<d>e#f;g"h\i"#),
+        r#"CN=a\+b\=c\<d\>e\#f\;g\"h\\i"#
+    );
     assert_eq!(cn(" lead"), r"CN=\ lead");
     assert_eq!(cn("trail  "), r"CN=trail\ \ ");
     assert_eq!(cn("  "), r"CN=\ \ ");

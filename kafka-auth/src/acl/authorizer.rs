@@ -78,7 +78,7 @@ pub struct Action<'a> {
 
 /// Why a decision went the way it did, for the audit log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule<'a> {
+pub enum DecidingRule<'a> {
     /// The principal is in `super.users`.
     SuperUser,
     /// This ACL decided: a matching DENY when denied, a matching ALLOW when allowed.
@@ -100,18 +100,22 @@ pub struct Decision<'a> {
     /// Whether the action is allowed.
     pub allowed: bool,
     /// What decided.
-    pub rule: Rule<'a>,
+    pub rule: DecidingRule<'a>,
 }
 
 impl fmt::Display for Decision<'_> {
-    /// Kafka's name of the deciding rule, as its audit log prints it: `SuperUser`,
-    /// `MatchingAcl(acl=...)`, `DefaultAllow` or `DefaultDeny`.
+    /// The deciding rule as Kafka's audit log names it: `SuperUser`, `MatchingAcl(...)` (here
+    /// with the ACL's id and binding), `DefaultAllow` or `DefaultDeny`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.rule {
-            Rule::SuperUser => f.write_str("SuperUser"),
-            Rule::Acl { id, binding } => write!(f, "MatchingAcl(id={id}, acl={binding})"),
-            Rule::NoAclOnResource | Rule::NoMatchingAllow if self.allowed => f.write_str("DefaultAllow"),
-            Rule::NoAclOnResource | Rule::NoMatchingAllow => f.write_str("DefaultDeny"),
+            DecidingRule::SuperUser => f.write_str("SuperUser"),
+            DecidingRule::Acl { id, binding } => write!(f, "MatchingAcl(id={id}, acl={binding})"),
+            DecidingRule::NoAclOnResource | DecidingRule::NoMatchingAllow if self.allowed => {
+                f.write_str("DefaultAllow")
+            }
+            DecidingRule::NoAclOnResource | DecidingRule::NoMatchingAllow => {
+                f.write_str("DefaultDeny")
+            }
         }
     }
 }
@@ -358,10 +362,18 @@ impl AclAuthorizer {
     pub fn bindings(&self, filter: &AclBindingFilter) -> Vec<(AclId, &AclBinding)> {
         let mut found = Vec::new();
         let pattern = &filter.pattern;
-        let concrete = !matches!(pattern.resource_type, ResourceType::Any | ResourceType::Unknown);
+        let concrete = !matches!(
+            pattern.resource_type,
+            ResourceType::Any | ResourceType::Unknown
+        );
         match (&pattern.name, pattern.pattern_type) {
-            (Some(name), PatternType::Literal | PatternType::Prefixed | PatternType::Any) if concrete => {
-                if let Some(slot) = self.index.get(index_key(pattern.resource_type, name).as_slice()) {
+            (Some(name), PatternType::Literal | PatternType::Prefixed | PatternType::Any)
+                if concrete =>
+            {
+                if let Some(slot) = self
+                    .index
+                    .get(index_key(pattern.resource_type, name).as_slice())
+                {
                     collect_matching(filter, &slot.literal, &mut found);
                     collect_matching(filter, &slot.prefixed, &mut found);
                 }
@@ -422,7 +434,10 @@ impl AclAuthorizer {
             break;
         }
         if name != WILDCARD {
-            if let Some(slot) = self.index.get(index_key(resource_type, WILDCARD).as_slice()) {
+            if let Some(slot) = self
+                .index
+                .get(index_key(resource_type, WILDCARD).as_slice())
+            {
                 if let ControlFlow::Break(found) = visit(&slot.literal) {
                     return Some(found);
                 }
@@ -436,7 +451,7 @@ impl AclAuthorizer {
         if self.super_users.contains(action.principal) {
             return Decision {
                 allowed: true,
-                rule: Rule::SuperUser,
+                rule: DecidingRule::SuperUser,
             };
         }
         let mut any_acl_on_resource = false;
@@ -464,25 +479,25 @@ impl AclAuthorizer {
         match (first_deny, first_allow) {
             (Some(acl), _) => Decision {
                 allowed: false,
-                rule: Rule::Acl {
+                rule: DecidingRule::Acl {
                     id: acl.id,
                     binding: &acl.binding,
                 },
             },
             (None, Some(acl)) => Decision {
                 allowed: true,
-                rule: Rule::Acl {
+                rule: DecidingRule::Acl {
                     id: acl.id,
                     binding: &acl.binding,
                 },
             },
             (None, None) if !any_acl_on_resource => Decision {
                 allowed: self.allow_everyone_if_no_acl_found,
-                rule: Rule::NoAclOnResource,
+                rule: DecidingRule::NoAclOnResource,
             },
             (None, None) => Decision {
                 allowed: false,
-                rule: Rule::NoMatchingAllow,
+                rule: DecidingRule::NoMatchingAllow,
             },
         }
     }
@@ -510,9 +525,13 @@ impl AclAuthorizer {
         resource_type: ResourceType,
     ) -> Result<bool, AclError> {
         let bad = match (resource_type, operation) {
-            (ResourceType::Any, _) => Some("Must specify a non-filter resource type for authorizeByResourceType"),
+            (ResourceType::Any, _) => {
+                Some("Must specify a non-filter resource type for authorizeByResourceType")
+            }
             (ResourceType::Unknown, _) => Some("Unknown resource type"),
-            (_, AclOperation::Any) => Some("Must specify a non-filter operation type for authorizeByResourceType"),
+            (_, AclOperation::Any) => {
+                Some("Must specify a non-filter operation type for authorizeByResourceType")
+            }
             (_, AclOperation::Unknown) => Some("Unknown operation type"),
             _ => None,
         };
@@ -537,7 +556,10 @@ impl AclAuthorizer {
         let mut wildcard_allow = false;
         // Every key of the type starts with its code byte: [code] <= key < [code + 1].
         let type_byte = index_key(resource_type, "");
-        let next_type: Option<[u8; 1]> = type_byte.first().and_then(|b| b.checked_add(1)).map(|b| [b]);
+        let next_type: Option<[u8; 1]> = type_byte
+            .first()
+            .and_then(|b| b.checked_add(1))
+            .map(|b| [b]);
         let upper = match &next_type {
             Some(next) => Bound::Excluded(next.as_slice()),
             None => Bound::Unbounded,
@@ -565,7 +587,9 @@ impl AclAuthorizer {
                         (AclPermissionType::Deny, false) => {
                             deny_prefixed.insert(name);
                         }
-                        (AclPermissionType::Allow, true) if name == WILDCARD => wildcard_allow = true,
+                        (AclPermissionType::Allow, true) if name == WILDCARD => {
+                            wildcard_allow = true
+                        }
                         (AclPermissionType::Allow, true) => allow_literal.push(name),
                         (AclPermissionType::Allow, false) => allow_prefixed.push(name),
                         _ => {}
@@ -577,8 +601,10 @@ impl AclAuthorizer {
             return Ok(true);
         }
         let dominated = |name: &str| {
-            name.char_indices()
-                .any(|(at, c)| name.get(..at + c.len_utf8()).is_some_and(|prefix| deny_prefixed.contains(prefix)))
+            name.char_indices().any(|(at, c)| {
+                name.get(..at + c.len_utf8())
+                    .is_some_and(|prefix| deny_prefixed.contains(prefix))
+            })
         };
         let literal_ok = allow_literal
             .iter()

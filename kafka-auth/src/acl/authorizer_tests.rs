@@ -82,7 +82,14 @@ fn super_users_are_allowed_everything_even_against_a_deny() {
     };
     let a = authorizer_with(config, vec![lit("t", "User:admin", Op::All, Deny)]);
     assert!(allowed(&a, "User:admin", Op::Delete, "t"));
-    assert!(allowed_on(&a, "User:admin", "1.2.3.4", Op::ClusterAction, Cluster, "kafka-cluster"));
+    assert!(allowed_on(
+        &a,
+        "User:admin",
+        "1.2.3.4",
+        Op::ClusterAction,
+        Cluster,
+        "kafka-cluster"
+    ));
     let decision = a.authorize(&Action {
         principal: "User:admin",
         host: "h",
@@ -90,7 +97,7 @@ fn super_users_are_allowed_everything_even_against_a_deny() {
         resource_type: Topic,
         resource_name: "t",
     });
-    assert_eq!(decision.rule, Rule::SuperUser);
+    assert_eq!(decision.rule, DecidingRule::SuperUser);
     assert_eq!(decision.to_string(), "SuperUser");
     // Only the exact principal text is a super user.
     assert!(!allowed(&a, "User:Admin", Op::Read, "t"));
@@ -98,12 +105,21 @@ fn super_users_are_allowed_everything_even_against_a_deny() {
 
 #[test]
 fn deny_beats_allow() {
-    let a = authorizer(vec![lit("t", ALICE, Op::Read, Allow), lit("t", ALICE, Op::Read, Deny)]);
+    let a = authorizer(vec![
+        lit("t", ALICE, Op::Read, Allow),
+        lit("t", ALICE, Op::Read, Deny),
+    ]);
     assert!(!allowed(&a, ALICE, Op::Read, "t"));
     // A prefixed deny beats a literal allow, and a wildcard deny beats both.
-    let a = authorizer(vec![lit("orders", ALICE, Op::Write, Allow), pre("ord", ALICE, Op::Write, Deny)]);
+    let a = authorizer(vec![
+        lit("orders", ALICE, Op::Write, Allow),
+        pre("ord", ALICE, Op::Write, Deny),
+    ]);
     assert!(!allowed(&a, ALICE, Op::Write, "orders"));
-    let a = authorizer(vec![pre("ord", ALICE, Op::Write, Allow), lit("*", "User:*", Op::Write, Deny)]);
+    let a = authorizer(vec![
+        pre("ord", ALICE, Op::Write, Allow),
+        lit("*", "User:*", Op::Write, Deny),
+    ]);
     assert!(!allowed(&a, ALICE, Op::Write, "orders"));
     let decision = a.authorize(&Action {
         principal: ALICE,
@@ -113,7 +129,7 @@ fn deny_beats_allow() {
         resource_name: "orders",
     });
     match decision.rule {
-        Rule::Acl { binding, .. } => assert_eq!(binding.entry.permission_type, Deny),
+        DecidingRule::Acl { binding, .. } => assert_eq!(binding.entry.permission_type, Deny),
         other => panic!("unexpected rule {other:?}"),
     }
     assert!(decision.to_string().starts_with("MatchingAcl("));
@@ -145,7 +161,10 @@ fn which_patterns_apply_to_a_name() {
 
 #[test]
 fn principal_matches_exactly_or_by_user_wildcard() {
-    let a = authorizer(vec![lit("t", ALICE, Op::Read, Allow), lit("u", "User:*", Op::Read, Allow)]);
+    let a = authorizer(vec![
+        lit("t", ALICE, Op::Read, Allow),
+        lit("u", "User:*", Op::Read, Allow),
+    ]);
     assert!(allowed(&a, ALICE, Op::Read, "t"));
     assert!(!allowed(&a, BOB, Op::Read, "t"));
     assert!(!allowed(&a, "User:Alice", Op::Read, "t"));
@@ -159,16 +178,47 @@ fn principal_matches_exactly_or_by_user_wildcard() {
 #[test]
 fn host_matches_exactly_or_by_wildcard() {
     let a = authorizer(vec![
-        binding(Topic, "t", PatternType::Literal, ALICE, "10.0.0.1", Op::Read, Allow),
-        binding(Topic, "u", PatternType::Literal, ALICE, "*", Op::Read, Allow),
+        binding(
+            Topic,
+            "t",
+            PatternType::Literal,
+            ALICE,
+            "10.0.0.1",
+            Op::Read,
+            Allow,
+        ),
+        binding(
+            Topic,
+            "u",
+            PatternType::Literal,
+            ALICE,
+            "*",
+            Op::Read,
+            Allow,
+        ),
     ]);
     assert!(allowed_on(&a, ALICE, "10.0.0.1", Op::Read, Topic, "t"));
     assert!(!allowed_on(&a, ALICE, "10.0.0.2", Op::Read, Topic, "t"));
-    assert!(allowed_on(&a, ALICE, "0:0:0:0:0:0:0:1", Op::Read, Topic, "u"));
+    assert!(allowed_on(
+        &a,
+        ALICE,
+        "0:0:0:0:0:0:0:1",
+        Op::Read,
+        Topic,
+        "u"
+    ));
     // A deny from one host only denies that host.
     let a = authorizer(vec![
         lit("t", ALICE, Op::Read, Allow),
-        binding(Topic, "t", PatternType::Literal, ALICE, "10.9.9.9", Op::Read, Deny),
+        binding(
+            Topic,
+            "t",
+            PatternType::Literal,
+            ALICE,
+            "10.9.9.9",
+            Op::Read,
+            Deny,
+        ),
     ]);
     assert!(!allowed_on(&a, ALICE, "10.9.9.9", Op::Read, Topic, "t"));
     assert!(allowed_on(&a, ALICE, "10.0.0.1", Op::Read, Topic, "t"));
@@ -178,8 +228,14 @@ fn host_matches_exactly_or_by_wildcard() {
 fn implied_operations_in_the_allow_direction() {
     for op in [Op::Read, Op::Write, Op::Delete, Op::Alter] {
         let a = authorizer(vec![lit("t", ALICE, op, Allow)]);
-        assert!(allowed(&a, ALICE, Op::Describe, "t"), "{op} implies DESCRIBE");
-        assert!(!allowed(&a, ALICE, Op::DescribeConfigs, "t"), "{op} does not imply DESCRIBE_CONFIGS");
+        assert!(
+            allowed(&a, ALICE, Op::Describe, "t"),
+            "{op} implies DESCRIBE"
+        );
+        assert!(
+            !allowed(&a, ALICE, Op::DescribeConfigs, "t"),
+            "{op} does not imply DESCRIBE_CONFIGS"
+        );
     }
     let a = authorizer(vec![lit("t", ALICE, Op::AlterConfigs, Allow)]);
     assert!(allowed(&a, ALICE, Op::DescribeConfigs, "t"));
@@ -196,7 +252,13 @@ fn implied_operations_in_the_allow_direction() {
     assert!(!allowed(&a, ALICE, Op::Read, "t"));
     // ALLOW ALL allows every operation.
     let a = authorizer(vec![lit("t", ALICE, Op::All, Allow)]);
-    for op in [Op::Read, Op::Write, Op::Describe, Op::AlterConfigs, Op::ClusterAction] {
+    for op in [
+        Op::Read,
+        Op::Write,
+        Op::Describe,
+        Op::AlterConfigs,
+        Op::ClusterAction,
+    ] {
         assert!(allowed(&a, ALICE, op, "t"), "ALL allows {op}");
     }
 }
@@ -204,7 +266,10 @@ fn implied_operations_in_the_allow_direction() {
 #[test]
 fn denies_are_not_implied_but_deny_all_denies_everything() {
     // DENY READ does not deny DESCRIBE, which the ALLOW of DESCRIBE then allows.
-    let a = authorizer(vec![lit("t", ALICE, Op::Read, Deny), lit("t", ALICE, Op::Describe, Allow)]);
+    let a = authorizer(vec![
+        lit("t", ALICE, Op::Read, Deny),
+        lit("t", ALICE, Op::Describe, Allow),
+    ]);
     assert!(allowed(&a, ALICE, Op::Describe, "t"));
     assert!(!allowed(&a, ALICE, Op::Read, "t"));
     // DENY ALTER_CONFIGS does not deny DESCRIBE_CONFIGS.
@@ -214,12 +279,18 @@ fn denies_are_not_implied_but_deny_all_denies_everything() {
     ]);
     assert!(allowed(&a, ALICE, Op::DescribeConfigs, "t"));
     // DENY ALL denies every operation, whatever is allowed.
-    let a = authorizer(vec![lit("t", ALICE, Op::All, Deny), lit("t", ALICE, Op::All, Allow)]);
+    let a = authorizer(vec![
+        lit("t", ALICE, Op::All, Deny),
+        lit("t", ALICE, Op::All, Allow),
+    ]);
     for op in [Op::Read, Op::Describe, Op::DescribeConfigs, Op::Write] {
         assert!(!allowed(&a, ALICE, op, "t"), "DENY ALL denies {op}");
     }
     // A DENY of DESCRIBE does not deny READ.
-    let a = authorizer(vec![lit("t", ALICE, Op::Describe, Deny), lit("t", ALICE, Op::Read, Allow)]);
+    let a = authorizer(vec![
+        lit("t", ALICE, Op::Describe, Deny),
+        lit("t", ALICE, Op::Read, Allow),
+    ]);
     assert!(allowed(&a, ALICE, Op::Read, "t"));
     assert!(!allowed(&a, ALICE, Op::Describe, "t"));
 }
@@ -247,7 +318,7 @@ fn allow_everyone_only_when_no_acl_at_all_applies_to_the_resource() {
         resource_type: Topic,
         resource_name: "free",
     });
-    assert_eq!(d.rule, Rule::NoAclOnResource);
+    assert_eq!(d.rule, DecidingRule::NoAclOnResource);
     assert_eq!(d.to_string(), "DefaultAllow");
     // An ACL for another principal and another operation still counts.
     assert!(!allowed(&a, ALICE, Op::Read, "guarded"));
@@ -258,7 +329,7 @@ fn allow_everyone_only_when_no_acl_at_all_applies_to_the_resource() {
         resource_type: Topic,
         resource_name: "guarded",
     });
-    assert_eq!(d.rule, Rule::NoMatchingAllow);
+    assert_eq!(d.rule, DecidingRule::NoMatchingAllow);
     assert_eq!(d.to_string(), "DefaultDeny");
     // So does a prefixed ACL covering the name.
     assert!(!allowed(&a, ALICE, Op::Read, "fam-1"));
@@ -293,7 +364,10 @@ fn prefixes_sharing_parts_are_all_found() {
     assert!(allowed(&a, "User:carol", Op::Read, "abc"));
     assert!(allowed(&a, "User:erin", Op::Read, "abcdef"));
     // Multi-byte names: prefixes compare as text.
-    let a = authorizer(vec![pre("é", ALICE, Op::Read, Allow), pre("e", BOB, Op::Read, Allow)]);
+    let a = authorizer(vec![
+        pre("é", ALICE, Op::Read, Allow),
+        pre("e", BOB, Op::Read, Allow),
+    ]);
     assert!(allowed(&a, ALICE, Op::Read, "été"));
     assert!(!allowed(&a, BOB, Op::Read, "été"));
 }
@@ -303,7 +377,10 @@ fn add_and_remove() {
     let mut a = AclAuthorizer::new(AuthorizerConfig::default());
     let acl = lit("t", ALICE, Op::Read, Allow);
     a.add(id(1), acl.clone()).unwrap();
-    assert_eq!(a.add(id(1), lit("u", ALICE, Op::Read, Allow)), Err(AclError::DuplicateId(id(1))));
+    assert_eq!(
+        a.add(id(1), lit("u", ALICE, Op::Read, Allow)),
+        Err(AclError::DuplicateId(id(1)))
+    );
     assert_eq!(
         a.add(id(2), acl.clone()),
         Err(AclError::DuplicateAcl {
@@ -326,7 +403,10 @@ fn add_and_remove() {
     assert!(a.index.is_empty(), "empty slots are dropped");
     // Bindings that could never be created are refused.
     let mut bad = lit("t", ALICE, Op::Any, Allow);
-    assert_eq!(a.add(id(3), bad.clone()), Err(AclError::InvalidOperation(Op::Any)));
+    assert_eq!(
+        a.add(id(3), bad.clone()),
+        Err(AclError::InvalidOperation(Op::Any))
+    );
     bad.entry.operation = Op::Read;
     bad.pattern.pattern_type = PatternType::Match;
     assert!(a.add(id(3), bad).is_err());
@@ -340,12 +420,25 @@ fn bindings_by_filter() {
         pre("ord", BOB, Op::Write, Allow),
         lit("*", ALICE, Op::Describe, Allow),
         lit("payments", ALICE, Op::Read, Deny),
-        binding(Group, "orders", PatternType::Literal, ALICE, "*", Op::Read, Allow),
+        binding(
+            Group,
+            "orders",
+            PatternType::Literal,
+            ALICE,
+            "*",
+            Op::Read,
+            Allow,
+        ),
     ]);
     let names = |filter: &AclBindingFilter| -> Vec<String> {
         a.bindings(filter)
             .iter()
-            .map(|(_, b)| format!("{}:{}:{}", b.pattern.resource_type, b.pattern.pattern_type, b.pattern.name))
+            .map(|(_, b)| {
+                format!(
+                    "{}:{}:{}",
+                    b.pattern.resource_type, b.pattern.pattern_type, b.pattern.name
+                )
+            })
             .collect()
     };
     assert_eq!(a.bindings(&AclBindingFilter::any()).len(), 5);
@@ -359,7 +452,14 @@ fn bindings_by_filter() {
     matching.pattern.pattern_type = PatternType::Match;
     let mut found = names(&matching);
     found.sort();
-    assert_eq!(found, ["TOPIC:LITERAL:*", "TOPIC:LITERAL:orders", "TOPIC:PREFIXED:ord"]);
+    assert_eq!(
+        found,
+        [
+            "TOPIC:LITERAL:*",
+            "TOPIC:LITERAL:orders",
+            "TOPIC:PREFIXED:ord"
+        ]
+    );
     let mut by_principal = AclBindingFilter::any();
     by_principal.entry.principal = Some(BOB.into());
     assert_eq!(names(&by_principal), ["TOPIC:PREFIXED:ord"]);
@@ -376,7 +476,10 @@ fn bindings_by_filter() {
 
 #[test]
 fn by_resource_type_follows_kafkas_default() {
-    let write_any = |a: &AclAuthorizer| a.authorize_by_resource_type(ALICE, "10.0.0.1", Op::Write, Topic).unwrap();
+    let write_any = |a: &AclAuthorizer| {
+        a.authorize_by_resource_type(ALICE, "10.0.0.1", Op::Write, Topic)
+            .unwrap()
+    };
     // Nothing allowed.
     assert!(!write_any(&authorizer(vec![])));
     // allow.everyone.if.no.acl.found answers through the `hardcode` probe.
@@ -390,33 +493,83 @@ fn by_resource_type_follows_kafkas_default() {
         super_users: vec![ALICE.into()],
         allow_everyone_if_no_acl_found: false,
     };
-    assert!(write_any(&authorizer_with(admin, vec![lit("*", ALICE, Op::All, Deny)])));
+    assert!(write_any(&authorizer_with(
+        admin,
+        vec![lit("*", ALICE, Op::All, Deny)]
+    )));
     // One literal allow is enough.
-    assert!(write_any(&authorizer(vec![lit("t", ALICE, Op::Write, Allow)])));
-    assert!(write_any(&authorizer(vec![lit("t", ALICE, Op::All, Allow)])));
+    assert!(write_any(&authorizer(vec![lit(
+        "t",
+        ALICE,
+        Op::Write,
+        Allow
+    )])));
+    assert!(write_any(&authorizer(vec![lit(
+        "t",
+        ALICE,
+        Op::All,
+        Allow
+    )])));
     // ... unless denied literally, or by a prefix of its name.
-    assert!(!write_any(&authorizer(vec![lit("t", ALICE, Op::Write, Allow), lit("t", ALICE, Op::Write, Deny)])));
-    assert!(!write_any(&authorizer(vec![lit("abc", ALICE, Op::Write, Allow), pre("ab", ALICE, Op::Write, Deny)])));
-    assert!(!write_any(&authorizer(vec![lit("abc", ALICE, Op::Write, Allow), pre("abc", ALICE, Op::Write, Deny)])));
+    assert!(!write_any(&authorizer(vec![
+        lit("t", ALICE, Op::Write, Allow),
+        lit("t", ALICE, Op::Write, Deny)
+    ])));
+    assert!(!write_any(&authorizer(vec![
+        lit("abc", ALICE, Op::Write, Allow),
+        pre("ab", ALICE, Op::Write, Deny)
+    ])));
+    assert!(!write_any(&authorizer(vec![
+        lit("abc", ALICE, Op::Write, Allow),
+        pre("abc", ALICE, Op::Write, Deny)
+    ])));
     // A longer prefix deny does not dominate.
-    assert!(write_any(&authorizer(vec![lit("abc", ALICE, Op::Write, Allow), pre("abcd", ALICE, Op::Write, Deny)])));
+    assert!(write_any(&authorizer(vec![
+        lit("abc", ALICE, Op::Write, Allow),
+        pre("abcd", ALICE, Op::Write, Deny)
+    ])));
     // A literal deny does not dominate a prefixed allow of the same name; a prefix deny does.
-    assert!(write_any(&authorizer(vec![pre("ab", ALICE, Op::Write, Allow), lit("ab", ALICE, Op::Write, Deny)])));
-    assert!(!write_any(&authorizer(vec![pre("ab", ALICE, Op::Write, Allow), pre("a", ALICE, Op::Write, Deny)])));
+    assert!(write_any(&authorizer(vec![
+        pre("ab", ALICE, Op::Write, Allow),
+        lit("ab", ALICE, Op::Write, Deny)
+    ])));
+    assert!(!write_any(&authorizer(vec![
+        pre("ab", ALICE, Op::Write, Allow),
+        pre("a", ALICE, Op::Write, Deny)
+    ])));
     // Wildcards: an allow on `*` allows, a deny on `*` denies even with other allows.
-    assert!(write_any(&authorizer(vec![lit("*", "User:*", Op::Write, Allow)])));
+    assert!(write_any(&authorizer(vec![lit(
+        "*",
+        "User:*",
+        Op::Write,
+        Allow
+    )])));
     assert!(!write_any(&authorizer(vec![
         lit("t", ALICE, Op::Write, Allow),
         lit("*", ALICE, Op::Write, Deny)
     ])));
     // Deny ALL on a prefix dominates.
-    assert!(!write_any(&authorizer(vec![lit("abc", ALICE, Op::Write, Allow), pre("a", ALICE, Op::All, Deny)])));
+    assert!(!write_any(&authorizer(vec![
+        lit("abc", ALICE, Op::Write, Allow),
+        pre("a", ALICE, Op::All, Deny)
+    ])));
     // No implied operations here: READ does not count for DESCRIBE.
     let a = authorizer(vec![lit("t", ALICE, Op::Read, Allow)]);
-    assert!(!a.authorize_by_resource_type(ALICE, "h", Op::Describe, Topic).unwrap());
-    assert!(a.authorize_by_resource_type(ALICE, "h", Op::Read, Topic).unwrap());
+    assert!(
+        !a.authorize_by_resource_type(ALICE, "h", Op::Describe, Topic)
+            .unwrap()
+    );
+    assert!(
+        a.authorize_by_resource_type(ALICE, "h", Op::Read, Topic)
+            .unwrap()
+    );
     // Someone else's allow, another host, another resource type: no.
-    assert!(!write_any(&authorizer(vec![lit("t", BOB, Op::Write, Allow)])));
+    assert!(!write_any(&authorizer(vec![lit(
+        "t",
+        BOB,
+        Op::Write,
+        Allow
+    )])));
     assert!(!write_any(&authorizer(vec![binding(
         Topic,
         "t",
@@ -437,26 +590,72 @@ fn by_resource_type_follows_kafkas_default() {
     )])));
     // Filter values are refused with Kafka's text.
     let a = authorizer(vec![]);
-    let err = a.authorize_by_resource_type(ALICE, "h", Op::Write, ResourceType::Any).unwrap_err();
-    assert_eq!(err.to_string(), "Must specify a non-filter resource type for authorizeByResourceType");
-    let err = a.authorize_by_resource_type(ALICE, "h", Op::Any, Topic).unwrap_err();
-    assert_eq!(err.to_string(), "Must specify a non-filter operation type for authorizeByResourceType");
-    assert!(a.authorize_by_resource_type(ALICE, "h", Op::Unknown, Topic).is_err());
-    assert!(a.authorize_by_resource_type(ALICE, "h", Op::Read, ResourceType::Unknown).is_err());
+    let err = a
+        .authorize_by_resource_type(ALICE, "h", Op::Write, ResourceType::Any)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Must specify a non-filter resource type for authorizeByResourceType"
+    );
+    let err = a
+        .authorize_by_resource_type(ALICE, "h", Op::Any, Topic)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Must specify a non-filter operation type for authorizeByResourceType"
+    );
+    assert!(
+        a.authorize_by_resource_type(ALICE, "h", Op::Unknown, Topic)
+            .is_err()
+    );
+    assert!(
+        a.authorize_by_resource_type(ALICE, "h", Op::Read, ResourceType::Unknown)
+            .is_err()
+    );
     // The last type code (USER) has no type above it in the index.
-    let a = authorizer(vec![binding(ResourceType::User, "bob", PatternType::Literal, ALICE, "*", Op::CreateTokens, Allow)]);
-    assert!(a.authorize_by_resource_type(ALICE, "h", Op::CreateTokens, ResourceType::User).unwrap());
+    let a = authorizer(vec![binding(
+        ResourceType::User,
+        "bob",
+        PatternType::Literal,
+        ALICE,
+        "*",
+        Op::CreateTokens,
+        Allow,
+    )]);
+    assert!(
+        a.authorize_by_resource_type(ALICE, "h", Op::CreateTokens, ResourceType::User)
+            .unwrap()
+    );
 }
 
 #[test]
 fn authorized_operations_bits() {
     let a = authorizer(vec![
         lit("t", ALICE, Op::Read, Allow),
-        binding(Cluster, "kafka-cluster", PatternType::Literal, ALICE, "*", Op::All, Allow),
-        binding(Group, "g", PatternType::Literal, ALICE, "*", Op::Delete, Allow),
+        binding(
+            Cluster,
+            "kafka-cluster",
+            PatternType::Literal,
+            ALICE,
+            "*",
+            Op::All,
+            Allow,
+        ),
+        binding(
+            Group,
+            "g",
+            PatternType::Literal,
+            ALICE,
+            "*",
+            Op::Delete,
+            Allow,
+        ),
     ]);
     // READ and the DESCRIBE it implies: bits 3 and 8.
-    assert_eq!(a.authorized_operations(ALICE, "h", Topic, "t"), (1 << 3) | (1 << 8));
+    assert_eq!(
+        a.authorized_operations(ALICE, "h", Topic, "t"),
+        (1 << 3) | (1 << 8)
+    );
     // ALL on the cluster: the seven cluster operations (CREATE 5, ALTER 7, DESCRIBE 8,
     // CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12).
     assert_eq!(
@@ -464,7 +663,10 @@ fn authorized_operations_bits() {
         (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
     );
     // DELETE on a group: DELETE 6 and DESCRIBE 8.
-    assert_eq!(a.authorized_operations(ALICE, "h", Group, "g"), (1 << 6) | (1 << 8));
+    assert_eq!(
+        a.authorized_operations(ALICE, "h", Group, "g"),
+        (1 << 6) | (1 << 8)
+    );
     assert_eq!(a.authorized_operations(BOB, "h", Topic, "t"), 0);
     let admin = AuthorizerConfig {
         super_users: vec![BOB.into()],
@@ -472,7 +674,10 @@ fn authorized_operations_bits() {
     };
     let a = authorizer_with(admin, vec![]);
     // Every topic operation: 3, 4, 5, 6, 7, 8, 10, 11.
-    assert_eq!(a.authorized_operations(BOB, "h", Topic, "t"), 0b1101_1111_1000);
+    assert_eq!(
+        a.authorized_operations(BOB, "h", Topic, "t"),
+        0b1101_1111_1000
+    );
 }
 
 #[test]
@@ -481,7 +686,10 @@ fn config_parsing() {
         AuthorizerConfig::parse_super_users(" User:admin ; ;User:ops;").unwrap(),
         ["User:admin", "User:ops"]
     );
-    assert_eq!(AuthorizerConfig::parse_super_users("").unwrap(), Vec::<String>::new());
+    assert_eq!(
+        AuthorizerConfig::parse_super_users("").unwrap(),
+        Vec::<String>::new()
+    );
     let err = AuthorizerConfig::parse_super_users("User:admin;root").unwrap_err();
     assert_eq!(err, AclError::InvalidSuperUser("root".into()));
     assert_eq!(err.error_code(), 40);
@@ -517,6 +725,10 @@ impl Rng {
         &items[self.below(items.len())]
     }
 
+    fn pick_str(&mut self, items: &[&'static str]) -> &'static str {
+        items[self.below(items.len())]
+    }
+
     /// A name over a three-letter alphabet, so that names share many prefixes.
     fn name(&mut self, max_len: usize) -> String {
         let len = 1 + self.below(max_len);
@@ -546,10 +758,9 @@ fn reference(acls: &[AclBinding], config: &AuthorizerConfig, action: &Action<'_>
             && (b.entry.host == "*" || b.entry.host == action.host)
     };
     let op = action.operation;
-    let denied = applies
-        .iter()
-        .filter(|b| who(b))
-        .any(|b| b.entry.permission_type == Deny && (b.entry.operation == Op::All || b.entry.operation == op));
+    let denied = applies.iter().filter(|b| who(b)).any(|b| {
+        b.entry.permission_type == Deny && (b.entry.operation == Op::All || b.entry.operation == op)
+    });
     if denied {
         return false;
     }
@@ -558,20 +769,32 @@ fn reference(acls: &[AclBinding], config: &AuthorizerConfig, action: &Action<'_>
         b.entry.permission_type == Allow
             && (acl_op == Op::All
                 || acl_op == op
-                || (op == Op::Describe && matches!(acl_op, Op::Read | Op::Write | Op::Delete | Op::Alter))
+                || (op == Op::Describe
+                    && matches!(acl_op, Op::Read | Op::Write | Op::Delete | Op::Alter))
                 || (op == Op::DescribeConfigs && acl_op == Op::AlterConfigs))
     })
 }
 
 const PRINCIPALS: [&str; 4] = ["User:alice", "User:bob", "User:*", "User:carol"];
 const HOSTS: [&str; 3] = ["*", "10.0.0.1", "10.0.0.2"];
-const OPS: [AclOperation; 6] = [Op::Read, Op::Write, Op::Describe, Op::All, Op::AlterConfigs, Op::DescribeConfigs];
+const OPS: [AclOperation; 6] = [
+    Op::Read,
+    Op::Write,
+    Op::Describe,
+    Op::All,
+    Op::AlterConfigs,
+    Op::DescribeConfigs,
+];
 
 fn random_acls(rng: &mut Rng, count: usize) -> Vec<AclBinding> {
     let mut acls = Vec::with_capacity(count);
     let mut seen = HashSet::new();
     while acls.len() < count {
-        let name = if rng.below(20) == 0 { "*".to_string() } else { rng.name(5) };
+        let name = if rng.below(20) == 0 {
+            "*".to_string()
+        } else {
+            rng.name(5)
+        };
         let pt = if name != "*" && rng.below(2) == 0 {
             PatternType::Prefixed
         } else {
@@ -581,8 +804,8 @@ fn random_acls(rng: &mut Rng, count: usize) -> Vec<AclBinding> {
             *rng.pick(&[Topic, Group]),
             &name,
             pt,
-            *rng.pick(&PRINCIPALS),
-            *rng.pick(&HOSTS),
+            rng.pick_str(&PRINCIPALS),
+            rng.pick_str(&HOSTS),
             *rng.pick(&OPS),
             if rng.below(4) == 0 { Deny } else { Allow },
         );
@@ -607,9 +830,15 @@ fn agrees_with_the_rules_read_straight_on_random_acls() {
         for _ in 0..300 {
             let name = rng.name(7);
             let action = Action {
-                principal: *rng.pick(&["User:alice", "User:bob", "User:carol", "User:dave"]),
-                host: *rng.pick(&["10.0.0.1", "10.0.0.2", "10.0.0.3"]),
-                operation: *rng.pick(&[Op::Read, Op::Write, Op::Describe, Op::DescribeConfigs, Op::AlterConfigs]),
+                principal: rng.pick_str(&["User:alice", "User:bob", "User:carol", "User:dave"]),
+                host: rng.pick_str(&["10.0.0.1", "10.0.0.2", "10.0.0.3"]),
+                operation: *rng.pick(&[
+                    Op::Read,
+                    Op::Write,
+                    Op::Describe,
+                    Op::DescribeConfigs,
+                    Op::AlterConfigs,
+                ]),
                 resource_type: *rng.pick(&[Topic, Group]),
                 resource_name: &name,
             };
@@ -632,13 +861,16 @@ fn agrees_with_the_rules_read_straight_on_random_acls() {
         for _ in 0..100 {
             let name = rng.name(7);
             let action = Action {
-                principal: *rng.pick(&["User:alice", "User:bob"]),
+                principal: rng.pick_str(&["User:alice", "User:bob"]),
                 host: "10.0.0.1",
                 operation: *rng.pick(&[Op::Read, Op::Describe]),
                 resource_type: Topic,
                 resource_name: &name,
             };
-            assert_eq!(a.authorize(&action).allowed, reference(&left, &config, &action));
+            assert_eq!(
+                a.authorize(&action).allowed,
+                reference(&left, &config, &action)
+            );
         }
     }
 }
@@ -650,10 +882,20 @@ fn one_hundred_thousand_acls() {
     // compared with the rules read straight.
     let mut acls = Vec::with_capacity(100_000);
     for i in 0..90_000u32 {
-        acls.push(lit(&format!("topic-{i:05}"), &format!("User:u{}", i % 1000), Op::Read, Allow));
+        acls.push(lit(
+            &format!("topic-{i:05}"),
+            &format!("User:u{}", i % 1000),
+            Op::Read,
+            Allow,
+        ));
     }
     for i in 0..9_990u32 {
-        acls.push(pre(&format!("team-{i:04}-"), &format!("User:u{}", i % 1000), Op::Write, Allow));
+        acls.push(pre(
+            &format!("team-{i:04}-"),
+            &format!("User:u{}", i % 1000),
+            Op::Write,
+            Allow,
+        ));
     }
     for i in 0..9u32 {
         acls.push(pre(&format!("topic-0{i}"), "User:u7", Op::Read, Deny));
@@ -698,11 +940,16 @@ fn one_hundred_thousand_acls() {
             resource_type: Topic,
             resource_name: &name,
         };
-        assert_eq!(a.authorize(&action).allowed, reference(&acls, &config, &action), "{action:?}");
+        assert_eq!(
+            a.authorize(&action).allowed,
+            reference(&acls, &config, &action),
+            "{action:?}"
+        );
     }
     // Filters reach exactly the ACLs asked for.
     let mut team = AclBindingFilter::any();
-    team.pattern = ResourcePatternFilter::new(Topic, Some("team-0005-orders".into()), PatternType::Match);
+    team.pattern =
+        ResourcePatternFilter::new(Topic, Some("team-0005-orders".into()), PatternType::Match);
     let found = a.bindings(&team);
     assert_eq!(found.len(), 2, "the team prefix and the wildcard");
 }

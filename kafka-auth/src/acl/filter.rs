@@ -37,7 +37,11 @@ impl ResourcePatternFilter {
     }
 
     /// A filter from its three parts.
-    pub fn new(resource_type: ResourceType, name: Option<String>, pattern_type: PatternType) -> Self {
+    pub fn new(
+        resource_type: ResourceType,
+        name: Option<String>,
+        pattern_type: PatternType,
+    ) -> Self {
         ResourcePatternFilter {
             resource_type,
             name,
@@ -168,7 +172,11 @@ impl AccessControlEntryFilter {
 
     /// Whether the filter selects `entry`.
     pub fn matches(&self, entry: &AccessControlEntry) -> bool {
-        if self.principal.as_ref().is_some_and(|p| *p != entry.principal) {
+        if self
+            .principal
+            .as_ref()
+            .is_some_and(|p| *p != entry.principal)
+        {
             return false;
         }
         if self.host.as_ref().is_some_and(|h| *h != entry.host) {
@@ -177,7 +185,8 @@ impl AccessControlEntryFilter {
         if self.operation != AclOperation::Any && self.operation != entry.operation {
             return false;
         }
-        self.permission_type == AclPermissionType::Any || self.permission_type == entry.permission_type
+        self.permission_type == AclPermissionType::Any
+            || self.permission_type == entry.permission_type
     }
 
     /// True when the filter can select at most one entry: no `None`, ANY or UNKNOWN field.
@@ -286,7 +295,11 @@ impl From<&AclBinding> for AclBindingFilter {
 impl fmt::Display for AclBindingFilter {
     /// Kafka's text: `(patternFilter=..., entryFilter=...)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "(patternFilter={}, entryFilter={})", self.pattern, self.entry)
+        write!(
+            f,
+            "(patternFilter={}, entryFilter={})",
+            self.pattern, self.entry
+        )
     }
 }
 
@@ -364,7 +377,12 @@ mod tests {
 
     #[test]
     fn entry_filter_fields() {
-        let entry = AccessControlEntry::new("User:alice", "10.0.0.1", AclOperation::Read, AclPermissionType::Allow);
+        let entry = AccessControlEntry::new(
+            "User:alice",
+            "10.0.0.1",
+            AclOperation::Read,
+            AclPermissionType::Allow,
+        );
         assert!(AccessControlEntryFilter::any().matches(&entry));
         let mut f = AccessControlEntryFilter::any();
         f.principal = Some("User:bob".into());
@@ -388,10 +406,16 @@ mod tests {
 
     #[test]
     fn indefinite_fields_in_kafkas_words_and_order() {
-        assert_eq!(AclBindingFilter::any().find_indefinite_field(), Some("Resource type is ANY."));
+        assert_eq!(
+            AclBindingFilter::any().find_indefinite_field(),
+            Some("Resource type is ANY.")
+        );
         let f = filter(ResourceType::Unknown, Some("a"), Literal);
         assert_eq!(f.find_indefinite_field(), Some("Resource type is UNKNOWN."));
-        assert_eq!(filter(Topic, None, Literal).find_indefinite_field(), Some("Resource name is NULL."));
+        assert_eq!(
+            filter(Topic, None, Literal).find_indefinite_field(),
+            Some("Resource name is NULL.")
+        );
         assert_eq!(
             filter(Topic, Some("a"), Match).find_indefinite_field(),
             Some("Resource pattern type is MATCH.")
@@ -414,9 +438,15 @@ mod tests {
         assert!(binding_filter.matches_at_most_one());
         assert_eq!(binding_filter.find_indefinite_field(), None);
         entry.permission_type = AclPermissionType::Unknown;
-        assert_eq!(entry.find_indefinite_field(), Some("Permission type is UNKNOWN"));
+        assert_eq!(
+            entry.find_indefinite_field(),
+            Some("Permission type is UNKNOWN")
+        );
         entry.permission_type = AclPermissionType::Any;
-        assert_eq!(entry.find_indefinite_field(), Some("Permission type is ANY"));
+        assert_eq!(
+            entry.find_indefinite_field(),
+            Some("Permission type is ANY")
+        );
         entry.operation = AclOperation::Unknown;
         assert_eq!(entry.find_indefinite_field(), Some("Operation is UNKNOWN"));
         entry.operation = AclOperation::Any;
@@ -427,7 +457,10 @@ mod tests {
         assert_eq!(entry.find_indefinite_field(), Some("Principal is NULL"));
         let binding_filter = AclBindingFilter::new(definite_pattern, entry);
         assert!(!binding_filter.matches_at_most_one());
-        assert_eq!(binding_filter.find_indefinite_field(), Some("Principal is NULL"));
+        assert_eq!(
+            binding_filter.find_indefinite_field(),
+            Some("Principal is NULL")
+        );
     }
 
     #[test]

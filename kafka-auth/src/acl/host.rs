@@ -37,11 +37,23 @@ mod tests {
 
     #[test]
     fn formats_as_java_does() {
-        assert_eq!(java_host_address(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))), "10.0.0.1");
-        assert_eq!(java_host_address(IpAddr::V6(Ipv6Addr::LOCALHOST)), "0:0:0:0:0:0:0:1");
-        assert_eq!(java_host_address(IpAddr::V6(Ipv6Addr::UNSPECIFIED)), "0:0:0:0:0:0:0:0");
+        assert_eq!(
+            java_host_address(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
+            "10.0.0.1"
+        );
+        assert_eq!(
+            java_host_address(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            "0:0:0:0:0:0:0:1"
+        );
+        assert_eq!(
+            java_host_address(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+            "0:0:0:0:0:0:0:0"
+        );
         let addr: Ipv6Addr = "2001:db8::0a:ff00".parse().unwrap();
-        assert_eq!(java_host_address(IpAddr::V6(addr)), "2001:db8:0:0:0:0:a:ff00");
+        assert_eq!(
+            java_host_address(IpAddr::V6(addr)),
+            "2001:db8:0:0:0:0:a:ff00"
+        );
         let mapped = Ipv4Addr::new(192, 168, 1, 7).to_ipv6_mapped();
         assert_eq!(java_host_address(IpAddr::V6(mapped)), "192.168.1.7");
     }

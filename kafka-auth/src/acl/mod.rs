@@ -26,7 +26,7 @@ mod host;
 mod types;
 mod validate;
 
-pub use authorizer::{AclAuthorizer, Action, AuthorizerConfig, Decision, Rule};
+pub use authorizer::{AclAuthorizer, Action, AuthorizerConfig, DecidingRule, Decision};
 pub use error::{
     AclError, CLUSTER_AUTHORIZATION_FAILED, DELEGATION_TOKEN_AUTHORIZATION_FAILED,
     GROUP_AUTHORIZATION_FAILED, INVALID_CONFIG, INVALID_REQUEST, TOPIC_AUTHORIZATION_FAILED,

@@ -256,7 +256,11 @@ pub struct ResourcePattern {
 
 impl ResourcePattern {
     /// A pattern from its three parts.
-    pub fn new(resource_type: ResourceType, name: impl Into<String>, pattern_type: PatternType) -> Self {
+    pub fn new(
+        resource_type: ResourceType,
+        name: impl Into<String>,
+        pattern_type: PatternType,
+    ) -> Self {
         ResourcePattern {
             resource_type,
             name: name.into(),
@@ -391,7 +395,10 @@ mod tests {
 
     #[test]
     fn codes_are_kafkas() {
-        let rt: Vec<(i8, &str)> = ResourceType::VALUES.iter().map(|v| (v.code(), v.name())).collect();
+        let rt: Vec<(i8, &str)> = ResourceType::VALUES
+            .iter()
+            .map(|v| (v.code(), v.name()))
+            .collect();
         assert_eq!(
             rt,
             [
@@ -405,12 +412,24 @@ mod tests {
                 (7, "USER")
             ]
         );
-        let pt: Vec<(i8, &str)> = PatternType::VALUES.iter().map(|v| (v.code(), v.name())).collect();
+        let pt: Vec<(i8, &str)> = PatternType::VALUES
+            .iter()
+            .map(|v| (v.code(), v.name()))
+            .collect();
         assert_eq!(
             pt,
-            [(0, "UNKNOWN"), (1, "ANY"), (2, "MATCH"), (3, "LITERAL"), (4, "PREFIXED")]
+            [
+                (0, "UNKNOWN"),
+                (1, "ANY"),
+                (2, "MATCH"),
+                (3, "LITERAL"),
+                (4, "PREFIXED")
+            ]
         );
-        let ops: Vec<(i8, &str)> = AclOperation::VALUES.iter().map(|v| (v.code(), v.name())).collect();
+        let ops: Vec<(i8, &str)> = AclOperation::VALUES
+            .iter()
+            .map(|v| (v.code(), v.name()))
+            .collect();
         assert_eq!(
             ops,
             [
@@ -432,9 +451,14 @@ mod tests {
                 (15, "TWO_PHASE_COMMIT")
             ]
         );
-        let perm: Vec<(i8, &str)> =
-            AclPermissionType::VALUES.iter().map(|v| (v.code(), v.name())).collect();
-        assert_eq!(perm, [(0, "UNKNOWN"), (1, "ANY"), (2, "DENY"), (3, "ALLOW")]);
+        let perm: Vec<(i8, &str)> = AclPermissionType::VALUES
+            .iter()
+            .map(|v| (v.code(), v.name()))
+            .collect();
+        assert_eq!(
+            perm,
+            [(0, "UNKNOWN"), (1, "ANY"), (2, "DENY"), (3, "ALLOW")]
+        );
     }
 
     #[test]
@@ -455,10 +479,22 @@ mod tests {
 
     #[test]
     fn parse_takes_kafka_and_pascal_names_in_any_case() {
-        assert_eq!(ResourceType::parse("transactional_id"), ResourceType::TransactionalId);
-        assert_eq!(ResourceType::parse("TransactionalId"), ResourceType::TransactionalId);
-        assert_eq!(ResourceType::parse("TRANSACTIONALID"), ResourceType::TransactionalId);
-        assert_eq!(AclOperation::parse("DescribeConfigs"), AclOperation::DescribeConfigs);
+        assert_eq!(
+            ResourceType::parse("transactional_id"),
+            ResourceType::TransactionalId
+        );
+        assert_eq!(
+            ResourceType::parse("TransactionalId"),
+            ResourceType::TransactionalId
+        );
+        assert_eq!(
+            ResourceType::parse("TRANSACTIONALID"),
+            ResourceType::TransactionalId
+        );
+        assert_eq!(
+            AclOperation::parse("DescribeConfigs"),
+            AclOperation::DescribeConfigs
+        );
         assert_eq!(AclOperation::parse("read"), AclOperation::Read);
         assert_eq!(AclPermissionType::parse("Allow"), AclPermissionType::Allow);
         assert_eq!(PatternType::parse("PREFIXED"), PatternType::Prefixed);
@@ -470,14 +506,22 @@ mod tests {
     fn display_matches_kafkas_to_string() {
         let binding = AclBinding::new(
             ResourcePattern::prefixed(ResourceType::Topic, "orders-"),
-            AccessControlEntry::new("User:alice", "*", AclOperation::Write, AclPermissionType::Allow),
+            AccessControlEntry::new(
+                "User:alice",
+                "*",
+                AclOperation::Write,
+                AclPermissionType::Allow,
+            ),
         );
         assert_eq!(
             binding.to_string(),
             "(pattern=ResourcePattern(resourceType=TOPIC, name=orders-, patternType=PREFIXED), \
              entry=(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW))"
         );
-        assert_eq!(AclOperation::IdempotentWrite.pascal_name(), "IdempotentWrite");
+        assert_eq!(
+            AclOperation::IdempotentWrite.pascal_name(),
+            "IdempotentWrite"
+        );
     }
 
     #[test]
@@ -495,8 +539,14 @@ mod tests {
         assert_eq!(ResourceType::Topic.authorization_error_code(), Some(29));
         assert_eq!(ResourceType::Group.authorization_error_code(), Some(30));
         assert_eq!(ResourceType::Cluster.authorization_error_code(), Some(31));
-        assert_eq!(ResourceType::TransactionalId.authorization_error_code(), Some(53));
-        assert_eq!(ResourceType::DelegationToken.authorization_error_code(), Some(65));
+        assert_eq!(
+            ResourceType::TransactionalId.authorization_error_code(),
+            Some(53)
+        );
+        assert_eq!(
+            ResourceType::DelegationToken.authorization_error_code(),
+            Some(65)
+        );
         assert_eq!(ResourceType::User.authorization_error_code(), None);
         assert_eq!(ResourceType::Topic.supported_operations().len(), 8);
         assert_eq!(ResourceType::Group.supported_operations().len(), 5);
@@ -504,7 +554,11 @@ mod tests {
         assert!(ResourceType::Any.supported_operations().is_empty());
         // Every supported operation fits the 32-bit authorized-operations field.
         for rt in ResourceType::VALUES {
-            assert!(rt.supported_operations().iter().all(|op| (0..32).contains(&op.code())));
+            assert!(
+                rt.supported_operations()
+                    .iter()
+                    .all(|op| (0..32).contains(&op.code()))
+            );
         }
     }
 

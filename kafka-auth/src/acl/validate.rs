@@ -54,16 +54,25 @@ pub fn validate_new_binding(binding: &AclBinding) -> Result<(), AclError> {
 pub(super) fn check_stored_codes(binding: &AclBinding) -> Result<(), AclError> {
     let pattern = &binding.pattern;
     let entry = &binding.entry;
-    if matches!(pattern.resource_type, ResourceType::Unknown | ResourceType::Any) {
+    if matches!(
+        pattern.resource_type,
+        ResourceType::Unknown | ResourceType::Any
+    ) {
         return Err(AclError::InvalidResourceType(pattern.resource_type));
     }
-    if !matches!(pattern.pattern_type, PatternType::Literal | PatternType::Prefixed) {
+    if !matches!(
+        pattern.pattern_type,
+        PatternType::Literal | PatternType::Prefixed
+    ) {
         return Err(AclError::InvalidPatternType(pattern.pattern_type));
     }
     if matches!(entry.operation, AclOperation::Unknown | AclOperation::Any) {
         return Err(AclError::InvalidOperation(entry.operation));
     }
-    if !matches!(entry.permission_type, AclPermissionType::Allow | AclPermissionType::Deny) {
+    if !matches!(
+        entry.permission_type,
+        AclPermissionType::Allow | AclPermissionType::Deny
+    ) {
         return Err(AclError::InvalidPermissionType(entry.permission_type));
     }
     Ok(())
@@ -108,12 +117,19 @@ pub fn check_operation_supported(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acl::{AccessControlEntry, AccessControlEntryFilter, ResourcePattern, ResourcePatternFilter};
+    use crate::acl::{
+        AccessControlEntry, AccessControlEntryFilter, ResourcePattern, ResourcePatternFilter,
+    };
 
     fn good() -> AclBinding {
         AclBinding::new(
             ResourcePattern::literal(ResourceType::Topic, "orders"),
-            AccessControlEntry::new("User:alice", "*", AclOperation::Read, AclPermissionType::Allow),
+            AccessControlEntry::new(
+                "User:alice",
+                "*",
+                AclOperation::Read,
+                AclPermissionType::Allow,
+            ),
         )
     }
 
@@ -146,7 +162,10 @@ mod tests {
     fn each_rule_refuses_with_kafkas_message() {
         let mut b = good();
         b.pattern = ResourcePattern::literal(ResourceType::Cluster, "my-cluster");
-        assert_eq!(message(&b), "The only valid name for the CLUSTER resource is kafka-cluster");
+        assert_eq!(
+            message(&b),
+            "The only valid name for the CLUSTER resource is kafka-cluster"
+        );
 
         let mut b = good();
         b.pattern.name.clear();
@@ -189,7 +208,10 @@ mod tests {
         // message.
         let mut b = good();
         b.pattern = ResourcePattern::literal(ResourceType::Cluster, "");
-        assert_eq!(message(&b), "The only valid name for the CLUSTER resource is kafka-cluster");
+        assert_eq!(
+            message(&b),
+            "The only valid name for the CLUSTER resource is kafka-cluster"
+        );
     }
 
     #[test]
@@ -207,7 +229,9 @@ mod tests {
         assert!(check_operation_supported(ResourceType::Cluster, AclOperation::All).is_ok());
         assert!(check_operation_supported(ResourceType::Topic, AclOperation::Write).is_ok());
         assert!(check_operation_supported(ResourceType::Group, AclOperation::Write).is_err());
-        assert!(check_operation_supported(ResourceType::TransactionalId, AclOperation::Write).is_ok());
+        assert!(
+            check_operation_supported(ResourceType::TransactionalId, AclOperation::Write).is_ok()
+        );
         assert!(check_operation_supported(ResourceType::User, AclOperation::CreateTokens).is_ok());
     }
 
@@ -216,13 +240,27 @@ mod tests {
         assert!(validate_filter(&AclBindingFilter::any()).is_ok());
         let mut f = AclBindingFilter::any();
         f.pattern = ResourcePatternFilter::new(ResourceType::Unknown, None, PatternType::Any);
-        assert_eq!(validate_filter(&f).unwrap_err().to_string(), "Unknown patternFilter.");
+        assert_eq!(
+            validate_filter(&f).unwrap_err().to_string(),
+            "Unknown patternFilter."
+        );
         let mut f = AclBindingFilter::any();
         f.pattern.pattern_type = PatternType::Unknown;
-        assert_eq!(validate_filter(&f).unwrap_err().to_string(), "Unknown patternFilter.");
+        assert_eq!(
+            validate_filter(&f).unwrap_err().to_string(),
+            "Unknown patternFilter."
+        );
         let mut f = AclBindingFilter::any();
-        f.entry = AccessControlEntryFilter::new(None, None, AclOperation::Unknown, AclPermissionType::Any);
-        assert_eq!(validate_filter(&f).unwrap_err().to_string(), "Unknown entryFilter.");
+        f.entry = AccessControlEntryFilter::new(
+            None,
+            None,
+            AclOperation::Unknown,
+            AclPermissionType::Any,
+        );
+        assert_eq!(
+            validate_filter(&f).unwrap_err().to_string(),
+            "Unknown entryFilter."
+        );
         let mut f = AclBindingFilter::any();
         f.entry.permission_type = AclPermissionType::Unknown;
         assert_eq!(validate_filter(&f).unwrap_err().error_code(), 42);
