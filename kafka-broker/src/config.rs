@@ -14,6 +14,7 @@
 //! | `config/log_defaults.rs` | the part `log`: topic key defaults, partition upkeep |
 //! | `config/cluster.rs` | the parts `network` (listeners, rack) and `quorum` (roles, voters) |
 //! | `config/group.rs`, `txn.rs`, `replication.rs` | the coordinators' and replication's parts |
+//! | `config/quota.rs` | the part `quota`: quota windows, connection-creation rate |
 //! | `config/validate.rs` | the checks of key combinations, once every key is applied |
 //! | `config/topic.rs` (`topic/`) | typed topic configs: the topic key table, alter, describe |
 //! | `config/describe.rs` | DescribeConfigs' types and sources; the broker keys as listed |
@@ -24,6 +25,7 @@ mod group;
 pub mod keys;
 mod log_defaults;
 pub mod parse;
+mod quota;
 mod replication;
 mod server;
 pub mod topic;
@@ -38,6 +40,7 @@ pub use kafka_protocol::record::TimestampType;
 pub use group::GroupConfig;
 pub use keys::{Applied, BROKER_KEYS, BrokerKey, broker_key};
 pub use log_defaults::LogDefaults;
+pub use quota::{MAX_QUOTA_WINDOW_NUM, QuotaConfig};
 pub use replication::{ReplicaSelectorClass, ReplicationConfig};
 pub use server::{DEFAULT_DECOMPRESSION_BYTES, ServerConfig, TopicsConfig};
 pub use txn::TxnConfig;
@@ -68,6 +71,9 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.expiration.ms`).
     pub txn: TxnConfig,
+    /// Client quota measurement and connection-creation rates (`quota.window.*`,
+    /// `max.connection.creation.rate`).
+    pub quota: QuotaConfig,
 }
 
 impl BrokerConfig {

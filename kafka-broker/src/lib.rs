@@ -60,6 +60,7 @@ pub mod handler;
 pub mod log;
 pub mod meta_properties;
 pub mod node;
+pub mod quota;
 mod rate_limit;
 pub mod replica;
 pub mod replication;

@@ -14,6 +14,7 @@ const STRATA: &[(&str, u8)] = &[
     ("rate_limit", 1),
     ("topics", 1),
     ("meta_properties", 1),
+    ("quota", 1),
     ("log", 2),
     ("replica", 3),
     ("convert", 3),
