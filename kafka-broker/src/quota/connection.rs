@@ -68,7 +68,11 @@ impl ConnectionRateLimiter {
     /// Limits for the `listeners` of a broker (`inter_broker_listener` is exempt from the
     /// broker-wide rate when there are others), with `max.connection.creation.rate` and the
     /// windows of `config`. No address has a limit until one is set.
-    pub fn new(config: &QuotaConfig, listeners: &[&str], inter_broker_listener: Option<&str>) -> Self {
+    pub fn new(
+        config: &QuotaConfig,
+        listeners: &[&str],
+        inter_broker_listener: Option<&str>,
+    ) -> Self {
         let window = WindowConfig::from_config(config);
         let mut this = Self {
             window,
@@ -169,13 +173,19 @@ impl ConnectionRateLimiter {
         let window = self.window;
         let mut throttle = 0;
         if !self.is_protected(listener) {
-            throttle =
-                rate::record_and_throttle(&mut self.broker, &window, f64::from(self.broker_rate), 1.0, now_ms)
-                    .min(self.max_throttle_ms);
+            throttle = rate::record_and_throttle(
+                &mut self.broker,
+                &window,
+                f64::from(self.broker_rate),
+                1.0,
+                now_ms,
+            )
+            .min(self.max_throttle_ms);
         }
         if let Some(l) = self.listeners.get_mut(listener) {
-            let t = rate::record_and_throttle(&mut l.sensor, &window, f64::from(l.rate), 1.0, now_ms)
-                .min(self.max_throttle_ms);
+            let t =
+                rate::record_and_throttle(&mut l.sensor, &window, f64::from(l.rate), 1.0, now_ms)
+                    .min(self.max_throttle_ms);
             throttle = throttle.max(t);
         }
         if throttle > 0 {

@@ -237,7 +237,8 @@ mod tests {
     fn a_name_that_reads_like_the_default_is_not_the_default() {
         let mut s = QuotaStore::new();
         let e = QuotaEntity::ClientId(named("<default>"));
-        s.set(&e, QuotaKey::ProducerByteRate, Some(20_000.0)).unwrap();
+        s.set(&e, QuotaKey::ProducerByteRate, Some(20_000.0))
+            .unwrap();
         let d = FilterComponent::default_entity(CLIENT_ID);
         assert_eq!(count(&s, &[d], true), 0);
         assert_eq!(
@@ -253,7 +254,10 @@ mod tests {
         let e = err(vec![FilterComponent::specified("")]);
         assert_eq!(e.to_string(), "Invalid empty entity type.");
         assert_eq!(e.error_code().0, 42);
-        let e = err(vec![FilterComponent::exact(USER, "a"), FilterComponent::specified(USER)]);
+        let e = err(vec![
+            FilterComponent::exact(USER, "a"),
+            FilterComponent::specified(USER),
+        ]);
         assert_eq!(
             e.to_string(),
             "Entity type user cannot appear more than once in the filter."

@@ -391,16 +391,28 @@ mod tests {
             "Unhandled client quota entity type: group"
         );
         assert_eq!(
-            message(QuotaEntity::from_entries([(USER, Some("a")), (USER, Some("b"))])),
+            message(QuotaEntity::from_entries([
+                (USER, Some("a")),
+                (USER, Some("b"))
+            ])),
             "Invalid client quota entity, duplicate entity entry user"
         );
         assert_eq!(
             message(QuotaEntity::from_entries([(CLIENT_ID, Some(""))])),
             "Empty client-id not supported"
         );
-        let m = message(QuotaEntity::from_entries([(IP, Some("1.2.3.4")), (USER, None)]));
+        let m = message(QuotaEntity::from_entries([
+            (IP, Some("1.2.3.4")),
+            (USER, None),
+        ]));
         assert!(m.starts_with("Invalid quota entity combination"), "{m}");
-        assert!(message(QuotaEntity::from_entries([(CLIENT_ID, Some("c")), (IP, None)])).contains("IP entity"));
+        assert!(
+            message(QuotaEntity::from_entries([
+                (CLIENT_ID, Some("c")),
+                (IP, None)
+            ]))
+            .contains("IP entity")
+        );
         assert_eq!(
             message(QuotaEntity::from_entries([(IP, Some("not-an-ip"))])),
             "not-an-ip is not a valid IP or resolvable host."

@@ -16,7 +16,7 @@
 //! delay).
 //!
 //! **What we do the same.** [`QuotaStore`] keeps the entities and values with Kafka's checks
-//! and error messages ([`QuotaStore::alter`] for AlterClientQuotas, [`describe`] for
+//! and error messages ([`QuotaStore::alter`] for AlterClientQuotas, [`describe()`] for
 //! DescribeClientQuotas, [`QuotaChange`] for the records) and resolves the quota that applies
 //! to a (user, client id) in Kafka's precedence, with the usage key Kafka measures it under
 //! ([`QuotaStore::resolve`]). [`ClientQuotaManager`] measures with Kafka's sampled rate

@@ -40,7 +40,12 @@ impl<K: Clone + Eq + Hash, V> Sensors<K, V> {
 
     /// The entry of `key`, made with `make` when absent (after dropping expired entries and, at
     /// the bound, the least recently used one); marked used at `now_ms`.
-    pub(crate) fn use_or_insert(&mut self, key: &K, now_ms: i64, make: impl FnOnce() -> V) -> &mut V {
+    pub(crate) fn use_or_insert(
+        &mut self,
+        key: &K,
+        now_ms: i64,
+        make: impl FnOnce() -> V,
+    ) -> &mut V {
         self.expire(now_ms);
         let stamp = (now_ms, self.next);
         self.next = self.next.wrapping_add(1);
@@ -96,7 +101,11 @@ mod tests {
         *s.use_or_insert(&"a", 0, || 0) += 1;
         *s.use_or_insert(&"b", 500, || 0) += 1;
         s.expire(1_000);
-        assert_eq!(s.len(), 2, "idle exactly the expiry: kept (Kafka expires after it)");
+        assert_eq!(
+            s.len(),
+            2,
+            "idle exactly the expiry: kept (Kafka expires after it)"
+        );
         s.expire(1_001);
         assert_eq!(s.len(), 1);
         assert!(s.get_mut(&"a").is_none());

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use kafka_protocol::metadata::ClientQuotaRecord;
 use kafka_protocol::metadata::client_quota_record::EntityData;
 
-use super::entity::{EntityName, QuotaEntity, QuotaKey};
 use super::QuotaError;
+use super::entity::{EntityName, QuotaEntity, QuotaKey};
 
 /// The values set on one entity, by [`QuotaKey::index`].
 type Values = [Option<f64>; 5];
@@ -244,7 +244,10 @@ impl QuotaStore {
         outcome
     }
 
-    fn check_entry(&self, entry: &AlterEntry) -> Result<(QuotaEntity, Vec<QuotaChange>), QuotaError> {
+    fn check_entry(
+        &self,
+        entry: &AlterEntry,
+    ) -> Result<(QuotaEntity, Vec<QuotaChange>), QuotaError> {
         let mut seen: Vec<&str> = Vec::with_capacity(entry.ops.len());
         for (key, _) in &entry.ops {
             if seen.contains(&key.as_str()) {
@@ -262,10 +265,7 @@ impl QuotaStore {
             seen.push(key);
         }
         let entity = QuotaEntity::from_entries(
-            entry
-                .entity
-                .iter()
-                .map(|(t, n)| (t.as_str(), n.as_deref())),
+            entry.entity.iter().map(|(t, n)| (t.as_str(), n.as_deref())),
         )?;
         let mut changes = Vec::new();
         for (name, value) in &entry.ops {
@@ -330,13 +330,25 @@ impl QuotaStore {
         for (c, v) in &self.clients {
             push(QuotaEntity::ClientId(EntityName::named(c.as_str())), v);
         }
-        push(QuotaEntity::ClientId(EntityName::Default), &self.default_client);
+        push(
+            QuotaEntity::ClientId(EntityName::Default),
+            &self.default_client,
+        );
         for (ip, v) in &self.ips {
             push(QuotaEntity::Ip(EntityName::named(ip.as_str())), v);
         }
         push(QuotaEntity::Ip(EntityName::Default), &self.default_ip);
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
+    }
+
+    /// DescribeClientQuotas over this store: see [`super::describe()`].
+    pub fn describe(
+        &self,
+        components: &[super::FilterComponent],
+        strict: bool,
+    ) -> Result<Vec<super::DescribedQuotas>, QuotaError> {
+        super::describe(self, components, strict)
     }
 
     /// Every value as a change that sets it: the records of a snapshot of the store.
@@ -396,7 +408,11 @@ impl QuotaStore {
         };
         if let Some(node) = self.users.get(user) {
             if let Some(b) = get(node.clients.get(client_id)) {
-                return found(b, QuotaEntity::UserClientId(named_user(), named_client()), both());
+                return found(
+                    b,
+                    QuotaEntity::UserClientId(named_user(), named_client()),
+                    both(),
+                );
             }
             if let Some(b) = get(Some(&node.default_client)) {
                 return found(
@@ -459,7 +475,11 @@ impl QuotaStore {
 
     /// The values of `entity`, made when `create` (else `None` when it has none).
     fn values_mut(&mut self, entity: &QuotaEntity, create: bool) -> Option<&mut Values> {
-        fn slot<'a>(map: &'a mut HashMap<String, Values>, k: &str, create: bool) -> Option<&'a mut Values> {
+        fn slot<'a>(
+            map: &'a mut HashMap<String, Values>,
+            k: &str,
+            create: bool,
+        ) -> Option<&'a mut Values> {
             if create {
                 Some(map.entry(k.to_owned()).or_insert(EMPTY))
             } else {

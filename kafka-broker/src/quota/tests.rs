@@ -82,15 +82,29 @@ fn precedence_of_every_level() {
 fn other_clients_get_the_defaults_and_keys_are_separate() {
     use QuotaEntity::*;
     let mut s = QuotaStore::new();
-    s.set(&UserClientId(named("alice"), named("app")), QuotaKey::ProducerByteRate, Some(1.0))
+    s.set(
+        &UserClientId(named("alice"), named("app")),
+        QuotaKey::ProducerByteRate,
+        Some(1.0),
+    )
+    .unwrap();
+    s.set(&User(user(None)), QuotaKey::ProducerByteRate, Some(6.0))
         .unwrap();
-    s.set(&User(user(None)), QuotaKey::ProducerByteRate, Some(6.0)).unwrap();
-    s.set(&User(named("alice")), QuotaKey::ConsumerByteRate, Some(30.0)).unwrap();
+    s.set(
+        &User(named("alice")),
+        QuotaKey::ConsumerByteRate,
+        Some(30.0),
+    )
+    .unwrap();
     // Another client id of alice: the user+client quota is not hers; the default user's is.
-    let r = s.resolve(QuotaKey::ProducerByteRate, "alice", "other").unwrap();
+    let r = s
+        .resolve(QuotaKey::ProducerByteRate, "alice", "other")
+        .unwrap();
     assert_eq!((r.bound, r.entity), (6.0, User(EntityName::Default)));
     // Each key resolves on its own: alice's user+client entity has no consumer quota.
-    let r = s.resolve(QuotaKey::ConsumerByteRate, "alice", "app").unwrap();
+    let r = s
+        .resolve(QuotaKey::ConsumerByteRate, "alice", "app")
+        .unwrap();
     assert_eq!((r.bound, r.entity), (30.0, User(named("alice"))));
     assert_eq!(s.resolve(QuotaKey::ConsumerByteRate, "bob", "app"), None);
     assert_eq!(s.resolve(QuotaKey::RequestPercentage, "alice", "app"), None);
@@ -108,21 +122,43 @@ fn set_checks_like_alter() {
     let e = s
         .set(&ip, QuotaKey::ProducerByteRate, Some(1.0))
         .unwrap_err();
-    assert_eq!(e.to_string(), "Invalid configuration key producer_byte_rate");
+    assert_eq!(
+        e.to_string(),
+        "Invalid configuration key producer_byte_rate"
+    );
     let e = s
-        .set(&QuotaEntity::User(user(None)), QuotaKey::ConnectionCreationRate, Some(1.0))
+        .set(
+            &QuotaEntity::User(user(None)),
+            QuotaKey::ConnectionCreationRate,
+            Some(1.0),
+        )
         .unwrap_err();
     assert_eq!(e.error_code().0, 42);
-    assert!(s
-        .set(&QuotaEntity::User(named("")), QuotaKey::ProducerByteRate, Some(1.0))
-        .is_err());
-    assert!(s.set(&ip, QuotaKey::ConnectionCreationRate, Some(2.5)).is_err());
-    assert!(s.set(&ip, QuotaKey::ConnectionCreationRate, Some(20.0)).unwrap());
     assert!(
-        !s.set(&ip, QuotaKey::ConnectionCreationRate, Some(20.0)).unwrap(),
+        s.set(
+            &QuotaEntity::User(named("")),
+            QuotaKey::ProducerByteRate,
+            Some(1.0)
+        )
+        .is_err()
+    );
+    assert!(
+        s.set(&ip, QuotaKey::ConnectionCreationRate, Some(2.5))
+            .is_err()
+    );
+    assert!(
+        s.set(&ip, QuotaKey::ConnectionCreationRate, Some(20.0))
+            .unwrap()
+    );
+    assert!(
+        !s.set(&ip, QuotaKey::ConnectionCreationRate, Some(20.0))
+            .unwrap(),
         "the same value changes nothing"
     );
-    assert_eq!(s.values(&ip), vec![(QuotaKey::ConnectionCreationRate, 20.0)]);
+    assert_eq!(
+        s.values(&ip),
+        vec![(QuotaKey::ConnectionCreationRate, 20.0)]
+    );
     assert!(s.set(&ip, QuotaKey::ConnectionCreationRate, None).unwrap());
     assert!(!s.set(&ip, QuotaKey::ConnectionCreationRate, None).unwrap());
     assert!(s.is_empty());
@@ -145,16 +181,28 @@ fn alter_like_kafka() {
     let pairs = |s: &QuotaStore| s.values(&entity);
     use QuotaKey::*;
     assert_eq!(
-        alter(&mut s, &[("producer_byte_rate", Some(10_000.0)), ("consumer_byte_rate", Some(20_000.0))]),
+        alter(
+            &mut s,
+            &[
+                ("producer_byte_rate", Some(10_000.0)),
+                ("consumer_byte_rate", Some(20_000.0))
+            ]
+        ),
         2
     );
-    assert_eq!(pairs(&s), vec![(ProducerByteRate, 10_000.0), (ConsumerByteRate, 20_000.0)]);
+    assert_eq!(
+        pairs(&s),
+        vec![(ProducerByteRate, 10_000.0), (ConsumerByteRate, 20_000.0)]
+    );
     alter(&mut s, &[("producer_byte_rate", Some(15_000.0))]);
     assert_eq!(pairs(&s)[0], (ProducerByteRate, 15_000.0));
     alter(&mut s, &[("producer_byte_rate", None)]);
     assert_eq!(pairs(&s), vec![(ConsumerByteRate, 20_000.0)]);
     // Removing what is not set (even a key Kafka does not know) changes nothing and succeeds.
-    assert_eq!(alter(&mut s, &[("request_percentage", None), ("bogus", None)]), 0);
+    assert_eq!(
+        alter(&mut s, &[("request_percentage", None), ("bogus", None)]),
+        0
+    );
     // The same value again: no record.
     assert_eq!(alter(&mut s, &[("consumer_byte_rate", Some(20_000.0))]), 0);
     alter(
@@ -165,7 +213,10 @@ fn alter_like_kafka() {
             ("request_percentage", Some(12.3)),
         ],
     );
-    assert_eq!(pairs(&s), vec![(ProducerByteRate, 20_000.0), (RequestPercentage, 12.3)]);
+    assert_eq!(
+        pairs(&s),
+        vec![(ProducerByteRate, 20_000.0), (RequestPercentage, 12.3)]
+    );
 }
 
 #[test]
@@ -173,21 +224,48 @@ fn alter_refusals_fail_the_entry_whole() {
     let s = QuotaStore::new();
     let user_a = [(USER, Some("a"))];
     let out = s.alter(&[
-        entry(&user_a, &[("producer_byte_rate", Some(5.0)), ("consumer_byte_rate", Some(-1.0))]),
+        entry(
+            &user_a,
+            &[
+                ("producer_byte_rate", Some(5.0)),
+                ("consumer_byte_rate", Some(-1.0)),
+            ],
+        ),
         entry(&[(USER, Some("b"))], &[("producer_byte_rate", Some(7.0))]),
-        entry(&[(USER, Some("c"))], &[("connection_creation_rate", Some(7.0))]),
-        entry(&[(IP, Some("1.2.3.4")), (USER, None)], &[("connection_creation_rate", Some(7.0))]),
-        entry(&[(USER, Some("d"))], &[("producer_byte_rate", Some(1.0)), ("producer_byte_rate", Some(2.0))]),
+        entry(
+            &[(USER, Some("c"))],
+            &[("connection_creation_rate", Some(7.0))],
+        ),
+        entry(
+            &[(IP, Some("1.2.3.4")), (USER, None)],
+            &[("connection_creation_rate", Some(7.0))],
+        ),
+        entry(
+            &[(USER, Some("d"))],
+            &[
+                ("producer_byte_rate", Some(1.0)),
+                ("producer_byte_rate", Some(2.0)),
+            ],
+        ),
         entry(&[], &[("producer_byte_rate", Some(1.0))]),
     ]);
     let messages: Vec<String> = out
         .results
         .iter()
-        .map(|r| r.as_ref().map_or_else(ToString::to_string, |()| "ok".into()))
+        .map(|r| {
+            r.as_ref()
+                .map_or_else(ToString::to_string, |()| "ok".into())
+        })
         .collect();
-    assert_eq!(messages[0], "Quota consumer_byte_rate must be greater than 0");
+    assert_eq!(
+        messages[0],
+        "Quota consumer_byte_rate must be greater than 0"
+    );
     assert_eq!(messages[1], "ok");
-    assert_eq!(messages[2], "Invalid configuration key connection_creation_rate");
+    assert_eq!(
+        messages[2],
+        "Invalid configuration key connection_creation_rate"
+    );
     assert!(messages[3].starts_with("Invalid quota entity combination"));
     assert_eq!(
         messages[4],
@@ -210,8 +288,14 @@ fn alter_refusals_fail_the_entry_whole() {
 fn a_duplicate_entity_fails_every_entry_of_it() {
     let s = QuotaStore::new();
     let out = s.alter(&[
-        entry(&[(CLIENT_ID, Some("x"))], &[("producer_byte_rate", Some(5.0))]),
-        entry(&[(CLIENT_ID, Some("x"))], &[("consumer_byte_rate", Some(5.0))]),
+        entry(
+            &[(CLIENT_ID, Some("x"))],
+            &[("producer_byte_rate", Some(5.0))],
+        ),
+        entry(
+            &[(CLIENT_ID, Some("x"))],
+            &[("consumer_byte_rate", Some(5.0))],
+        ),
     ]);
     for r in &out.results {
         assert_eq!(
@@ -252,7 +336,10 @@ fn changes_round_trip_through_records() {
     };
     let r = removal.to_record();
     assert!(r.remove);
-    assert_eq!(r.entity[1].entity_name, None, "the default client id is a null name");
+    assert_eq!(
+        r.entity[1].entity_name, None,
+        "the default client id is a null name"
+    );
     copy.apply(&QuotaChange::from_record(&r).unwrap());
     assert_eq!(copy.value(&entities[0], QuotaKey::ProducerByteRate), None);
     // A record with a key the entity cannot take is refused.
@@ -273,7 +360,11 @@ fn config() -> QuotaConfig {
 fn producer_at_twice_the_quota(quota: f64, batch: f64, seconds: usize) -> Vec<f64> {
     let mut store = QuotaStore::new();
     store
-        .set(&QuotaEntity::ClientId(named("fast")), QuotaKey::ProducerByteRate, Some(quota))
+        .set(
+            &QuotaEntity::ClientId(named("fast")),
+            QuotaKey::ProducerByteRate,
+            Some(quota),
+        )
         .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, &config());
     let every = (batch / (2.0 * quota) * 1_000.0) as i64;
@@ -315,8 +406,14 @@ fn a_producer_at_twice_its_quota_is_held_to_it() {
         );
         // The first five seconds go through at twice the quota, then the throttles begin.
         let burst = mean_rate(&sent[..5]);
-        assert!((burst - 2.0 * quota).abs() <= batch, "batch {batch}: {burst}");
-        assert!(mean_rate(&sent[5..7]) < quota, "batch {batch}: throttled after the burst");
+        assert!(
+            (burst - 2.0 * quota).abs() <= batch,
+            "batch {batch}: {burst}"
+        );
+        assert!(
+            mean_rate(&sent[5..7]) < quota,
+            "batch {batch}: throttled after the burst"
+        );
         let first_20 = mean_rate(&sent[..20]);
         assert!(
             (quota * 1.05..=quota * 1.2).contains(&first_20),
@@ -336,13 +433,21 @@ fn a_producer_at_twice_its_quota_is_held_to_it() {
 fn a_producer_below_its_quota_is_never_throttled() {
     let mut store = QuotaStore::new();
     store
-        .set(&QuotaEntity::User(EntityName::Default), QuotaKey::ProducerByteRate, Some(100_000.0))
+        .set(
+            &QuotaEntity::User(EntityName::Default),
+            QuotaKey::ProducerByteRate,
+            Some(100_000.0),
+        )
         .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, &config());
     // 90 % of the quota for a minute, in bursts of 45 KB every half second.
     let mut now = 0;
     while now < 60 * SECOND {
-        assert_eq!(m.record_for(&store, "bob", "c", 45_000.0, now), 0, "at {now} ms");
+        assert_eq!(
+            m.record_for(&store, "bob", "c", 45_000.0, now),
+            0,
+            "at {now} ms"
+        );
         now += 500;
     }
 }
@@ -353,7 +458,11 @@ fn a_producer_below_its_quota_is_never_throttled() {
 fn a_user_quota_is_shared_by_its_client_ids() {
     let mut store = QuotaStore::new();
     store
-        .set(&QuotaEntity::User(named("alice")), QuotaKey::ProducerByteRate, Some(1_000.0))
+        .set(
+            &QuotaEntity::User(named("alice")),
+            QuotaKey::ProducerByteRate,
+            Some(1_000.0),
+        )
         .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, &config());
     let mut throttled = false;
@@ -389,16 +498,24 @@ fn a_user_quota_is_shared_by_its_client_ids() {
 fn request_time_quota_like_kafka() {
     let mut store = QuotaStore::new();
     let e = QuotaEntity::UserClientId(named("ANONYMOUS"), named("test-client"));
-    store.set(&e, QuotaKey::RequestPercentage, Some(1.0)).unwrap();
+    store
+        .set(&e, QuotaKey::RequestPercentage, Some(1.0))
+        .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Request, &config());
     let ms = |x: f64| request_percentage((x * 1e6) as u64);
     let mut now = 0;
     for _ in 0..10 {
-        assert_eq!(m.record_for(&store, "ANONYMOUS", "test-client", ms(4.0), now), 0);
+        assert_eq!(
+            m.record_for(&store, "ANONYMOUS", "test-client", ms(4.0), now),
+            0
+        );
         now += SECOND;
     }
     now += 500;
-    assert_eq!(m.record_for(&store, "ANONYMOUS", "test-client", ms(67.1), now), 210);
+    assert_eq!(
+        m.record_for(&store, "ANONYMOUS", "test-client", ms(67.1), now),
+        210
+    );
     // A huge request: the throttle is one window at most.
     assert_eq!(
         m.record_for(&store, "ANONYMOUS", "test-client", ms(60_000.0), now),
@@ -411,10 +528,16 @@ fn request_time_quota_like_kafka() {
 fn byte_rate_throttles_are_not_capped_and_fetches_are_taken_back() {
     let mut store = QuotaStore::new();
     store
-        .set(&QuotaEntity::ClientId(EntityName::Default), QuotaKey::ConsumerByteRate, Some(1_000.0))
+        .set(
+            &QuotaEntity::ClientId(EntityName::Default),
+            QuotaKey::ConsumerByteRate,
+            Some(1_000.0),
+        )
         .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Fetch, &config());
-    let q = store.resolve(QuotaKey::ConsumerByteRate, "u", "reader").unwrap();
+    let q = store
+        .resolve(QuotaKey::ConsumerByteRate, "u", "reader")
+        .unwrap();
     // 100 KB at once: (10,000 - 1,000) / 1,000 * 10 s = 90 s.
     assert_eq!(m.record(&q, 100_000.0, 0), 90_000);
     // Kafka answers the throttled fetch empty and takes its bytes back.
@@ -434,10 +557,14 @@ fn byte_rate_throttles_are_not_capped_and_fetches_are_taken_back() {
 fn a_quota_change_applies_to_the_usage_already_measured() {
     let mut store = QuotaStore::new();
     let e = QuotaEntity::ClientId(named("app"));
-    store.set(&e, QuotaKey::ProducerByteRate, Some(10_000.0)).unwrap();
+    store
+        .set(&e, QuotaKey::ProducerByteRate, Some(10_000.0))
+        .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, &config());
     assert_eq!(m.record_for(&store, "u", "app", 50_000.0, 0), 0);
-    store.set(&e, QuotaKey::ProducerByteRate, Some(1_000.0)).unwrap();
+    store
+        .set(&e, QuotaKey::ProducerByteRate, Some(1_000.0))
+        .unwrap();
     // 51,000 B over 10 s against 1,000 B/s.
     assert_eq!(m.record_for(&store, "u", "app", 1_000.0, 0), 41_000);
     // Removed: no quota, never throttled.
@@ -449,7 +576,11 @@ fn a_quota_change_applies_to_the_usage_already_measured() {
 fn usage_state_is_bounded_and_expires() {
     let mut store = QuotaStore::new();
     store
-        .set(&QuotaEntity::ClientId(EntityName::Default), QuotaKey::ProducerByteRate, Some(1e6))
+        .set(
+            &QuotaEntity::ClientId(EntityName::Default),
+            QuotaKey::ProducerByteRate,
+            Some(1e6),
+        )
         .unwrap();
     let mut cfg = config();
     cfg.sensors_max = 100;
@@ -460,7 +591,13 @@ fn usage_state_is_bounded_and_expires() {
     }
     assert_eq!(m.tracked(), 100);
     // An hour and a moment later, one record expires every idle one.
-    m.record_for(&store, "u", "late", 1.0, 10_000 + INACTIVE_SENSOR_EXPIRATION_MS + 1);
+    m.record_for(
+        &store,
+        "u",
+        "late",
+        1.0,
+        10_000 + INACTIVE_SENSOR_EXPIRATION_MS + 1,
+    );
     assert_eq!(m.tracked(), 1);
 }
 
@@ -495,7 +632,10 @@ fn an_address_over_its_rate_is_refused_at_its_rate() {
     let rate = f64::from(accepted) / ((now - start) as f64 / 1_000.0);
     assert!((rate - 20.0).abs() <= 1.0, "{accepted} accepted: {rate}/s");
     // Another address has no limit.
-    assert_eq!(l.on_accept(ip("192.0.2.8"), "EXTERNAL", now), Admission::Accept);
+    assert_eq!(
+        l.on_accept(ip("192.0.2.8"), "EXTERNAL", now),
+        Admission::Accept
+    );
     assert_eq!(l.tracked_ips(), 1, "only limited addresses are tracked");
 }
 
@@ -509,22 +649,23 @@ fn the_broker_rate_pauses_the_acceptor() {
     cfg.max_connection_creation_rate = 30;
     let mut l = ConnectionRateLimiter::new(&cfg, &["EXTERNAL", "REPLICATION"], Some("REPLICATION"));
     let client = ip("198.51.100.1");
-    let start = 0_i64;
-    let mut now = start;
+    let clock = crate::clock::Clock::manual(1_700_000_000_000);
+    let start = clock.now_ms();
     let mut accepted = 0;
     let mut paused = 0;
-    while now < start + 10 * SECOND {
-        let mut a = l.on_accept(client, "EXTERNAL", now);
+    while clock.now_ms() < start + 10 * SECOND {
+        let mut a = l.on_accept(client, "EXTERNAL", clock.now_ms());
         if let Admission::Delay(ms) = a {
             assert!((1..=1_000).contains(&ms), "capped at one window: {ms}");
             paused += 1;
-            now += i64::try_from(ms).unwrap();
-            a = l.after_delay(client, "EXTERNAL", now);
+            clock.advance(i64::try_from(ms).unwrap());
+            a = l.after_delay(client, "EXTERNAL", clock.now_ms());
         }
         assert_eq!(a, Admission::Accept);
         accepted += 1;
-        now += 5;
+        clock.advance(5);
     }
+    let now = clock.now_ms();
     let rate = f64::from(accepted) / ((now - start) as f64 / 1_000.0);
     assert!(paused > 0);
     assert!((rate - 30.0).abs() <= 3.0, "{accepted} accepted: {rate}/s");
@@ -534,7 +675,12 @@ fn the_broker_rate_pauses_the_acceptor() {
     }
     // With a single listener, the inter-broker one is limited like any other.
     let mut single = ConnectionRateLimiter::new(&cfg, &["PLAINTEXT"], Some("PLAINTEXT"));
-    let delayed = (0..500).any(|_| matches!(single.on_accept(client, "PLAINTEXT", 0), Admission::Delay(_)));
+    let delayed = (0..500).any(|_| {
+        matches!(
+            single.on_accept(client, "PLAINTEXT", 0),
+            Admission::Delay(_)
+        )
+    });
     assert!(delayed);
 }
 
@@ -544,7 +690,11 @@ fn a_listener_rate_and_a_zero_rate() {
     let mut l = ConnectionRateLimiter::new(&cfg, &["A", "B"], None);
     l.set_listener_rate("A", Some(0));
     let c = ip("203.0.113.9");
-    assert_eq!(l.on_accept(c, "A", 0), Admission::Delay(1_000), "rate 0: one window");
+    assert_eq!(
+        l.on_accept(c, "A", 0),
+        Admission::Delay(1_000),
+        "rate 0: one window"
+    );
     assert_eq!(l.on_accept(c, "B", 0), Admission::Accept);
     l.set_listener_rate("A", None);
     l.set_broker_rate(0);
@@ -564,12 +714,18 @@ fn refused_connections_do_not_count_against_the_broker() {
     let mut now = 0;
     for _ in 0..1_000 {
         let a = l.on_accept(flood, "EXTERNAL", now);
-        assert!(!matches!(a, Admission::Delay(_)), "the flood paused the acceptor");
+        assert!(
+            !matches!(a, Admission::Delay(_)),
+            "the flood paused the acceptor"
+        );
         now += 1;
     }
     // Someone else, at 20 a second, is never paused.
     for _ in 0..40 {
-        assert_eq!(l.on_accept(ip("192.0.2.1"), "EXTERNAL", now), Admission::Accept);
+        assert_eq!(
+            l.on_accept(ip("192.0.2.1"), "EXTERNAL", now),
+            Admission::Accept
+        );
         now += 50;
     }
 }
@@ -617,3 +773,48 @@ fn address_rates_follow_the_quota_records_and_are_bounded() {
     assert_eq!(l.tracked_ips(), 50);
 }
 
+#[test]
+fn describe_what_alter_set() {
+    let mut s = QuotaStore::new();
+    let out = s.alter(&[
+        entry(
+            &[(IP, Some("2001:db8::1"))],
+            &[("connection_creation_rate", Some(30.0))],
+        ),
+        entry(
+            &[(USER, None), (CLIENT_ID, Some("app"))],
+            &[("request_percentage", Some(25.5))],
+        ),
+    ]);
+    assert_eq!(out.results, vec![Ok(()), Ok(())]);
+    for c in &out.changes {
+        s.apply(c);
+    }
+    let ips = s.describe(&[FilterComponent::specified(IP)], true).unwrap();
+    assert_eq!(ips.len(), 1);
+    assert_eq!(ips[0].entity, QuotaEntity::Ip(named("2001:db8::1")));
+    assert_eq!(
+        ips[0].values,
+        vec![(QuotaKey::ConnectionCreationRate, 30.0)]
+    );
+    let users = s
+        .describe(&[FilterComponent::default_entity(USER)], false)
+        .unwrap();
+    assert_eq!(users.len(), 1);
+    assert_eq!(
+        users[0].entity.entries(),
+        vec![
+            (EntityType::User, None),
+            (EntityType::ClientId, Some("app"))
+        ]
+    );
+    let e = s
+        .describe(&[FilterComponent::specified("group")], false)
+        .unwrap_err();
+    assert_eq!(
+        e.error_code(),
+        kafka_protocol::error_code::ErrorCode::UNSUPPORTED_VERSION
+    );
+    let broker: crate::error::BrokerError = e.into();
+    assert_eq!(broker.error_code().0, 35);
+}
