@@ -10,7 +10,7 @@
 //! The entities are kept in Kafka's strict hierarchy (user, then client id), so that resolving
 //! a request's quota looks names up without building a key.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kafka_protocol::metadata::ClientQuotaRecord;
 use kafka_protocol::metadata::client_quota_record::EntityData;
@@ -248,9 +248,9 @@ impl QuotaStore {
         &self,
         entry: &AlterEntry,
     ) -> Result<(QuotaEntity, Vec<QuotaChange>), QuotaError> {
-        let mut seen: Vec<&str> = Vec::with_capacity(entry.ops.len());
+        let mut seen: HashSet<&str> = HashSet::with_capacity(entry.ops.len());
         for (key, _) in &entry.ops {
-            if seen.contains(&key.as_str()) {
+            if !seen.insert(key.as_str()) {
                 let shown = entry
                     .entity
                     .iter()
@@ -262,7 +262,6 @@ impl QuotaStore {
                      ClientQuotaEntity(entries={{{shown}}})"
                 )));
             }
-            seen.push(key);
         }
         let entity = QuotaEntity::from_entries(
             entry.entity.iter().map(|(t, n)| (t.as_str(), n.as_deref())),

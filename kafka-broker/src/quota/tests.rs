@@ -818,3 +818,22 @@ fn describe_what_alter_set() {
     let broker: crate::error::BrokerError = e.into();
     assert_eq!(broker.error_code().0, 35);
 }
+
+/// Hostile AlterClientQuotas: a huge entry and many entries for one entity are answered in
+/// linear time, without a change.
+#[test]
+fn hostile_alter_requests() {
+    let s = QuotaStore::new();
+    let ops: Vec<(String, Option<f64>)> = (0..200_000).map(|i| (format!("k{i}"), None)).collect();
+    let big = AlterEntry {
+        entity: vec![(USER.into(), Some("u".into()))],
+        ops,
+    };
+    let out = s.alter(std::slice::from_ref(&big));
+    assert_eq!(out.results, vec![Ok(())]);
+    assert!(out.changes.is_empty());
+    let same = entry(&[(CLIENT_ID, None)], &[("producer_byte_rate", Some(1.0))]);
+    let out = s.alter(&vec![same; 50_000]);
+    assert!(out.results.iter().all(Result::is_err));
+    assert!(out.changes.is_empty());
+}
