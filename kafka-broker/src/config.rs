@@ -15,6 +15,7 @@
 //! | `config/cluster.rs` | the parts `network` (listeners, rack) and `quorum` (roles, voters) |
 //! | `config/group.rs`, `txn.rs`, `replication.rs` | the coordinators' and replication's parts |
 //! | `config/security.rs` | TLS, SASL and authorization keys, per listener |
+//! | `config/quota.rs` | the part `quota`: quota windows, connection-creation rate |
 //! | `config/validate.rs` | the checks of key combinations, once every key is applied |
 //! | `config/topic.rs` (`topic/`) | typed topic configs: the topic key table, alter, describe |
 //! | `config/describe.rs` | DescribeConfigs' types and sources; the broker keys as listed |
@@ -25,6 +26,7 @@ mod group;
 pub mod keys;
 mod log_defaults;
 pub mod parse;
+mod quota;
 mod replication;
 pub mod security;
 mod server;
@@ -40,6 +42,7 @@ pub use kafka_protocol::record::TimestampType;
 pub use group::GroupConfig;
 pub use keys::{Applied, BROKER_KEYS, BrokerKey, broker_key};
 pub use log_defaults::LogDefaults;
+pub use quota::{MAX_QUOTA_WINDOW_NUM, QuotaConfig};
 pub use replication::{ReplicaSelectorClass, ReplicationConfig};
 pub use security::SecurityConfig;
 pub use server::{DEFAULT_DECOMPRESSION_BYTES, ServerConfig, TopicsConfig};
@@ -74,6 +77,9 @@ pub struct BrokerConfig {
     /// TLS, SASL and authorization keys, broker-wide and per listener (`ssl.*`, `sasl.*`,
     /// `listener.name.NAME.*`, `super.users`, ...).
     pub security: SecurityConfig,
+    /// Client quota measurement and connection-creation rates (`quota.window.*`,
+    /// `max.connection.creation.rate`).
+    pub quota: QuotaConfig,
 }
 
 impl BrokerConfig {

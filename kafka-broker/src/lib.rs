@@ -34,7 +34,7 @@
 //!  2 log       log/ (segments, indexes, recovery, retention, compaction; files through LogIo)
 //!                      |
 //!  1 base      clock  sync  error  config/  rate_limit  topics  meta_properties
-//!              credentials
+//!              credentials  quota/
 //! ```
 //!
 //! What each may import (besides the crates below this one):
@@ -62,6 +62,7 @@ pub mod handler;
 pub mod log;
 pub mod meta_properties;
 pub mod node;
+pub mod quota;
 mod rate_limit;
 pub mod replica;
 pub mod replication;

@@ -15,6 +15,7 @@ const STRATA: &[(&str, u8)] = &[
     ("topics", 1),
     ("meta_properties", 1),
     ("credentials", 1),
+    ("quota", 1),
     ("log", 2),
     ("replica", 3),
     ("convert", 3),

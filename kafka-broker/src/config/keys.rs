@@ -833,6 +833,28 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         c.txn.remove_expired_interval_ms,
         |v| parse::at_least(v, 1)
     ),
+    // Client quotas and connection-creation rates.
+    field!("quota.window.num", Int, c.quota.window_num, |v| {
+        parse::between(v, 1, super::MAX_QUOTA_WINDOW_NUM)
+    }),
+    field!(
+        "quota.window.size.seconds",
+        Int,
+        c.quota.window_size_seconds,
+        |v| parse::between(v, 1, i32::MAX as u32)
+    ),
+    field!(
+        "max.connection.creation.rate",
+        Int,
+        c.quota.max_connection_creation_rate,
+        |v| parse::between(v, 0, i32::MAX as u32)
+    ),
+    field!(
+        "quota.sensors.max",
+        Int,
+        c.quota.sensors_max,
+        parse::positive
+    ),
     // Known to Kafka, no effect here.
     BrokerKey::ignored("num.network.threads"),
     BrokerKey::ignored("num.io.threads"),
