@@ -350,14 +350,11 @@ impl BrokerConfig {
             );
         }
         for (name, key) in used {
-            match map.get(name) {
-                None => {
-                    return Err(config_error(format!(
-                        "listener.security.protocol.map has no security protocol for the listener \
-                         {name} ({key}); map it, e.g. {name}:PLAINTEXT"
-                    )));
-                }
-                Some(_) => {}
+            if !map.contains_key(name) {
+                return Err(config_error(format!(
+                    "listener.security.protocol.map has no security protocol for the listener \
+                     {name} ({key}); map it, e.g. {name}:PLAINTEXT"
+                )));
             }
         }
         Ok(())

@@ -91,6 +91,9 @@ pub(super) fn describe(broker: &Broker, r: DescribeUserScramCredentialsRequest) 
     })
 }
 
+/// A credential to store, by (mechanism, user).
+type Upsertion = ((ScramMechanism, String), ScramCredential);
+
 /// Bounds Kafka puts on an upsertion's iterations.
 const MIN_ITERATIONS: i32 = 4096;
 const MAX_ITERATIONS: i32 = 16384;
@@ -170,8 +173,7 @@ pub(super) fn alter(broker: &Broker, r: AlterUserScramCredentialsRequest) -> Res
             .or_default()
             .push((mech, user));
     }
-    let mut upsertions: BTreeMap<String, Vec<((ScramMechanism, String), ScramCredential)>> =
-        BTreeMap::new();
+    let mut upsertions: BTreeMap<String, Vec<Upsertion>> = BTreeMap::new();
     for u in r.upsertions {
         let user = u.name.to_string();
         let Some(mech) = ScramMechanism::from_type_id(u.mechanism) else {

@@ -140,6 +140,7 @@ impl<T> ReadClosed for ReadHalf<T> {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one connection's parts, handed over once
 async fn run<R>(
     broker: Arc<Broker>,
     rd: R,
