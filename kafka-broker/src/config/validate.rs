@@ -330,7 +330,9 @@ impl BrokerConfig {
     }
 
     /// Every listener, and on a broker-only node every controller listener it connects to,
-    /// has a security protocol, and it is PLAINTEXT (the only one built).
+    /// has a security protocol. In a cluster the links between nodes (the controller
+    /// listeners and the inter-broker listener) are PLAINTEXT: replication, the quorum and
+    /// forwarding do not speak TLS or SASL yet; client listeners may use any protocol.
     fn validate_security_protocols(&self) -> Result<(), BrokerError> {
         let map = self
             .network
@@ -350,10 +352,26 @@ impl BrokerConfig {
             );
         }
         for (name, key) in used {
-            if !map.contains_key(name) {
+            let Some(protocol) = map.get(name) else {
                 return Err(config_error(format!(
                     "listener.security.protocol.map has no security protocol for the listener \
                      {name} ({key}); map it, e.g. {name}:PLAINTEXT"
+                )));
+            };
+            let between_nodes = self.network.is_controller_listener(name)
+                || self
+                    .network
+                    .effective_inter_broker_listener_name()
+                    .as_deref()
+                    == Some(name);
+            if self.quorum.roles.is_some()
+                && between_nodes
+                && *protocol != crate::config::SecurityProtocol::Plaintext
+            {
+                return Err(config_error(format!(
+                    "listener.security.protocol.map maps the listener {name} ({key}), which links \
+                     the nodes of the cluster, to {protocol}: TLS and SASL between nodes are not \
+                     built yet (client listeners may use them)"
                 )));
             }
         }
