@@ -219,12 +219,11 @@ fn java_consumer() {
 /// with UnsupportedVersionException in the Java client (checked in Java: within 5 s).
 const KNOWN_GAPS: &[&str] = &["describeMetadataQuorum"];
 
-/// Calls of features our broker does not have (ACLs, quotas, SCRAM, reassignments, leader
-/// election, delegation tokens): UnsupportedVersionException, fast.
+/// Calls of features our broker does not have (ACLs, quotas, reassignments, leader election,
+/// delegation tokens): UnsupportedVersionException, fast.
 const NOT_SERVED: &[&str] = &[
     "describeAcls",
     "describeClientQuotas",
-    "describeUserScramCredentials",
     "listPartitionReassignments",
     "electLeaders",
     "describeDelegationToken",
@@ -244,7 +243,15 @@ fn java_admin() {
         ("scenario.groups", "ok"),
         ("scenario.transactions", "ok"),
         ("scenario.cluster", "ok"),
+        ("scenario.scram", "ok"),
         ("scenario.unsupported", "ok"),
+        // SCRAM credentials as kafka-configs makes them (KIP-554).
+        ("call.alterUserScramCredentials", "served"),
+        ("scram.users", "[scram-alice, scram-bob]"),
+        ("scram.alice", "[SCRAM_SHA_256/8192, SCRAM_SHA_512/4096]"),
+        ("scram.alice.after", "[SCRAM_SHA_512/4096]"),
+        ("scram.unknown", "ResourceNotFoundException"),
+        ("scram.weak", "UnacceptableCredentialException"),
         ("call.createTopics", "served"),
         ("call.listTopics", "served"),
         ("call.describeTopics", "3"),

@@ -39,7 +39,12 @@ import org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerS
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
+import org.apache.kafka.clients.admin.UserScramCredentialsDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.admin.TransactionState;
@@ -84,6 +89,7 @@ public final class AdminChecks {
         all.put("groups", AdminChecks::groups);
         all.put("transactions", AdminChecks::transactions);
         all.put("cluster", AdminChecks::cluster);
+        all.put("scram", AdminChecks::scram);
         all.put("unsupported", AdminChecks::unsupported);
         Checks.main("AdminChecks", args, all);
     }
@@ -483,13 +489,51 @@ public final class AdminChecks {
         }
     }
 
+    /**
+     * SCRAM credentials as kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]' makes them:
+     * upserted, described (mechanisms and iterations, never a key), one deleted, an unknown
+     * user RESOURCE_NOT_FOUND, too few iterations UNACCEPTABLE_CREDENTIAL.
+     */
+    static void scram(String bootstrap) throws Exception {
+        Properties p = Checks.admin(bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            boolean served = served("alterUserScramCredentials", () -> get(admin.alterUserScramCredentials(List.of(
+                    new UserScramCredentialUpsertion("scram-alice",
+                            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "alice-secret"),
+                    new UserScramCredentialUpsertion("scram-alice",
+                            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "alice-secret"),
+                    new UserScramCredentialUpsertion("scram-bob",
+                            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "bob-secret"))).all()),
+                    v -> { });
+            if (!served) {
+                return;
+            }
+            Map<String, UserScramCredentialsDescription> all = get(admin.describeUserScramCredentials().all());
+            check("scram.users", new TreeMap<>(all).keySet());
+            check("scram.alice", all.get("scram-alice").credentialInfos().stream()
+                    .map(i -> i.mechanism() + "/" + i.iterations()).sorted().collect(Collectors.toList()));
+            get(admin.alterUserScramCredentials(List.of(
+                    new UserScramCredentialDeletion("scram-alice", ScramMechanism.SCRAM_SHA_256))).all());
+            Map<String, UserScramCredentialsDescription> after =
+                    get(admin.describeUserScramCredentials(List.of("scram-alice")).all());
+            check("scram.alice.after", after.get("scram-alice").credentialInfos().stream()
+                    .map(i -> i.mechanism() + "/" + i.iterations()).sorted().collect(Collectors.toList()));
+            // all() leaves users that do not exist out; description(user) fails for them.
+            Throwable unknown = failure(admin.describeUserScramCredentials(List.of("nobody")).description("nobody"));
+            check("scram.unknown", unknown == null ? "none" : unknown.getClass().getSimpleName());
+            Throwable weak = failure(admin.alterUserScramCredentials(List.of(
+                    new UserScramCredentialUpsertion("scram-carol",
+                            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 1000), "pw"))).all());
+            check("scram.weak", weak == null ? "none" : weak.getClass().getSimpleName());
+        }
+    }
+
     /** Calls of Kafka's tools this broker may not serve: each must fail fast, never hang. */
     static void unsupported(String bootstrap) throws Exception {
         Properties p = Checks.admin(bootstrap);
         try (Admin admin = Admin.create(p)) {
             served("describeAcls", () -> get(admin.describeAcls(AclBindingFilter.ANY).values()), v -> { });
             served("describeClientQuotas", () -> get(admin.describeClientQuotas(ClientQuotaFilter.all()).entities()), v -> { });
-            served("describeUserScramCredentials", () -> get(admin.describeUserScramCredentials().all()), v -> { });
             served("listPartitionReassignments", () -> get(admin.listPartitionReassignments().reassignments()), v -> { });
             served("electLeaders", () -> get(admin.electLeaders(ElectionType.PREFERRED, null).partitions()), v -> { });
             served("describeDelegationToken", () -> get(admin.describeDelegationToken().delegationTokens()), v -> { });
