@@ -1,8 +1,7 @@
 //! SCRAM credentials (`SCRAM-SHA-256`, `SCRAM-SHA-512`) of a node, kept as Kafka's metadata
-//! records: every change is a UserScramCredentialRecord or RemoveUserScramCredentialRecord,
-//! and the node's credentials are written to `scram-credentials.records` in the data
-//! directory (each record framed as in the metadata log, with a length and a CRC-32C;
-//! rewritten atomically on every change) and read back at start.
+//! records: the node's credentials are UserScramCredentialRecords in
+//! `scram-credentials.records` in the data directory ([`crate::record_file`]: rewritten
+//! atomically on every change) and read back at start.
 //!
 //! Salted passwords come from the client (AlterUserScramCredentials); the stored and server
 //! keys are computed here ([`ScramCredential::from_salted_password`]); neither the password
@@ -22,9 +21,6 @@ use crate::sync::{read, write};
 
 /// The file of a node's SCRAM credentials.
 pub const FILE: &str = "scram-credentials.records";
-
-/// Largest record accepted when reading the file back (a credential is under 300 bytes).
-const MAX_RECORD: usize = 64 * 1024;
 
 /// The SCRAM credentials of a node, by (mechanism, user).
 #[derive(Debug)]
@@ -46,27 +42,19 @@ impl ScramCredentials {
     pub fn open(dir: &Path) -> Result<Self, BrokerError> {
         let path = dir.join(FILE);
         let mut map = BTreeMap::new();
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                for record in read_records(&bytes)
-                    .map_err(|e| BrokerError::Config(format!("{}: {e}", path.display())))?
-                {
-                    if let MetadataRecord::UserScramCredential(r) = record {
-                        let Some(mech) = ScramMechanism::from_type_id(r.mechanism) else {
-                            continue;
-                        };
-                        let cred = ScramCredential {
-                            salt: r.salt.to_vec(),
-                            stored_key: r.stored_key.to_vec(),
-                            server_key: r.server_key.to_vec(),
-                            iterations: u32::try_from(r.iterations).unwrap_or(0),
-                        };
-                        map.insert((mech, r.name.to_string()), cred);
-                    }
-                }
+        for record in crate::record_file::read(&path)? {
+            if let MetadataRecord::UserScramCredential(r) = record {
+                let Some(mech) = ScramMechanism::from_type_id(r.mechanism) else {
+                    continue;
+                };
+                let cred = ScramCredential {
+                    salt: r.salt.to_vec(),
+                    stored_key: r.stored_key.to_vec(),
+                    server_key: r.server_key.to_vec(),
+                    iterations: u32::try_from(r.iterations).unwrap_or(0),
+                };
+                map.insert((mech, r.name.to_string()), cred);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
         }
         Ok(Self {
             path: Some(path),
@@ -116,57 +104,21 @@ fn save(
     path: &Path,
     map: &BTreeMap<(ScramMechanism, String), ScramCredential>,
 ) -> Result<(), BrokerError> {
-    let mut out = Vec::new();
-    for ((mech, user), cred) in map {
-        let record = MetadataRecord::UserScramCredential(UserScramCredentialRecord {
-            name: KStr::from(user.clone()),
-            mechanism: mech.type_id(),
-            salt: Bytes::from(cred.salt.clone()),
-            stored_key: Bytes::from(cred.stored_key.clone()),
-            server_key: Bytes::from(cred.server_key.clone()),
-            iterations: i32::try_from(cred.iterations).unwrap_or(i32::MAX),
-            ..Default::default()
-        });
-        let bytes = record
-            .encode(0)
-            .map_err(|e| BrokerError::Config(format!("encoding a SCRAM credential: {e}")))?;
-        out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-        out.extend_from_slice(&bytes);
-        out.extend_from_slice(&crc32c::crc32c(&bytes).to_be_bytes());
-    }
-    let tmp = path.with_extension("records.tmp");
-    std::fs::write(&tmp, out)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
-/// The records of a file written by [`save`]: a bad length, CRC or record is an error (the
-/// file is rewritten whole and atomically, so a torn tail means damage, not a crash).
-fn read_records(mut bytes: &[u8]) -> Result<Vec<MetadataRecord>, String> {
-    let mut out = Vec::new();
-    while !bytes.is_empty() {
-        let Some((len, rest)) = bytes.split_first_chunk::<4>() else {
-            return Err("truncated record length".into());
-        };
-        let len = u32::from_be_bytes(*len) as usize;
-        if len > MAX_RECORD || rest.len() < len + 4 {
-            return Err(format!("record of {len} bytes does not fit"));
-        }
-        let (body, rest) = rest.split_at(len);
-        let (crc, rest) = rest.split_at(4);
-        if crc32c::crc32c(body).to_be_bytes() != crc {
-            return Err("record CRC mismatch".into());
-        }
-        let (record, _) = MetadataRecord::decode(&Bytes::copy_from_slice(body))
-            .map_err(|e| format!("record: {e}"))?;
-        out.push(record);
-        bytes = rest;
-    }
-    Ok(out)
+    let records: Vec<MetadataRecord> = map
+        .iter()
+        .map(|((mech, user), cred)| {
+            MetadataRecord::UserScramCredential(UserScramCredentialRecord {
+                name: KStr::from(user.clone()),
+                mechanism: mech.type_id(),
+                salt: Bytes::from(cred.salt.clone()),
+                stored_key: Bytes::from(cred.stored_key.clone()),
+                server_key: Bytes::from(cred.server_key.clone()),
+                iterations: i32::try_from(cred.iterations).unwrap_or(i32::MAX),
+                ..Default::default()
+            })
+        })
+        .collect();
+    crate::record_file::write(path, &records)
 }
 
 #[cfg(test)]

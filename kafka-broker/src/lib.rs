@@ -34,7 +34,7 @@
 //!  2 log       log/ (segments, indexes, recovery, retention, compaction; files through LogIo)
 //!                      |
 //!  1 base      clock  sync  error  config/  rate_limit  topics  meta_properties
-//!              credentials  quota/
+//!              credentials  acls  quota/  record_file
 //! ```
 //!
 //! What each may import (besides the crates below this one):
@@ -50,6 +50,7 @@
 //! 6. edges: everything; handlers only translate requests into the layers' verbs and back.
 #![deny(unsafe_code)]
 
+pub mod acls;
 pub mod clock;
 pub mod cluster;
 pub mod config;
@@ -64,6 +65,7 @@ pub mod meta_properties;
 pub mod node;
 pub mod quota;
 mod rate_limit;
+pub mod record_file;
 pub mod replica;
 pub mod replication;
 mod run;

@@ -15,6 +15,8 @@ const STRATA: &[(&str, u8)] = &[
     ("topics", 1),
     ("meta_properties", 1),
     ("credentials", 1),
+    ("acls", 1),
+    ("record_file", 1),
     ("quota", 1),
     ("log", 2),
     ("replica", 3),

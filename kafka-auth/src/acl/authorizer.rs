@@ -121,14 +121,14 @@ impl fmt::Display for Decision<'_> {
 }
 
 /// One stored ACL in the index.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct IndexedAcl {
     id: AclId,
     binding: Arc<AclBinding>,
 }
 
 /// The ACLs of one resource pattern, by principal.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Bucket {
     by_principal: BTreeMap<String, Vec<IndexedAcl>>,
 }
@@ -155,7 +155,7 @@ impl Bucket {
 }
 
 /// The LITERAL and the PREFIXED ACLs of one (resource type, name).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Slot {
     literal: Bucket,
     prefixed: Bucket,
@@ -255,7 +255,7 @@ fn host_applies(acl_host: &str, host: &str) -> bool {
 /// One difference: Kafka's walk skips the LITERAL `*` ACLs for a resource whose own name
 /// starts with `*` (other than `*` itself), a slip of its prefix scan; here the wildcard
 /// applies to every name.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct AclAuthorizer {
     super_users: HashSet<String>,
     allow_everyone_if_no_acl_found: bool,

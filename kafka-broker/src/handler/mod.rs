@@ -10,8 +10,10 @@
 //! their answers back. They may import those layers, `context` and `incoming` (leaves of this
 //! folder) and this file's `SUPPORTED` and `message`; only `crate::server` imports `handler`.
 
+mod acls;
 mod api_versions;
 mod authorized;
+mod authz;
 mod cluster;
 mod configs;
 mod context;
@@ -106,6 +108,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
 ];
 
 /// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
@@ -261,6 +266,9 @@ pub async fn handle(
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
             groups::offset_delete(&broker.groups, &topics, r, version)
         }
+        RequestBody::CreateAcls(r) => acls::create(broker, &authz::Authz::new(broker, &ctx), r),
+        RequestBody::DescribeAcls(r) => acls::describe(broker, &authz::Authz::new(broker, &ctx), r),
+        RequestBody::DeleteAcls(r) => acls::delete(broker, &authz::Authz::new(broker, &ctx), r),
         RequestBody::DescribeUserScramCredentials(r) => scram::describe(broker, r),
         RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, r),
         // SASL requests reach the handlers only on listeners without SASL (a SASL listener's

@@ -68,6 +68,8 @@ pub struct Broker {
     cluster: std::sync::OnceLock<Arc<crate::cluster::ClusterLink>>,
     /// The SCRAM credentials SASL checks (`scram-credentials.records`).
     pub scram_credentials: crate::credentials::ScramCredentials,
+    /// The ACLs and the authorizer (`acls.records`; on with `authorizer.class.name`).
+    pub acls: crate::acls::Acls,
 }
 
 impl Broker {
@@ -113,6 +115,7 @@ impl Broker {
         let topics = TopicRegistry::load(&config.server.data_dir)?;
         let scram_credentials =
             crate::credentials::ScramCredentials::open(&config.server.data_dir)?;
+        let acls = crate::acls::Acls::open(&config.server.data_dir, &config.security)?;
         // In a cluster producer ids come from the controller, not from `producer.ids`.
         let next_producer_id = if clustered {
             0
@@ -206,6 +209,7 @@ impl Broker {
             cluster: std::sync::OnceLock::new(),
             topics: Mutex::new(topics),
             scram_credentials,
+            acls,
             topic_configs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),
