@@ -259,3 +259,79 @@ fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
 pub fn refusal(e: &AclError) -> (i16, String) {
     (e.error_code(), e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use kafka_auth::acl::{AccessControlEntryFilter, ResourcePatternFilter};
+
+    use super::*;
+
+    fn binding(name: &str, principal: &str, op: AclOperation) -> AclBinding {
+        AclBinding {
+            pattern: ResourcePattern {
+                resource_type: ResourceType::Topic,
+                name: name.into(),
+                pattern_type: PatternType::Literal,
+            },
+            entry: AccessControlEntry {
+                principal: principal.into(),
+                host: "*".into(),
+                operation: op,
+                permission_type: AclPermissionType::Allow,
+            },
+        }
+    }
+
+    #[test]
+    fn created_acls_are_described_deleted_and_reloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sec = SecurityConfig::default();
+        sec.set("authorizer.class.name", AUTHORIZER_CLASSES[0])
+            .unwrap();
+        let acls = Acls::open(dir.path(), &sec).unwrap();
+        acls.create(vec![
+            binding("orders", "User:alice", AclOperation::Write),
+            binding("logs", "User:bob", AclOperation::Read),
+        ])
+        .unwrap();
+        let any = AclBindingFilter {
+            pattern: ResourcePatternFilter {
+                resource_type: ResourceType::Any,
+                name: None,
+                pattern_type: PatternType::Any,
+            },
+            entry: AccessControlEntryFilter {
+                principal: None,
+                host: None,
+                operation: AclOperation::Any,
+                permission_type: AclPermissionType::Any,
+            },
+        };
+        assert_eq!(acls.describe(&any).len(), 2);
+        let who = Request {
+            principal: "User:alice",
+            host: "127.0.0.1",
+        };
+        assert!(acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        assert!(acls.allowed(who, AclOperation::Describe, ResourceType::Topic, "orders"));
+        assert!(!acls.allowed(who, AclOperation::Read, ResourceType::Topic, "logs"));
+        let again = Acls::open(dir.path(), &sec).unwrap();
+        assert_eq!(again.describe(&any).len(), 2);
+        let removed = again
+            .delete(&[AclBindingFilter {
+                pattern: ResourcePatternFilter {
+                    resource_type: ResourceType::Topic,
+                    name: Some("logs".into()),
+                    pattern_type: PatternType::Literal,
+                },
+                ..any.clone()
+            }])
+            .unwrap();
+        assert_eq!(removed[0].len(), 1);
+        assert_eq!(
+            Acls::open(dir.path(), &sec).unwrap().describe(&any).len(),
+            1
+        );
+    }
+}

@@ -12,28 +12,30 @@ use crate::node::Broker;
 /// The name of the one cluster resource.
 pub(crate) const CLUSTER: &str = "kafka-cluster";
 
-/// The authorization questions of one request.
+/// The authorization questions of one request. Costs nothing when authorization is off.
 pub(crate) struct Authz<'a> {
     broker: &'a Broker,
-    principal: String,
-    host: Option<String>,
+    /// The principal (`User:alice`) and the client's address as Java prints it; `None` when
+    /// authorization is off or the caller is in this process (everything allowed).
+    who: Option<(String, String)>,
 }
 
 #[allow(dead_code)] // the per-API checks use them (issue 25, next)
 impl<'a> Authz<'a> {
     pub(crate) fn new(broker: &'a Broker, ctx: &RequestContext<'_>) -> Self {
-        Self {
-            broker,
-            principal: ctx.principal().to_string(),
-            host: ctx.peer().map(|p| java_host_address(p.ip())),
-        }
+        let who = match ctx.peer() {
+            Some(peer) if broker.acls.enabled() => {
+                Some((ctx.principal().to_string(), java_host_address(peer.ip())))
+            }
+            _ => None,
+        };
+        Self { broker, who }
     }
 
     fn who(&self) -> Option<Request<'_>> {
-        Some(Request {
-            principal: &self.principal,
-            host: self.host.as_deref()?,
-        })
+        self.who
+            .as_ref()
+            .map(|(principal, host)| Request { principal, host })
     }
 
     /// Whether the request may do `op` on the resource.

@@ -21,11 +21,16 @@ impl InProcessBroker {
     /// Starts a broker with `settings` (Kafka's broker keys) applied over the defaults.
     #[allow(clippy::unwrap_used)]
     pub(crate) fn start(settings: &[(&str, &str)]) -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), settings)
+    }
+
+    /// Starts a broker on the data of `dir` (`dir/data`, as [`Self::stop`] left it): a restart.
+    #[allow(clippy::unwrap_used)]
+    pub(crate) fn start_in(dir: tempfile::TempDir, settings: &[(&str, &str)]) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let dir = tempfile::tempdir().unwrap();
         let mut config = BrokerConfig {
             server: kafka_broker::config::ServerConfig {
                 data_dir: dir.path().join("data"),
