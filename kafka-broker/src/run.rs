@@ -166,7 +166,11 @@ fn secure(
     let protocol = broker.config.security_protocol(&name).unwrap_or_default();
     let tls = if protocol.tls() {
         let settings = broker.config.security.tls_settings(&name)?;
-        let tls = crate::server::tls::TlsListener::new(&name, settings)?;
+        let rules = broker
+            .config
+            .security
+            .listener_value(&name, "ssl.principal.mapping.rules");
+        let tls = crate::server::tls::TlsListener::new(&name, settings, rules)?;
         tracing::info!(listener = %name, %protocol, "TLS listener");
         Some(Arc::new(tls))
     } else {

@@ -432,3 +432,94 @@ fn python_peers_and_kcat_over_tls() {
         assert!(text.contains(check), "missing {check:?}:\n{text}");
     }
 }
+
+/// The principal of a TLS client is its certificate's subject mapped with
+/// `ssl.principal.mapping.rules` (Kafka's syntax): seen through the authorizer, which lets the
+/// super user `User:alice` (from `CN=alice,O=Example`) describe ACLs and refuses `User:bob`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificate_names_the_principal() {
+    use kafka_protocol::messages::{DescribeAclsRequest, RequestBody, ResponseBody};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca");
+    let server = ca.server("broker", &["localhost", "127.0.0.1"]);
+    let ca_file = ca.ca_file().display().to_string();
+    let broker = tls_broker(
+        &server,
+        &[
+            ("ssl.client.auth", "required"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", &ca_file),
+            (
+                "ssl.principal.mapping.rules",
+                "RULE:^CN=(.*?),O=Example$/$1/L,DEFAULT",
+            ),
+            (
+                "authorizer.class.name",
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            ),
+            ("super.users", "User:alice"),
+        ],
+    );
+    let describe = |id: Identity| {
+        let bootstrap = broker.bootstrap();
+        let settings = with_identity(ssl_settings(&ca.ca_file()), &id);
+        async move {
+            let mut keys = kafka_net::SecurityKeys::default();
+            for (k, v) in &settings {
+                keys.set(k, v).unwrap();
+            }
+            let cfg = kafka_net::ConnectionConfig {
+                security: keys.build().unwrap(),
+                ..Default::default()
+            };
+            let c = kafka_net::Connection::connect(&bootstrap, cfg)
+                .await
+                .unwrap();
+            let body = c
+                .request(RequestBody::DescribeAcls(DescribeAclsRequest {
+                    resource_type_filter: 1,
+                    resource_name_filter: None,
+                    pattern_type_filter: 1,
+                    principal_filter: None,
+                    host_filter: None,
+                    operation: 1,
+                    permission_type: 1,
+                    ..Default::default()
+                }))
+                .await
+                .unwrap();
+            let ResponseBody::DescribeAcls(r) = body else {
+                panic!()
+            };
+            r.error_code
+        }
+    };
+    let alice = ca.client(
+        "alice",
+        &[(Dn::OrganizationName, "Example"), (Dn::CommonName, "ALICE")],
+    );
+    assert_eq!(
+        describe(alice).await,
+        0,
+        "CN=ALICE,O=Example maps to User:alice, a super user"
+    );
+    let bob = ca.client(
+        "bob",
+        &[(Dn::OrganizationName, "Example"), (Dn::CommonName, "bob")],
+    );
+    assert_eq!(
+        describe(bob).await,
+        31,
+        "User:bob: CLUSTER_AUTHORIZATION_FAILED"
+    );
+    // A subject the first rule does not match keeps its whole DN (DEFAULT): not a super user.
+    let other = ca.client(
+        "other",
+        &[(Dn::OrganizationName, "Other"), (Dn::CommonName, "alice")],
+    );
+    assert_eq!(
+        describe(other).await,
+        31,
+        "User:CN=alice,O=Other is not alice"
+    );
+}

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
 };
 
 /// A certificate authority writing its files into one directory.
@@ -70,6 +70,7 @@ impl TestCa {
     pub fn server(&self, file: &str, hosts: &[&str]) -> Identity {
         let hosts: Vec<String> = hosts.iter().map(|h| (*h).to_owned()).collect();
         let mut params = CertificateParams::new(hosts).expect("server parameters");
+        params.distinguished_name = DistinguishedName::new();
         params.distinguished_name.push(DnType::CommonName, file);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.issue(file, params)
@@ -80,6 +81,7 @@ impl TestCa {
     /// `DIR/FILE.*`.
     pub fn client(&self, file: &str, subject: &[(DnType, &str)]) -> Identity {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("client parameters");
+        params.distinguished_name = DistinguishedName::new();
         for (t, v) in subject {
             params.distinguished_name.push(t.clone(), *v);
         }

@@ -71,8 +71,19 @@ pub(crate) async fn serve(
         .and_then(|certs| certs.first())
         .and_then(|cert| subject_dn(cert))
     {
-        tracing::debug!(%peer, principal = %dn, "TLS client certificate");
-        connection.authenticated(Principal::user(dn));
+        // On SSL listeners the certificate names the principal; on SASL_SSL, SASL does.
+        if on.sasl.is_none() {
+            match tls.principal_name(&dn) {
+                Ok(name) => {
+                    tracing::debug!(%peer, %dn, principal = %name, "TLS client certificate");
+                    connection.authenticated(Principal::user(name));
+                }
+                Err(e) => {
+                    tracing::info!(%peer, %dn, error = %e, "closing connection: no principal for the client certificate");
+                    return;
+                }
+            }
+        }
     }
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::Tls(BufWriter::with_capacity(64 * 1024, wr));

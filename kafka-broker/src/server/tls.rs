@@ -6,6 +6,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use kafka_auth::principal::{AttributeTypeAndValue, SslPrincipalMapper, rfc2253_name};
 use kafka_net::tls::TlsSettings;
 use tokio_rustls::TlsAcceptor;
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -24,6 +25,8 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TlsListener {
     name: String,
     settings: TlsSettings,
+    /// `ssl.principal.mapping.rules` (Kafka's default: the DN unchanged).
+    mapper: SslPrincipalMapper,
     state: Mutex<Current>,
 }
 
@@ -45,7 +48,15 @@ impl std::fmt::Debug for TlsListener {
 impl TlsListener {
     /// Builds the listener's configuration; a bad keystore or truststore is an error naming the
     /// listener and the key.
-    pub fn new(name: &str, settings: TlsSettings) -> Result<Self, BrokerError> {
+    pub fn new(
+        name: &str,
+        settings: TlsSettings,
+        mapping_rules: Option<&str>,
+    ) -> Result<Self, BrokerError> {
+        let mapper =
+            SslPrincipalMapper::parse(mapping_rules.unwrap_or("DEFAULT")).map_err(|e| {
+                BrokerError::Config(format!("listener {name}: ssl.principal.mapping.rules: {e}"))
+            })?;
         let modified = settings.files_modified();
         let config = settings
             .server_config()
@@ -53,12 +64,19 @@ impl TlsListener {
         Ok(Self {
             name: name.to_owned(),
             settings,
+            mapper,
             state: Mutex::new(Current {
                 acceptor: TlsAcceptor::from(config),
                 modified,
                 checked: Instant::now(),
             }),
         })
+    }
+
+    /// The principal name of a client certificate's subject (`ssl.principal.mapping.rules`);
+    /// a subject no rule maps is an error (Kafka refuses the connection).
+    pub fn principal_name(&self, dn: &str) -> Result<String, String> {
+        self.mapper.map(dn).map_err(|e| e.to_string())
     }
 
     /// The acceptor for a new connection: rebuilt first when a file changed since the last
@@ -89,82 +107,35 @@ impl TlsListener {
 }
 
 /// The subject of a certificate as Java's `X500Principal.getName()` writes it (RFC 2253: the
-/// last RDN of the certificate first, `CN=alice,OU=eng,O=Example,C=US`), which is the name
-/// Kafka's default principal builder gives a TLS client. `None` when the certificate does not
-/// parse.
+/// last RDN of the certificate first, `CN=alice,OU=eng,O=Example,C=US`), which Kafka's
+/// principal builder maps with `ssl.principal.mapping.rules`. `None` when the certificate
+/// does not parse.
 pub fn subject_dn(der: &[u8]) -> Option<String> {
     let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let mut rdns = Vec::new();
-    for rdn in cert.subject().iter_rdn() {
-        let mut parts = Vec::new();
-        for attr in rdn.iter() {
-            let oid = attr.attr_type().to_id_string();
-            let value = match attr.as_str() {
-                Ok(s) => rfc2253_escape(s),
-                // Non-string values as Java writes them: `#` and the DER in hex.
-                Err(_) => {
-                    let raw = attr.attr_value();
-                    let mut hex = String::from("#");
-                    for b in der_of(raw) {
-                        hex.push_str(&format!("{b:02X}"));
-                    }
-                    hex
-                }
-            };
-            parts.push(format!("{}={value}", keyword(&oid).unwrap_or(&oid)));
-        }
-        rdns.push(parts.join("+"));
-    }
-    rdns.reverse();
-    Some(rdns.join(","))
-}
-
-fn der_of(any: &x509_parser::der_parser::asn1_rs::Any<'_>) -> Vec<u8> {
-    use x509_parser::der_parser::asn1_rs::ToDer;
-    any.to_der_vec().unwrap_or_default()
-}
-
-/// The keywords Java's RFC 2253 form uses; other attributes are written as their OID.
-fn keyword(oid: &str) -> Option<&'static str> {
-    Some(match oid {
-        "2.5.4.3" => "CN",
-        "2.5.4.6" => "C",
-        "2.5.4.7" => "L",
-        "2.5.4.8" => "ST",
-        "2.5.4.10" => "O",
-        "2.5.4.11" => "OU",
-        "2.5.4.9" => "STREET",
-        "0.9.2342.19200300.100.1.25" => "DC",
-        "0.9.2342.19200300.100.1.1" => "UID",
-        _ => return None,
-    })
-}
-
-/// RFC 2253 escaping of an attribute value: `,`, `+`, `"`, `\`, `<`, `>`, `;` with a
-/// backslash, a leading `#` or space and a trailing space too.
-fn rfc2253_escape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    let last = v.chars().count().saturating_sub(1);
-    for (i, c) in v.chars().enumerate() {
-        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
-            || (i == 0 && (c == '#' || c == ' '))
-            || (i == last && c == ' ');
-        if special {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_follows_rfc_2253() {
-        assert_eq!(rfc2253_escape("a,b+c"), "a\\,b\\+c");
-        assert_eq!(rfc2253_escape("#x "), "\\#x\\ ");
-        assert_eq!(rfc2253_escape("plain"), "plain");
-    }
+    let oids: Vec<Vec<(String, u8, &[u8])>> = cert
+        .subject()
+        .iter_rdn()
+        .map(|rdn| {
+            rdn.iter()
+                .map(|attr| {
+                    let value = attr.attr_value();
+                    let tag = u8::try_from(value.tag().0).unwrap_or(0);
+                    (attr.attr_type().to_id_string(), tag, value.data)
+                })
+                .collect()
+        })
+        .collect();
+    let rdns: Vec<Vec<AttributeTypeAndValue<'_>>> = oids
+        .iter()
+        .map(|rdn| {
+            rdn.iter()
+                .map(|(oid, tag, content)| AttributeTypeAndValue {
+                    oid,
+                    tag: *tag,
+                    content,
+                })
+                .collect()
+        })
+        .collect();
+    Some(rfc2253_name(&rdns))
 }
