@@ -495,3 +495,31 @@ fn python_peers_and_kcat_over_sasl() {
         assert!(text.contains(check), "missing {check:?}:\n{text}");
     }
 }
+
+/// Our client re-authenticates on the same connection before the session the broker gave
+/// ends (KIP-368): one connection, used for several lifetimes, keeps being served (without
+/// re-authentication the broker closes it at the first request after expiry, see
+/// `session_lifetime_and_expiry`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_reauthenticates_before_expiry() {
+    let broker = sasl_broker("SASL_PLAINTEXT", &[("connections.max.reauth.ms", "1000")]);
+    let mut keys = kafka_net::SecurityKeys::default();
+    for (k, v) in login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret") {
+        keys.set(&k, &v).unwrap();
+    }
+    let cfg = ConnectionConfig {
+        security: keys.build().unwrap(),
+        ..ConnectionConfig::default()
+    };
+    let c = Connection::connect(&broker.bootstrap(), cfg).await.unwrap();
+    let started = Instant::now();
+    let mut served = 0;
+    while started.elapsed() < Duration::from_millis(4500) {
+        metadata(&c)
+            .await
+            .unwrap_or_else(|e| panic!("request {served} after {:?}: {e}", started.elapsed()));
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert!(served > 20, "{served}");
+}

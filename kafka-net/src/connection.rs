@@ -88,6 +88,33 @@ pub struct Connection {
     load: Arc<AtomicUsize>,
     /// Why the connection task ended, once it has: what a request sent after that fails with.
     ended: Arc<OnceLock<NetError>>,
+    /// Held (shared) by every request until its answer; taken whole by a SASL
+    /// re-authentication (KIP-368), which must have the connection to itself.
+    gate: Arc<tokio::sync::RwLock<()>>,
+}
+
+/// What a re-authentication task keeps of its connection: not a handle, so that the
+/// connection still closes when its last handle goes.
+struct WeakConnection {
+    tx: mpsc::WeakUnboundedSender<Command>,
+    addr: Arc<str>,
+    versions: Option<Arc<ApiVersions>>,
+    load: Arc<AtomicUsize>,
+    ended: Arc<OnceLock<NetError>>,
+    gate: Arc<tokio::sync::RwLock<()>>,
+}
+
+impl WeakConnection {
+    fn upgrade(&self) -> Option<Connection> {
+        Some(Connection {
+            tx: self.tx.upgrade()?,
+            addr: Arc::clone(&self.addr),
+            versions: self.versions.clone(),
+            load: Arc::clone(&self.load),
+            ended: Arc::clone(&self.ended),
+            gate: Arc::clone(&self.gate),
+        })
+    }
 }
 
 /// Decrements the load counter when a request finishes or its caller goes away.
@@ -128,7 +155,9 @@ impl Connection {
             conn.versions = Some(Arc::new(versions));
         }
         if let Some(login) = &cfg.security.sasl {
-            authenticate(&conn, login).await?;
+            if let Some(lifetime) = authenticate(&conn, login).await? {
+                conn.reauthenticate_before(lifetime, login.clone());
+            }
         }
         Ok(conn)
     }
@@ -170,6 +199,7 @@ impl Connection {
             versions: None,
             load: Arc::new(AtomicUsize::new(0)),
             ended,
+            gate: Arc::new(tokio::sync::RwLock::new(())),
         }
     }
 
@@ -204,6 +234,13 @@ impl Connection {
     /// Sends a request at `version` and waits for its outcome. Waits for room in the
     /// in-flight window first.
     pub async fn send(&self, body: RequestBody, version: i16) -> Outcome {
+        let _shared = self.gate.read().await;
+        self.send_ungated(body, version).await
+    }
+
+    /// [`Self::send`] without waiting for a re-authentication (the re-authentication's own
+    /// requests).
+    async fn send_ungated(&self, body: RequestBody, version: i16) -> Outcome {
         self.load.fetch_add(1, Ordering::Relaxed);
         let _guard = LoadGuard(self.load.clone());
         let (reply, rx) = oneshot::channel();
@@ -227,6 +264,7 @@ impl Connection {
         body: RequestBody,
         version: i16,
     ) -> Result<impl Future<Output = Outcome> + Send + 'static, NetError> {
+        let shared = Arc::clone(&self.gate).read_owned().await;
         self.load.fetch_add(1, Ordering::Relaxed);
         let guard = LoadGuard(self.load.clone());
         let (reply, rx) = oneshot::channel();
@@ -240,6 +278,7 @@ impl Connection {
         let ended = Arc::clone(&self.ended);
         Ok(async move {
             let _guard = guard;
+            let _shared = shared;
             rx.await.map_err(|_| ended_error(&ended))?
         })
     }
@@ -265,6 +304,68 @@ impl Connection {
                 detail: Some("request expects no response".into()),
             }),
         }
+    }
+
+    /// Sends a request at `version` without the re-authentication gate.
+    async fn request_ungated(
+        &self,
+        body: RequestBody,
+        version: i16,
+    ) -> Result<ResponseBody, NetError> {
+        let api = body.api_key();
+        match self.send_ungated(body, version).await? {
+            Some(Response { body, .. }) => Ok(body),
+            None => Err(NetError::UnsupportedApi {
+                api,
+                detail: Some("request expects no response".into()),
+            }),
+        }
+    }
+
+    fn downgrade(&self) -> WeakConnection {
+        WeakConnection {
+            tx: self.tx.downgrade(),
+            addr: Arc::clone(&self.addr),
+            versions: self.versions.clone(),
+            load: Arc::clone(&self.load),
+            ended: Arc::clone(&self.ended),
+            gate: Arc::clone(&self.gate),
+        }
+    }
+
+    /// KIP-368: re-authenticates at a random point between 85 % and 95 % of the session
+    /// lifetime the broker gave (as the Java client does), with the connection to itself:
+    /// requests in flight finish first, new ones wait. Again for each new session. A failed
+    /// re-authentication is logged; the broker closes the connection after it, and the
+    /// cluster client opens a new one.
+    fn reauthenticate_before(&self, lifetime: Duration, login: crate::security::SaslLogin) {
+        let weak = self.downgrade();
+        tokio::spawn(async move {
+            let mut lifetime = lifetime;
+            loop {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                let share = 0.85 + 0.10 * (f64::from(nanos % 1000) / 1000.0);
+                tokio::time::sleep(lifetime.mul_f64(share)).await;
+                let Some(conn) = weak.upgrade() else { return };
+                if conn.is_closed() {
+                    return;
+                }
+                let _whole = conn.gate.write().await;
+                match authenticate_with(&conn, &login, true).await {
+                    Ok(Some(next)) => {
+                        tracing::debug!(addr = %conn.addr, "re-authenticated (KIP-368)");
+                        lifetime = next;
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(addr = %conn.addr, error = %e, "re-authentication failed");
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// The error a request gets once the connection task has ended.
@@ -658,13 +759,31 @@ async fn sleep_until(t: Option<Instant>) {
 pub use crate::error::check;
 
 /// SaslHandshake v1 then SaslAuthenticate until the mechanism is done (KIP-152). Every failure
-/// is [`NetError::Authentication`]: the broker closes the connection after it.
+/// is [`NetError::Authentication`]: the broker closes the connection after it. The session
+/// lifetime the broker gave, when it gave one (KIP-368).
 async fn authenticate(
     conn: &Connection,
     login: &crate::security::SaslLogin,
-) -> Result<(), NetError> {
+) -> Result<Option<Duration>, NetError> {
+    authenticate_with(conn, login, false).await
+}
+
+/// [`authenticate`]; `reauth`: a re-authentication, whose requests do not wait for the gate it
+/// holds.
+async fn authenticate_with(
+    conn: &Connection,
+    login: &crate::security::SaslLogin,
+    reauth: bool,
+) -> Result<Option<Duration>, NetError> {
     use kafka_auth::sasl::{ClientExchange, ClientStep};
     use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let request = |body: RequestBody, version: i16| async move {
+        if reauth {
+            conn.request_ungated(body, version).await
+        } else {
+            conn.request_at(body, version).await
+        }
+    };
     let failed = |reason: String| NetError::Authentication {
         addr: conn.addr().to_owned(),
         reason,
@@ -676,14 +795,13 @@ async fn authenticate(
             "the broker offers only SaslHandshake v0 (raw tokens)".into(),
         ));
     }
-    let body = conn
-        .request_at(
-            RequestBody::SaslHandshake(SaslHandshakeRequest {
-                mechanism: KStr::from_static(mechanism),
-            }),
-            version,
-        )
-        .await?;
+    let body = request(
+        RequestBody::SaslHandshake(SaslHandshakeRequest {
+            mechanism: KStr::from_static(mechanism),
+        }),
+        version,
+    )
+    .await?;
     let ResponseBody::SaslHandshake(hs) = body else {
         return Err(NetError::BadResponse(
             "SaslHandshake answered with another api".into(),
@@ -703,15 +821,14 @@ async fn authenticate(
     let mut message = exchange.initial();
     let version = conn.version_for(ApiKey::SaslAuthenticate)?;
     loop {
-        let body = conn
-            .request_at(
-                RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
-                    auth_bytes: Bytes::from(std::mem::take(&mut message)),
-                    ..Default::default()
-                }),
-                version,
-            )
-            .await?;
+        let body = request(
+            RequestBody::SaslAuthenticate(SaslAuthenticateRequest {
+                auth_bytes: Bytes::from(std::mem::take(&mut message)),
+                ..Default::default()
+            }),
+            version,
+        )
+        .await?;
         let ResponseBody::SaslAuthenticate(r) = body else {
             return Err(NetError::BadResponse(
                 "SaslAuthenticate answered with another api".into(),
@@ -730,14 +847,10 @@ async fn authenticate(
         {
             ClientStep::Send(next) => message = next,
             ClientStep::Done => {
-                if r.session_lifetime_ms > 0 {
-                    tracing::debug!(
-                        addr = conn.addr(),
-                        session_lifetime_ms = r.session_lifetime_ms,
-                        "SASL session lifetime (re-authentication is not done: the connection is replaced when the broker closes it)"
-                    );
-                }
-                return Ok(());
+                let lifetime = u64::try_from(r.session_lifetime_ms)
+                    .ok()
+                    .filter(|ms| *ms > 0);
+                return Ok(lifetime.map(Duration::from_millis));
             }
         }
     }
