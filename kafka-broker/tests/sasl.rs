@@ -523,3 +523,63 @@ async fn our_client_reauthenticates_before_expiry() {
     }
     assert!(served > 20, "{served}");
 }
+
+/// A connection from `local` (a loopback address of its own) to the broker, versions not
+/// negotiated (the SASL requests go at explicit versions).
+async fn raw_from(local: &str, broker: &str) -> Connection {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{local}:0").parse().unwrap()).unwrap();
+    let stream = socket.connect(broker.parse().unwrap()).await.unwrap();
+    Connection::from_stream(stream, broker, &ConnectionConfig::default())
+}
+
+/// 1,000 failed logins from one address are held to its rate
+/// (`connection.failed.authentication.max.rate.per.ip`), while another address logs in at
+/// once, again and again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_are_rate_limited_per_address() {
+    let broker = sasl_broker(
+        "SASL_PLAINTEXT",
+        &[
+            ("connection.failed.authentication.delay.ms", "0"),
+            ("connection.failed.authentication.max.rate.per.ip", "100"),
+        ],
+    );
+    let b = broker.bootstrap();
+    let started = Instant::now();
+    let attacker = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            let mut tasks = Vec::new();
+            for _ in 0..50 {
+                let b = b.clone();
+                tasks.push(tokio::spawn(async move {
+                    for _ in 0..20 {
+                        let c = raw_from("127.0.0.1", &b).await;
+                        assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+                        let (code, _) = exchange(&c, Mechanism::Plain, "alice", "guess").await.unwrap();
+                        assert_eq!(ErrorCode(code), ErrorCode::SASL_AUTHENTICATION_FAILED);
+                    }
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+        })
+    };
+    // Meanwhile alice logs in from 127.0.0.2, each time at once.
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let t = Instant::now();
+        let c = raw_from("127.0.0.2", &b).await;
+        assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+        assert_eq!(exchange(&c, Mechanism::Plain, "alice", "alice-secret").await.unwrap().0, 0);
+        slowest = slowest.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    attacker.await.unwrap();
+    let took = started.elapsed();
+    // 1,000 failures at 100 per second after a bucket of 100: at least 9 s.
+    assert!(took >= Duration::from_secs(8), "1,000 failures took only {took:?}");
+    assert!(slowest < Duration::from_secs(1), "the other address waited {slowest:?}");
+}

@@ -50,6 +50,9 @@ const OTHER_KEYS: &[&str] = &[
     "principal.builder.class",
     "connections.max.reauth.ms",
     "security.inter.broker.protocol",
+    "connection.failed.authentication.delay.ms",
+    // Ours: failed logins per second per client address (server/sasl.rs).
+    "connection.failed.authentication.max.rate.per.ip",
 ];
 
 /// The key without its `listener.name.NAME.` prefix, and the listener (upper case) when it

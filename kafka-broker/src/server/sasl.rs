@@ -15,9 +15,15 @@
 //!   (0 when it is not set: re-authentication not asked for, as Kafka answers); a request
 //!   after the session ended closes the connection; a SaslHandshake on an authenticated
 //!   connection starts a new exchange, which must end as the same principal.
+//! - Failed logins are rate-limited per client address (ours, not Kafka's:
+//!   `connection.failed.authentication.max.rate.per.ip`, default 10 per second): each
+//!   address has a bucket of that many failures, refilled at that rate; a failure beyond it
+//!   waits for its token before its answer, so one address guessing passwords is held to the
+//!   rate while every other address is unaffected.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,6 +54,61 @@ pub struct SaslListener {
     reauth: Option<Duration>,
     /// `connection.failed.authentication.delay.ms`.
     failure_delay: Duration,
+    /// Failed logins per client address (`connection.failed.authentication.max.rate.per.ip`).
+    failures: Mutex<FailureLimiter>,
+}
+
+/// Most client addresses whose failed logins are remembered.
+const MAX_TRACKED_ADDRESSES: usize = 10_000;
+
+/// A token bucket of failed logins per client address.
+#[derive(Debug)]
+pub(crate) struct FailureLimiter {
+    /// Failures allowed per second (and the bucket's size).
+    rate: f64,
+    buckets: HashMap<IpAddr, (f64, Instant)>,
+}
+
+impl FailureLimiter {
+    pub(crate) fn new(rate: f64) -> Self {
+        Self {
+            rate: rate.max(0.001),
+            buckets: HashMap::new(),
+        }
+    }
+
+    /// Records a failure from `ip` at `now`; how long its answer must wait for a token.
+    pub(crate) fn failed(&mut self, ip: IpAddr, now: Instant) -> Duration {
+        let rate = self.rate;
+        if self.buckets.len() >= MAX_TRACKED_ADDRESSES && !self.buckets.contains_key(&ip) {
+            // Forget addresses whose bucket has refilled; failing that, the oldest.
+            self.buckets.retain(|_, (tokens, at)| {
+                *tokens + now.saturating_duration_since(*at).as_secs_f64() * rate < rate
+            });
+            if self.buckets.len() >= MAX_TRACKED_ADDRESSES {
+                let oldest = self
+                    .buckets
+                    .iter()
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(ip, _)| *ip);
+                if let Some(oldest) = oldest {
+                    self.buckets.remove(&oldest);
+                }
+            }
+        }
+        let (tokens, at) = self.buckets.entry(ip).or_insert((rate, now));
+        let refilled =
+            (*tokens + now.saturating_duration_since(*at).as_secs_f64() * rate).min(rate);
+        // A negative balance is the wait: the failure takes a token not there yet.
+        let left = refilled - 1.0;
+        *tokens = left;
+        *at = now;
+        if left >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64((-left / rate).min(60.0))
+        }
+    }
 }
 
 impl std::fmt::Debug for SaslListener {
@@ -114,6 +175,16 @@ impl SaslListener {
             }
         };
         let reauth = ms("connections.max.reauth.ms", 0)?;
+        let key = "connection.failed.authentication.max.rate.per.ip";
+        let rate = match sec.listener_value(name, key) {
+            None => 10.0,
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| *r > 0.0)
+                .ok_or_else(|| err(format!("{key}: {v:?} is not a positive number")))?,
+        };
         Ok(Self {
             name: name.to_owned(),
             mechanisms,
@@ -123,6 +194,7 @@ impl SaslListener {
                 "connection.failed.authentication.delay.ms",
                 100,
             )?),
+            failures: Mutex::new(FailureLimiter::new(rate)),
         })
     }
 }
@@ -370,7 +442,13 @@ impl SaslGate {
         tracing::info!(peer = ?connection.peer(), listener = %self.listener.name, mechanism,
             reason = %e, "SASL authentication failed");
         self.state = State::Handshake;
-        tokio::time::sleep(self.listener.failure_delay).await;
+        let wait = match connection.peer() {
+            Some(peer) => {
+                crate::sync::lock(&self.listener.failures).failed(peer.ip(), Instant::now())
+            }
+            None => Duration::ZERO,
+        };
+        tokio::time::sleep(self.listener.failure_delay + wait).await;
     }
 }
 
@@ -384,4 +462,39 @@ fn failure(code: ErrorCode, message: &str) -> ResponseBody {
 
 fn encode(correlation_id: i32, body: &ResponseBody, version: i16) -> Reply {
     crate::handler::encode(correlation_id, body, version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_beyond_the_rate_wait_for_their_token_per_address() {
+        let mut l = FailureLimiter::new(10.0);
+        let t0 = Instant::now();
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        // The bucket holds 10: the first 10 failures do not wait.
+        for _ in 0..10 {
+            assert_eq!(l.failed(a, t0), Duration::ZERO);
+        }
+        // The next ones wait 0.1 s more each.
+        let w1 = l.failed(a, t0);
+        let w2 = l.failed(a, t0);
+        assert!((w1.as_secs_f64() - 0.1).abs() < 1e-6, "{w1:?}");
+        assert!((w2.as_secs_f64() - 0.2).abs() < 1e-6, "{w2:?}");
+        // Another address is not affected.
+        assert_eq!(l.failed(b, t0), Duration::ZERO);
+        // At the rate, failures wait at most one token's time.
+        let mut t = t0 + Duration::from_secs(2);
+        for _ in 0..100 {
+            assert!(l.failed(a, t) <= Duration::from_millis(100));
+            t += Duration::from_millis(100);
+        }
+        // Memory is bounded.
+        for i in 0..(MAX_TRACKED_ADDRESSES as u32 + 50) {
+            l.failed(IpAddr::from(i.to_be_bytes()), t);
+        }
+        assert!(l.buckets.len() <= MAX_TRACKED_ADDRESSES);
+    }
 }
