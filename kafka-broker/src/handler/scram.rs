@@ -1,6 +1,6 @@
 //! DescribeUserScramCredentials and AlterUserScramCredentials (KIP-554), over the node's
 //! [`crate::credentials::ScramCredentials`], with Kafka's checks and error codes: a user named
-//! twice in one request is DUPLICATE_RESOURCE, an unknown mechanism
+//! twice in one request (whatever the mechanisms) is DUPLICATE_RESOURCE, an unknown mechanism
 //! UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..=16384 or an empty user or salt
 //! UNACCEPTABLE_CREDENTIAL, deleting or describing a credential that does not exist
 //! RESOURCE_NOT_FOUND. A user's alterations take effect together or not at all.
@@ -99,123 +99,103 @@ const MIN_ITERATIONS: i32 = 4096;
 const MAX_ITERATIONS: i32 = 16384;
 
 pub(super) fn alter(broker: &Broker, r: AlterUserScramCredentialsRequest) -> ResponseBody {
-    // Every user of the request, in order of first appearance, with the first error found.
-    let mut users: Vec<String> = Vec::new();
-    let mut errors: BTreeMap<String, (ErrorCode, String)> = BTreeMap::new();
-    let fail =
-        |errors: &mut BTreeMap<String, (ErrorCode, String)>, user: &str, code, msg: String| {
-            errors.entry(user.to_owned()).or_insert((code, msg));
-        };
-    let mut keys: BTreeMap<(String, i8), usize> = BTreeMap::new();
-    for (user, mech) in r
-        .deletions
-        .iter()
-        .map(|d| (d.name.to_string(), d.mechanism))
-        .chain(
-            r.upsertions
-                .iter()
-                .map(|u| (u.name.to_string(), u.mechanism)),
-        )
-    {
-        if !users.contains(&user) {
-            users.push(user.clone());
-        }
-        *keys.entry((user, mech)).or_insert(0) += 1;
-    }
-    for ((user, mech), n) in &keys {
-        if *n > 1 {
-            fail(
-                &mut errors,
-                user,
-                ErrorCode::DUPLICATE_RESOURCE,
-                format!(
-                    "A user credential cannot be altered twice in the same request: {user}, mechanism {mech}"
-                ),
-            );
-        }
-    }
+    // As Kafka's controller (ScramControlManager.alterCredentials): changes are keyed by the
+    // user name alone, so a user named twice in one request (two mechanisms, or a deletion
+    // and an upsertion) is DUPLICATE_RESOURCE; `kafka-configs` sends one change per request.
+    let mut deletions: Vec<(String, ScramMechanism)> = Vec::new();
+    let mut upsertions: Vec<(String, Upsertion)> = Vec::new();
+    let mut errors: Vec<(String, ErrorCode, String)> = Vec::new();
+    let failed = |errors: &[(String, ErrorCode, String)], user: &str| {
+        errors.iter().any(|(u, _, _)| u == user)
+    };
+    const TWICE: &str = "A user credential cannot be altered twice in the same request";
     let existing = broker.scram_credentials.describe();
-    let mut deletions: BTreeMap<String, Vec<(ScramMechanism, String)>> = BTreeMap::new();
     for d in &r.deletions {
         let user = d.name.to_string();
-        let Some(mech) = ScramMechanism::from_type_id(d.mechanism) else {
-            fail(
-                &mut errors,
-                &user,
-                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
-                format!("Unknown SCRAM mechanism: {}", d.mechanism),
-            );
-            continue;
-        };
-        if user.is_empty() {
-            fail(
-                &mut errors,
-                &user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                "Username must not be empty".into(),
-            );
+        if failed(&errors, &user) {
             continue;
         }
+        if let Some(i) = deletions.iter().position(|(u, _)| *u == user) {
+            deletions.remove(i);
+            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
+            continue;
+        }
+        let Some(mech) = ScramMechanism::from_type_id(d.mechanism) else {
+            errors.push((
+                user,
+                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+                "Unknown SCRAM mechanism".into(),
+            ));
+            continue;
+        };
         let exists = existing
             .get(&user)
             .is_some_and(|c| c.iter().any(|(m, _)| *m == mech));
         if !exists {
-            fail(
-                &mut errors,
-                &user,
+            errors.push((
+                user,
                 ErrorCode::RESOURCE_NOT_FOUND,
-                format!("Attempt to delete a user credential that does not exist: {user}"),
-            );
+                "Attempt to delete a user credential that does not exist".into(),
+            ));
             continue;
         }
-        deletions
-            .entry(user.clone())
-            .or_default()
-            .push((mech, user));
+        deletions.push((user, mech));
     }
-    let mut upsertions: BTreeMap<String, Vec<Upsertion>> = BTreeMap::new();
     for u in r.upsertions {
         let user = u.name.to_string();
+        if failed(&errors, &user) {
+            continue;
+        }
+        let deleted = deletions.iter().position(|(x, _)| *x == user);
+        let upserted = upsertions.iter().position(|(x, _)| *x == user);
+        if deleted.is_some() || upserted.is_some() {
+            if let Some(i) = deleted {
+                deletions.remove(i);
+            }
+            if let Some(i) = upserted {
+                upsertions.remove(i);
+            }
+            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
+            continue;
+        }
         let Some(mech) = ScramMechanism::from_type_id(u.mechanism) else {
-            fail(
-                &mut errors,
-                &user,
+            errors.push((
+                user,
                 ErrorCode::UNSUPPORTED_SASL_MECHANISM,
-                format!("Unknown SCRAM mechanism: {}", u.mechanism),
-            );
+                "Unknown SCRAM mechanism".into(),
+            ));
             continue;
         };
         if user.is_empty() {
-            fail(
-                &mut errors,
-                &user,
+            errors.push((
+                user,
                 ErrorCode::UNACCEPTABLE_CREDENTIAL,
                 "Username must not be empty".into(),
-            );
+            ));
             continue;
         }
-        if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&u.iterations) {
-            let msg = if u.iterations < MIN_ITERATIONS {
-                format!(
-                    "Too few iterations: {} (at least {MIN_ITERATIONS})",
-                    u.iterations
-                )
-            } else {
-                format!(
-                    "Too many iterations: {} (at most {MAX_ITERATIONS})",
-                    u.iterations
-                )
-            };
-            fail(&mut errors, &user, ErrorCode::UNACCEPTABLE_CREDENTIAL, msg);
+        if u.iterations < MIN_ITERATIONS {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Too few iterations".into(),
+            ));
+            continue;
+        }
+        if u.iterations > MAX_ITERATIONS {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Too many iterations".into(),
+            ));
             continue;
         }
         if u.salt.is_empty() || u.salted_password.is_empty() {
-            fail(
-                &mut errors,
-                &user,
+            errors.push((
+                user,
                 ErrorCode::UNACCEPTABLE_CREDENTIAL,
                 "Salt and salted password must not be empty".into(),
-            );
+            ));
             continue;
         }
         match ScramCredential::from_salted_password(
@@ -224,39 +204,28 @@ pub(super) fn alter(broker: &Broker, r: AlterUserScramCredentialsRequest) -> Res
             &u.salt,
             u.iterations.unsigned_abs(),
         ) {
-            Ok(cred) => upsertions
-                .entry(user.clone())
-                .or_default()
-                .push(((mech, user), cred)),
-            Err(e) => fail(
-                &mut errors,
-                &user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                e.to_string(),
-            ),
+            Ok(cred) => upsertions.push((user.clone(), ((mech, user), cred))),
+            Err(e) => errors.push((user, ErrorCode::UNACCEPTABLE_CREDENTIAL, e.to_string())),
         }
     }
-    let mut del_all = Vec::new();
-    let mut ups_all = Vec::new();
-    for user in &users {
-        if errors.contains_key(user) {
-            continue;
-        }
-        del_all.extend(deletions.remove(user).unwrap_or_default());
-        ups_all.extend(upsertions.remove(user).unwrap_or_default());
-    }
-    let stored = if del_all.is_empty() && ups_all.is_empty() {
+    let del: Vec<(ScramMechanism, String)> =
+        deletions.iter().map(|(u, m)| (*m, u.clone())).collect();
+    let ups: Vec<Upsertion> = upsertions.iter().map(|(_, x)| x.clone()).collect();
+    let stored = if del.is_empty() && ups.is_empty() {
         Ok(())
     } else {
-        broker.scram_credentials.alter(&del_all, ups_all)
+        broker.scram_credentials.alter(&del, ups)
     };
-    let results = users
-        .into_iter()
+    // Kafka's order: the deletions done, the upsertions done, then the refusals.
+    let done = deletions
+        .iter()
+        .map(|(u, _)| u.clone())
+        .chain(upsertions.iter().map(|(u, _)| u.clone()));
+    let mut results: Vec<AlterUserScramCredentialsResult> = done
         .map(|user| {
-            let (code, message) = match (errors.get(&user), &stored) {
-                (Some((code, msg)), _) => (*code, Some(msg.clone())),
-                (None, Ok(())) => (ErrorCode::NONE, None),
-                (None, Err(e)) => (ErrorCode::UNKNOWN_SERVER_ERROR, Some(e.to_string())),
+            let (code, message) = match &stored {
+                Ok(()) => (ErrorCode::NONE, None),
+                Err(e) => (ErrorCode::UNKNOWN_SERVER_ERROR, Some(e.to_string())),
             };
             AlterUserScramCredentialsResult {
                 user: KStr::from(user),
@@ -266,6 +235,14 @@ pub(super) fn alter(broker: &Broker, r: AlterUserScramCredentialsRequest) -> Res
             }
         })
         .collect();
+    results.extend(errors.into_iter().map(|(user, code, message)| {
+        AlterUserScramCredentialsResult {
+            user: KStr::from(user),
+            error_code: code.0,
+            error_message: Some(KStr::from(message)),
+            ..Default::default()
+        }
+    }));
     ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
         results,
         ..Default::default()
