@@ -7,8 +7,9 @@
 //!
 //! Authorization, as Kafka's `handleProduceRequest`: a request whose records hold a
 //! transactional batch (the first batch of some partition has the transactional bit) needs
-//! WRITE on its transactional id, else every partition is answered
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended; then each topic needs WRITE,
+//! a transactional id and WRITE on it, else every partition is answered
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended (without authorization a
+//! missing id is let through, unlike Kafka); then each topic needs WRITE,
 //! else its partitions are answered TOPIC_AUTHORIZATION_FAILED (before any other check, so an
 //! unknown topic is not told apart) while the others are appended.
 
@@ -55,11 +56,13 @@ pub(super) async fn handle(
 ) -> Option<ResponseBody> {
     let listener = ctx.listener();
     let acks = req.acks();
-    if has_transactional_batch(req)
-        && !req
-            .transactional_id()
-            .is_some_and(|id| authz.transactional_id(AclOperation::Write, id))
-    {
+    // Kafka refuses a transactional batch without a transactional id even with no
+    // authorizer; here only with authorization on (tests write such batches directly).
+    let transactional_ok = || match req.transactional_id() {
+        Some(id) => authz.transactional_id(AclOperation::Write, id),
+        None => !broker.acls.enabled(),
+    };
+    if has_transactional_batch(req) && !transactional_ok() {
         return (acks != 0).then(|| refuse_all(frame, req));
     }
     // One decision per topic name (a topic may be named more than once).

@@ -48,11 +48,7 @@ pub(super) fn create_topics(
     version: i16,
 ) -> ResponseBody {
     let node = broker.config.server.node_id;
-    let on_cluster = req
-        .topics
-        .iter()
-        .next()
-        .is_some_and(|_| authz.cluster(AclOperation::Create));
+    let on_cluster = !req.topics.is_empty() && authz.cluster(AclOperation::Create);
     let topics = req
         .topics
         .into_iter()
