@@ -83,7 +83,6 @@ impl<'a> Authz<'a> {
     }
 }
 
-#[allow(dead_code)]
 fn all_of(rt: ResourceType) -> i32 {
     rt.supported_operations()
         .iter()

@@ -1,24 +1,40 @@
 //! DeleteRecords: moves a partition's log start offset forward.
+//!
+//! Authorization, as Kafka's `handleDeleteRecordsRequest`: DELETE on each topic, else its
+//! partitions are answered TOPIC_AUTHORIZATION_FAILED (before UNKNOWN_TOPIC_OR_PARTITION).
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, ResponseBody};
 
+use super::authz::Authz;
 use crate::error::BrokerError;
 use crate::node::Broker;
 
-pub(super) fn handle(broker: &Broker, req: DeleteRecordsRequest) -> ResponseBody {
+pub(super) fn handle(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    req: DeleteRecordsRequest,
+) -> ResponseBody {
     let topics = req
         .topics
         .into_iter()
-        .map(|t| DeleteRecordsTopicResult {
+        .map(|t| (authz.topic(AclOperation::Delete, &t.name), t))
+        .map(|(deletable, t)| DeleteRecordsTopicResult {
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
                     let r = (|| {
+                        if !deletable {
+                            return Err(BrokerError::kafka(
+                                ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                                format!("not authorized to delete records of topic {}", t.name),
+                            ));
+                        }
                         let part =
                             broker
                                 .partition(&t.name, p.partition_index)

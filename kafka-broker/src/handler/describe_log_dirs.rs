@@ -4,21 +4,39 @@
 //! for a null topic list), as Kafka's `ReplicaManager.describeLogDirs` answers. No future
 //! replicas here (no AlterReplicaLogDirs), so the offset lag is 0 and `is_future_key` false.
 //! Total and usable bytes of the volume are -1: unknown (Kafka's UNKNOWN_VOLUME_BYTES).
+//!
+//! Authorization, as Kafka's `handleDescribeLogDirsRequest`: DESCRIBE on the cluster, else no
+//! directory is listed and the answer's error is CLUSTER_AUTHORIZATION_FAILED (v3+ carry it;
+//! older versions see an empty list).
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, ResponseBody};
 
+use super::authz::Authz;
 use crate::node::Broker;
 
 /// Kafka's "volume size unknown".
 const UNKNOWN_VOLUME_BYTES: i64 = -1;
 
-pub(super) fn handle(broker: &Broker, req: DescribeLogDirsRequest) -> ResponseBody {
+pub(super) fn handle(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    req: DescribeLogDirsRequest,
+) -> ResponseBody {
+    if !authz.cluster(AclOperation::Describe) {
+        return ResponseBody::DescribeLogDirs(DescribeLogDirsResponse {
+            error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.code(),
+            results: Vec::new(),
+            ..Default::default()
+        });
+    }
     // None: every partition; Some: the (topic, partition) pairs asked for.
     let wanted: Option<BTreeSet<(String, i32)>> = req.topics.map(|topics| {
         topics

@@ -20,12 +20,20 @@
 //! `.txnindex` files), so that the consumer drops their records. A follower replicating reads
 //! up to the log end whatever the isolation. A long poll is woken when the high watermark
 //! moves, which is when the last stable offset can move.
+//!
+//! Authorization, as Kafka's `handleFetchRequest`: a fetch naming a replica id (>= 0) needs
+//! CLUSTER_ACTION on the cluster, else every partition is answered TOPIC_AUTHORIZATION_FAILED
+//! and nothing is read or moved, so a client cannot act as a replica; a consumer's fetch needs
+//! READ on each topic, else that topic's partitions are answered TOPIC_AUTHORIZATION_FAILED
+//! (before UNKNOWN_TOPIC_OR_PARTITION; an unknown topic id stays UNKNOWN_TOPIC_ID, as ids are
+//! not secret).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
@@ -34,6 +42,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseBody};
 use kafka_protocol::{KStr, Uuid};
 use tokio::time::Instant;
 
+use super::authz::Authz;
 use super::context::RequestContext;
 use super::leader_hints::LeaderHints;
 use crate::cluster::active::SharedState;
@@ -57,14 +66,17 @@ struct Wanted {
     current_leader_epoch: i32,
     /// The fetching follower's log start offset (v5+; -1 otherwise).
     log_start_offset: i64,
+    /// Not authorized: answered TOPIC_AUTHORIZATION_FAILED, never read.
+    denied: bool,
 }
 
-/// Answers a fetch; leader hints name endpoints on the listener of `ctx`. Record sets large
-/// enough to be worth it are stand-ins whose file regions are in the returned [`Regions`]
-/// (sent with `sendfile`).
+/// Answers a fetch; leader hints name endpoints on the listener of `ctx`, `authz` says what
+/// the caller may read. Record sets large enough to be worth it are stand-ins whose file
+/// regions are in the returned [`Regions`] (sent with `sendfile`).
 pub(super) async fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
+    authz: &Authz<'_>,
     req: FetchRequest,
     version: i16,
 ) -> (ResponseBody, Regions) {
@@ -98,6 +110,7 @@ pub(super) async fn handle(
                 max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
                 current_leader_epoch: p.current_leader_epoch,
                 log_start_offset: if version >= 5 { p.log_start_offset } else { -1 },
+                denied: false,
             };
             // A partition named twice is read once, as Kafka's map of the request's
             // partitions does (the last entry wins, in the first one's place): 200 copies of
@@ -143,13 +156,29 @@ pub(super) async fn handle(
     } else {
         req.replica_id
     };
-    let follower = (replica >= 0 && broker.is_clustered()).then_some(replica);
+    // Kafka's `isFromFollower`: any replica id >= 0, on a single node too.
+    let replica_allowed = replica >= 0 && authz.cluster(AclOperation::ClusterAction);
+    let mut readable: HashMap<KStr, bool> = HashMap::new();
+    for w in &mut wanted {
+        w.denied = if replica >= 0 {
+            !replica_allowed
+        } else if w.topic.is_empty() {
+            // An unknown topic id: UNKNOWN_TOPIC_ID below.
+            false
+        } else {
+            !*readable
+                .entry(w.topic.clone())
+                .or_insert_with(|| authz.topic(AclOperation::Read, &w.topic))
+        };
+    }
+    let nothing_readable = !wanted.is_empty() && wanted.iter().all(|w| w.denied);
+    let follower = (replica_allowed && broker.is_clustered()).then_some(replica);
     // A consumer with client metadata (KIP-392) may read from any replica hosted here.
     let client_metadata = replica < 0 && version >= 11;
     let hosted: Vec<Option<Arc<Partition>>> = wanted
         .iter()
         .map(|w| {
-            if w.topic.is_empty() {
+            if w.topic.is_empty() || w.denied {
                 None
             } else if client_metadata {
                 broker.partition(&w.topic, w.partition)
@@ -206,6 +235,7 @@ pub(super) async fn handle(
         format: FetchFormat::for_version(version),
         selection,
         names_itself: !broker.is_clustered() && version >= 12,
+        nothing_readable,
     };
     let watch = if follower.is_some() {
         Watch::Appended
@@ -215,7 +245,7 @@ pub(super) async fn handle(
     let (parts, regions) = delayed::fetch_until(&watched, watch, deadline, || {
         let mut regions = Regions::default();
         let (parts, total, now) = read_all(broker, &wanted, &hosted, &fenced, &plan, &mut regions);
-        let done = total >= min_bytes || now || min_bytes == 0;
+        let done = total >= min_bytes || now || min_bytes == 0 || plan.nothing_readable;
         ((parts, regions), done)
     })
     .await;
@@ -282,6 +312,9 @@ struct Plan {
     /// A single node answers an epoch it fences with itself as the leader (v12+, where the
     /// field exists); a cluster names the image's leader from v16, as Kafka does.
     names_itself: bool,
+    /// Every partition was refused authorization: answered at once, as Kafka does when no
+    /// partition is left to read.
+    nothing_readable: bool,
 }
 
 /// One read of every wanted partition: the answers, the record bytes read, and whether the
@@ -309,6 +342,11 @@ fn read_all<'w>(
             records: Some(Bytes::new()),
             ..Default::default()
         };
+        if w.denied {
+            pd.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.code();
+            out.push((w, pd));
+            continue;
+        }
         let Some(part) = part else {
             pd.error_code = if plan.by_id && w.topic.is_empty() {
                 ErrorCode::UNKNOWN_TOPIC_ID.code()

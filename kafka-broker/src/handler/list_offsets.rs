@@ -1,12 +1,17 @@
 //! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), latest
 //! tiered (-5, none here), or the first offset at or after a timestamp (time index).
+//!
+//! Authorization, as Kafka's `handleListOffsetRequest`: DESCRIBE on each topic, else its
+//! partitions are answered TOPIC_AUTHORIZATION_FAILED (whether the topic exists or not).
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, ResponseBody};
 
+use super::authz::Authz;
 use crate::error::BrokerError;
 use crate::node::Broker;
 use crate::replica::Isolation;
@@ -31,24 +36,37 @@ fn isolation(version: i16, isolation_level: i8) -> Isolation {
     }
 }
 
-pub(super) fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ResponseBody {
+pub(super) fn handle(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    req: ListOffsetsRequest,
+    version: i16,
+) -> ResponseBody {
     let isolation = isolation(version, req.isolation_level);
     let topics = req
         .topics
         .into_iter()
-        .map(|t| ListOffsetsTopicResponse {
+        .map(|t| (authz.topic(AclOperation::Describe, &t.name), t))
+        .map(|(described, t)| ListOffsetsTopicResponse {
             partitions: t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let r = lookup(
-                        broker,
-                        &t.name,
-                        p.partition_index,
-                        p.timestamp,
-                        p.current_leader_epoch,
-                        isolation,
-                    );
+                    let r = if described {
+                        lookup(
+                            broker,
+                            &t.name,
+                            p.partition_index,
+                            p.timestamp,
+                            p.current_leader_epoch,
+                            isolation,
+                        )
+                    } else {
+                        Err(BrokerError::kafka(
+                            ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                            format!("not authorized to describe topic {}", t.name),
+                        ))
+                    };
                     match r {
                         Ok((offset, timestamp, epoch)) => ListOffsetsPartitionResponse {
                             partition_index: p.partition_index,

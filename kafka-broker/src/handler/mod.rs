@@ -196,7 +196,8 @@ pub async fn handle(
     }
     let body = match body {
         RequestBody::Fetch(r) => {
-            let (body, regions) = fetch::handle(broker, &ctx, *r, version).await;
+            let authz = authz::Authz::new(broker, &ctx);
+            let (body, regions) = fetch::handle(broker, &ctx, &authz, *r, version).await;
             if regions.is_empty() {
                 return encode(correlation_id, &body, version);
             }
@@ -207,8 +208,12 @@ pub async fn handle(
                 Err(e) => Reply::Close(format!("fetch answer not sendable: {e}")),
             };
         }
-        RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),
-        RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
+        RequestBody::ListOffsets(r) => {
+            list_offsets::handle(broker, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::DeleteRecords(r) => {
+            delete_records::handle(broker, &authz::Authz::new(broker, &ctx), r)
+        }
         RequestBody::InitProducerId(r) => {
             match r.transactional_id.as_ref().filter(|t| !t.is_empty()) {
                 Some(id) => {
@@ -224,18 +229,38 @@ pub async fn handle(
         RequestBody::WriteTxnMarkers(r) => txn::write_markers(broker, r).await,
         RequestBody::DescribeTransactions(r) => txn::describe(broker, r),
         RequestBody::ListTransactions(r) => txn::list(broker, r, version),
-        RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
+        RequestBody::OffsetForLeaderEpoch(r) => {
+            offset_for_leader_epoch::handle(broker, &authz::Authz::new(broker, &ctx), r)
+        }
         RequestBody::ApiVersions(_) => api_versions::handle(version, broker.is_clustered()),
-        RequestBody::Metadata(r) => metadata::handle(broker, &ctx, r, version),
-        RequestBody::CreateTopics(r) => topics::create_topics(broker, r, version),
-        RequestBody::DeleteTopics(r) => topics::delete_topics(broker, r, version),
-        RequestBody::CreatePartitions(r) => topics::create_partitions(broker, r),
-        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, &ctx, r),
-        RequestBody::DescribeProducers(r) => describe_producers::handle(broker, r),
-        RequestBody::DescribeLogDirs(r) => describe_log_dirs::handle(broker, r),
-        RequestBody::DescribeConfigs(r) => configs::describe(broker, r, version),
-        RequestBody::AlterConfigs(r) => configs::alter(broker, r),
-        RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
+        RequestBody::Metadata(r) => {
+            metadata::handle(broker, &ctx, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::CreateTopics(r) => {
+            topics::create_topics(broker, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::DeleteTopics(r) => {
+            topics::delete_topics(broker, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::CreatePartitions(r) => {
+            topics::create_partitions(broker, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::DescribeCluster(r) => {
+            describe_cluster::handle(broker, &ctx, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::DescribeProducers(r) => {
+            describe_producers::handle(broker, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::DescribeLogDirs(r) => {
+            describe_log_dirs::handle(broker, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::DescribeConfigs(r) => {
+            configs::describe(broker, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::AlterConfigs(r) => configs::alter(broker, &authz::Authz::new(broker, &ctx), r),
+        RequestBody::IncrementalAlterConfigs(r) => {
+            configs::incremental_alter(broker, &authz::Authz::new(broker, &ctx), r)
+        }
         RequestBody::FindCoordinator(r) => {
             let keys_transactions = version >= 1 && r.key_type == groups::KEY_TYPE_TRANSACTION;
             if keys_transactions {
@@ -269,8 +294,12 @@ pub async fn handle(
         RequestBody::CreateAcls(r) => acls::create(broker, &authz::Authz::new(broker, &ctx), r),
         RequestBody::DescribeAcls(r) => acls::describe(broker, &authz::Authz::new(broker, &ctx), r),
         RequestBody::DeleteAcls(r) => acls::delete(broker, &authz::Authz::new(broker, &ctx), r),
-        RequestBody::DescribeUserScramCredentials(r) => scram::describe(broker, r),
-        RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, r),
+        RequestBody::DescribeUserScramCredentials(r) => {
+            scram::describe(broker, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::AlterUserScramCredentials(r) => {
+            scram::alter(broker, &authz::Authz::new(broker, &ctx), r)
+        }
         // SASL requests reach the handlers only on listeners without SASL (a SASL listener's
         // gate answers them, server/sasl.rs).
         RequestBody::SaslHandshake(_) => {
@@ -305,7 +334,8 @@ async fn produce_frame(broker: &Broker, connection: &ConnectionContext, frame: &
         _ => return Reply::Close(format!("Produce v{version} is not supported")),
     }
     let ctx = connection.request(header.client_id());
-    match produce::handle(broker, &ctx, frame, &request).await {
+    let authz = authz::Authz::new(broker, &ctx);
+    match produce::handle(broker, &ctx, &authz, frame, &request).await {
         Some(body) => encode(header.correlation_id(), &body, version),
         None => Reply::Nothing,
     }

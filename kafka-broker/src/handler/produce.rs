@@ -4,8 +4,19 @@
 //! and after, the fsync, the in-sync replicas, the deadline). A partition this broker of a
 //! cluster does not lead is refused before its records are read, with NOT_LEADER_OR_FOLLOWER
 //! and, from v10, the current leader (see [`super::leader_hints`]).
+//!
+//! Authorization, as Kafka's `handleProduceRequest`: a request whose records hold a
+//! transactional batch (the first batch of some partition has the transactional bit) needs
+//! a transactional id and WRITE on it, else every partition is answered
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended (without authorization a
+//! missing id is let through, unlike Kafka); then each topic needs WRITE,
+//! else its partitions are answered TOPIC_AUTHORIZATION_FAILED (before any other check, so an
+//! unknown topic is not told apart) while the others are appended.
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::produce_response::{
@@ -13,9 +24,12 @@ use kafka_protocol::messages::produce_response::{
     TopicProduceResponse,
 };
 use kafka_protocol::messages::{ProduceResponse, ResponseBody};
+use kafka_protocol::record::HeaderView;
+use kafka_protocol::record::batch::{MAGIC_V2, TRANSACTIONAL_BIT};
 use kafka_protocol::view::{self, PartitionView, ProduceRequestView};
 use tokio::time::Instant;
 
+use super::authz::Authz;
 use super::context::RequestContext;
 use super::leader_hints::LeaderHints;
 use super::message;
@@ -31,15 +45,28 @@ enum Stage {
 }
 
 /// Handles a produce request read through the borrowing view of `frame`; leader hints name
-/// endpoints on the listener of `ctx`. `None` for acks=0 (no response is sent).
+/// endpoints on the listener of `ctx`, `authz` says what the caller may write. `None` for
+/// acks=0 (no response is sent).
 pub(super) async fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
+    authz: &Authz<'_>,
     frame: &Bytes,
     req: &ProduceRequestView<'_>,
 ) -> Option<ResponseBody> {
     let listener = ctx.listener();
     let acks = req.acks();
+    // Kafka refuses a transactional batch without a transactional id even with no
+    // authorizer; here only with authorization on (tests write such batches directly).
+    let transactional_ok = || match req.transactional_id() {
+        Some(id) => authz.transactional_id(AclOperation::Write, id),
+        None => !broker.acls.enabled(),
+    };
+    if has_transactional_batch(req) && !transactional_ok() {
+        return (acks != 0).then(|| refuse_all(frame, req));
+    }
+    // One decision per topic name (a topic may be named more than once).
+    let mut writable: HashMap<&str, bool> = HashMap::new();
     let now = broker.now_ms();
     let deadline = Instant::now()
         + std::time::Duration::from_millis(u64::try_from(req.timeout_ms()).unwrap_or(0));
@@ -52,7 +79,14 @@ pub(super) async fn handle(
     for topic in req.topics() {
         let name = topic.name();
         let mut partition_responses = Vec::with_capacity(topic.partitions().len().min(1024));
+        let may_write = *writable
+            .entry(name)
+            .or_insert_with(|| authz.topic(AclOperation::Write, name));
         for p in topic.partitions() {
+            if !may_write {
+                partition_responses.push(refused(p.index(), &topic_refused(name), Vec::new()));
+                continue;
+            }
             match append(broker, frame, req.version(), name, &p, acks, now).await {
                 Stage::Waiting(index, appended, pending) if !pending.is_acknowledged() => {
                     waiting.push((
@@ -111,6 +145,52 @@ pub(super) async fn handle(
         node_endpoints,
         ..Default::default()
     }))
+}
+
+/// Whether the first batch of some partition is transactional: Kafka's
+/// `RequestUtils.hasTransactionalRecords`, which looks at each partition's first batch only.
+fn has_transactional_batch(req: &ProduceRequestView<'_>) -> bool {
+    req.topics().into_iter().any(|t| {
+        t.partitions().into_iter().any(|p| {
+            p.records()
+                .and_then(|r| HeaderView::new(r).ok())
+                .is_some_and(|h| h.magic() == MAGIC_V2 && h.attributes() & TRANSACTIONAL_BIT != 0)
+        })
+    })
+}
+
+fn topic_refused(topic: &str) -> BrokerError {
+    BrokerError::kafka(
+        ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+        format!("not authorized to write to topic {topic}"),
+    )
+}
+
+/// Every partition of the request refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+/// Kafka's `ProduceRequest.getErrorResponse` answers.
+fn refuse_all(frame: &Bytes, req: &ProduceRequestView<'_>) -> ResponseBody {
+    let e = BrokerError::kafka(
+        ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        "not authorized to write with this transactional id",
+    );
+    let responses = req
+        .topics()
+        .into_iter()
+        .map(|t| TopicProduceResponse {
+            name: KStr::from_utf8(view::share(frame, t.name().as_bytes()))
+                .unwrap_or_else(|_| KStr::from(t.name().to_owned())),
+            partition_responses: t
+                .partitions()
+                .into_iter()
+                .map(|p| refused(p.index(), &e, Vec::new()))
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    ResponseBody::Produce(ProduceResponse {
+        responses,
+        ..Default::default()
+    })
 }
 
 /// One partition's append: refused, or appended and waiting for its acknowledgement.

@@ -4,9 +4,15 @@
 //! UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..=16384 or an empty user or salt
 //! UNACCEPTABLE_CREDENTIAL, deleting or describing a credential that does not exist
 //! RESOURCE_NOT_FOUND. A user's alterations take effect together or not at all.
+//!
+//! Authorization, as Kafka's: describing needs DESCRIBE on the cluster, else the answer's
+//! error is CLUSTER_AUTHORIZATION_FAILED (and each user asked for gets it too); altering needs
+//! ALTER on the cluster, else every user named (once, sorted) is answered
+//! CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafka_auth::acl::AclOperation;
 use kafka_auth::sasl::{ScramCredential, ScramMechanism};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
@@ -19,9 +25,35 @@ use kafka_protocol::messages::{
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ResponseBody,
 };
 
+use super::authz::Authz;
 use crate::node::Broker;
 
-pub(super) fn describe(broker: &Broker, r: DescribeUserScramCredentialsRequest) -> ResponseBody {
+const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
+pub(super) fn describe(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    r: DescribeUserScramCredentialsRequest,
+) -> ResponseBody {
+    if !authz.cluster(AclOperation::Describe) {
+        let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0;
+        return ResponseBody::DescribeUserScramCredentials(DescribeUserScramCredentialsResponse {
+            error_code: code,
+            error_message: Some(KStr::from_static(CLUSTER_REFUSED)),
+            results: r
+                .users
+                .unwrap_or_default()
+                .into_iter()
+                .map(|u| DescribeUserScramCredentialsResult {
+                    user: u.name,
+                    error_code: code,
+                    error_message: Some(KStr::from_static(CLUSTER_REFUSED)),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+    }
     let all = broker.scram_credentials.describe();
     let info = |creds: &Vec<(ScramMechanism, u32)>| -> Vec<CredentialInfo> {
         creds
@@ -98,7 +130,31 @@ type Upsertion = ((ScramMechanism, String), ScramCredential);
 const MIN_ITERATIONS: i32 = 4096;
 const MAX_ITERATIONS: i32 = 16384;
 
-pub(super) fn alter(broker: &Broker, r: AlterUserScramCredentialsRequest) -> ResponseBody {
+pub(super) fn alter(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    r: AlterUserScramCredentialsRequest,
+) -> ResponseBody {
+    if !authz.cluster(AclOperation::Alter) {
+        let users: BTreeSet<&KStr> = r
+            .deletions
+            .iter()
+            .map(|d| &d.name)
+            .chain(r.upsertions.iter().map(|u| &u.name))
+            .collect();
+        return ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
+            results: users
+                .into_iter()
+                .map(|user| AlterUserScramCredentialsResult {
+                    user: user.clone(),
+                    error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0,
+                    error_message: Some(KStr::from_static(CLUSTER_REFUSED)),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+    }
     // As Kafka's controller (ScramControlManager.alterCredentials): changes are keyed by the
     // user name alone, so a user named twice in one request (two mechanisms, or a deletion
     // and an upsertion) is DUPLICATE_RESOURCE; `kafka-configs` sends one change per request.

@@ -1,7 +1,21 @@
 //! CreateTopics, DeleteTopics, CreatePartitions.
+//!
+//! Authorization, as Kafka's controller answers them (`ControllerApis` and
+//! `ReplicationControlManager`):
+//! - CreateTopics: CREATE on the cluster allows every topic, else CREATE on each topic, else
+//!   TOPIC_AUTHORIZATION_FAILED for it. A topic created for a caller without DESCRIBE_CONFIGS
+//!   on it is answered without its configs, partition count and replication factor, with
+//!   `topic_config_error_code` TOPIC_AUTHORIZATION_FAILED (v5+).
+//! - DeleteTopics: DELETE on the cluster allows every topic. Else, by name: a topic the caller
+//!   may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED before it is looked up (so its existence is
+//!   not told), an unknown one UNKNOWN_TOPIC_OR_PARTITION, one without DELETE
+//!   TOPIC_AUTHORIZATION_FAILED; by id: an unknown id is UNKNOWN_TOPIC_ID, a topic without
+//!   DELETE TOPIC_AUTHORIZATION_FAILED, its name left out unless the caller may DESCRIBE it.
+//! - CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
 use std::collections::BTreeMap;
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -14,22 +28,35 @@ use kafka_protocol::messages::{
     DeleteTopicsRequest, DeleteTopicsResponse, ResponseBody,
 };
 
+use super::authz::Authz;
 use super::configs::topic_entries;
 use super::message;
 use crate::error::BrokerError;
 use crate::node::Broker;
 
+fn refused(what: &str, topic: &str) -> BrokerError {
+    BrokerError::kafka(
+        ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+        format!("not authorized to {what} topic {topic}"),
+    )
+}
+
 pub(super) fn create_topics(
     broker: &Broker,
+    authz: &Authz<'_>,
     req: CreateTopicsRequest,
     version: i16,
 ) -> ResponseBody {
     let node = broker.config.server.node_id;
+    let on_cluster = !req.topics.is_empty() && authz.cluster(AclOperation::Create);
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
             let outcome = (|| {
+                if !on_cluster && !authz.topic(AclOperation::Create, &t.name) {
+                    return Err(refused("create", &t.name));
+                }
                 let partitions = if t.num_partitions == -1 && t.assignments.is_empty() {
                     broker.config.topics.num_partitions
                 } else if !t.assignments.is_empty() {
@@ -79,6 +106,17 @@ pub(super) fn create_topics(
                 broker.create_topic(&t.name, partitions, configs, req.validate_only)
             })();
             match outcome {
+                Ok(meta) if !authz.topic(AclOperation::DescribeConfigs, &t.name) => {
+                    CreatableTopicResult {
+                        name: t.name,
+                        topic_id: meta.id,
+                        topic_config_error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
+                        num_partitions: -1,
+                        replication_factor: -1,
+                        configs: (version >= 5).then(Vec::new),
+                        ..Default::default()
+                    }
+                }
                 Ok(meta) => CreatableTopicResult {
                     name: t.name,
                     topic_id: meta.id,
@@ -118,6 +156,7 @@ pub(super) fn create_topics(
 
 pub(super) fn delete_topics(
     broker: &Broker,
+    authz: &Authz<'_>,
     req: DeleteTopicsRequest,
     version: i16,
 ) -> ResponseBody {
@@ -132,14 +171,40 @@ pub(super) fn delete_topics(
             .map(|n| (Some(n), kafka_protocol::Uuid::ZERO))
             .collect()
     };
+    let on_cluster = !targets.is_empty() && authz.cluster(AclOperation::Delete);
     let responses = targets
         .into_iter()
         .map(|(name, id)| {
-            let name = name
+            let by_id = name.is_none();
+            let mut name = name
                 .map(|n| n.to_string())
                 .or_else(|| broker.topic_by_id(&id).map(|t| t.name));
             let result = match &name {
-                Some(n) => broker.delete_topic(n),
+                Some(n) => {
+                    let describable = on_cluster || authz.topic(AclOperation::Describe, n);
+                    let deletable = on_cluster || authz.topic(AclOperation::Delete, n);
+                    if !broker.config.topics.delete_enable {
+                        // TOPIC_DELETION_DISABLED before anything else, as in Kafka.
+                        broker.delete_topic(n)
+                    } else if by_id && !deletable {
+                        if !describable {
+                            name = None;
+                        }
+                        Err(refused("delete", "with this id"))
+                    } else if !by_id && !describable {
+                        Err(refused("describe", n))
+                    } else if !deletable && broker.topic(n).is_some() {
+                        Err(refused("delete", n))
+                    } else if !deletable {
+                        Err(BrokerError::kafka(
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                            format!("no topic {n}"),
+                        ))
+                    } else {
+                        // An unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+                        broker.delete_topic(n)
+                    }
+                }
                 None => Err(BrokerError::kafka(
                     ErrorCode::UNKNOWN_TOPIC_ID,
                     "no topic with this id",
@@ -175,7 +240,11 @@ pub(super) fn delete_topics(
     })
 }
 
-pub(super) fn create_partitions(broker: &Broker, req: CreatePartitionsRequest) -> ResponseBody {
+pub(super) fn create_partitions(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    req: CreatePartitionsRequest,
+) -> ResponseBody {
     let node = broker.config.server.node_id;
     let results = req
         .topics
@@ -185,7 +254,9 @@ pub(super) fn create_partitions(broker: &Broker, req: CreatePartitionsRequest) -
                 .assignments
                 .as_ref()
                 .is_some_and(|a| a.iter().any(|x| x.broker_ids != [node]));
-            let r = if bad_assignment {
+            let r = if !authz.topic(AclOperation::Alter, &t.name) {
+                Err(refused("alter", &t.name))
+            } else if bad_assignment {
                 Err(BrokerError::kafka(
                     ErrorCode::INVALID_REPLICA_ASSIGNMENT,
                     format!("the only broker is {node}"),
