@@ -210,20 +210,33 @@ pub async fn handle(
         RequestBody::ListOffsets(r) => list_offsets::handle(broker, r, version),
         RequestBody::DeleteRecords(r) => delete_records::handle(broker, r),
         RequestBody::InitProducerId(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
             match r.transactional_id.as_ref().filter(|t| !t.is_empty()) {
                 Some(id) => {
                     let id = id.to_string();
-                    txn::init_producer_id(broker, r, id, version).await
+                    txn::init_producer_id(broker, &authz, r, id, version).await
                 }
-                None => init_producer_id::handle(broker, r),
+                None => init_producer_id::handle(broker, &authz, r),
             }
         }
-        RequestBody::AddPartitionsToTxn(r) => txn::add_partitions(broker, r, version).await,
-        RequestBody::AddOffsetsToTxn(r) => txn::add_offsets(broker, r, version).await,
-        RequestBody::EndTxn(r) => txn::end_txn(broker, r, version).await,
-        RequestBody::WriteTxnMarkers(r) => txn::write_markers(broker, r).await,
-        RequestBody::DescribeTransactions(r) => txn::describe(broker, r),
-        RequestBody::ListTransactions(r) => txn::list(broker, r, version),
+        RequestBody::AddPartitionsToTxn(r) => {
+            txn::add_partitions(broker, &authz::Authz::new(broker, &ctx), r, version).await
+        }
+        RequestBody::AddOffsetsToTxn(r) => {
+            txn::add_offsets(broker, &authz::Authz::new(broker, &ctx), r, version).await
+        }
+        RequestBody::EndTxn(r) => {
+            txn::end_txn(broker, &authz::Authz::new(broker, &ctx), r, version).await
+        }
+        RequestBody::WriteTxnMarkers(r) => {
+            txn::write_markers(broker, &authz::Authz::new(broker, &ctx), r).await
+        }
+        RequestBody::DescribeTransactions(r) => {
+            txn::describe(broker, &authz::Authz::new(broker, &ctx), r)
+        }
+        RequestBody::ListTransactions(r) => {
+            txn::list(broker, &authz::Authz::new(broker, &ctx), r, version)
+        }
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, r),
         RequestBody::ApiVersions(_) => api_versions::handle(version, broker.is_clustered()),
         RequestBody::Metadata(r) => metadata::handle(broker, &ctx, r, version),
@@ -244,27 +257,50 @@ pub async fn handle(
                 let _ = broker.ensure_transaction_topic();
             }
             let node = groups::CoordinatorNode::of(broker, ctx.listener());
-            groups::find_coordinator(&node, r, version)
+            groups::find_coordinator(&node, &authz::Authz::new(broker, &ctx), r, version)
         }
-        RequestBody::JoinGroup(r) => groups::join_group(&broker.groups, &ctx, *r, version).await,
-        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, *r, version).await,
-        RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, r, version),
-        RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
+        RequestBody::JoinGroup(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::join_group(&broker.groups, &authz, &ctx, *r, version).await
+        }
+        RequestBody::SyncGroup(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::sync_group(&broker.groups, &authz, *r, version).await
+        }
+        RequestBody::Heartbeat(r) => {
+            groups::heartbeat(&broker.groups, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::LeaveGroup(r) => {
+            groups::leave_group(&broker.groups, &authz::Authz::new(broker, &ctx), r, version)
+        }
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_commit(&broker.groups, &topics, *r, version).await
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::offset_commit(&broker.groups, &authz, &topics, *r, version).await
         }
         RequestBody::TxnOffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::txn_offset_commit(&broker.groups, &topics, *r, version).await
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::txn_offset_commit(&broker.groups, &authz, &topics, *r, version).await
         }
-        RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
-        RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),
-        RequestBody::ListGroups(r) => groups::list_groups(&broker.groups, r, version),
-        RequestBody::DeleteGroups(r) => groups::delete_groups(&broker.groups, r, version),
+        RequestBody::OffsetFetch(r) => {
+            groups::offset_fetch(&broker.groups, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::DescribeGroups(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::describe_groups(&broker.groups, &authz, r, version)
+        }
+        RequestBody::ListGroups(r) => {
+            groups::list_groups(&broker.groups, &authz::Authz::new(broker, &ctx), r, version)
+        }
+        RequestBody::DeleteGroups(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::delete_groups(&broker.groups, &authz, r, version)
+        }
         RequestBody::OffsetDelete(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_delete(&broker.groups, &topics, r, version)
+            let authz = authz::Authz::new(broker, &ctx);
+            groups::offset_delete(&broker.groups, &authz, &topics, r, version)
         }
         RequestBody::CreateAcls(r) => acls::create(broker, &authz::Authz::new(broker, &ctx), r),
         RequestBody::DescribeAcls(r) => acls::describe(broker, &authz::Authz::new(broker, &ctx), r),
