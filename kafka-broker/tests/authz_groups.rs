@@ -44,9 +44,9 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, CreateTopicsRequest, DeleteGroupsRequest,
     DescribeGroupsRequest, DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest,
     HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListTransactionsRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, RequestBody, ResponseBody, SyncGroupRequest, TxnOffsetCommitRequest,
-    WriteTxnMarkersRequest,
+    ListGroupsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, RequestBody, ResponseBody, SyncGroupRequest,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use secured::{Acl, allow, connect_as, create_acls, login, secured_broker};
 
@@ -95,6 +95,22 @@ async fn create_topics(admin: &Connection, names: &[&str]) {
     for t in &r.topics {
         assert_eq!(t.error_code, 0, "{t:?}");
     }
+}
+
+/// Every topic's name, as Metadata lists them.
+async fn topic_names(c: &Connection) -> Vec<String> {
+    let body = RequestBody::Metadata(MetadataRequest {
+        topics: None,
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    });
+    let ResponseBody::Metadata(r) = call(c, body, 9).await else {
+        panic!()
+    };
+    r.topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(ToString::to_string))
+        .collect()
 }
 
 fn e(code: i16) -> ErrorCode {
@@ -243,6 +259,9 @@ async fn list_groups(c: &Connection) -> Vec<String> {
     ids
 }
 
+/// A fetched offset: (topic, offset, error).
+type Offset = (String, i64, ErrorCode);
+
 fn bits(ops: &[Op]) -> i32 {
     ops.iter().fold(0, |b, op| b | (1 << op.code()))
 }
@@ -280,6 +299,13 @@ async fn group_apis_answer_as_kafka() {
         ]
     );
     assert_eq!(find_coordinators(&alice, 1, &["tx"]).await, [TXN_REFUSED]);
+    // A refused lookup does not create the transaction state topic (Kafka creates it after
+    // the check).
+    assert!(
+        !topic_names(&admin)
+            .await
+            .contains(&"__transaction_state".to_owned())
+    );
     let body = RequestBody::FindCoordinator(FindCoordinatorRequest {
         key: KStr::from_static("h"),
         ..Default::default()
@@ -350,7 +376,7 @@ async fn group_apis_answer_as_kafka() {
     let ResponseBody::OffsetFetch(r) = call(&alice, body, 8).await else {
         panic!()
     };
-    let seen: Vec<(ErrorCode, Vec<(String, i64, ErrorCode)>)> = r
+    let seen: Vec<(ErrorCode, Vec<Offset>)> = r
         .groups
         .iter()
         .map(|g| {
@@ -660,6 +686,11 @@ async fn transaction_apis_answer_as_kafka() {
     assert_eq!(init_producer_id(&bob, Some("tx")).await.0, TXN_REFUSED);
     let (code, producer_id, epoch) = init_producer_id(&alice, Some("tx")).await;
     assert_eq!(code, ErrorCode::NONE);
+    assert!(
+        topic_names(&admin)
+            .await
+            .contains(&"__transaction_state".to_owned())
+    );
     let ids = (producer_id, epoch);
 
     // AddPartitionsToTxn: a topic without WRITE (or an internal one) fails the request, the

@@ -250,14 +250,19 @@ pub async fn handle(
         RequestBody::AlterConfigs(r) => configs::alter(broker, r),
         RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, r),
         RequestBody::FindCoordinator(r) => {
+            let authz = authz::Authz::new(broker, &ctx);
             let keys_transactions = version >= 1 && r.key_type == groups::KEY_TYPE_TRANSACTION;
-            if keys_transactions {
-                // Created at the first lookup of a transactional id (Kafka does); a failure
-                // is answered by InitProducerId.
+            let mut keys = std::iter::once(&r.key).chain(&r.coordinator_keys);
+            let describable = |k: &kafka_protocol::KStr| {
+                authz.transactional_id(kafka_auth::acl::AclOperation::Describe, k)
+            };
+            if keys_transactions && keys.any(describable) {
+                // Created at the first authorized lookup of a transactional id (Kafka does);
+                // a failure is answered by InitProducerId.
                 let _ = broker.ensure_transaction_topic();
             }
             let node = groups::CoordinatorNode::of(broker, ctx.listener());
-            groups::find_coordinator(&node, &authz::Authz::new(broker, &ctx), r, version)
+            groups::find_coordinator(&node, &authz, r, version)
         }
         RequestBody::JoinGroup(r) => {
             let authz = authz::Authz::new(broker, &ctx);

@@ -56,7 +56,9 @@ pub(super) struct Granted(pub(super) Vec<(ResourceType, &'static str, AclOperati
 
 impl Granted {
     fn has(&self, rt: ResourceType, name: &str, op: AclOperation) -> bool {
-        self.0.iter().any(|g| *g == (rt, name, op))
+        self.0
+            .iter()
+            .any(|(r, n, o)| (*r, *n, *o) == (rt, name, op))
     }
 
     fn bits(rt: ResourceType, allowed: impl Fn(AclOperation) -> bool) -> i32 {
