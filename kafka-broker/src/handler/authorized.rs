@@ -41,8 +41,6 @@ pub(crate) const TOPIC: i32 = bits(&[
     DESCRIBE_CONFIGS,
     ALTER_CONFIGS,
 ]);
-/// Every operation on a consumer group.
-pub(crate) const GROUP: i32 = bits(&[READ, DESCRIBE, DELETE]);
 /// Every operation on the cluster.
 pub(crate) const CLUSTER: i32 = bits(&[
     CREATE,
@@ -66,7 +64,6 @@ mod tests {
     #[test]
     fn masks_are_kafkas() {
         assert_eq!(TOPIC, 3576);
-        assert_eq!(GROUP, 328);
         assert_eq!(CLUSTER, 8096);
         assert_eq!(answer(false, TOPIC), -2_147_483_648);
     }

@@ -20,7 +20,6 @@ pub(crate) struct Authz<'a> {
     who: Option<(String, String)>,
 }
 
-#[allow(dead_code)] // the per-API checks use them (issue 25, next)
 impl<'a> Authz<'a> {
     pub(crate) fn new(broker: &'a Broker, ctx: &RequestContext<'_>) -> Self {
         let who = match ctx.peer() {

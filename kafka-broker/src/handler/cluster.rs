@@ -45,7 +45,8 @@ pub(super) async fn handle(
         RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
         RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),
         RequestBody::FindCoordinator(r) => {
-            Some(find_coordinator(broker, link, r.clone(), version, listener).await)
+            let authz = super::authz::Authz::new(broker, ctx);
+            Some(find_coordinator(broker, link, &authz, r.clone(), version, listener).await)
         }
         RequestBody::CreateTopics(_)
         | RequestBody::DeleteTopics(_)
@@ -327,6 +328,7 @@ fn describe(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic 
 async fn find_coordinator(
     broker: &Broker,
     link: &ClusterLink,
+    authz: &super::authz::Authz<'_>,
     req: FindCoordinatorRequest,
     version: i16,
     listener: &str,
@@ -376,7 +378,7 @@ async fn find_coordinator(
             port: i32::from(e.port),
         })
     };
-    super::groups::find_coordinator_with(&locate, req, version)
+    super::groups::find_coordinator_with(&locate, authz, req, version)
 }
 
 /// A coordinator's internal topic as it is created.

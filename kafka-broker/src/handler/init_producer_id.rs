@@ -1,12 +1,21 @@
 //! InitProducerId for idempotent producers: a new producer id, or (KIP-360, v3+) the same id
 //! with its epoch bumped when the producer presents its current id and epoch.
+//!
+//! As Kafka (KIP-679): the request needs IDEMPOTENT_WRITE on the cluster or WRITE on some
+//! topic, else CLUSTER_AUTHORIZATION_FAILED.
 
+use kafka_auth::acl::{AclOperation, ResourceType};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ResponseBody};
 
+use super::authz::Authz;
 use crate::node::Broker;
 
-pub(super) fn handle(broker: &Broker, req: InitProducerIdRequest) -> ResponseBody {
+pub(super) fn handle(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    req: InitProducerIdRequest,
+) -> ResponseBody {
     let fail = |code: ErrorCode| {
         ResponseBody::InitProducerId(InitProducerIdResponse {
             error_code: code.code(),
@@ -15,6 +24,11 @@ pub(super) fn handle(broker: &Broker, req: InitProducerIdRequest) -> ResponseBod
             ..Default::default()
         })
     };
+    if !authz.cluster(AclOperation::IdempotentWrite)
+        && !authz.on_any(AclOperation::Write, ResourceType::Topic)
+    {
+        return fail(ErrorCode::CLUSTER_AUTHORIZATION_FAILED);
+    }
     if req.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
         // Transactions need the transaction coordinator, which this broker does not have yet.
         return fail(ErrorCode::COORDINATOR_NOT_AVAILABLE);

@@ -194,9 +194,10 @@ pub async fn handle(
             return encode(correlation_id, &body, version);
         }
     }
+    // What this request's principal may do (nothing to ask when authorization is off).
+    let authz = authz::Authz::new(broker, &ctx);
     let body = match body {
         RequestBody::Fetch(r) => {
-            let authz = authz::Authz::new(broker, &ctx);
             let (body, regions) = fetch::handle(broker, &ctx, &authz, *r, version).await;
             if regions.is_empty() {
                 return encode(correlation_id, &body, version);
@@ -208,98 +209,78 @@ pub async fn handle(
                 Err(e) => Reply::Close(format!("fetch answer not sendable: {e}")),
             };
         }
-        RequestBody::ListOffsets(r) => {
-            list_offsets::handle(broker, &authz::Authz::new(broker, &ctx), r, version)
-        }
-        RequestBody::DeleteRecords(r) => {
-            delete_records::handle(broker, &authz::Authz::new(broker, &ctx), r)
-        }
+        RequestBody::ListOffsets(r) => list_offsets::handle(broker, &authz, r, version),
+        RequestBody::DeleteRecords(r) => delete_records::handle(broker, &authz, r),
         RequestBody::InitProducerId(r) => {
             match r.transactional_id.as_ref().filter(|t| !t.is_empty()) {
                 Some(id) => {
                     let id = id.to_string();
-                    txn::init_producer_id(broker, r, id, version).await
+                    txn::init_producer_id(broker, &authz, r, id, version).await
                 }
-                None => init_producer_id::handle(broker, r),
+                None => init_producer_id::handle(broker, &authz, r),
             }
         }
-        RequestBody::AddPartitionsToTxn(r) => txn::add_partitions(broker, r, version).await,
-        RequestBody::AddOffsetsToTxn(r) => txn::add_offsets(broker, r, version).await,
-        RequestBody::EndTxn(r) => txn::end_txn(broker, r, version).await,
-        RequestBody::WriteTxnMarkers(r) => txn::write_markers(broker, r).await,
-        RequestBody::DescribeTransactions(r) => txn::describe(broker, r),
-        RequestBody::ListTransactions(r) => txn::list(broker, r, version),
-        RequestBody::OffsetForLeaderEpoch(r) => {
-            offset_for_leader_epoch::handle(broker, &authz::Authz::new(broker, &ctx), r)
-        }
+        RequestBody::AddPartitionsToTxn(r) => txn::add_partitions(broker, &authz, r, version).await,
+        RequestBody::AddOffsetsToTxn(r) => txn::add_offsets(broker, &authz, r, version).await,
+        RequestBody::EndTxn(r) => txn::end_txn(broker, &authz, r, version).await,
+        RequestBody::WriteTxnMarkers(r) => txn::write_markers(broker, &authz, r).await,
+        RequestBody::DescribeTransactions(r) => txn::describe(broker, &authz, r),
+        RequestBody::ListTransactions(r) => txn::list(broker, &authz, r, version),
+        RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, &authz, r),
         RequestBody::ApiVersions(_) => api_versions::handle(version, broker.is_clustered()),
-        RequestBody::Metadata(r) => {
-            metadata::handle(broker, &ctx, &authz::Authz::new(broker, &ctx), r, version)
-        }
-        RequestBody::CreateTopics(r) => {
-            topics::create_topics(broker, &authz::Authz::new(broker, &ctx), r, version)
-        }
-        RequestBody::DeleteTopics(r) => {
-            topics::delete_topics(broker, &authz::Authz::new(broker, &ctx), r, version)
-        }
-        RequestBody::CreatePartitions(r) => {
-            topics::create_partitions(broker, &authz::Authz::new(broker, &ctx), r)
-        }
-        RequestBody::DescribeCluster(r) => {
-            describe_cluster::handle(broker, &ctx, &authz::Authz::new(broker, &ctx), r)
-        }
-        RequestBody::DescribeProducers(r) => {
-            describe_producers::handle(broker, &authz::Authz::new(broker, &ctx), r)
-        }
-        RequestBody::DescribeLogDirs(r) => {
-            describe_log_dirs::handle(broker, &authz::Authz::new(broker, &ctx), r)
-        }
-        RequestBody::DescribeConfigs(r) => {
-            configs::describe(broker, &authz::Authz::new(broker, &ctx), r, version)
-        }
-        RequestBody::AlterConfigs(r) => configs::alter(broker, &authz::Authz::new(broker, &ctx), r),
-        RequestBody::IncrementalAlterConfigs(r) => {
-            configs::incremental_alter(broker, &authz::Authz::new(broker, &ctx), r)
-        }
+        RequestBody::Metadata(r) => metadata::handle(broker, &ctx, &authz, r, version),
+        RequestBody::CreateTopics(r) => topics::create_topics(broker, &authz, r, version),
+        RequestBody::DeleteTopics(r) => topics::delete_topics(broker, &authz, r, version),
+        RequestBody::CreatePartitions(r) => topics::create_partitions(broker, &authz, r),
+        RequestBody::DescribeCluster(r) => describe_cluster::handle(broker, &ctx, &authz, r),
+        RequestBody::DescribeProducers(r) => describe_producers::handle(broker, &authz, r),
+        RequestBody::DescribeLogDirs(r) => describe_log_dirs::handle(broker, &authz, r),
+        RequestBody::DescribeConfigs(r) => configs::describe(broker, &authz, r, version),
+        RequestBody::AlterConfigs(r) => configs::alter(broker, &authz, r),
+        RequestBody::IncrementalAlterConfigs(r) => configs::incremental_alter(broker, &authz, r),
         RequestBody::FindCoordinator(r) => {
             let keys_transactions = version >= 1 && r.key_type == groups::KEY_TYPE_TRANSACTION;
-            if keys_transactions {
-                // Created at the first lookup of a transactional id (Kafka does); a failure
-                // is answered by InitProducerId.
+            let mut keys = std::iter::once(&r.key).chain(&r.coordinator_keys);
+            let describable = |k: &kafka_protocol::KStr| {
+                authz.transactional_id(kafka_auth::acl::AclOperation::Describe, k)
+            };
+            if keys_transactions && keys.any(describable) {
+                // Created at the first authorized lookup of a transactional id (Kafka does);
+                // a failure is answered by InitProducerId.
                 let _ = broker.ensure_transaction_topic();
             }
             let node = groups::CoordinatorNode::of(broker, ctx.listener());
-            groups::find_coordinator(&node, r, version)
+            groups::find_coordinator(&node, &authz, r, version)
         }
-        RequestBody::JoinGroup(r) => groups::join_group(&broker.groups, &ctx, *r, version).await,
-        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, *r, version).await,
-        RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, r, version),
-        RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, r, version),
+        RequestBody::JoinGroup(r) => {
+            groups::join_group(&broker.groups, &authz, &ctx, *r, version).await
+        }
+        RequestBody::SyncGroup(r) => groups::sync_group(&broker.groups, &authz, *r, version).await,
+        RequestBody::Heartbeat(r) => groups::heartbeat(&broker.groups, &authz, r, version),
+        RequestBody::LeaveGroup(r) => groups::leave_group(&broker.groups, &authz, r, version),
         RequestBody::OffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_commit(&broker.groups, &topics, *r, version).await
+            groups::offset_commit(&broker.groups, &authz, &topics, *r, version).await
         }
         RequestBody::TxnOffsetCommit(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::txn_offset_commit(&broker.groups, &topics, *r, version).await
+            groups::txn_offset_commit(&broker.groups, &authz, &topics, *r, version).await
         }
-        RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, r, version),
-        RequestBody::DescribeGroups(r) => groups::describe_groups(&broker.groups, r, version),
-        RequestBody::ListGroups(r) => groups::list_groups(&broker.groups, r, version),
-        RequestBody::DeleteGroups(r) => groups::delete_groups(&broker.groups, r, version),
+        RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, &authz, r, version),
+        RequestBody::DescribeGroups(r) => {
+            groups::describe_groups(&broker.groups, &authz, r, version)
+        }
+        RequestBody::ListGroups(r) => groups::list_groups(&broker.groups, &authz, r, version),
+        RequestBody::DeleteGroups(r) => groups::delete_groups(&broker.groups, &authz, r, version),
         RequestBody::OffsetDelete(r) => {
             let topics = |t: &str| broker.topic(t).map(|m| m.partitions);
-            groups::offset_delete(&broker.groups, &topics, r, version)
+            groups::offset_delete(&broker.groups, &authz, &topics, r, version)
         }
-        RequestBody::CreateAcls(r) => acls::create(broker, &authz::Authz::new(broker, &ctx), r),
-        RequestBody::DescribeAcls(r) => acls::describe(broker, &authz::Authz::new(broker, &ctx), r),
-        RequestBody::DeleteAcls(r) => acls::delete(broker, &authz::Authz::new(broker, &ctx), r),
-        RequestBody::DescribeUserScramCredentials(r) => {
-            scram::describe(broker, &authz::Authz::new(broker, &ctx), r)
-        }
-        RequestBody::AlterUserScramCredentials(r) => {
-            scram::alter(broker, &authz::Authz::new(broker, &ctx), r)
-        }
+        RequestBody::CreateAcls(r) => acls::create(broker, &authz, r),
+        RequestBody::DescribeAcls(r) => acls::describe(broker, &authz, r),
+        RequestBody::DeleteAcls(r) => acls::delete(broker, &authz, r),
+        RequestBody::DescribeUserScramCredentials(r) => scram::describe(broker, &authz, r),
+        RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, &authz, r),
         // SASL requests reach the handlers only on listeners without SASL (a SASL listener's
         // gate answers them, server/sasl.rs).
         RequestBody::SaslHandshake(_) => {

@@ -1,13 +1,19 @@
 //! FindCoordinator: where a group or a transactional id is coordinated. On a single node,
 //! here; a broker of a cluster locates the coordinator in its metadata image
 //! (`super::super::cluster`) and answers through [`find_coordinator_with`].
+//!
+//! As Kafka's `getCoordinator`, each key needs DESCRIBE on its group (else
+//! GROUP_AUTHORIZATION_FAILED) or transactional id (else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before the coordinator is looked for; v4+
+//! answers each key on its own.
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse, ResponseBody};
 
-use super::s;
+use super::{GROUP_REFUSED, Permits, TRANSACTIONAL_ID_REFUSED, s};
 use crate::node::Broker;
 
 /// Where clients find the coordinator: this broker.
@@ -33,13 +39,16 @@ impl CoordinatorNode {
 pub(crate) const KEY_TYPE_GROUP: i8 = 0;
 pub(crate) const KEY_TYPE_TRANSACTION: i8 = 1;
 
+/// FindCoordinator on a single node: `node` coordinates every key `authz` may describe.
 pub(crate) fn find_coordinator(
     node: &CoordinatorNode,
+    authz: &dyn Permits,
     req: FindCoordinatorRequest,
     version: i16,
 ) -> ResponseBody {
     find_coordinator_with(
         &|key, key_type| group_key(key, key_type).map(|()| node.clone()),
+        authz,
         req,
         version,
     )
@@ -60,9 +69,27 @@ pub(crate) fn group_key(_key: &KStr, key_type: i8) -> Result<(), (ErrorCode, Str
 /// Where a coordinator key (`key`, of `key_type`) is coordinated, or why it is not.
 pub(crate) type Locate<'a> = &'a dyn Fn(&KStr, i8) -> Result<CoordinatorNode, (ErrorCode, String)>;
 
-/// FindCoordinator with `locate` answering each key (v4+ asks for several at once).
+/// Whether `authz` may look up the coordinator of `key`: DESCRIBE on the group or the
+/// transactional id, Kafka's error otherwise. Other key types are left to `locate`.
+fn may_describe(authz: &dyn Permits, key: &KStr, key_type: i8) -> Result<(), (ErrorCode, String)> {
+    match key_type {
+        KEY_TYPE_GROUP if !authz.group(AclOperation::Describe, key) => Err((
+            ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            GROUP_REFUSED.to_owned(),
+        )),
+        KEY_TYPE_TRANSACTION if !authz.transactional_id(AclOperation::Describe, key) => Err((
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            TRANSACTIONAL_ID_REFUSED.to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// FindCoordinator with `locate` answering each key `authz` may describe (v4+ asks for
+/// several at once).
 pub(crate) fn find_coordinator_with(
     locate: Locate<'_>,
+    authz: &dyn Permits,
     req: FindCoordinatorRequest,
     version: i16,
 ) -> ResponseBody {
@@ -70,6 +97,10 @@ pub(crate) fn find_coordinator_with(
         req.key_type
     } else {
         KEY_TYPE_GROUP
+    };
+    let locate = |key: &KStr, key_type: i8| {
+        may_describe(authz, key, key_type)?;
+        locate(key, key_type)
     };
     let response = if version >= 4 {
         FindCoordinatorResponse {
@@ -122,7 +153,7 @@ pub(crate) fn find_coordinator_with(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use super::super::test_support::roundtrip;
+    use super::super::test_support::{AllowAll, Granted, roundtrip};
     use super::*;
 
     #[test]
@@ -169,7 +200,8 @@ mod tests {
                     ..Default::default()
                 }
             };
-            let ResponseBody::FindCoordinator(r) = roundtrip(&find_coordinator(&node, req, v), v)
+            let ResponseBody::FindCoordinator(r) =
+                roundtrip(&find_coordinator(&node, &AllowAll, req, v), v)
             else {
                 panic!()
             };
@@ -203,7 +235,7 @@ mod tests {
                         ..Default::default()
                     };
                     let ResponseBody::FindCoordinator(r) =
-                        roundtrip(&find_coordinator(&node, req, v), v)
+                        roundtrip(&find_coordinator(&node, &AllowAll, req, v), v)
                     else {
                         panic!()
                     };
@@ -216,6 +248,77 @@ mod tests {
                     if want == ErrorCode::NONE {
                         assert_eq!(node_id, 3, "v{v}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Each key needs DESCRIBE on its group or transactional id; v4+ answers each key on its
+    /// own, older versions the one key with Kafka's message.
+    #[test]
+    fn find_coordinator_needs_describe_per_key() {
+        use kafka_auth::acl::{AclOperation as Op, ResourceType as Rt};
+        let node = CoordinatorNode {
+            node_id: 3,
+            host: "broker.local".into(),
+            port: 19092,
+        };
+        let authz = Granted(vec![
+            (Rt::Group, "g1", Op::Describe),
+            (Rt::TransactionalId, "tx1", Op::Describe),
+            // READ on a group does not imply DESCRIBE in this table: refused.
+            (Rt::Group, "g2", Op::Read),
+        ]);
+        for (key_type, keys, refused) in [
+            (
+                KEY_TYPE_GROUP,
+                ["g1", "g2"],
+                ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            ),
+            (
+                KEY_TYPE_TRANSACTION,
+                ["tx1", "g1"],
+                ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ),
+        ] {
+            let req = FindCoordinatorRequest {
+                key_type,
+                coordinator_keys: keys.iter().map(|k| KStr::from(k.to_string())).collect(),
+                ..Default::default()
+            };
+            let ResponseBody::FindCoordinator(r) =
+                roundtrip(&find_coordinator(&node, &authz, req, 4), 4)
+            else {
+                panic!()
+            };
+            let got: Vec<(i16, i32, i32)> = r
+                .coordinators
+                .iter()
+                .map(|c| (c.error_code, c.node_id, c.port))
+                .collect();
+            assert_eq!(got, [(0, 3, 19092), (refused.0, -1, -1)]);
+            for v in 0..=3i16 {
+                if v == 0 && key_type == KEY_TYPE_TRANSACTION {
+                    continue;
+                }
+                let req = FindCoordinatorRequest {
+                    key: KStr::from(keys[1]),
+                    key_type,
+                    ..Default::default()
+                };
+                let ResponseBody::FindCoordinator(r) =
+                    roundtrip(&find_coordinator(&node, &authz, req, v), v)
+                else {
+                    panic!()
+                };
+                assert_eq!(
+                    (r.error_code, r.node_id, r.port),
+                    (refused.0, -1, -1),
+                    "v{v}"
+                );
+                if v >= 1 {
+                    let message = r.error_message.as_ref().map(ToString::to_string);
+                    assert!(message.is_some_and(|m| m.ends_with("authorization failed.")));
                 }
             }
         }

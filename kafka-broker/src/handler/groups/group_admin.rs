@@ -1,5 +1,13 @@
 //! DescribeGroups, ListGroups, DeleteGroups: what an admin client sees of and does to groups.
+//!
+//! Authorization as Kafka's `KafkaApis`: DescribeGroups needs DESCRIBE on each group (the
+//! refused ones answered GROUP_AUTHORIZATION_FAILED, ahead of the others as Kafka lists them)
+//! and reports the group's authorized operations from the ACLs when asked; ListGroups lists
+//! every group to a request that may DESCRIBE the cluster, else only the groups it may
+//! DESCRIBE; DeleteGroups needs DELETE on each group (the refused ones answered
+//! GROUP_AUTHORIZATION_FAILED after the others).
 
+use kafka_auth::acl::{AclOperation, ResourceType};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -10,55 +18,63 @@ use kafka_protocol::messages::{
     ListGroupsRequest, ListGroupsResponse, ResponseBody,
 };
 
-use super::{s, text};
+use super::super::authorized::NOT_ASKED;
+use super::{Permits, s, text};
 use crate::group::{CLASSIC_GROUP_TYPE, GroupCoordinator};
-
-/// The operations DescribeGroups v3+ reports when asked (no authorizer: all of a group's:
-/// READ, DELETE, DESCRIBE).
-const GROUP_AUTHORIZED_OPERATIONS: i32 = super::super::authorized::GROUP;
 
 pub(crate) fn describe_groups(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: DescribeGroupsRequest,
     version: i16,
 ) -> ResponseBody {
-    let groups = req
+    let (allowed, refused): (Vec<&KStr>, Vec<&KStr>) = req
         .groups
         .iter()
-        .map(|id| {
-            let d = coordinator.describe(id.as_str());
-            DescribedGroup {
-                error_code: ErrorCode::NONE.0,
-                group_id: id.clone(),
-                group_state: KStr::from_static(d.state.as_str()),
-                protocol_type: s(d.protocol_type),
-                protocol_data: s(d.protocol_data),
-                members: d
-                    .members
-                    .into_iter()
-                    .map(|m| DescribedGroupMember {
-                        member_id: s(m.member_id),
-                        group_instance_id: if version >= 4 {
-                            m.group_instance_id.map(s)
-                        } else {
-                            None
-                        },
-                        client_id: s(m.client_id),
-                        client_host: s(m.client_host),
-                        member_metadata: m.metadata,
-                        member_assignment: m.assignment,
-                        ..Default::default()
-                    })
-                    .collect(),
-                authorized_operations: if version >= 3 && req.include_authorized_operations {
-                    GROUP_AUTHORIZED_OPERATIONS
-                } else {
-                    i32::MIN
-                },
-                ..Default::default()
-            }
-        })
-        .collect();
+        .partition(|id| authz.group(AclOperation::Describe, id));
+    let refused = refused.into_iter().map(|id| DescribedGroup {
+        error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+        group_id: id.clone(),
+        group_state: KStr::default(),
+        protocol_type: KStr::default(),
+        protocol_data: KStr::default(),
+        authorized_operations: NOT_ASKED,
+        ..Default::default()
+    });
+    let described = allowed.into_iter().map(|id| {
+        let d = coordinator.describe(id.as_str());
+        DescribedGroup {
+            error_code: ErrorCode::NONE.0,
+            group_id: id.clone(),
+            group_state: KStr::from_static(d.state.as_str()),
+            protocol_type: s(d.protocol_type),
+            protocol_data: s(d.protocol_data),
+            members: d
+                .members
+                .into_iter()
+                .map(|m| DescribedGroupMember {
+                    member_id: s(m.member_id),
+                    group_instance_id: if version >= 4 {
+                        m.group_instance_id.map(s)
+                    } else {
+                        None
+                    },
+                    client_id: s(m.client_id),
+                    client_host: s(m.client_host),
+                    member_metadata: m.metadata,
+                    member_assignment: m.assignment,
+                    ..Default::default()
+                })
+                .collect(),
+            authorized_operations: if version >= 3 && req.include_authorized_operations {
+                authz.operations(ResourceType::Group, id)
+            } else {
+                NOT_ASKED
+            },
+            ..Default::default()
+        }
+    });
+    let groups = refused.chain(described).collect();
     ResponseBody::DescribeGroups(DescribeGroupsResponse {
         groups,
         ..Default::default()
@@ -67,9 +83,11 @@ pub(crate) fn describe_groups(
 
 pub(crate) fn list_groups(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: ListGroupsRequest,
     version: i16,
 ) -> ResponseBody {
+    let every_group = authz.cluster(AclOperation::Describe);
     let states: Vec<&str> = if version >= 4 {
         req.states_filter.iter().map(|s| s.as_str()).collect()
     } else {
@@ -83,6 +101,7 @@ pub(crate) fn list_groups(
     let groups = coordinator
         .list(&states, &types)
         .into_iter()
+        .filter(|g| every_group || authz.group(AclOperation::Describe, &g.group_id))
         .map(|g| ListedGroup {
             group_id: s(g.group_id),
             protocol_type: s(g.protocol_type),
@@ -107,15 +126,23 @@ pub(crate) fn list_groups(
 
 pub(crate) fn delete_groups(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: DeleteGroupsRequest,
     _version: i16,
 ) -> ResponseBody {
-    let ids: Vec<String> = req.groups_names.iter().map(text).collect();
-    let errors = coordinator.delete_groups(&ids);
-    let results = req
+    let (allowed, refused): (Vec<KStr>, Vec<KStr>) = req
         .groups_names
         .into_iter()
+        .partition(|id| authz.group(AclOperation::Delete, id));
+    let ids: Vec<String> = allowed.iter().map(text).collect();
+    let errors = coordinator.delete_groups(&ids);
+    let refused = refused
+        .into_iter()
+        .map(|group_id| (group_id, ErrorCode::GROUP_AUTHORIZATION_FAILED));
+    let results = allowed
+        .into_iter()
         .zip(errors)
+        .chain(refused)
         .map(|(group_id, e)| DeletableGroupResult {
             group_id,
             error_code: e.0,
@@ -140,7 +167,8 @@ mod tests {
     use kafka_protocol::messages::{JoinGroupRequest, OffsetDeleteRequest, SyncGroupRequest};
 
     use super::super::test_support::{
-        assignment, client, commit_request, coordinator, drive, roundtrip, subscription, topics,
+        AllowAll, Granted, assignment, client, commit_request, coordinator, drive, roundtrip,
+        subscription, topics,
     };
     use super::super::{join_group, offset_commit, offset_delete, sync_group};
     use super::*;
@@ -161,7 +189,9 @@ mod tests {
             }],
             ..Default::default()
         };
-        let ResponseBody::JoinGroup(j) = drive(&c, join_group(&c, &client(), join, 3)).await else {
+        let ResponseBody::JoinGroup(j) =
+            drive(&c, join_group(&c, &AllowAll, &client(), join, 3)).await
+        else {
             panic!()
         };
         let sync = SyncGroupRequest {
@@ -175,8 +205,14 @@ mod tests {
             }],
             ..Default::default()
         };
-        drive(&c, sync_group(&c, sync, 3)).await;
-        futures::executor::block_on(offset_commit(&c, &topics, commit_request(2, "idle", 5), 2));
+        drive(&c, sync_group(&c, &AllowAll, sync, 3)).await;
+        futures::executor::block_on(offset_commit(
+            &c,
+            &AllowAll,
+            &topics,
+            commit_request(2, "idle", 5),
+            2,
+        ));
 
         for v in 0..=5i16 {
             let req = DescribeGroupsRequest {
@@ -184,7 +220,9 @@ mod tests {
                 include_authorized_operations: v >= 3,
                 ..Default::default()
             };
-            let ResponseBody::DescribeGroups(r) = roundtrip(&describe_groups(&c, req, v), v) else {
+            let ResponseBody::DescribeGroups(r) =
+                roundtrip(&describe_groups(&c, &AllowAll, req, v), v)
+            else {
                 panic!()
             };
             let states: Vec<&str> = r.groups.iter().map(|g| g.group_state.as_str()).collect();
@@ -201,11 +239,9 @@ mod tests {
                 busy.members[0].member_assignment,
                 assignment("orders", vec![0, 1, 2])
             );
-            let ops = if v >= 3 {
-                GROUP_AUTHORIZED_OPERATIONS
-            } else {
-                i32::MIN
-            };
+            // Without an authorizer, every operation of a group (Kafka 3.8+: READ, DELETE,
+            // DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
+            let ops = if v >= 3 { 3400 } else { i32::MIN };
             assert_eq!(busy.authorized_operations, ops);
         }
 
@@ -223,7 +259,8 @@ mod tests {
                 },
                 ..Default::default()
             };
-            let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, req, v), v) else {
+            let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, &AllowAll, req, v), v)
+            else {
                 panic!()
             };
             let ids: Vec<&str> = r.groups.iter().map(|g| g.group_id.as_str()).collect();
@@ -239,7 +276,8 @@ mod tests {
                     types_filter: vec![KStr::from("consumer")],
                     ..Default::default()
                 };
-                let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, req, v), v) else {
+                let ResponseBody::ListGroups(r) = roundtrip(&list_groups(&c, &AllowAll, req, v), v)
+                else {
                     panic!()
                 };
                 assert!(r.groups.is_empty());
@@ -255,7 +293,7 @@ mod tests {
             topics: vec![topic("orders"), topic("payments"), topic("missing")],
         };
         let ResponseBody::OffsetDelete(r) =
-            roundtrip(&offset_delete(&c, &topics, req.clone(), 0), 0)
+            roundtrip(&offset_delete(&c, &AllowAll, &topics, req.clone(), 0), 0)
         else {
             panic!()
         };
@@ -276,7 +314,8 @@ mod tests {
             group_id: KStr::from("ghost"),
             ..req
         };
-        let ResponseBody::OffsetDelete(r) = roundtrip(&offset_delete(&c, &topics, ghost, 0), 0)
+        let ResponseBody::OffsetDelete(r) =
+            roundtrip(&offset_delete(&c, &AllowAll, &topics, ghost, 0), 0)
         else {
             panic!()
         };
@@ -288,7 +327,8 @@ mod tests {
                 groups_names: vec![KStr::from("busy"), KStr::from("ghost")],
                 ..Default::default()
             };
-            let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, req, v), v) else {
+            let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, &AllowAll, req, v), v)
+            else {
                 panic!()
             };
             let codes: Vec<i16> = r.results.iter().map(|g| g.error_code).collect();
@@ -304,10 +344,127 @@ mod tests {
             groups_names: vec![KStr::from("idle")],
             ..Default::default()
         };
-        let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, req, 2), 2) else {
+        let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, &AllowAll, req, 2), 2)
+        else {
             panic!()
         };
         assert_eq!(r.results[0].error_code, 0);
         assert!(c.fetch_offsets("idle", None, false).is_empty());
+    }
+
+    /// DescribeGroups refuses per group (refused ones first, as Kafka lists them) and reports
+    /// the operations granted; ListGroups shows every group with DESCRIBE on the cluster,
+    /// else the groups it may describe; DeleteGroups and OffsetDelete need DELETE.
+    #[tokio::test]
+    async fn group_admin_refusals() {
+        use kafka_auth::acl::{AclOperation as Op, ResourceType as Rt};
+        let c = coordinator();
+        for g in ["a", "b", "c"] {
+            futures::executor::block_on(offset_commit(
+                &c,
+                &AllowAll,
+                &topics,
+                commit_request(2, g, 5),
+                2,
+            ));
+        }
+        let authz = Granted(vec![
+            (Rt::Group, "a", Op::Describe),
+            (Rt::Group, "a", Op::Read),
+            (Rt::Group, "b", Op::Delete),
+            (Rt::Topic, "orders", Op::Read),
+        ]);
+        let req = DescribeGroupsRequest {
+            groups: vec![KStr::from("a"), KStr::from("b")],
+            include_authorized_operations: true,
+            ..Default::default()
+        };
+        let ResponseBody::DescribeGroups(r) = roundtrip(&describe_groups(&c, &authz, req, 5), 5)
+        else {
+            panic!()
+        };
+        let got: Vec<(&str, i16, &str, i32)> = r
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.group_id.as_str(),
+                    g.error_code,
+                    g.group_state.as_str(),
+                    g.authorized_operations,
+                )
+            })
+            .collect();
+        let read_describe = (1 << Op::Read.code()) | (1 << Op::Describe.code());
+        assert_eq!(
+            got,
+            [
+                ("b", ErrorCode::GROUP_AUTHORIZATION_FAILED.0, "", i32::MIN),
+                ("a", 0, "Empty", read_describe),
+            ]
+        );
+
+        let listed = |authz: &Granted| {
+            let ResponseBody::ListGroups(r) =
+                list_groups(&c, authz, ListGroupsRequest::default(), 5)
+            else {
+                panic!()
+            };
+            let mut ids: Vec<String> = r.groups.iter().map(|g| g.group_id.to_string()).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(listed(&authz), ["a"]);
+        let admin = Granted(vec![(Rt::Cluster, "kafka-cluster", Op::Describe)]);
+        assert_eq!(listed(&admin), ["a", "b", "c"]);
+
+        // OffsetDelete: DELETE on the group first, then READ per topic ahead of existence.
+        let topic = |name: &'static str| OffsetDeleteRequestTopic {
+            name: KStr::from(name),
+            partitions: vec![OffsetDeleteRequestPartition { partition_index: 0 }],
+        };
+        for (group, want) in [
+            ("a", ErrorCode::GROUP_AUTHORIZATION_FAILED),
+            ("b", ErrorCode::NONE),
+        ] {
+            let req = OffsetDeleteRequest {
+                group_id: KStr::from(group),
+                topics: vec![topic("orders"), topic("payments"), topic("missing")],
+            };
+            let ResponseBody::OffsetDelete(r) =
+                roundtrip(&offset_delete(&c, &authz, &topics, req, 0), 0)
+            else {
+                panic!()
+            };
+            assert_eq!(r.error_code, want.0, "{group}");
+            if want == ErrorCode::NONE {
+                let codes: Vec<i16> = r
+                    .topics
+                    .iter()
+                    .map(|t| t.partitions[0].error_code)
+                    .collect();
+                let refused = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0;
+                assert_eq!(codes, [0, refused, refused]);
+            }
+        }
+
+        let req = DeleteGroupsRequest {
+            groups_names: vec![KStr::from("a"), KStr::from("b")],
+            ..Default::default()
+        };
+        let ResponseBody::DeleteGroups(r) = roundtrip(&delete_groups(&c, &authz, req, 2), 2) else {
+            panic!()
+        };
+        let got: Vec<(&str, i16)> = r
+            .results
+            .iter()
+            .map(|g| (g.group_id.as_str(), g.error_code))
+            .collect();
+        assert_eq!(
+            got,
+            [("b", 0), ("a", ErrorCode::GROUP_AUTHORIZATION_FAILED.0)]
+        );
+        assert!(c.fetch_offsets("b", None, false).is_empty());
+        assert!(!c.fetch_offsets("a", None, false).is_empty());
     }
 }

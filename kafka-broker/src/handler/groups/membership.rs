@@ -1,5 +1,8 @@
-//! JoinGroup, SyncGroup, Heartbeat, LeaveGroup: a member's life in a classic group.
+//! JoinGroup, SyncGroup, Heartbeat, LeaveGroup: a member's life in a classic group. Each needs
+//! READ on the group, else the whole request is answered GROUP_AUTHORIZATION_FAILED (Kafka's
+//! `handleJoinGroupRequest` ... `handleLeaveGroupRequest`).
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -9,16 +12,22 @@ use kafka_protocol::messages::{
 };
 
 use super::super::context::RequestContext;
-use super::{s, text};
+use super::{Permits, s, text};
 use crate::group::{self, GroupCoordinator};
 
 /// JoinGroup; the member's client id and host are those of `ctx`.
 pub(crate) async fn join_group(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     ctx: &RequestContext<'_>,
     req: JoinGroupRequest,
     version: i16,
 ) -> ResponseBody {
+    if !authz.group(AclOperation::Read, &req.group_id) {
+        // Kafka's error answer: no member id, generation -1.
+        let refused = group::JoinResponse::error("", ErrorCode::GROUP_AUTHORIZATION_FAILED);
+        return ResponseBody::JoinGroup(Box::new(join_response(refused, version)));
+    }
     let request = group::JoinRequest {
         group_id: text(&req.group_id),
         member_id: text(&req.member_id),
@@ -87,9 +96,16 @@ pub(crate) fn join_response(a: group::JoinResponse, version: i16) -> JoinGroupRe
 
 pub(crate) async fn sync_group(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: SyncGroupRequest,
     version: i16,
 ) -> ResponseBody {
+    if !authz.group(AclOperation::Read, &req.group_id) {
+        return ResponseBody::SyncGroup(SyncGroupResponse {
+            error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        });
+    }
     let request = group::SyncRequest {
         group_id: text(&req.group_id),
         generation_id: req.generation_id,
@@ -116,9 +132,16 @@ pub(crate) async fn sync_group(
 
 pub(crate) fn heartbeat(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: HeartbeatRequest,
     _version: i16,
 ) -> ResponseBody {
+    if !authz.group(AclOperation::Read, &req.group_id) {
+        return ResponseBody::Heartbeat(HeartbeatResponse {
+            error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        });
+    }
     let error = coordinator.heartbeat(&group::HeartbeatRequest {
         group_id: text(&req.group_id),
         generation_id: req.generation_id,
@@ -133,9 +156,17 @@ pub(crate) fn heartbeat(
 
 pub(crate) fn leave_group(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: LeaveGroupRequest,
     version: i16,
 ) -> ResponseBody {
+    if !authz.group(AclOperation::Read, &req.group_id) {
+        // The group's error, no member answers (v3+).
+        return ResponseBody::LeaveGroup(LeaveGroupResponse {
+            error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        });
+    }
     let members: Vec<group::LeavingMember> = if version >= 3 {
         req.members
             .iter()
@@ -197,7 +228,7 @@ mod tests {
     use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 
     use super::super::test_support::{
-        assignment, client, coordinator, drive, roundtrip, subscription,
+        AllowAll, Granted, assignment, client, coordinator, drive, roundtrip, subscription,
     };
     use super::*;
 
@@ -225,7 +256,7 @@ mod tests {
                 reason: (v >= 8).then(|| KStr::from("joining")),
                 ..Default::default()
             };
-            let mut answer = drive(&c, join_group(&c, &client(), req.clone(), v)).await;
+            let mut answer = drive(&c, join_group(&c, &AllowAll, &client(), req.clone(), v)).await;
             let ResponseBody::JoinGroup(mut r) = roundtrip(&answer, v) else {
                 panic!()
             };
@@ -233,7 +264,7 @@ mod tests {
                 assert_eq!(r.error_code, ErrorCode::MEMBER_ID_REQUIRED.0, "v{v}");
                 assert!(r.member_id.starts_with("rdkafka-"));
                 req.member_id = r.member_id.clone();
-                answer = drive(&c, join_group(&c, &client(), req.clone(), v)).await;
+                answer = drive(&c, join_group(&c, &AllowAll, &client(), req.clone(), v)).await;
                 let ResponseBody::JoinGroup(again) = roundtrip(&answer, v) else {
                     panic!()
                 };
@@ -267,7 +298,7 @@ mod tests {
                 }],
                 ..Default::default()
             };
-            let answer = drive(&c, sync_group(&c, sync, sync_v)).await;
+            let answer = drive(&c, sync_group(&c, &AllowAll, sync, sync_v)).await;
             let ResponseBody::SyncGroup(s) = roundtrip(&answer, sync_v) else {
                 panic!()
             };
@@ -284,7 +315,8 @@ mod tests {
                 group_instance_id: if hb_v >= 3 { instance.clone() } else { None },
                 ..Default::default()
             };
-            let ResponseBody::Heartbeat(h) = roundtrip(&heartbeat(&c, hb.clone(), hb_v), hb_v)
+            let ResponseBody::Heartbeat(h) =
+                roundtrip(&heartbeat(&c, &AllowAll, hb.clone(), hb_v), hb_v)
             else {
                 panic!()
             };
@@ -293,7 +325,9 @@ mod tests {
                 generation_id: 0,
                 ..hb
             };
-            let ResponseBody::Heartbeat(h) = roundtrip(&heartbeat(&c, stale, hb_v), hb_v) else {
+            let ResponseBody::Heartbeat(h) =
+                roundtrip(&heartbeat(&c, &AllowAll, stale, hb_v), hb_v)
+            else {
                 panic!()
             };
             assert_eq!(h.error_code, ErrorCode::ILLEGAL_GENERATION.0);
@@ -322,7 +356,8 @@ mod tests {
                     ..Default::default()
                 }
             };
-            let ResponseBody::LeaveGroup(l) = roundtrip(&leave_group(&c, leave, leave_v), leave_v)
+            let ResponseBody::LeaveGroup(l) =
+                roundtrip(&leave_group(&c, &AllowAll, leave, leave_v), leave_v)
             else {
                 panic!()
             };
@@ -354,7 +389,7 @@ mod tests {
             ..Default::default()
         };
         let ResponseBody::JoinGroup(first) =
-            drive(&c, join_group(&c, &client(), join(""), 9)).await
+            drive(&c, join_group(&c, &AllowAll, &client(), join(""), 9)).await
         else {
             panic!()
         };
@@ -370,9 +405,9 @@ mod tests {
             }],
             ..Default::default()
         };
-        drive(&c, sync_group(&c, sync, 5)).await;
+        drive(&c, sync_group(&c, &AllowAll, sync, 5)).await;
         for v in [5i16, 9] {
-            let answer = drive(&c, join_group(&c, &client(), join(""), v)).await;
+            let answer = drive(&c, join_group(&c, &AllowAll, &client(), join(""), v)).await;
             let ResponseBody::JoinGroup(r) = roundtrip(&answer, v) else {
                 panic!()
             };
@@ -401,7 +436,7 @@ mod tests {
                 protocol_type: KStr::from("consumer"),
                 ..Default::default()
             };
-            let answer = drive(&c, join_group(&c, &client(), bad_timeout, v)).await;
+            let answer = drive(&c, join_group(&c, &AllowAll, &client(), bad_timeout, v)).await;
             let ResponseBody::JoinGroup(r) = roundtrip(&answer, v) else {
                 panic!()
             };
@@ -414,7 +449,7 @@ mod tests {
                 protocol_type: KStr::from("consumer"),
                 ..Default::default()
             };
-            let answer = drive(&c, join_group(&c, &client(), unknown, v)).await;
+            let answer = drive(&c, join_group(&c, &AllowAll, &client(), unknown, v)).await;
             let ResponseBody::JoinGroup(r) = roundtrip(&answer, v) else {
                 panic!()
             };
@@ -425,7 +460,7 @@ mod tests {
                 ..Default::default()
             };
             let sv = v.min(5);
-            let answer = drive(&c, sync_group(&c, sync, sv)).await;
+            let answer = drive(&c, sync_group(&c, &AllowAll, sync, sv)).await;
             let ResponseBody::SyncGroup(r) = roundtrip(&answer, sv) else {
                 panic!()
             };
@@ -439,9 +474,81 @@ mod tests {
             protocol_type: KStr::from("consumer"),
             ..Default::default()
         };
-        let ResponseBody::JoinGroup(r) = join_group(&c, &client(), join, 5).await else {
+        let ResponseBody::JoinGroup(r) = join_group(&c, &AllowAll, &client(), join, 5).await else {
             panic!()
         };
         assert_eq!(r.error_code, ErrorCode::NOT_COORDINATOR.0);
+    }
+
+    /// Without READ on the group, every membership request is refused before the coordinator
+    /// sees it (the group stays unknown); READ on another group does not help.
+    #[tokio::test]
+    async fn membership_needs_read_on_the_group() {
+        use kafka_auth::acl::{AclOperation as Op, ResourceType as Rt};
+        let c = coordinator();
+        let authz = Granted(vec![
+            (Rt::Group, "other", Op::Read),
+            (Rt::Group, "g", Op::Describe),
+        ]);
+        let refused = ErrorCode::GROUP_AUTHORIZATION_FAILED.0;
+        for v in 0..=9i16 {
+            let join = JoinGroupRequest {
+                group_id: KStr::from("g"),
+                session_timeout_ms: 10_000,
+                protocol_type: KStr::from("consumer"),
+                protocols: vec![JoinGroupRequestProtocol {
+                    name: KStr::from("range"),
+                    metadata: subscription(&["orders"]),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let answer = join_group(&c, &authz, &client(), join, v).await;
+            let ResponseBody::JoinGroup(r) = roundtrip(&answer, v) else {
+                panic!()
+            };
+            assert_eq!((r.error_code, r.generation_id), (refused, -1), "v{v}");
+            assert!(r.member_id.is_empty() && r.members.is_empty());
+        }
+        for v in 0..=5i16 {
+            let sync = SyncGroupRequest {
+                group_id: KStr::from("g"),
+                member_id: KStr::from("m"),
+                ..Default::default()
+            };
+            let ResponseBody::SyncGroup(r) = roundtrip(&sync_group(&c, &authz, sync, v).await, v)
+            else {
+                panic!()
+            };
+            assert_eq!(r.error_code, refused, "v{v}");
+            assert!(r.assignment.is_empty());
+            let leave = LeaveGroupRequest {
+                group_id: KStr::from("g"),
+                member_id: KStr::from("m"),
+                members: vec![MemberIdentity {
+                    member_id: KStr::from("m"),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let ResponseBody::LeaveGroup(r) = roundtrip(&leave_group(&c, &authz, leave, v), v)
+            else {
+                panic!()
+            };
+            assert_eq!(r.error_code, refused, "v{v}");
+            assert!(r.members.is_empty());
+        }
+        for v in 0..=4i16 {
+            let hb = HeartbeatRequest {
+                group_id: KStr::from("g"),
+                member_id: KStr::from("m"),
+                ..Default::default()
+            };
+            let ResponseBody::Heartbeat(r) = roundtrip(&heartbeat(&c, &authz, hb, v), v) else {
+                panic!()
+            };
+            assert_eq!(r.error_code, refused, "v{v}");
+        }
+        assert_eq!(c.describe("g").state, crate::group::GroupState::Dead);
     }
 }

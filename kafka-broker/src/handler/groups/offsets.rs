@@ -1,9 +1,18 @@
 //! OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete: a group's committed offsets.
 //! Partitions of topics that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION without
 //! asking the coordinator.
+//!
+//! Authorization as Kafka's `KafkaApis`: OffsetCommit needs READ on the group (else every
+//! partition GROUP_AUTHORIZATION_FAILED) and READ on each topic; TxnOffsetCommit WRITE on the
+//! transactional id first, then the same; OffsetDelete DELETE on the group (the answer's
+//! error) and READ on each topic; OffsetFetch DESCRIBE on each group and leaves out the
+//! topics the request may not DESCRIBE when it asked for all of them, answering them
+//! TOPIC_AUTHORIZATION_FAILED when it named them. A topic refused is refused before it is
+//! looked up, so a refusal never tells whether the topic exists.
 
 use std::collections::BTreeMap;
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -24,33 +33,46 @@ use kafka_protocol::messages::{
     TxnOffsetCommitResponse,
 };
 
-use super::{s, text};
+use super::{Permits, s, text};
 use crate::group::{self, FetchedOffset, GroupCoordinator};
 
 /// Partition count of a topic, `None` if it does not exist.
 pub(crate) type TopicPartitions<'a> = &'a dyn Fn(&str) -> Option<i32>;
 
-/// Whether `partition` of `topic` exists, looking each topic up once.
+/// Whether the request may do `op` on a topic and whether a partition of it exists, asking
+/// once per topic.
 struct TopicCache<'a> {
     lookup: TopicPartitions<'a>,
-    seen: BTreeMap<String, Option<i32>>,
+    authz: &'a dyn Permits,
+    op: AclOperation,
+    /// Per topic: `None` if refused, else its partition count (`None` if it does not exist).
+    seen: BTreeMap<String, Option<Option<i32>>>,
 }
 
 impl<'a> TopicCache<'a> {
-    fn new(lookup: TopicPartitions<'a>) -> Self {
+    fn new(lookup: TopicPartitions<'a>, authz: &'a dyn Permits, op: AclOperation) -> Self {
         Self {
             lookup,
+            authz,
+            op,
             seen: BTreeMap::new(),
         }
     }
 
-    fn exists(&mut self, topic: &str, partition: i32) -> bool {
-        let lookup = self.lookup;
-        let count = *self
+    /// TOPIC_AUTHORIZATION_FAILED for a topic the request may not `op`, then
+    /// UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist, else NONE (Kafka's
+    /// order).
+    fn check(&mut self, topic: &str, partition: i32) -> ErrorCode {
+        let (lookup, authz, op) = (self.lookup, self.authz, self.op);
+        let known = *self
             .seen
             .entry(topic.to_owned())
-            .or_insert_with(|| lookup(topic));
-        count.is_some_and(|n| (0..n).contains(&partition))
+            .or_insert_with(|| authz.topic(op, topic).then(|| lookup(topic)));
+        match known {
+            None => ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            Some(count) if count.is_some_and(|n| (0..n).contains(&partition)) => ErrorCode::NONE,
+            Some(_) => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        }
     }
 }
 
@@ -58,11 +80,15 @@ impl<'a> TopicCache<'a> {
 /// coordinator acknowledged the commit's records.
 pub(crate) fn offset_commit(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     topics: TopicPartitions<'_>,
     req: OffsetCommitRequest,
     version: i16,
 ) -> impl std::future::Future<Output = ResponseBody> + Send + use<> {
-    let mut cache = TopicCache::new(topics);
+    // Refused for the group: every partition answered so, nothing committed.
+    let refused = (!authz.group(AclOperation::Read, &req.group_id))
+        .then_some(ErrorCode::GROUP_AUTHORIZATION_FAILED);
+    let mut cache = TopicCache::new(topics, authz, AclOperation::Read);
     // (topic index, partition index) of each partition handed to the coordinator.
     let mut slots = Vec::new();
     let mut partitions = Vec::new();
@@ -70,7 +96,8 @@ pub(crate) fn offset_commit(
     for (ti, t) in req.topics.iter().enumerate() {
         let mut results = Vec::with_capacity(t.partitions.len());
         for (pi, p) in t.partitions.iter().enumerate() {
-            let error = if cache.exists(&t.name, p.partition_index) {
+            let error = refused.unwrap_or_else(|| cache.check(&t.name, p.partition_index));
+            if error == ErrorCode::NONE {
                 slots.push((ti, pi));
                 partitions.push(group::CommitPartition {
                     topic: text(&t.name),
@@ -85,10 +112,7 @@ pub(crate) fn offset_commit(
                     commit_timestamp: (version == 1 && p.commit_timestamp != -1)
                         .then_some(p.commit_timestamp),
                 });
-                ErrorCode::NONE
-            } else {
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-            };
+            }
             results.push(OffsetCommitResponsePartition {
                 partition_index: p.partition_index,
                 error_code: error.0,
@@ -145,18 +169,29 @@ pub(crate) fn offset_commit(
 /// COORDINATOR_NOT_AVAILABLE before v2 (clients before KAFKA-7296 did not expect it).
 pub(crate) fn txn_offset_commit(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     topics: TopicPartitions<'_>,
     req: TxnOffsetCommitRequest,
     version: i16,
 ) -> impl std::future::Future<Output = ResponseBody> + Send + use<> {
-    let mut cache = TopicCache::new(topics);
+    // WRITE on the transactional id, then READ on the group (Kafka's order); refused, every
+    // partition is answered so and nothing is committed.
+    let refused = if !authz.transactional_id(AclOperation::Write, &req.transactional_id) {
+        Some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !authz.group(AclOperation::Read, &req.group_id) {
+        Some(ErrorCode::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let mut cache = TopicCache::new(topics, authz, AclOperation::Read);
     let mut slots = Vec::new();
     let mut partitions = Vec::new();
     let mut out: Vec<TxnOffsetCommitResponseTopic> = Vec::with_capacity(req.topics.len());
     for (ti, t) in req.topics.iter().enumerate() {
         let mut results = Vec::with_capacity(t.partitions.len());
         for (pi, p) in t.partitions.iter().enumerate() {
-            let error = if cache.exists(&t.name, p.partition_index) {
+            let error = refused.unwrap_or_else(|| cache.check(&t.name, p.partition_index));
+            if error == ErrorCode::NONE {
                 slots.push((ti, pi));
                 partitions.push(group::CommitPartition {
                     topic: text(&t.name),
@@ -170,10 +205,7 @@ pub(crate) fn txn_offset_commit(
                     metadata: p.committed_metadata.as_ref().map(text),
                     commit_timestamp: None,
                 });
-                ErrorCode::NONE
-            } else {
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-            };
+            }
             results.push(TxnOffsetCommitResponsePartition {
                 partition_index: p.partition_index,
                 error_code: error.0,
@@ -246,8 +278,51 @@ fn by_topic(fetched: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
     out
 }
 
+/// One group's offsets as the request may see them (Kafka's `fetchOffsetsForGroup` /
+/// `fetchAllOffsetsForGroup`): GROUP_AUTHORIZATION_FAILED without DESCRIBE on the group; all
+/// offsets (`topics` `None`) without the topics the request may not DESCRIBE; named topics it
+/// may not DESCRIBE answered TOPIC_AUTHORIZATION_FAILED after the others, not looked up.
+fn fetch_group(
+    coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
+) -> Result<Vec<FetchedOffset>, ErrorCode> {
+    if !authz.group(AclOperation::Describe, group_id) {
+        return Err(ErrorCode::GROUP_AUTHORIZATION_FAILED);
+    }
+    let may_describe = |topic: &str| authz.topic(AclOperation::Describe, topic);
+    let Some(topics) = topics else {
+        let mut all = coordinator.fetch_offsets(group_id, None, require_stable);
+        let mut seen: BTreeMap<String, bool> = BTreeMap::new();
+        all.retain(|f| {
+            *seen
+                .entry(f.topic.clone())
+                .or_insert_with(|| may_describe(&f.topic))
+        });
+        return Ok(all);
+    };
+    let (allowed, refused): (Vec<_>, Vec<_>) = topics
+        .into_iter()
+        .partition(|(topic, _)| may_describe(topic));
+    let mut fetched = coordinator.fetch_offsets(group_id, Some(&allowed), require_stable);
+    for (topic, partitions) in refused {
+        fetched.extend(partitions.into_iter().map(|partition| FetchedOffset {
+            topic: topic.clone(),
+            partition,
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            error: ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+        }));
+    }
+    Ok(fetched)
+}
+
 pub(crate) fn offset_fetch(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     req: OffsetFetchRequest,
     version: i16,
 ) -> ResponseBody {
@@ -261,11 +336,22 @@ pub(crate) fn offset_fetch(
                         .map(|t| (text(&t.name), t.partition_indexes.clone()))
                         .collect()
                 });
-                let fetched = coordinator.fetch_offsets(
+                let fetched = match fetch_group(
+                    coordinator,
+                    authz,
                     g.group_id.as_str(),
-                    topics.as_deref(),
+                    topics,
                     req.require_stable,
-                );
+                ) {
+                    Ok(fetched) => fetched,
+                    Err(e) => {
+                        return OffsetFetchResponseGroup {
+                            group_id: g.group_id.clone(),
+                            error_code: e.0,
+                            ..Default::default()
+                        };
+                    }
+                };
                 OffsetFetchResponseGroup {
                     group_id: g.group_id.clone(),
                     topics: by_topic(fetched)
@@ -305,9 +391,36 @@ pub(crate) fn offset_fetch(
             None if version < 2 => Some(Vec::new()),
             None => None,
         };
-        let fetched =
-            coordinator.fetch_offsets(req.group_id.as_str(), topics.as_deref(), req.require_stable);
+        let (error, fetched) = match fetch_group(
+            coordinator,
+            authz,
+            req.group_id.as_str(),
+            topics.clone(),
+            req.require_stable,
+        ) {
+            Ok(fetched) => (ErrorCode::NONE, fetched),
+            // Before v2 there is no group error: each partition asked for carries it, as
+            // Kafka's error answer of those versions does.
+            Err(e) if version < 2 => {
+                let each = topics
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flat_map(|(topic, ps)| {
+                        ps.into_iter().map(move |partition| FetchedOffset {
+                            topic: topic.clone(),
+                            partition,
+                            offset: -1,
+                            leader_epoch: -1,
+                            metadata: String::new(),
+                            error: e,
+                        })
+                    });
+                (ErrorCode::NONE, each.collect())
+            }
+            Err(e) => (e, Vec::new()),
+        };
         OffsetFetchResponse {
+            error_code: error.0,
             topics: by_topic(fetched)
                 .into_iter()
                 .map(|(name, parts)| OffsetFetchResponseTopic {
@@ -334,30 +447,35 @@ pub(crate) fn offset_fetch(
 
 pub(crate) fn offset_delete(
     coordinator: &GroupCoordinator,
+    authz: &dyn Permits,
     topics: TopicPartitions<'_>,
     req: OffsetDeleteRequest,
     _version: i16,
 ) -> ResponseBody {
+    if !authz.group(AclOperation::Delete, &req.group_id) {
+        return ResponseBody::OffsetDelete(OffsetDeleteResponse {
+            error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        });
+    }
     if req.group_id.is_empty() {
         return ResponseBody::OffsetDelete(OffsetDeleteResponse {
             error_code: ErrorCode::INVALID_GROUP_ID.0,
             ..Default::default()
         });
     }
-    let mut cache = TopicCache::new(topics);
+    let mut cache = TopicCache::new(topics, authz, AclOperation::Read);
     let mut slots = Vec::new();
     let mut partitions = Vec::new();
     let mut out: Vec<OffsetDeleteResponseTopic> = Vec::with_capacity(req.topics.len());
     for (ti, t) in req.topics.iter().enumerate() {
         let mut results = Vec::with_capacity(t.partitions.len());
         for (pi, p) in t.partitions.iter().enumerate() {
-            let error = if cache.exists(&t.name, p.partition_index) {
+            let error = cache.check(&t.name, p.partition_index);
+            if error == ErrorCode::NONE {
                 slots.push((ti, pi));
                 partitions.push((text(&t.name), p.partition_index));
-                ErrorCode::NONE
-            } else {
-                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-            };
+            }
             results.push(OffsetDeleteResponsePartition {
                 partition_index: p.partition_index,
                 error_code: error.0,

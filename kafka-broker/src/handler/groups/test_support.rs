@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::LazyLock;
 
 use bytes::Bytes;
+use kafka_auth::acl::{AclOperation, ResourceType};
 use kafka_protocol::KStr;
 use kafka_protocol::frame::{decode_response, encode_response, encode_versioned};
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
@@ -18,6 +19,7 @@ use kafka_protocol::messages::{
 };
 
 use super::super::context::{ConnectionContext, RequestContext};
+use super::Permits;
 use crate::group::{GroupConfig, GroupCoordinator};
 
 pub(super) fn coordinator() -> GroupCoordinator {
@@ -26,6 +28,63 @@ pub(super) fn coordinator() -> GroupCoordinator {
         ..GroupConfig::default()
     };
     GroupCoordinator::with_manual_clock(config, 1_700_000_000_000, 7)
+}
+
+/// Everything allowed: no authorizer.
+pub(super) struct AllowAll;
+
+impl Permits for AllowAll {
+    fn cluster(&self, _: AclOperation) -> bool {
+        true
+    }
+    fn topic(&self, _: AclOperation, _: &str) -> bool {
+        true
+    }
+    fn group(&self, _: AclOperation, _: &str) -> bool {
+        true
+    }
+    fn transactional_id(&self, _: AclOperation, _: &str) -> bool {
+        true
+    }
+    fn operations(&self, rt: ResourceType, _: &str) -> i32 {
+        Granted::bits(rt, |_| true)
+    }
+}
+
+/// Only what is listed allowed, operation by operation (no implied operations).
+pub(super) struct Granted(pub(super) Vec<(ResourceType, &'static str, AclOperation)>);
+
+impl Granted {
+    fn has(&self, rt: ResourceType, name: &str, op: AclOperation) -> bool {
+        self.0
+            .iter()
+            .any(|(r, n, o)| (*r, *n, *o) == (rt, name, op))
+    }
+
+    fn bits(rt: ResourceType, allowed: impl Fn(AclOperation) -> bool) -> i32 {
+        rt.supported_operations()
+            .iter()
+            .filter(|op| allowed(**op))
+            .fold(0, |bits, op| bits | (1 << op.code()))
+    }
+}
+
+impl Permits for Granted {
+    fn cluster(&self, op: AclOperation) -> bool {
+        self.has(ResourceType::Cluster, "kafka-cluster", op)
+    }
+    fn topic(&self, op: AclOperation, topic: &str) -> bool {
+        self.has(ResourceType::Topic, topic, op)
+    }
+    fn group(&self, op: AclOperation, group: &str) -> bool {
+        self.has(ResourceType::Group, group, op)
+    }
+    fn transactional_id(&self, op: AclOperation, id: &str) -> bool {
+        self.has(ResourceType::TransactionalId, id, op)
+    }
+    fn operations(&self, rt: ResourceType, name: &str) -> i32 {
+        Self::bits(rt, |op| self.has(rt, name, op))
+    }
 }
 
 /// Encodes at `version`, decodes it back, and returns the decoded body.

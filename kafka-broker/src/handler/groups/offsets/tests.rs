@@ -6,7 +6,9 @@ use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
 
-use super::super::test_support::{commit_request, coordinator, roundtrip, topics};
+use super::super::test_support::{
+    AllowAll, Granted, commit_request, coordinator, roundtrip, topics,
+};
 use super::*;
 
 #[test]
@@ -16,6 +18,7 @@ fn offset_commit_and_fetch_every_version() {
         let group = format!("simple-{v}");
         let body = futures::executor::block_on(offset_commit(
             &c,
+            &AllowAll,
             &topics,
             commit_request(v, &group, 100 + i64::from(v)),
             v,
@@ -68,7 +71,8 @@ fn offset_commit_and_fetch_every_version() {
                     ..Default::default()
                 }
             };
-            let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, req, v), v) else {
+            let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, &AllowAll, req, v), v)
+            else {
                 panic!()
             };
             let parts: Vec<(i32, i64, i32, Option<String>)> = if v >= 8 {
@@ -124,7 +128,8 @@ fn offset_commit_and_fetch_every_version() {
             topics: None,
             ..Default::default()
         };
-        let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, req, v), v) else {
+        let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, &AllowAll, req, v), v)
+        else {
             panic!()
         };
         assert_eq!(r.topics.len(), 1);
@@ -164,7 +169,8 @@ fn txn_offset_commit_answers_every_version_and_stays_pending() {
             ],
             ..Default::default()
         };
-        let body = futures::executor::block_on(txn_offset_commit(&c, &topics, req, version));
+        let body =
+            futures::executor::block_on(txn_offset_commit(&c, &AllowAll, &topics, req, version));
         let ResponseBody::TxnOffsetCommit(r) = roundtrip(&body, version) else {
             panic!("v{version}")
         };
@@ -211,4 +217,222 @@ fn txn_offset_commit_answers_every_version_and_stays_pending() {
             "{e:?} v{version}"
         );
     }
+}
+
+/// READ on group "g" and topic "orders" only: `commit_request`'s topics are "orders"
+/// (partitions 0 and 7) and "missing".
+fn reader() -> Granted {
+    use kafka_auth::acl::{AclOperation as Op, ResourceType as Rt};
+    Granted(vec![
+        (Rt::Group, "g", Op::Read),
+        (Rt::Group, "g", Op::Describe),
+        (Rt::Topic, "orders", Op::Read),
+        (Rt::Topic, "orders", Op::Describe),
+    ])
+}
+
+fn commit_codes(body: &ResponseBody, v: i16) -> Vec<Vec<ErrorCode>> {
+    let ResponseBody::OffsetCommit(r) = roundtrip(body, v) else {
+        panic!()
+    };
+    r.topics
+        .iter()
+        .map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| ErrorCode(p.error_code))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn offset_commit_refusals_as_kafka_answers_them() {
+    let c = coordinator();
+    for v in [0i16, 2, 9] {
+        // No READ on the group: every partition refused, nothing committed.
+        let body = futures::executor::block_on(offset_commit(
+            &c,
+            &reader(),
+            &topics,
+            commit_request(v, "other", 5),
+            v,
+        ));
+        let g = ErrorCode::GROUP_AUTHORIZATION_FAILED;
+        assert_eq!(commit_codes(&body, v), [vec![g, g], vec![g]], "v{v}");
+        assert!(c.fetch_offsets("other", None, false).is_empty());
+        // READ on the group: "missing" (no READ) is refused before it is looked up, so the
+        // answer does not tell that it does not exist; "orders" is committed.
+        let body = futures::executor::block_on(offset_commit(
+            &c,
+            &reader(),
+            &topics,
+            commit_request(v, "g", 5),
+            v,
+        ));
+        assert_eq!(
+            commit_codes(&body, v),
+            [
+                vec![ErrorCode::NONE, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION],
+                vec![ErrorCode::TOPIC_AUTHORIZATION_FAILED]
+            ],
+            "v{v}"
+        );
+    }
+    assert_eq!(c.fetch_offsets("g", None, false).len(), 1);
+}
+
+#[test]
+fn offset_fetch_hides_what_the_request_may_not_describe() {
+    let c = coordinator();
+    // "g" has offsets for "orders" and "payments"; the reader may describe only "orders".
+    let mut req = commit_request(2, "g", 40);
+    req.topics[1].name = KStr::from("payments");
+    futures::executor::block_on(offset_commit(&c, &AllowAll, &topics, req, 2));
+    let named = || {
+        vec![
+            ("orders".to_owned(), vec![0]),
+            ("payments".to_owned(), vec![0]),
+        ]
+    };
+    // v8: one group refused, one asking for all (payments left out), one naming topics
+    // (payments refused, after the others, offset -1).
+    let group = |id: &str, topics: Option<Vec<(String, Vec<i32>)>>| OffsetFetchRequestGroup {
+        group_id: KStr::from(id.to_owned()),
+        topics: topics.map(|ts| {
+            ts.into_iter()
+                .map(|(name, partition_indexes)| OffsetFetchRequestTopics {
+                    name: KStr::from(name),
+                    partition_indexes,
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        ..Default::default()
+    };
+    let req = OffsetFetchRequest {
+        groups: vec![
+            group("hidden", Some(named())),
+            group("g", None),
+            group("g", Some(named())),
+        ],
+        ..Default::default()
+    };
+    let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, &reader(), req, 8), 8) else {
+        panic!()
+    };
+    assert_eq!(
+        r.groups[0].error_code,
+        ErrorCode::GROUP_AUTHORIZATION_FAILED.0
+    );
+    assert!(r.groups[0].topics.is_empty());
+    let seen = |g: usize| -> Vec<(String, i64, i16)> {
+        r.groups[g]
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.name.to_string(), p.committed_offset, p.error_code))
+            })
+            .collect()
+    };
+    assert_eq!(seen(1), [("orders".to_owned(), 40, 0)]);
+    let refused = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0;
+    assert_eq!(
+        seen(2),
+        [
+            ("orders".to_owned(), 40, 0),
+            ("payments".to_owned(), -1, refused)
+        ]
+    );
+    // v0-7: the group refused is the answer's error from v2 on, each partition's before.
+    for v in 0..=7i16 {
+        let req = OffsetFetchRequest {
+            group_id: KStr::from("hidden"),
+            topics: Some(vec![OffsetFetchRequestTopic {
+                name: KStr::from("orders"),
+                partition_indexes: vec![0, 1],
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, &reader(), req, v), v)
+        else {
+            panic!()
+        };
+        let g = ErrorCode::GROUP_AUTHORIZATION_FAILED.0;
+        if v >= 2 {
+            assert_eq!(r.error_code, g, "v{v}");
+            assert!(r.topics.is_empty(), "v{v}");
+        } else {
+            let codes: Vec<(i32, i64, i16)> = r.topics[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+                .collect();
+            assert_eq!(codes, [(0, -1, g), (1, -1, g)], "v{v}");
+        }
+    }
+    // v2-7 asking for all: payments left out.
+    let req = OffsetFetchRequest {
+        group_id: KStr::from("g"),
+        topics: None,
+        ..Default::default()
+    };
+    let ResponseBody::OffsetFetch(r) = roundtrip(&offset_fetch(&c, &reader(), req, 7), 7) else {
+        panic!()
+    };
+    let names: Vec<&str> = r.topics.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["orders"]);
+}
+
+#[test]
+fn txn_offset_commit_checks_the_transactional_id_then_the_group_then_topics() {
+    use kafka_auth::acl::{AclOperation as Op, ResourceType as Rt};
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    let c = coordinator();
+    let req = |group: &'static str| TxnOffsetCommitRequest {
+        transactional_id: KStr::from_static("tx"),
+        group_id: KStr::from_static(group),
+        producer_id: 9,
+        producer_epoch: 0,
+        topics: ["orders", "missing"]
+            .into_iter()
+            .map(|name| TxnOffsetCommitRequestTopic {
+                name: KStr::from_static(name),
+                partitions: vec![TxnOffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 8,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let codes = |authz: &Granted, group| {
+        let body =
+            futures::executor::block_on(txn_offset_commit(&c, authz, &topics, req(group), 3));
+        let ResponseBody::TxnOffsetCommit(r) = roundtrip(&body, 3) else {
+            panic!()
+        };
+        r.topics
+            .iter()
+            .map(|t| ErrorCode(t.partitions[0].error_code))
+            .collect::<Vec<_>>()
+    };
+    // No WRITE on the transactional id: refused whatever else is allowed.
+    let tx = ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&reader(), "g"), [tx, tx]);
+    let mut writer = reader();
+    writer.0.push((Rt::TransactionalId, "tx", Op::Write));
+    let g = ErrorCode::GROUP_AUTHORIZATION_FAILED;
+    assert_eq!(codes(&writer, "other"), [g, g]);
+    assert_eq!(
+        codes(&writer, "g"),
+        [ErrorCode::NONE, ErrorCode::TOPIC_AUTHORIZATION_FAILED]
+    );
 }
