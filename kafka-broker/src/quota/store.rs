@@ -341,15 +341,6 @@ impl QuotaStore {
         out
     }
 
-    /// DescribeClientQuotas over this store: see [`super::describe()`].
-    pub fn describe(
-        &self,
-        components: &[super::FilterComponent],
-        strict: bool,
-    ) -> Result<Vec<super::DescribedQuotas>, QuotaError> {
-        super::describe(self, components, strict)
-    }
-
     /// Every value as a change that sets it: the records of a snapshot of the store.
     pub fn changes(&self) -> Vec<QuotaChange> {
         self.entities()

@@ -790,16 +790,14 @@ fn describe_what_alter_set() {
     for c in &out.changes {
         s.apply(c);
     }
-    let ips = s.describe(&[FilterComponent::specified(IP)], true).unwrap();
+    let ips = describe(&s, &[FilterComponent::specified(IP)], true).unwrap();
     assert_eq!(ips.len(), 1);
     assert_eq!(ips[0].entity, QuotaEntity::Ip(named("2001:db8::1")));
     assert_eq!(
         ips[0].values,
         vec![(QuotaKey::ConnectionCreationRate, 30.0)]
     );
-    let users = s
-        .describe(&[FilterComponent::default_entity(USER)], false)
-        .unwrap();
+    let users = describe(&s, &[FilterComponent::default_entity(USER)], false).unwrap();
     assert_eq!(users.len(), 1);
     assert_eq!(
         users[0].entity.entries(),
@@ -808,9 +806,7 @@ fn describe_what_alter_set() {
             (EntityType::ClientId, Some("app"))
         ]
     );
-    let e = s
-        .describe(&[FilterComponent::specified("group")], false)
-        .unwrap_err();
+    let e = describe(&s, &[FilterComponent::specified("group")], false).unwrap_err();
     assert_eq!(
         e.error_code(),
         kafka_protocol::error_code::ErrorCode::UNSUPPORTED_VERSION
