@@ -227,3 +227,36 @@ async fn without_an_authorizer_acl_requests_are_security_disabled() {
         ErrorCode::SECURITY_DISABLED
     );
 }
+
+#[path = "common/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+
+/// confluent-kafka and kafka-python with ACLs made by confluent-kafka's AdminClient
+/// (tests/security/acl_peers.py).
+#[test]
+fn python_peers_with_acls() {
+    let broker = secured_broker(&[]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/security/acl_peers.py")
+        .display()
+        .to_string();
+    let bootstrap = broker.bootstrap();
+    let Some(text) = peers::run("python3", &[&script, "--bootstrap", &bootstrap]) else {
+        return;
+    };
+    for check in [
+        "confluent-kafka acls created and described ok",
+        "confluent-kafka without WRITE: TOPIC_AUTHORIZATION_FAILED ok",
+        "confluent-kafka prefixed ACL allows logs-a ok",
+        "confluent-kafka prefixed ACL allows logs-b ok",
+        "confluent-kafka DENY beats the prefixed ALLOW ok",
+        "confluent-kafka consumer without group READ: GROUP_AUTHORIZATION_FAILED ok",
+        "confluent-kafka consumer with group and topic READ reads ok",
+        "confluent-kafka DeleteTopics without DELETE refused ok",
+        "kafka-python without WRITE: TopicAuthorizationFailedError ok",
+        "kafka-python prefixed ACL allows logs-b ok",
+    ] {
+        assert!(text.contains(check), "missing {check:?}:\n{text}");
+    }
+}
