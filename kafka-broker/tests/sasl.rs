@@ -657,3 +657,54 @@ async fn failed_logins_are_rate_limited_per_address() {
         "the other address waited {slowest:?}"
     );
 }
+
+/// DescribeConfigs of the broker lists the security keys set, the secrets (the JAAS config
+/// with its passwords) with no value and `is_sensitive`, as Kafka answers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_configs_hides_secrets() {
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let broker = sasl_broker("SASL_PLAINTEXT", &[("connections.max.reauth.ms", "60000")]);
+    let c = raw(&broker.bootstrap()).await;
+    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(&c, Mechanism::Plain, "admin", "admin-secret")
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+    let body = c
+        .request_at(
+            RequestBody::DescribeConfigs(DescribeConfigsRequest {
+                resources: vec![DescribeConfigsResource {
+                    resource_type: 4,
+                    resource_name: KStr::from(broker.node_id.to_string()),
+                    configuration_keys: None,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            4,
+        )
+        .await
+        .unwrap();
+    let ResponseBody::DescribeConfigs(r) = body else {
+        panic!()
+    };
+    let configs = &r.results[0].configs;
+    let find = |name: &str| configs.iter().find(|c| &*c.name == name);
+    let jaas = find("listener.name.sasl_plaintext.plain.sasl.jaas.config").expect("listed");
+    assert!(jaas.is_sensitive && jaas.value.is_none(), "{jaas:?}");
+    let mechs = find("sasl.enabled.mechanisms").expect("listed");
+    assert_eq!(
+        mechs.value.as_deref(),
+        Some("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
+    );
+    assert!(!mechs.is_sensitive);
+    let text = format!("{r:?}");
+    assert!(
+        !text.contains("admin-secret") && !text.contains("alice-secret"),
+        "no secret anywhere"
+    );
+}

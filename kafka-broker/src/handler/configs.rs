@@ -82,7 +82,7 @@ fn described(
             e.synonyms
                 .into_iter()
                 .map(|s| DescribeConfigsSynonym {
-                    name: KStr::from_static(s.name),
+                    name: KStr::from(s.name.into_owned()),
                     value: (!e.sensitive).then(|| KStr::from(s.value)),
                     source: s.source,
                     ..Default::default()
@@ -92,7 +92,7 @@ fn described(
             Vec::new()
         },
         config_type: if version >= 3 { e.config_type as i8 } else { 0 },
-        name: KStr::from_static(e.name),
+        name: KStr::from(e.name.into_owned()),
         value: (!e.sensitive).then(|| KStr::from(e.value)),
         read_only,
         is_default: version == 0 && e.source == SOURCE_DEFAULT,

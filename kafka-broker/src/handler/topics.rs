@@ -126,7 +126,7 @@ pub(super) fn create_topics(
                         topic_entries(broker, &meta)
                             .into_iter()
                             .map(|e| CreatableTopicConfigs {
-                                name: KStr::from_static(e.name),
+                                name: KStr::from(e.name.into_owned()),
                                 value: Some(KStr::from(e.value)),
                                 read_only: false,
                                 config_source: e.source,

@@ -666,7 +666,7 @@ fn created_result(
                 .describe(broker)
                 .into_iter()
                 .map(|e| CreatableTopicConfigs {
-                    name: KStr::from_static(e.name),
+                    name: KStr::from(e.name.into_owned()),
                     value: Some(KStr::from(e.value)),
                     read_only: false,
                     config_source: e.source,

@@ -22,20 +22,20 @@ impl TopicConfig {
                 let mut synonyms = Vec::new();
                 if let Some(v) = self.overrides.get(k.name) {
                     synonyms.push(Synonym {
-                        name: k.name,
+                        name: k.name.into(),
                         value: v.clone(),
                         source: SOURCE_DYNAMIC_TOPIC,
                     });
                 }
                 if configured != default {
                     synonyms.push(Synonym {
-                        name: broker_key,
+                        name: broker_key.into(),
                         value: configured,
                         source: SOURCE_STATIC_BROKER,
                     });
                 }
                 synonyms.push(Synonym {
-                    name: broker_key,
+                    name: broker_key.into(),
                     value: default,
                     source: SOURCE_DEFAULT,
                 });
@@ -45,7 +45,7 @@ impl TopicConfig {
                     .map(|s| (s.value.clone(), s.source))
                     .unwrap_or_default();
                 DescribedConfig {
-                    name: k.name,
+                    name: k.name.into(),
                     value,
                     source,
                     config_type: k.config_type,
