@@ -112,13 +112,14 @@ fn every_broker_default_of_a_topic_key_is_a_broker_key() {
 fn describe_lists_every_listed_key_as_before() {
     let mut c = BrokerConfig::default();
     // Unset keys without a default are left out.
-    let names: Vec<&str> = describe::broker(&c).iter().map(|e| e.name).collect();
+    let d = describe::broker(&c);
+    let names: Vec<&str> = d.iter().map(|e| e.name.as_ref()).collect();
     assert!(!names.contains(&"broker.rack"));
     c.apply("broker.rack", "r1").unwrap();
     c.apply("replica.selector.class", ReplicaSelectorClass::RACK_AWARE)
         .unwrap();
     let d = describe::broker(&c);
-    let names: Vec<&str> = d.iter().map(|e| e.name).collect();
+    let names: Vec<&str> = d.iter().map(|e| e.name.as_ref()).collect();
     let listed: Vec<&str> = BROKER_KEYS
         .iter()
         .filter(|k| k.listed)
@@ -156,7 +157,10 @@ fn describe_lists_every_listed_key_as_before() {
     ]
     .into_iter()
     .collect();
-    let now: BTreeSet<(&str, i8)> = d.iter().map(|e| (e.name, e.config_type as i8)).collect();
+    let now: BTreeSet<(&str, i8)> = d
+        .iter()
+        .map(|e| (e.name.as_ref(), e.config_type as i8))
+        .collect();
     assert_eq!(now, before);
     let get = |n: &str| d.iter().find(|e| e.name == n).unwrap();
     assert_eq!(get("log.dirs").value, "./data");

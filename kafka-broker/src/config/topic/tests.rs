@@ -186,7 +186,7 @@ fn describe_lists_sources_types_and_synonyms() {
     let names: Vec<(&str, &str, i8)> = seg
         .synonyms
         .iter()
-        .map(|s| (s.name, s.value.as_str(), s.source))
+        .map(|s| (s.name.as_ref(), s.value.as_str(), s.source))
         .collect();
     assert_eq!(
         names,
@@ -204,7 +204,7 @@ fn describe_lists_sources_types_and_synonyms() {
     let names: Vec<(&str, &str, i8)> = ret
         .synonyms
         .iter()
-        .map(|s| (s.name, s.value.as_str(), s.source))
+        .map(|s| (s.name.as_ref(), s.value.as_str(), s.source))
         .collect();
     assert_eq!(
         names,
@@ -227,7 +227,7 @@ fn describe_lists_sources_types_and_synonyms() {
     );
     // The default of every key parses with the key's own parser.
     for e in &d {
-        parse(&[(e.name, e.value.as_str())]).unwrap();
+        parse(&[(e.name.as_ref(), e.value.as_str())]).unwrap();
     }
 }
 
