@@ -1,23 +1,8 @@
-//! The one error type of the ACL module, with the Kafka error code each variant answers.
+//! The one error type of the ACL module, with the Kafka error code each variant answers (the
+//! codes are in `codes.rs`).
 
+use super::codes::{INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_SERVER_ERROR};
 use super::types::{AclId, AclOperation, AclPermissionType, PatternType, ResourceType};
-
-/// Kafka's INVALID_REQUEST, the code of every CreateAcls / DeleteAcls validation error.
-pub const INVALID_REQUEST: i16 = 42;
-/// Kafka's UNKNOWN_SERVER_ERROR.
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-/// Kafka's INVALID_CONFIG.
-pub const INVALID_CONFIG: i16 = 40;
-/// Kafka's TOPIC_AUTHORIZATION_FAILED.
-pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-/// Kafka's GROUP_AUTHORIZATION_FAILED.
-pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-/// Kafka's CLUSTER_AUTHORIZATION_FAILED.
-pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
-/// Kafka's TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-/// Kafka's DELEGATION_TOKEN_AUTHORIZATION_FAILED.
-pub const DELEGATION_TOKEN_AUTHORIZATION_FAILED: i16 = 65;
 
 /// What went wrong with an ACL, a filter or the authorizer's input. The text of the
 /// validation variants is Kafka's message, for the `error_message` of CreateAcls and

@@ -12,7 +12,12 @@
 //! | `validate.rs` | [`validate_new_binding`] (CreateAcls), [`validate_filter`] (DeleteAcls), [`check_operation_supported`] (the `kafka-acls` rule) |
 //! | `authorizer.rs` | [`AclAuthorizer`]: add / remove / bindings, [`authorize`](AclAuthorizer::authorize), [`authorize_by_resource_type`](AclAuthorizer::authorize_by_resource_type), [`authorized_operations`](AclAuthorizer::authorized_operations) |
 //! | `host.rs` | [`java_host_address`]: the client address as Kafka compares it with an ACL's host |
-//! | `error.rs` | [`AclError`] and the Kafka error codes it answers |
+//! | `error.rs` | [`AclError`], with the Kafka error code each variant answers |
+//! | `codes.rs` | the Kafka error codes as numbers: [`INVALID_REQUEST`], [`INVALID_CONFIG`], [`UNKNOWN_SERVER_ERROR`], and the authorization failures such as [`TOPIC_AUTHORIZATION_FAILED`] |
+//!
+//! Files import only downwards: `codes.rs` nothing; `types.rs` the codes; `error.rs` the
+//! codes and types; `filter.rs` the types; `validate.rs` types, filters and errors;
+//! `authorizer.rs` those and `validate.rs`; `host.rs` nothing.
 //!
 //! Not here: the authorizer's "not ready" state before the first metadata load (Kafka answers
 //! AUTHORIZER_NOT_READY / closes such requests; the broker holds that state), the audit log
@@ -20,6 +25,7 @@
 //! (operation, resource) pairs.
 
 mod authorizer;
+mod codes;
 mod error;
 mod filter;
 mod host;
@@ -27,11 +33,12 @@ mod types;
 mod validate;
 
 pub use authorizer::{AclAuthorizer, Action, AuthorizerConfig, DecidingRule, Decision};
-pub use error::{
-    AclError, CLUSTER_AUTHORIZATION_FAILED, DELEGATION_TOKEN_AUTHORIZATION_FAILED,
+pub use codes::{
+    CLUSTER_AUTHORIZATION_FAILED, DELEGATION_TOKEN_AUTHORIZATION_FAILED,
     GROUP_AUTHORIZATION_FAILED, INVALID_CONFIG, INVALID_REQUEST, TOPIC_AUTHORIZATION_FAILED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR,
 };
+pub use error::AclError;
 pub use filter::{AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter};
 pub use host::java_host_address;
 pub use types::{

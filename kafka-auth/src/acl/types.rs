@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::codes;
+
 /// Generates one of Kafka's ACL code enums: variants with Kafka's `i8` code, the name Kafka's
 /// enum prints (`TRANSACTIONAL_ID`) and the Pascal-case name Kafka's tools and audit log print
 /// (`TransactionalId`).
@@ -178,11 +180,11 @@ impl ResourceType {
     /// none of their own.
     pub const fn authorization_error_code(self) -> Option<i16> {
         match self {
-            ResourceType::Topic => Some(super::TOPIC_AUTHORIZATION_FAILED),
-            ResourceType::Group => Some(super::GROUP_AUTHORIZATION_FAILED),
-            ResourceType::Cluster => Some(super::CLUSTER_AUTHORIZATION_FAILED),
-            ResourceType::TransactionalId => Some(super::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-            ResourceType::DelegationToken => Some(super::DELEGATION_TOKEN_AUTHORIZATION_FAILED),
+            ResourceType::Topic => Some(codes::TOPIC_AUTHORIZATION_FAILED),
+            ResourceType::Group => Some(codes::GROUP_AUTHORIZATION_FAILED),
+            ResourceType::Cluster => Some(codes::CLUSTER_AUTHORIZATION_FAILED),
+            ResourceType::TransactionalId => Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+            ResourceType::DelegationToken => Some(codes::DELEGATION_TOKEN_AUTHORIZATION_FAILED),
             ResourceType::User | ResourceType::Any | ResourceType::Unknown => None,
         }
     }

@@ -2,21 +2,30 @@
 //! drives a [`ServerExchange`] and our clients a [`ClientExchange`] over SaslHandshake and
 //! SaslAuthenticate, one message in, one message out.
 //!
-//! | file        | what                                                                 |
-//! | ----------- | -------------------------------------------------------------------- |
-//! | `mod.rs`    | [`Mechanism`], [`SaslError`], [`CredentialStore`], the two exchanges  |
-//! | `secret.rs` | [`Secret`]: passwords, proofs and keys that print as `[hidden]`       |
-//! | `plain.rs`  | PLAIN (RFC 4616, Kafka's `PlainSaslServer`)                           |
-//! | `scram/`    | SCRAM-SHA-256/512 (RFC 5802, RFC 7677, Kafka's `ScramSaslServer`)     |
+//! | file             | what |
+//! | ---------------- | ---- |
+//! | `mod.rs`         | the two exchanges: [`ServerExchange`] / [`ServerStep`], [`ClientExchange`] / [`ClientStep`] |
+//! | `credentials.rs` | [`CredentialStore`] (the broker implements it), [`StaticCredentials`] |
+//! | `plain.rs`       | PLAIN (RFC 4616, Kafka's `PlainSaslServer`) |
+//! | `scram/`         | SCRAM-SHA-256/512 (RFC 5802, RFC 7677, Kafka's `ScramSaslServer`): [`ScramCredential`], [`salted_password`] |
+//! | `mechanism.rs`   | [`Mechanism`], [`ScramMechanism`]: names, admin type ids, iteration bounds |
+//! | `secret.rs`      | [`Secret`]: passwords, proofs and keys that print as `[hidden]` |
+//! | `error.rs`       | [`SaslError`] and Kafka's codes [`SASL_AUTHENTICATION_FAILED`], [`ILLEGAL_SASL_STATE`], [`UNSUPPORTED_SASL_MECHANISM`], [`UNKNOWN_SERVER_ERROR`] |
+//!
+//! Each file imports only files below it in this table (`fuzzing.rs`, feature `fuzzing`,
+//! sits on top): `error.rs` and `secret.rs` nothing, `mechanism.rs` the error, `scram/` and
+//! `plain.rs` the leaves (PLAIN borrows `scram/messages.rs`'s text check), `credentials.rs`
+//! the SCRAM credential. The mechanisms never see a [`CredentialStore`]: the exchanges here
+//! hand each one a lookup closure, so the store and the exchanges stay on top.
 //!
 //! The one rule the broker relies on: an exchange is authenticated only when
 //! [`ServerExchange::step`] returns [`ServerStep::Done`]. A wrong password or proof is an
 //! error, and every step after an error or after `Done` is an error
 //! ([`SaslError::ExchangeFinished`]).
 
-use std::collections::BTreeMap;
-use std::fmt;
-
+mod credentials;
+mod error;
+mod mechanism;
 mod plain;
 pub mod scram;
 mod secret;
@@ -27,231 +36,18 @@ pub mod fuzzing;
 #[cfg(test)]
 mod tests;
 
-pub use scram::{ScramCredential, ScramMechanism, salted_password};
+pub use credentials::{CredentialStore, StaticCredentials};
+pub use error::{
+    ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, SaslError, UNKNOWN_SERVER_ERROR,
+    UNSUPPORTED_SASL_MECHANISM,
+};
+pub use mechanism::{Mechanism, ScramMechanism};
+pub use scram::{ScramCredential, salted_password};
 pub use secret::Secret;
 
 use scram::client::{ScramClient, ScramClientStep};
+use scram::messages::random_nonce;
 use scram::server::{ScramServer, ScramServerStep};
-
-/// Kafka error code SASL_AUTHENTICATION_FAILED: bad credentials or a bad SASL message.
-pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
-/// Kafka error code ILLEGAL_SASL_STATE: a SASL message where none is expected.
-pub const ILLEGAL_SASL_STATE: i16 = 34;
-/// Kafka error code UNSUPPORTED_SASL_MECHANISM: a mechanism the listener does not enable.
-pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-/// Kafka error code UNKNOWN_SERVER_ERROR: a failure on our side, not the client's.
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-
-/// A SASL mechanism, by the name Kafka's SaslHandshake carries. OAUTHBEARER comes later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Mechanism {
-    /// `PLAIN`: user name and password in clear (so only over TLS in production).
-    Plain,
-    /// `SCRAM-SHA-256`.
-    ScramSha256,
-    /// `SCRAM-SHA-512`.
-    ScramSha512,
-}
-
-impl Mechanism {
-    /// Every mechanism this crate implements.
-    pub const ALL: [Self; 3] = [Self::Plain, Self::ScramSha256, Self::ScramSha512];
-
-    /// Kafka's name for the mechanism.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Plain => "PLAIN",
-            Self::ScramSha256 => "SCRAM-SHA-256",
-            Self::ScramSha512 => "SCRAM-SHA-512",
-        }
-    }
-
-    /// The mechanism called `name`, compared exactly as Kafka's broker does (case matters).
-    /// Anything else is [`SaslError::UnsupportedMechanism`] (UNSUPPORTED_SASL_MECHANISM).
-    pub fn from_name(name: &str) -> Result<Self, SaslError> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| SaslError::UnsupportedMechanism(shown(name)))
-    }
-
-    /// The SCRAM hash of a SCRAM mechanism.
-    pub fn scram(self) -> Option<ScramMechanism> {
-        match self {
-            Self::Plain => None,
-            Self::ScramSha256 => Some(ScramMechanism::Sha256),
-            Self::ScramSha512 => Some(ScramMechanism::Sha512),
-        }
-    }
-}
-
-impl fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A peer-supplied name made safe to show: printable ASCII, at most 64 characters.
-fn shown(name: &str) -> String {
-    name.chars()
-        .filter(|c| c.is_ascii_graphic())
-        .take(64)
-        .collect()
-}
-
-/// Why a SASL exchange failed. The texts never hold a password, proof or key, and
-/// authentication failures do not say which part of the credentials was wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SaslError {
-    /// A message that does not follow the mechanism's syntax (which message, which rule).
-    #[error("malformed {message}: {reason}")]
-    Malformed {
-        /// Which message.
-        message: &'static str,
-        /// Which rule it breaks.
-        reason: &'static str,
-    },
-    /// Unknown user, wrong password or wrong proof (deliberately not told apart).
-    #[error("authentication failed: invalid credentials")]
-    AuthenticationFailed,
-    /// The client asked to act as another user than the one it authenticated as (Kafka only
-    /// allows an empty authorization id or the user name itself).
-    #[error("authentication failed: the authorization id differs from the user name")]
-    AuthorizationIdMismatch,
-    /// A mechanism this crate (or the listener) does not offer.
-    #[error("unsupported SASL mechanism {0:?}")]
-    UnsupportedMechanism(String),
-    /// Kafka's SCRAM extension `tokenauth=true` (delegation tokens), which we do not support.
-    #[error("delegation token authentication (SCRAM extension tokenauth) is not supported")]
-    DelegationTokenUnsupported,
-    /// RFC 5802's reserved `m=` attribute (a mandatory extension nobody defines).
-    #[error("SCRAM mandatory extensions (m=) are not supported")]
-    MandatoryExtension,
-    /// The client asked for channel binding (gs2 flag `p=`); Kafka offers no -PLUS mechanism.
-    #[error("SCRAM channel binding is not supported")]
-    ChannelBindingUnsupported,
-    /// The client-final `c=` is not the base64 of the client-first's gs2 header.
-    #[error("SCRAM channel binding data does not match the gs2 header")]
-    ChannelBindingMismatch,
-    /// A nonce that does not continue the exchange (server nonce not starting with the
-    /// client's, or a client-final nonce other than the combined one).
-    #[error("SCRAM nonce does not match the exchange")]
-    NonceMismatch,
-    /// An iteration count outside the accepted bounds.
-    #[error("SCRAM iteration count {iterations} is outside {min}..={max}")]
-    IterationCount {
-        /// The count offered.
-        iterations: u32,
-        /// The fewest accepted.
-        min: u32,
-        /// The most accepted.
-        max: u32,
-    },
-    /// The server-final signature is wrong: the server does not know the credential.
-    #[error(
-        "SCRAM server signature is invalid: the server could not prove it knows the credential"
-    )]
-    ServerSignatureMismatch,
-    /// The server refused the authentication with a SCRAM `e=` value (letters, digits and
-    /// `-` kept).
-    #[error("the server refused the authentication: {0}")]
-    ServerError(String),
-    /// Our own client was configured with credentials the mechanism cannot carry.
-    #[error("invalid client credentials: {0}")]
-    InvalidClientCredentials(&'static str),
-    /// A step after the exchange ended (after `Done` or after an error).
-    #[error("the SASL exchange is already over")]
-    ExchangeFinished,
-    /// A step before the client's initial message was taken.
-    #[error("the SASL exchange has not started: take the initial message first")]
-    NotStarted,
-    /// A failure on our side (no randomness from the OS, ...).
-    #[error("internal SASL error: {0}")]
-    Internal(&'static str),
-}
-
-impl SaslError {
-    /// The Kafka error code a broker answers (and a client reports) for this error:
-    /// UNSUPPORTED_SASL_MECHANISM (33), ILLEGAL_SASL_STATE (34), UNKNOWN_SERVER_ERROR (-1)
-    /// for our own failures, and SASL_AUTHENTICATION_FAILED (58) for everything else, as
-    /// Kafka's `SaslServerAuthenticator` answers any `SaslException`.
-    pub fn kafka_error_code(&self) -> i16 {
-        match self {
-            Self::UnsupportedMechanism(_) => UNSUPPORTED_SASL_MECHANISM,
-            Self::ExchangeFinished | Self::NotStarted => ILLEGAL_SASL_STATE,
-            Self::Internal(_) => UNKNOWN_SERVER_ERROR,
-            _ => SASL_AUTHENTICATION_FAILED,
-        }
-    }
-}
-
-/// Where the broker finds credentials (it implements this over its JAAS config and the
-/// SCRAM credentials of its metadata log).
-pub trait CredentialStore {
-    /// The PLAIN password of `user` (from the JAAS `user_NAME` options), if the user exists.
-    fn plain_password(&self, user: &str) -> Option<Secret>;
-    /// The SCRAM credential of `user` for `mechanism`, if one is set.
-    fn scram_credential(&self, mechanism: ScramMechanism, user: &str) -> Option<ScramCredential>;
-}
-
-/// A [`CredentialStore`] held in memory: PLAIN users from a JAAS config, SCRAM credentials
-/// added one by one (tests, a single node's static users).
-#[derive(Debug, Clone, Default)]
-pub struct StaticCredentials {
-    plain: BTreeMap<String, Secret>,
-    scram: BTreeMap<(ScramMechanism, String), ScramCredential>,
-}
-
-impl StaticCredentials {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A store with these PLAIN users (e.g. [`crate::jaas::LoginModule::plain_users`]).
-    pub fn with_plain_users(users: BTreeMap<String, Secret>) -> Self {
-        Self {
-            plain: users,
-            scram: BTreeMap::new(),
-        }
-    }
-
-    /// Adds (or replaces) a PLAIN user.
-    pub fn add_plain(&mut self, user: impl Into<String>, password: impl Into<Secret>) -> &mut Self {
-        self.plain.insert(user.into(), password.into());
-        self
-    }
-
-    /// Adds (or replaces) a SCRAM credential.
-    pub fn add_scram(
-        &mut self,
-        mechanism: ScramMechanism,
-        user: impl Into<String>,
-        credential: ScramCredential,
-    ) -> &mut Self {
-        self.scram.insert((mechanism, user.into()), credential);
-        self
-    }
-}
-
-impl CredentialStore for StaticCredentials {
-    fn plain_password(&self, user: &str) -> Option<Secret> {
-        self.plain.get(user).cloned()
-    }
-
-    fn scram_credential(&self, mechanism: ScramMechanism, user: &str) -> Option<ScramCredential> {
-        self.scram.get(&(mechanism, user.to_owned())).cloned()
-    }
-}
-
-/// A fresh nonce: 24 random bytes from the OS, in base64 (32 printable characters, no `,`).
-pub(crate) fn random_nonce() -> Result<String, SaslError> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|_| SaslError::Internal("no random bytes from the OS"))?;
-    Ok(scram::messages::encode64(&bytes))
-}
 
 /// What the broker does after a step that did not fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,12 +118,16 @@ impl ServerExchange {
         match std::mem::replace(&mut self.state, ServerState::Finished) {
             ServerState::Finished => Err(SaslError::ExchangeFinished),
             ServerState::Plain => {
-                plain::server_step(client_message, creds).map(|authorization_id| ServerStep::Done {
-                    response: Vec::new(),
-                    authorization_id,
-                })
+                plain::server_step(client_message, &|user| creds.plain_password(user)).map(
+                    |authorization_id| ServerStep::Done {
+                        response: Vec::new(),
+                        authorization_id,
+                    },
+                )
             }
-            ServerState::Scram(s) => match s.step(client_message, creds)? {
+            ServerState::Scram(s) => match s.step(client_message, &|mechanism, user| {
+                creds.scram_credential(mechanism, user)
+            })? {
                 ScramServerStep::Challenge(next, challenge) => {
                     self.state = ServerState::Scram(next);
                     Ok(ServerStep::Challenge(challenge))

@@ -9,9 +9,10 @@
 //! The salted password is computed once, at the server-first message, and only the expected
 //! server signature is kept after that.
 
-use super::messages::{ServerFinal, ServerFirst, encode64};
-use super::{MAX_ITERATIONS, ScramMechanism, escape_saslname};
-use crate::sasl::{SaslError, Secret};
+use super::messages::{ServerFinal, ServerFirst, encode64, escape_saslname};
+use super::{MAX_ITERATIONS, ScramMechanism, salted_password};
+use crate::sasl::error::SaslError;
+use crate::sasl::secret::Secret;
 
 /// The gs2 header our client sends: no channel binding, no authorization id.
 const GS2_HEADER: &str = "n,,";
@@ -85,12 +86,8 @@ impl ScramClient {
                     return Err(SaslError::NonceMismatch);
                 }
                 mechanism.check_iterations(first.iterations, max_iterations.min(MAX_ITERATIONS))?;
-                let salted = super::salted_password(
-                    mechanism,
-                    password.expose(),
-                    &first.salt,
-                    first.iterations,
-                )?;
+                let salted =
+                    salted_password(mechanism, password.expose(), &first.salt, first.iterations)?;
                 let (client_key, server_key) = mechanism.keys(salted.expose())?;
                 let stored_key = mechanism.hash(&client_key);
                 let without_proof =

@@ -5,12 +5,14 @@
 //!
 //! Errors say which message and which rule, never the bytes: a client may have typed its
 //! password where its user name belongs.
+//!
+//! Also here, as parts of the message syntax both sides write: `saslname` escaping, base64
+//! and fresh nonces. This file uses nothing of the crate but [`SaslError`].
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use super::unescape_saslname;
-use crate::sasl::SaslError;
+use crate::sasl::error::SaslError;
 
 /// The longest SASL message either side accepts (a PLAIN password may be a long token; SCRAM
 /// messages are a few hundred bytes).
@@ -302,4 +304,47 @@ impl ServerFinal {
 /// Base64 (standard alphabet, padded), for the messages we write.
 pub(crate) fn encode64(bytes: &[u8]) -> String {
     BASE64.encode(bytes)
+}
+
+/// A fresh nonce: 24 random bytes from the OS, in base64 (32 printable characters, no `,`).
+pub(crate) fn random_nonce() -> Result<String, SaslError> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|_| SaslError::Internal("no random bytes from the OS"))?;
+    Ok(encode64(&bytes))
+}
+
+/// A user name as a SCRAM `saslname`: `=` becomes `=3D` and `,` becomes `=2C`
+/// (Kafka's `ScramFormatter.saslName`).
+pub(crate) fn escape_saslname(username: &str) -> String {
+    let mut out = String::with_capacity(username.len());
+    for c in username.chars() {
+        match c {
+            '=' => out.push_str("=3D"),
+            ',' => out.push_str("=2C"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A `saslname` back to a user name: `=2C` and `=3D` are the only escapes; any other `=` is
+/// malformed (RFC 5802 section 5.1, Kafka's `ScramFormatter.username`).
+pub(crate) fn unescape_saslname(saslname: &str) -> Option<String> {
+    let mut out = String::with_capacity(saslname.len());
+    let mut rest = saslname;
+    while let Some(i) = rest.find('=') {
+        out.push_str(rest.get(..i)?);
+        let after = rest.get(i..)?;
+        if let Some(r) = after.strip_prefix("=2C") {
+            out.push(',');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix("=3D") {
+            out.push('=');
+            rest = r;
+        } else {
+            return None;
+        }
+    }
+    out.push_str(rest);
+    Some(out)
 }

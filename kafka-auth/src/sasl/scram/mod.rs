@@ -1,11 +1,16 @@
 //! SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka speaks them.
 //!
-//! | file          | what                                                                  |
-//! | ------------- | --------------------------------------------------------------------- |
-//! | `mod.rs`      | [`ScramMechanism`], [`ScramCredential`], the RFC 5802 functions        |
-//! | `messages.rs` | parsing of the four SCRAM messages (no data echoed in errors)          |
-//! | `server.rs`   | the broker's side: client-first -> server-first -> client-final -> v=  |
-//! | `client.rs`   | our clients' side, which checks the server's signature                 |
+//! | file          | what |
+//! | ------------- | ---- |
+//! | `mod.rs`      | [`ScramCredential`], [`salted_password`], the RFC 5802 functions on a [`ScramMechanism`] (the type itself is in `sasl/mechanism.rs`) |
+//! | `messages.rs` | the four SCRAM messages: strict parsing (no data echoed in errors), `saslname` escaping, base64, fresh nonces |
+//! | `server.rs`   | the broker's side: client-first -> server-first -> client-final -> v= |
+//! | `client.rs`   | our clients' side, which checks the server's signature |
+//!
+//! Imports go one way: `messages.rs` uses only `sasl/error.rs`; `mod.rs` the mechanism,
+//! error and secret files of `sasl/`; `server.rs` and `client.rs` those and `messages.rs`.
+//! Nothing here uses `sasl/mod.rs`: the server takes the credential lookup as a closure,
+//! which the exchange in `sasl/mod.rs` builds from its `CredentialStore`.
 //!
 //! The functions follow Kafka's `ScramFormatter`: `SaltedPassword = Hi(password, salt, i)`
 //! (PBKDF2-HMAC with the mechanism's hash), `ClientKey = HMAC(SaltedPassword, "Client Key")`,
@@ -17,7 +22,10 @@ use std::fmt;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 
-use super::{Mechanism, SaslError};
+use super::error::SaslError;
+use super::secret::Secret;
+
+pub use super::mechanism::{MAX_ALTER_ITERATIONS, MIN_ITERATIONS, ScramMechanism};
 
 pub(crate) mod client;
 pub(crate) mod messages;
@@ -26,79 +34,14 @@ pub(crate) mod server;
 #[cfg(test)]
 pub(crate) mod tests;
 
-/// The fewest iterations Kafka accepts for either mechanism (`ScramMechanism.minIterations`):
-/// a server refuses to use a credential with fewer, a client refuses a server that asks fewer.
-pub const MIN_ITERATIONS: u32 = 4096;
-
-/// The most iterations Kafka's controller accepts in AlterUserScramCredentials
-/// (`ScramControlManager.MAX_ITERATIONS`; more is answered UNACCEPTABLE_CREDENTIAL).
-pub const MAX_ALTER_ITERATIONS: u32 = 16384;
-
 /// The most iterations this crate computes, and the most a client accepts from a server by
 /// default: a hostile server cannot make the client spin for long (Kafka's client has no
 /// upper bound).
 pub const MAX_ITERATIONS: u32 = 1_000_000;
 
-/// A SCRAM hash function, as Kafka's `ScramMechanism` (the mechanism names) and the admin
-/// API's `ScramMechanism` (the type ids of DescribeUserScramCredentials and
-/// AlterUserScramCredentials).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum ScramMechanism {
-    /// SCRAM-SHA-256 (RFC 7677), type id 1.
-    Sha256,
-    /// SCRAM-SHA-512, type id 2.
-    Sha512,
-}
-
+/// The SCRAM computations (Kafka's `ScramFormatter`); the mechanism's names, ids and bounds
+/// are in `sasl/mechanism.rs`.
 impl ScramMechanism {
-    /// Both mechanisms.
-    pub const ALL: [Self; 2] = [Self::Sha256, Self::Sha512];
-
-    /// The SASL mechanism name: `SCRAM-SHA-256` or `SCRAM-SHA-512`.
-    pub fn name(self) -> &'static str {
-        self.mechanism().name()
-    }
-
-    /// The SASL mechanism this is.
-    pub fn mechanism(self) -> Mechanism {
-        match self {
-            Self::Sha256 => Mechanism::ScramSha256,
-            Self::Sha512 => Mechanism::ScramSha512,
-        }
-    }
-
-    /// The type id Kafka's admin protocol uses (1 for SHA-256, 2 for SHA-512; 0 is UNKNOWN).
-    pub fn type_id(self) -> i8 {
-        match self {
-            Self::Sha256 => 1,
-            Self::Sha512 => 2,
-        }
-    }
-
-    /// The mechanism with admin type id `id`, if it is 1 or 2.
-    pub fn from_type_id(id: i8) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.type_id() == id)
-    }
-
-    /// The fewest iterations Kafka accepts ([`MIN_ITERATIONS`], the same for both).
-    pub fn min_iterations(self) -> u32 {
-        MIN_ITERATIONS
-    }
-
-    /// The most iterations Kafka accepts when a credential is set ([`MAX_ALTER_ITERATIONS`]).
-    pub fn max_alter_iterations(self) -> u32 {
-        MAX_ALTER_ITERATIONS
-    }
-
-    /// Length of the hash (and so of keys, proofs and signatures): 32 or 64 bytes.
-    pub fn hash_len(self) -> usize {
-        match self {
-            Self::Sha256 => 32,
-            Self::Sha512 => 64,
-        }
-    }
-
     /// `H(data)`.
     pub(crate) fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
@@ -137,20 +80,6 @@ impl ScramMechanism {
         out
     }
 
-    /// Refuses an iteration count outside `MIN_ITERATIONS..=max`.
-    pub(crate) fn check_iterations(self, iterations: u32, max: u32) -> Result<(), SaslError> {
-        let min = self.min_iterations();
-        if (min..=max).contains(&iterations) {
-            Ok(())
-        } else {
-            Err(SaslError::IterationCount {
-                iterations,
-                min,
-                max,
-            })
-        }
-    }
-
     /// `SaltedPassword` for a password, checked iteration count.
     fn salted(self, password: &[u8], salt: &[u8], iterations: u32) -> Result<Vec<u8>, SaslError> {
         self.check_iterations(iterations, MAX_ITERATIONS)?;
@@ -163,22 +92,6 @@ impl ScramMechanism {
             self.hmac(salted, &[b"Client Key"])?,
             self.hmac(salted, &[b"Server Key"])?,
         ))
-    }
-}
-
-impl fmt::Display for ScramMechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl TryFrom<Mechanism> for ScramMechanism {
-    type Error = SaslError;
-
-    /// The SCRAM mechanism of a SASL mechanism (an error for PLAIN).
-    fn try_from(m: Mechanism) -> Result<Self, SaslError> {
-        m.scram()
-            .ok_or_else(|| SaslError::UnsupportedMechanism(m.name().to_owned()))
     }
 }
 
@@ -253,44 +166,8 @@ pub fn salted_password(
     password: &[u8],
     salt: &[u8],
     iterations: u32,
-) -> Result<super::Secret, SaslError> {
+) -> Result<Secret, SaslError> {
     mechanism
         .salted(password, salt, iterations)
-        .map(super::Secret::new)
-}
-
-/// A user name as a SCRAM `saslname`: `=` becomes `=3D` and `,` becomes `=2C`
-/// (Kafka's `ScramFormatter.saslName`).
-pub(crate) fn escape_saslname(username: &str) -> String {
-    let mut out = String::with_capacity(username.len());
-    for c in username.chars() {
-        match c {
-            '=' => out.push_str("=3D"),
-            ',' => out.push_str("=2C"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A `saslname` back to a user name: `=2C` and `=3D` are the only escapes; any other `=` is
-/// malformed (RFC 5802 section 5.1, Kafka's `ScramFormatter.username`).
-pub(crate) fn unescape_saslname(saslname: &str) -> Option<String> {
-    let mut out = String::with_capacity(saslname.len());
-    let mut rest = saslname;
-    while let Some(i) = rest.find('=') {
-        out.push_str(rest.get(..i)?);
-        let after = rest.get(i..)?;
-        if let Some(r) = after.strip_prefix("=2C") {
-            out.push(',');
-            rest = r;
-        } else if let Some(r) = after.strip_prefix("=3D") {
-            out.push('=');
-            rest = r;
-        } else {
-            return None;
-        }
-    }
-    out.push_str(rest);
-    Some(out)
+        .map(Secret::new)
 }

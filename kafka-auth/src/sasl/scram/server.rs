@@ -9,9 +9,15 @@
 //! followed by anything but an error (the pitfall a Rust broker once fell into: reaching the
 //! last state is not being authenticated).
 
-use super::messages::{ClientFinal, ClientFirst, encode64};
+use super::messages::{ClientFinal, ClientFirst, encode64, random_nonce};
 use super::{ScramCredential, ScramMechanism};
-use crate::sasl::{CredentialStore, SaslError, Secret};
+use crate::sasl::error::SaslError;
+use crate::sasl::secret::Secret;
+
+/// How the server finds a user's credential: the SCRAM credential of the user for the
+/// mechanism, if one is set. The exchange in `sasl/mod.rs` passes its `CredentialStore`'s
+/// `scram_credential`, so this file needs no store.
+pub(crate) type CredentialLookup<'a> = &'a dyn Fn(ScramMechanism, &str) -> Option<ScramCredential>;
 
 /// Where a SCRAM server exchange stands.
 #[derive(Debug)]
@@ -60,16 +66,17 @@ impl ScramServer {
     }
 
     /// One step. Consumes the state: a caller keeps the returned state only on `Challenge`.
+    /// `lookup` is asked (once) only at the client-first message.
     pub(crate) fn step(
         self,
         message: &[u8],
-        creds: &dyn CredentialStore,
+        lookup: CredentialLookup<'_>,
     ) -> Result<ScramServerStep, SaslError> {
         match self {
             Self::AwaitFirst {
                 mechanism,
                 fixed_nonce,
-            } => client_first(mechanism, fixed_nonce, message, creds),
+            } => client_first(mechanism, fixed_nonce, message, lookup),
             Self::AwaitFinal(state) => state.client_final(message),
         }
     }
@@ -79,7 +86,7 @@ fn client_first(
     mechanism: ScramMechanism,
     fixed_nonce: Option<String>,
     message: &[u8],
-    creds: &dyn CredentialStore,
+    lookup: CredentialLookup<'_>,
 ) -> Result<ScramServerStep, SaslError> {
     let first = ClientFirst::parse(message)?;
     if first.token_auth {
@@ -93,9 +100,7 @@ fn client_first(
         stored_key,
         server_key,
         iterations,
-    } = creds
-        .scram_credential(mechanism, &first.username)
-        .ok_or(SaslError::AuthenticationFailed)?;
+    } = lookup(mechanism, &first.username).ok_or(SaslError::AuthenticationFailed)?;
     if first.authzid.as_ref().is_some_and(|a| *a != first.username) {
         return Err(SaslError::AuthorizationIdMismatch);
     }
@@ -104,7 +109,7 @@ fn client_first(
     mechanism.check_iterations(iterations, u32::MAX)?;
     let server_nonce = match fixed_nonce {
         Some(n) => n,
-        None => crate::sasl::random_nonce()?,
+        None => random_nonce()?,
     };
     let nonce = format!("{}{server_nonce}", first.nonce);
     let server_first = format!("r={nonce},s={},i={iterations}", encode64(&salt));

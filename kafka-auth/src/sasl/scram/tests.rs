@@ -30,9 +30,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
 use super::client::{ScramClient, ScramClientStep};
+use super::messages::{escape_saslname, unescape_saslname};
 use super::server::{ScramServer, ScramServerStep};
 use super::*;
-use crate::sasl::{Secret, StaticCredentials};
+use crate::sasl::{CredentialStore, SaslError, Secret, StaticCredentials};
 
 pub(crate) const CLIENT_NONCE: &str = "rOprNGfwEbeRWgbNEkqO";
 pub(crate) const SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
@@ -85,14 +86,18 @@ fn server_after_first(
     client_first: &str,
     creds: &StaticCredentials,
 ) -> Result<(ScramServer, String), SaslError> {
-    match ScramServer::new(m, Some(SERVER_NONCE.into())).step(client_first.as_bytes(), creds)? {
+    let lookup = |m, user: &str| creds.scram_credential(m, user);
+    match ScramServer::new(m, Some(SERVER_NONCE.into())).step(client_first.as_bytes(), &lookup)? {
         ScramServerStep::Challenge(s, c) => Ok((s, String::from_utf8(c).unwrap())),
         ScramServerStep::Done { .. } => panic!("Done after client-first"),
     }
 }
 
 fn client_final_step(s: ScramServer, msg: &str) -> Result<(String, String), SaslError> {
-    match s.step(msg.as_bytes(), &StaticCredentials::new())? {
+    // The credential was looked up at client-first; the final step must not ask again.
+    match s.step(msg.as_bytes(), &|_, _| {
+        panic!("credential looked up at client-final")
+    })? {
         ScramServerStep::Done {
             response,
             authorization_id,
@@ -369,7 +374,7 @@ fn server_client_first_rules() {
         );
     }
     assert!(matches!(
-        ScramServer::new(m, None).step(b"n,,n=user,r=\xff", &creds),
+        ScramServer::new(m, None).step(b"n,,n=user,r=\xff", &|m, u| creds.scram_credential(m, u)),
         Err(SaslError::Malformed { .. })
     ));
     // Escaped names are looked up unescaped.
@@ -390,6 +395,34 @@ fn server_client_first_rules() {
             ..
         })
     ));
+}
+
+/// The server asks its lookup once, at client-first, for its own mechanism and the unescaped
+/// user name; the answer is what it checks the proof against.
+#[test]
+fn server_asks_lookup_for_its_mechanism_and_the_unescaped_name() {
+    let creds = store();
+    for m in ScramMechanism::ALL {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let lookup = |mech: ScramMechanism, user: &str| {
+            asked.borrow_mut().push((mech, user.to_owned()));
+            creds.scram_credential(mech, "user")
+        };
+        let first = format!("n,,n=a=3Db=2Cc,r={CLIENT_NONCE}");
+        let s = ScramServer::new(m, Some(SERVER_NONCE.into()));
+        let Ok(ScramServerStep::Challenge(_, challenge)) = s.step(first.as_bytes(), &lookup) else {
+            panic!("{m}: no challenge");
+        };
+        assert_eq!(*asked.borrow(), [(m, "a=b,c".to_owned())]);
+        // The salt and iteration count sent are those of the credential the lookup gave.
+        let cred = creds.scram_credential(m, "user").unwrap();
+        let expected = format!(
+            "r={CLIENT_NONCE}{SERVER_NONCE},s={},i={}",
+            BASE64.encode(&cred.salt),
+            cred.iterations
+        );
+        assert_eq!(String::from_utf8(challenge).unwrap(), expected);
+    }
 }
 
 #[test]
