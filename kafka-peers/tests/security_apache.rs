@@ -199,16 +199,32 @@ fn our_clients_with_sasl_against_apache_kafka() {
             assert!(err.contains("SASL_AUTHENTICATION_FAILED"), "{mech}: {err}");
         }
     });
-    // kcat (Debian's librdkafka) with SCRAM against Apache Kafka: what our broker should
-    // match (tests/sasl.rs in kafka-broker reports our side).
-    let kcat = std::process::Command::new("kcat")
+    // kcat (Debian's librdkafka 2.0.2) with SCRAM against Apache Kafka: for each mechanism,
+    // whether Apache Kafka lets it in. Our broker must answer the same
+    // (kafka-broker/tests/security/sasl_peers.py): librdkafka 2.0.2's SCRAM-SHA-512 is refused
+    // by Apache Kafka 4.4 as "invalid credentials" for a user our own client and librdkafka
+    // 2.16 log in as, so it is that client's fault, not the broker's.
+    let Some(code) = kcat_scram(&bootstrap, "SCRAM-SHA-512") else {
+        return;
+    };
+    eprintln!("kcat SCRAM-SHA-512 against Apache Kafka: exit {code:?}");
+    assert_ne!(
+        code,
+        Some(0),
+        "if this changes, our broker's answer to kcat must be re-checked"
+    );
+}
+
+/// kcat's metadata call as erin with `mechanism`: its exit code (`None`: no kcat).
+fn kcat_scram(bootstrap: &str, mechanism: &str) -> Option<Option<i32>> {
+    let out = std::process::Command::new("kcat")
         .args([
             "-b",
-            &bootstrap,
+            bootstrap,
             "-X",
             "security.protocol=sasl_plaintext",
             "-X",
-            "sasl.mechanism=SCRAM-SHA-512",
+            &format!("sasl.mechanism={mechanism}"),
             "-X",
             "sasl.username=erin",
             "-X",
@@ -217,16 +233,7 @@ fn our_clients_with_sasl_against_apache_kafka() {
             "-m",
             "10",
         ])
-        .output();
-    match kcat {
-        Ok(out) => eprintln!(
-            "kcat SCRAM-SHA-512 against Apache Kafka: exit {:?}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ),
-        Err(e) => eprintln!("kcat not run: {e}"),
-    }
+        .output()
+        .ok()?;
+    Some(out.status.code())
 }
