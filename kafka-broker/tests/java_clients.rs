@@ -14,7 +14,7 @@
 //!
 //! Differences from Apache Kafka are in `tests/java_clients/FINDINGS.md`.
 //! A missing JVM or jars skips with a notice unless `KAFKA_RS_REQUIRE_PEERS=1`.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/in_process.rs"]
 #[allow(dead_code)]
@@ -299,4 +299,157 @@ fn java_admin() {
         ));
     }
     assert_checks(&c, &expected);
+}
+
+/// The Java producer, consumer and AdminClient over SASL_SSL with SCRAM-SHA-512 (the user made
+/// with AlterUserScramCredentials by an admin logged in with PLAIN), trusting the test's CA
+/// from a PEM truststore with hostname verification on: the same scenarios, secured.
+#[test]
+fn java_clients_over_sasl_ssl_with_scram() {
+    use kafka_auth::sasl::{ScramMechanism, salted_password};
+    use kafka_peers::certs::TestCa;
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    use kafka_protocol::messages::{AlterUserScramCredentialsRequest, RequestBody, ResponseBody};
+    use kafka_protocol::{Bytes, KStr};
+
+    let Some(jvm) = jvm() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(dir.path(), "ca");
+    let server = ca.server("broker", &["localhost", "127.0.0.1"]);
+    let keystore = server.keystore.display().to_string();
+    let jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                user_admin=\"admin-secret\";";
+    let mut settings = SETTINGS.to_vec();
+    settings.extend_from_slice(&[
+        ("listeners", "SASL_SSL://127.0.0.1:9092"),
+        ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512"),
+        ("listener.name.sasl_ssl.plain.sasl.jaas.config", jaas),
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.location", &keystore),
+    ]);
+    let broker = InProcessBroker::start(&settings);
+    let bootstrap = broker.bootstrap();
+    // erin's SCRAM-SHA-512 credential, through our own client as admin.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut keys = kafka_net::SecurityKeys::default();
+        for (k, v) in [
+            ("security.protocol", "SASL_SSL"),
+            (
+                "ssl.truststore.location",
+                &ca.ca_file().display().to_string(),
+            ),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.username", "admin"),
+            ("sasl.password", "admin-secret"),
+        ] {
+            keys.set(k, v).unwrap();
+        }
+        let cfg = kafka_net::ConnectionConfig {
+            security: keys.build().unwrap(),
+            ..Default::default()
+        };
+        let admin = kafka_net::Connection::connect(&bootstrap, cfg)
+            .await
+            .unwrap();
+        let salt = b"java-salt".to_vec();
+        let salted = salted_password(ScramMechanism::Sha512, b"erin-secret", &salt, 4096).unwrap();
+        let body = admin
+            .request(RequestBody::AlterUserScramCredentials(
+                AlterUserScramCredentialsRequest {
+                    upsertions: vec![ScramCredentialUpsertion {
+                        name: KStr::from_static("erin"),
+                        mechanism: ScramMechanism::Sha512.type_id(),
+                        iterations: 4096,
+                        salt: Bytes::from(salt),
+                        salted_password: Bytes::copy_from_slice(salted.expose()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            ))
+            .await
+            .unwrap();
+        let ResponseBody::AlterUserScramCredentials(r) = body else {
+            panic!()
+        };
+        assert_eq!(r.results[0].error_code, 0);
+    });
+    let props = dir.path().join("client.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "security.protocol=SASL_SSL\n\
+             ssl.truststore.type=PEM\n\
+             ssl.truststore.location={}\n\
+             sasl.mechanism=SCRAM-SHA-512\n\
+             sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"erin\" password=\"erin-secret\";\n",
+            ca.ca_file().display()
+        ),
+    )
+    .unwrap();
+    let props_arg = format!("--client-properties={}", props.display());
+    for (main, scenarios, expect) in [
+        (
+            "ProducerChecks",
+            vec!["ordering", "transactions"],
+            vec![
+                ("ordering.records", "20000"),
+                ("ordering.duplicates", "0"),
+                ("txn.read_committed.committed", "16"),
+            ],
+        ),
+        (
+            "ConsumerChecks",
+            vec!["range", "offsets"],
+            vec![("range.join.revoked_from_first", "4")],
+        ),
+    ] {
+        let mut args = vec![bootstrap.as_str(), props_arg.as_str()];
+        args.extend(scenarios.iter().copied());
+        let out = jvm
+            .run(
+                &format!("peers.clients.{main}"),
+                &args,
+                None,
+                Duration::from_secs(150),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let c = checks(&out.stdout);
+        for s in &scenarios {
+            assert_eq!(
+                c.get(&format!("scenario.{s}")).map(String::as_str),
+                Some("ok"),
+                "{main} {s}:\n{}",
+                out.stderr
+            );
+        }
+        for (name, value) in expect {
+            assert_eq!(
+                c.get(name).map(String::as_str),
+                Some(value),
+                "{main} {name}"
+            );
+        }
+    }
+    // A wrong password fails the Java client with SaslAuthenticationException.
+    std::fs::write(
+        &props,
+        std::fs::read_to_string(&props)
+            .unwrap()
+            .replace("erin-secret", "wrong"),
+    )
+    .unwrap();
+    let err = jvm
+        .run(
+            "peers.clients.ProducerChecks",
+            &[bootstrap.as_str(), props_arg.as_str(), "ordering"],
+            None,
+            Duration::from_secs(90),
+        )
+        .expect_err("a wrong password must fail the Java client")
+        .to_string();
+    assert!(err.contains("SaslAuthenticationException"), "{err}");
 }

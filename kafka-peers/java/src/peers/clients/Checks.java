@@ -56,15 +56,33 @@ final class Checks {
         void run(String bootstrap) throws Exception;
     }
 
+    /**
+     * Client settings every client of the run gets on top of its own (security.protocol,
+     * ssl.*, sasl.*): `--client-properties=FILE`.
+     */
+    static final Properties EXTRA = new Properties();
+
+    static Properties withExtra(Properties p) {
+        p.putAll(EXTRA);
+        return p;
+    }
+
     static void main(String program, String[] args, Map<String, Scenario> all) {
         if (args.length < 1) {
-            System.err.println("usage: " + program + " BOOTSTRAP [SCENARIO...|all]");
+            System.err.println("usage: " + program + " BOOTSTRAP [--client-properties=FILE] [SCENARIO...|all]");
             System.exit(2);
         }
         String bootstrap = args[0];
         List<String> names = new ArrayList<>();
         for (int i = 1; i < args.length; i++) {
-            if (args[i].equals("all")) {
+            if (args[i].startsWith("--client-properties=")) {
+                try (java.io.FileReader r = new java.io.FileReader(args[i].substring("--client-properties=".length()))) {
+                    EXTRA.load(r);
+                } catch (java.io.IOException e) {
+                    System.err.println("cannot read " + args[i] + ": " + e);
+                    System.exit(2);
+                }
+            } else if (args[i].equals("all")) {
                 names.addAll(all.keySet());
             } else {
                 names.add(args[i]);
@@ -99,7 +117,7 @@ final class Checks {
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
-        return p;
+        return withExtra(p);
     }
 
     static Properties producer(String bootstrap) {
@@ -111,7 +129,7 @@ final class Checks {
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
-        return p;
+        return withExtra(p);
     }
 
     static Properties consumer(String bootstrap, String group) {
@@ -125,7 +143,7 @@ final class Checks {
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
         }
-        return p;
+        return withExtra(p);
     }
 
     /** Creates topics (name, partitions) and waits until they exist. */
