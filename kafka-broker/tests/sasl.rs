@@ -13,6 +13,8 @@ mod in_process;
 #[path = "common/peers.rs"]
 #[allow(dead_code)]
 mod peers;
+#[path = "common/round_trip.rs"]
+mod round_trip;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,10 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use in_process::InProcessBroker;
 use kafka_auth::sasl::{ClientExchange, ClientStep, Mechanism, ScramMechanism, salted_password};
-use kafka_consumer::{Consumer, ConsumerConfig};
 use kafka_net::{Connection, ConnectionConfig, NetError};
 use kafka_peers::certs::TestCa;
-use kafka_producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
@@ -68,54 +68,11 @@ async fn round_trip(
     topic: &str,
     n: usize,
 ) -> Result<Vec<String>, String> {
-    let mut pairs = vec![
-        ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
-        ("linger.ms".to_owned(), "0".to_owned()),
-        ("max.block.ms".to_owned(), "10000".to_owned()),
-        ("delivery.timeout.ms".to_owned(), "15000".to_owned()),
-        ("request.timeout.ms".to_owned(), "10000".to_owned()),
-    ];
-    pairs.extend(settings.iter().cloned());
-    let p = Producer::new(ProducerConfig::from_pairs(pairs).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("producer: {e}"))?;
-    let mut futures = Vec::new();
-    for i in 0..n {
-        let r = ProducerRecord::new(topic, Bytes::from(format!("sasl-{i}"))).partition(0);
-        futures.push(p.enqueue(r).await.map_err(|e| format!("enqueue: {e}"))?);
-    }
-    for f in futures {
-        f.await.map_err(|e| format!("send: {e}"))?;
-    }
-    p.close(Duration::from_secs(5)).await;
-    let mut pairs = vec![
-        ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
-        ("auto.offset.reset".to_owned(), "earliest".to_owned()),
-        ("fetch.max.wait.ms".to_owned(), "100".to_owned()),
-        ("default.api.timeout.ms".to_owned(), "10000".to_owned()),
-    ];
-    pairs.extend(settings.iter().cloned());
-    let c = Consumer::new(ConsumerConfig::from_pairs(pairs).map_err(|e| e.to_string())?)
-        .await
-        .map_err(|e| format!("consumer: {e}"))?;
-    c.assign([kafka_consumer::TopicPartition::new(topic, 0)])
-        .map_err(|e| e.to_string())?;
-    let mut got = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while got.len() < n && Instant::now() < deadline {
-        for r in c
-            .poll(Duration::from_millis(200))
-            .await
-            .map_err(|e| e.to_string())?
-        {
-            got.push(String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned());
-        }
-    }
-    Ok(got)
+    round_trip::round_trip_with("sasl", bootstrap, settings, topic, n).await
 }
 
 fn expected(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("sasl-{i}")).collect()
+    round_trip::values("sasl", n)
 }
 
 /// A connection that has only negotiated versions (no SASL).
