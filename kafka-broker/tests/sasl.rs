@@ -665,3 +665,44 @@ async fn describe_configs_hides_secrets() {
         "no secret anywhere"
     );
 }
+
+/// Our producer keeps sending (pipelined, up to 5 requests in flight) through several 1 s
+/// sessions: its requests wait for re-authentications and never deadlock with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_producer_pipelines_through_reauthentication() {
+    let broker = sasl_broker("SASL_PLAINTEXT", &[("connections.max.reauth.ms", "1000")]);
+    let mut pairs = vec![
+        ("bootstrap.servers".to_owned(), broker.bootstrap()),
+        ("linger.ms".to_owned(), "0".to_owned()),
+        ("batch.size".to_owned(), "200".to_owned()),
+        ("request.timeout.ms".to_owned(), "10000".to_owned()),
+        ("delivery.timeout.ms".to_owned(), "20000".to_owned()),
+    ];
+    pairs.extend(login("SASL_PLAINTEXT", "PLAIN", "alice", "alice-secret"));
+    let p =
+        kafka_producer::Producer::new(kafka_producer::ProducerConfig::from_pairs(pairs).unwrap())
+            .await
+            .unwrap();
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < Duration::from_millis(3500) {
+        let mut futures = Vec::new();
+        for _ in 0..50 {
+            let r = kafka_producer::ProducerRecord::new(
+                "reauth-pipeline",
+                Bytes::from(format!("r{sent}")),
+            )
+            .partition(0);
+            futures.push(p.enqueue(r).await.unwrap());
+            sent += 1;
+        }
+        for f in futures {
+            tokio::time::timeout(Duration::from_secs(10), f)
+                .await
+                .expect("acknowledged within 10 s")
+                .unwrap();
+        }
+    }
+    p.close(Duration::from_secs(5)).await;
+    assert!(sent >= 500, "{sent}");
+}

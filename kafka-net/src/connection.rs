@@ -88,8 +88,8 @@ pub struct Connection {
     load: Arc<AtomicUsize>,
     /// Why the connection task ended, once it has: what a request sent after that fails with.
     ended: Arc<OnceLock<NetError>>,
-    /// Held (shared) by every request until its answer; taken whole by a SASL
-    /// re-authentication (KIP-368), which must have the connection to itself.
+    /// Held (shared) while a request is handed to the connection task; taken whole by a SASL
+    /// re-authentication (KIP-368), so that no request goes out while it runs.
     gate: Arc<tokio::sync::RwLock<()>>,
 }
 
@@ -234,15 +234,31 @@ impl Connection {
     /// Sends a request at `version` and waits for its outcome. Waits for room in the
     /// in-flight window first.
     pub async fn send(&self, body: RequestBody, version: i16) -> Outcome {
-        let _shared = self.gate.read().await;
-        self.send_ungated(body, version).await
+        let (load, rx) = {
+            // Only while the request is handed over: a re-authentication waits for that, and
+            // requests handed over before it are answered before it (the broker serves one
+            // connection's requests in order).
+            let _shared = self.gate.read().await;
+            self.queue(body, version)?
+        };
+        self.answer(load, rx).await
     }
 
     /// [`Self::send`] without waiting for a re-authentication (the re-authentication's own
     /// requests).
     async fn send_ungated(&self, body: RequestBody, version: i16) -> Outcome {
+        let (load, rx) = self.queue(body, version)?;
+        self.answer(load, rx).await
+    }
+
+    /// Hands a request to the connection task; its answer comes on the receiver.
+    fn queue(
+        &self,
+        body: RequestBody,
+        version: i16,
+    ) -> Result<(LoadGuard, oneshot::Receiver<Outcome>), NetError> {
         self.load.fetch_add(1, Ordering::Relaxed);
-        let _guard = LoadGuard(self.load.clone());
+        let load = LoadGuard(self.load.clone());
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Command {
@@ -251,34 +267,31 @@ impl Connection {
                 reply,
             })
             .map_err(|_| self.ended_error())?;
+        Ok((load, rx))
+    }
+
+    async fn answer(&self, load: LoadGuard, rx: oneshot::Receiver<Outcome>) -> Outcome {
+        let _load = load;
         rx.await.map_err(|_| self.ended_error())?
     }
 
     /// Queues a request at `version` and returns as soon as the connection task has it, with
     /// a future of its outcome. Requests queued one after another by one task go on the wire
     /// in that order (what a producer needs to keep batches of a partition in order while
-    /// several are in flight). Never waits: the connection task takes queued requests as its
-    /// in-flight window frees up.
+    /// several are in flight). Waits only while a SASL re-authentication has the connection:
+    /// the connection task takes queued requests as its in-flight window frees up.
     pub async fn enqueue(
         &self,
         body: RequestBody,
         version: i16,
     ) -> Result<impl Future<Output = Outcome> + Send + 'static, NetError> {
-        let shared = Arc::clone(&self.gate).read_owned().await;
-        self.load.fetch_add(1, Ordering::Relaxed);
-        let guard = LoadGuard(self.load.clone());
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Command {
-                body,
-                version,
-                reply,
-            })
-            .map_err(|_| self.ended_error())?;
+        let (load, rx) = {
+            let _shared = self.gate.read().await;
+            self.queue(body, version)?
+        };
         let ended = Arc::clone(&self.ended);
         Ok(async move {
-            let _guard = guard;
-            let _shared = shared;
+            let _load = load;
             rx.await.map_err(|_| ended_error(&ended))?
         })
     }
@@ -335,7 +348,8 @@ impl Connection {
 
     /// KIP-368: re-authenticates at a random point between 85 % and 95 % of the session
     /// lifetime the broker gave (as the Java client does), with the connection to itself:
-    /// requests in flight finish first, new ones wait. Again for each new session. A failed
+    /// new requests wait until it is done, and those already sent are answered before it (in
+    /// order, as the broker serves a connection). Again for each new session. A failed
     /// re-authentication is logged; the broker closes the connection after it, and the
     /// cluster client opens a new one.
     fn reauthenticate_before(&self, lifetime: Duration, login: crate::security::SaslLogin) {
