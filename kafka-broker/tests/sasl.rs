@@ -134,6 +134,18 @@ async fn exchange(
     }
 }
 
+/// A PLAIN handshake and exchange on `c` that must succeed.
+async fn plain_login(c: &Connection, user: &str, password: &str) {
+    assert_eq!(handshake(c, "PLAIN").await.0, 0);
+    assert_eq!(
+        exchange(c, Mechanism::Plain, user, password)
+            .await
+            .unwrap()
+            .0,
+        0
+    );
+}
+
 async fn metadata(c: &Connection) -> Result<ResponseBody, NetError> {
     c.request_at(RequestBody::Metadata(MetadataRequest::default()), 9)
         .await
@@ -181,14 +193,7 @@ async fn alter_scram(
 /// must: Kafka refuses a user twice in one request) through an authenticated admin.
 async fn add_scram_user(bootstrap: &str, user: &str, password: &str) {
     let c = raw(bootstrap).await;
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "admin", "admin-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
+    plain_login(&c, "admin", "admin-secret").await;
     for m in ScramMechanism::ALL {
         assert_eq!(
             alter_scram(&c, vec![upsertion(m, user, password)]).await,
@@ -203,14 +208,7 @@ async fn add_scram_user(bootstrap: &str, user: &str, password: &str) {
 async fn one_user_twice_in_one_request_is_a_duplicate() {
     let broker = sasl_broker("SASL_PLAINTEXT", &[]);
     let c = raw(&broker.bootstrap()).await;
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "admin", "admin-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
+    plain_login(&c, "admin", "admin-secret").await;
     let results = alter_scram(
         &c,
         vec![
@@ -413,22 +411,8 @@ async fn pitfalls() {
     );
     assert!(metadata(&c).await.is_err());
     let c = raw(&b).await;
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
+    plain_login(&c, "alice", "alice-secret").await;
+    plain_login(&c, "alice", "alice-secret").await;
     metadata(&c).await.unwrap();
 }
 
@@ -446,14 +430,7 @@ async fn session_lifetime_and_expiry() {
     metadata(&c).await.unwrap();
     // Re-authenticated before expiry: served on.
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "alice", "alice-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
+    plain_login(&c, "alice", "alice-secret").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     metadata(&c).await.unwrap();
     // Not re-authenticated: the next request after expiry closes the connection.
@@ -591,14 +568,7 @@ async fn failed_logins_are_rate_limited_per_address() {
     for _ in 0..20 {
         let t = Instant::now();
         let c = raw_from("127.0.0.2", &b).await;
-        assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-        assert_eq!(
-            exchange(&c, Mechanism::Plain, "alice", "alice-secret")
-                .await
-                .unwrap()
-                .0,
-            0
-        );
+        plain_login(&c, "alice", "alice-secret").await;
         slowest = slowest.max(t.elapsed());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -623,14 +593,7 @@ async fn describe_configs_hides_secrets() {
     use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
     let broker = sasl_broker("SASL_PLAINTEXT", &[("connections.max.reauth.ms", "60000")]);
     let c = raw(&broker.bootstrap()).await;
-    assert_eq!(handshake(&c, "PLAIN").await.0, 0);
-    assert_eq!(
-        exchange(&c, Mechanism::Plain, "admin", "admin-secret")
-            .await
-            .unwrap()
-            .0,
-        0
-    );
+    plain_login(&c, "admin", "admin-secret").await;
     let body = c
         .request_at(
             RequestBody::DescribeConfigs(DescribeConfigsRequest {
