@@ -34,7 +34,7 @@
 //!  2 log       log/ (segments, indexes, recovery, retention, compaction; files through LogIo)
 //!                      |
 //!  1 base      clock  sync  error  config/  rate_limit  topics  meta_properties
-//!              credentials  acls  quota/  record_file
+//!              credentials  acls  quota/  quotas  record_file
 //! ```
 //!
 //! What each may import (besides the crates below this one):
@@ -64,6 +64,7 @@ pub mod log;
 pub mod meta_properties;
 pub mod node;
 pub mod quota;
+pub mod quotas;
 mod rate_limit;
 pub mod record_file;
 pub mod replica;

@@ -106,6 +106,11 @@ impl Regions {
         self.entries.is_empty()
     }
 
+    /// The bytes sent from files (every stand-in's length).
+    pub fn file_bytes(&self) -> usize {
+        self.used
+    }
+
     /// Encodes the answer `body` (whose records fields hold the stand-ins) as chunks to write:
     /// each stand-in's place becomes its file regions. Fails when a stand-in is not in a
     /// records field of `body` exactly once: then nothing may be sent from files.

@@ -219,10 +219,9 @@ fn java_consumer() {
 /// with UnsupportedVersionException in the Java client (checked in Java: within 5 s).
 const KNOWN_GAPS: &[&str] = &["describeMetadataQuorum"];
 
-/// Calls of features our broker does not have (ACLs, quotas, reassignments, leader election,
-/// delegation tokens): UnsupportedVersionException, fast.
+/// Calls of features our broker does not have (reassignments, leader election, delegation
+/// tokens): UnsupportedVersionException, fast.
 const NOT_SERVED: &[&str] = &[
-    "describeClientQuotas",
     "listPartitionReassignments",
     "electLeaders",
     "describeDelegationToken",
@@ -243,7 +242,31 @@ fn java_admin() {
         ("scenario.transactions", "ok"),
         ("scenario.cluster", "ok"),
         ("scenario.scram", "ok"),
+        ("scenario.quotas", "ok"),
         ("scenario.unsupported", "ok"),
+        // Client quotas as kafka-configs sets them (KIP-546).
+        ("call.alterClientQuotas", "served"),
+        (
+            "quotas.all",
+            "{{client-id=app, user=alice}={request_percentage=50.0}, {client-id=null}={consumer_byte_rate=4096.0}, {user=alice}={consumer_byte_rate=2048.0, producer_byte_rate=1024.0}}",
+        ),
+        (
+            "quotas.alice",
+            "{{user=alice}={consumer_byte_rate=2048.0, producer_byte_rate=1024.0}}",
+        ),
+        (
+            "quotas.default_client",
+            "{{client-id=null}={consumer_byte_rate=4096.0}}",
+        ),
+        (
+            "quotas.any_user",
+            "{{client-id=app, user=alice}={request_percentage=50.0}, {user=alice}={consumer_byte_rate=2048.0, producer_byte_rate=1024.0}}",
+        ),
+        (
+            "quotas.after",
+            "{{client-id=app, user=alice}={request_percentage=50.0}, {client-id=null}={consumer_byte_rate=4096.0}, {user=alice}={producer_byte_rate=1024.0}}",
+        ),
+        ("quotas.bad_key", "InvalidRequestException"),
         // SCRAM credentials as kafka-configs makes them (KIP-554).
         ("call.alterUserScramCredentials", "served"),
         ("scram.users", "[scram-alice, scram-bob]"),

@@ -18,6 +18,7 @@ const STRATA: &[(&str, u8)] = &[
     ("acls", 1),
     ("record_file", 1),
     ("quota", 1),
+    ("quotas", 1),
     ("log", 2),
     ("replica", 3),
     ("convert", 3),

@@ -15,6 +15,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use kafka_protocol::messages::RequestBody;
 
@@ -160,6 +162,7 @@ impl ConnectionContext {
         RequestContext {
             connection: self,
             client_id,
+            waited: None,
         }
     }
 
@@ -190,6 +193,26 @@ impl ConnectionContext {
 pub struct RequestContext<'a> {
     connection: &'a ConnectionContext,
     client_id: Option<&'a str>,
+    waited: Option<&'a Waited>,
+}
+
+/// The time a request spent waiting rather than working (a long poll, the wait for replicas
+/// to acknowledge an append): not counted against the client's `request_percentage` quota,
+/// as Kafka counts only its request threads' time.
+#[derive(Debug, Default)]
+pub struct Waited(AtomicU64);
+
+impl Waited {
+    /// Adds a wait.
+    pub fn add(&self, d: Duration) {
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Every wait added so far.
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
 }
 
 impl<'a> RequestContext<'a> {
@@ -220,6 +243,21 @@ impl<'a> RequestContext<'a> {
 
     pub fn principal(&self) -> &'a Principal {
         &self.connection.principal
+    }
+
+    /// The same context, with its waits added to `waited`.
+    pub fn counting_waits(self, waited: &'a Waited) -> Self {
+        Self {
+            waited: Some(waited),
+            ..self
+        }
+    }
+
+    /// Counts `d` as time spent waiting, not working (see [`Waited`]).
+    pub fn waited(&self, d: Duration) {
+        if let Some(w) = self.waited {
+            w.add(d);
+        }
     }
 }
 

@@ -242,13 +242,19 @@ pub(super) async fn handle(
     } else {
         Watch::Visible
     };
+    // The time between the reads is a wait, not work (the request quota counts work).
+    let started = Instant::now();
+    let mut reading = Duration::ZERO;
     let (parts, regions) = delayed::fetch_until(&watched, watch, deadline, || {
+        let read_started = Instant::now();
         let mut regions = Regions::default();
         let (parts, total, now) = read_all(broker, &wanted, &hosted, &fenced, &plan, &mut regions);
         let done = total >= min_bytes || now || min_bytes == 0 || plan.nothing_readable;
+        reading += read_started.elapsed();
         ((parts, regions), done)
     })
     .await;
+    ctx.waited(started.elapsed().saturating_sub(reading));
     let hints = (version >= 16).then(|| LeaderHints::new(broker, listener));
     (respond(parts, by_id, hints), regions)
 }

@@ -30,11 +30,14 @@ mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
+mod quotas;
 mod scram;
+mod throttle;
 mod topics;
 mod txn;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use kafka_net::server::response_chunks;
@@ -43,7 +46,7 @@ use kafka_protocol::frame::Request;
 use kafka_protocol::messages::{ApiKey, RequestBody, ResponseBody};
 use kafka_protocol::view::ProduceRequestView;
 
-pub use context::{ClientSoftware, ConnectionContext, Principal, RequestContext};
+pub use context::{ClientSoftware, ConnectionContext, Principal, RequestContext, Waited};
 pub use incoming::Incoming;
 
 use crate::node::Broker;
@@ -108,6 +111,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::DescribeAcls, 0, 3),
     (ApiKey::CreateAcls, 0, 3),
     (ApiKey::DeleteAcls, 0, 3),
@@ -130,18 +135,48 @@ pub fn local_connection(broker: &Broker) -> ConnectionContext {
     ConnectionContext::new(None, broker.client_listener_name())
 }
 
-/// Handles one request of `connection` as the connection read it. The one entry point: the
-/// request's context (see [`RequestContext`]) is built here, once its header is read.
+/// A request's reply, and how long its connection reads nothing more after it.
+#[derive(Debug)]
+pub struct Answer {
+    pub reply: Reply,
+    /// A client quota's throttle (KIP-219): the answer carries it as `throttle_time_ms` and
+    /// goes out first; the connection then handles nothing more of the client for this long.
+    pub mute_ms: u64,
+}
+
+impl Answer {
+    /// A reply without a throttle.
+    fn now(reply: Reply) -> Self {
+        Self { reply, mute_ms: 0 }
+    }
+}
+
+/// [`answer`] without the throttle: the reply alone (callers in this process and tests).
 pub async fn handle(
     broker: &Arc<Broker>,
     connection: &ConnectionContext,
     incoming: Incoming,
 ) -> Reply {
+    answer(broker, connection, incoming).await.reply
+}
+
+/// Handles one request of `connection` as the connection read it. The one entry point: the
+/// request's context (see [`RequestContext`]) is built here, once its header is read, and
+/// the client's quotas are checked here ([`throttle`]).
+pub async fn answer(
+    broker: &Arc<Broker>,
+    connection: &ConnectionContext,
+    incoming: Incoming,
+) -> Answer {
+    let started = Instant::now();
+    let waited = Waited::default();
     let incoming = match incoming {
-        Incoming::Produce { frame, .. } => return produce_frame(broker, connection, &frame).await,
+        Incoming::Produce { frame, .. } => {
+            return produce_frame(broker, connection, &frame, started).await;
+        }
         // A Produce request decoded by the caller is read again, through the view.
         Incoming::Decoded(r) if r.prefix.api_key == ApiKey::Produce as i16 => {
-            return produce_frame(broker, connection, &r.frame).await;
+            return produce_frame(broker, connection, &r.frame, started).await;
         }
         Incoming::Decoded(r) => r,
     };
@@ -153,16 +188,22 @@ pub async fn handle(
             if prefix.api_key == ApiKey::ApiVersions as i16
                 && matches!(e, DecodeError::UnsupportedVersion { .. })
             {
-                return encode(prefix.correlation_id, &api_versions::unsupported(), 0);
+                return Answer::now(encode(
+                    prefix.correlation_id,
+                    &api_versions::unsupported(),
+                    0,
+                ));
             }
-            return Reply::Close(format!("undecodable request: {e}"));
+            return Answer::now(Reply::Close(format!("undecodable request: {e}")));
         }
     };
     let key = req.api_key();
     let version = req.version();
     let Request { header, body, .. } = req;
     let correlation_id = header.correlation_id;
-    let ctx = connection.request(header.client_id.as_deref());
+    let ctx = connection
+        .request(header.client_id.as_deref())
+        .counting_waits(&waited);
     let range = match key {
         // A broker of a cluster forwards DescribeQuorum to the controllers.
         ApiKey::DescribeQuorum if broker.is_clustered() => Some(CLUSTER_DESCRIBE_QUORUM),
@@ -171,9 +212,9 @@ pub async fn handle(
     match range {
         Some((lo, hi)) if (lo..=hi).contains(&version) => {}
         _ if key == ApiKey::ApiVersions => {
-            return encode(correlation_id, &api_versions::unsupported(), 0);
+            return Answer::now(encode(correlation_id, &api_versions::unsupported(), 0));
         }
-        _ => return Reply::Close(format!("{key:?} v{version} is not supported")),
+        _ => return Answer::now(Reply::Close(format!("{key:?} v{version} is not supported"))),
     }
     if matches!(
         key,
@@ -191,23 +232,49 @@ pub async fn handle(
     }
     if let Some(link) = broker.cluster() {
         if let Some(body) = cluster::handle(broker, link, &ctx, &body, version).await {
-            return encode(correlation_id, &body, version);
+            return Answer::now(encode(correlation_id, &body, version));
         }
     }
     // What this request's principal may do (nothing to ask when authorization is off).
     let authz = authz::Authz::new(broker, &ctx);
-    let body = match body {
-        RequestBody::Fetch(r) => {
-            let (body, regions) = fetch::handle(broker, &ctx, &authz, *r, version).await;
-            if regions.is_empty() {
-                return encode(correlation_id, &body, version);
+    let mut body = match body {
+        RequestBody::Fetch(mut r) => {
+            let replica = if version >= 15 {
+                r.replica_state.replica_id
+            } else {
+                r.replica_id
+            };
+            // A consumer's fetch is measured against its fetch quota; a follower's is not.
+            let consumer = replica < 0;
+            if consumer && let Some(cap) = broker.quotas.fetch_window_bytes(throttle::client(&ctx))
+            {
+                // Kafka caps a fetch at what the quota allows in one window.
+                let cap = i32::try_from(cap).unwrap_or(i32::MAX);
+                r.max_bytes = r.max_bytes.min(cap);
+                r.min_bytes = r.min_bytes.min(r.max_bytes);
             }
-            return match regions.encode(correlation_id, &body, version) {
+            let (mut body, mut regions) = fetch::handle(broker, &ctx, &authz, *r, version).await;
+            let mut mute_ms = 0;
+            if consumer {
+                let t = throttle::fetch(broker, &ctx, &mut body, &regions, started, &waited);
+                if t > 0 {
+                    regions = crate::sendfile::Regions::default();
+                }
+                mute_ms = throttle::mute_ms(t);
+            }
+            if regions.is_empty() {
+                return Answer {
+                    reply: encode(correlation_id, &body, version),
+                    mute_ms,
+                };
+            }
+            let reply = match regions.encode(correlation_id, &body, version) {
                 Ok(chunks) => Reply::Files(chunks),
                 // Not with the generated encoders (a test pins it); if it ever happens the
                 // client reconnects and fetches again, rather than read a stand-in.
                 Err(e) => Reply::Close(format!("fetch answer not sendable: {e}")),
             };
+            return Answer { reply, mute_ms };
         }
         RequestBody::ListOffsets(r) => list_offsets::handle(broker, &authz, r, version),
         RequestBody::DeleteRecords(r) => delete_records::handle(broker, &authz, r),
@@ -281,6 +348,8 @@ pub async fn handle(
         RequestBody::DeleteAcls(r) => acls::delete(broker, &authz, r),
         RequestBody::DescribeUserScramCredentials(r) => scram::describe(broker, &authz, r),
         RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, &authz, r),
+        RequestBody::DescribeClientQuotas(r) => quotas::describe(broker, &authz, r),
+        RequestBody::AlterClientQuotas(r) => quotas::alter(broker, &authz, r),
         // SASL requests reach the handlers only on listeners without SASL (a SASL listener's
         // gate answers them, server/sasl.rs).
         RequestBody::SaslHandshake(_) => {
@@ -298,27 +367,60 @@ pub async fn handle(
                 ..Default::default()
             })
         }
-        other => return Reply::Close(format!("{:?} is not implemented", other.api_key())),
+        other => {
+            let why = format!("{:?} is not implemented", other.api_key());
+            return Answer::now(Reply::Close(why));
+        }
     };
-    encode(correlation_id, &body, version)
+    let t = throttle::request(broker, &ctx, key, started, &waited);
+    if t > 0 {
+        body.set_throttle_time_ms(t);
+    }
+    Answer {
+        reply: encode(correlation_id, &body, version),
+        mute_ms: throttle::mute_ms(t),
+    }
 }
 
 /// A Produce request of `connection`, read through the borrowing view.
-async fn produce_frame(broker: &Broker, connection: &ConnectionContext, frame: &Bytes) -> Reply {
+async fn produce_frame(
+    broker: &Broker,
+    connection: &ConnectionContext,
+    frame: &Bytes,
+    started: Instant,
+) -> Answer {
     let (header, request) = match ProduceRequestView::parse(frame) {
         Ok(v) => v,
-        Err(e) => return Reply::Close(format!("undecodable request: {e}")),
+        Err(e) => return Answer::now(Reply::Close(format!("undecodable request: {e}"))),
     };
     let version = request.version();
     match supported(ApiKey::Produce) {
         Some((lo, hi)) if (lo..=hi).contains(&version) => {}
-        _ => return Reply::Close(format!("Produce v{version} is not supported")),
+        _ => {
+            let why = format!("Produce v{version} is not supported");
+            return Answer::now(Reply::Close(why));
+        }
     }
-    let ctx = connection.request(header.client_id());
+    let waited = Waited::default();
+    let ctx = connection
+        .request(header.client_id())
+        .counting_waits(&waited);
     let authz = authz::Authz::new(broker, &ctx);
-    match produce::handle(broker, &ctx, &authz, frame, &request).await {
-        Some(body) => encode(header.correlation_id(), &body, version),
+    let answer = produce::handle(broker, &ctx, &authz, frame, &request).await;
+    let acks = request.acks();
+    let t = throttle::produce(broker, &ctx, frame.len(), acks, started, &waited);
+    let reply = match answer {
+        Some(mut body) => {
+            if t > 0 {
+                body.set_throttle_time_ms(t);
+            }
+            encode(header.correlation_id(), &body, version)
+        }
         None => Reply::Nothing,
+    };
+    Answer {
+        reply,
+        mute_ms: throttle::mute_ms(t),
     }
 }
 

@@ -123,7 +123,10 @@ pub(super) async fn handle(
                 };
                 (t, p, answer)
             });
-        for (t, p, answer) in futures::future::join_all(waits).await {
+        let started = Instant::now();
+        let answers = futures::future::join_all(waits).await;
+        ctx.waited(started.elapsed());
+        for (t, p, answer) in answers {
             if let Some(slot) = responses
                 .get_mut(t)
                 .and_then(|topic| topic.partition_responses.get_mut(p))

@@ -70,6 +70,8 @@ pub struct Broker {
     pub scram_credentials: crate::credentials::ScramCredentials,
     /// The ACLs and the authorizer (`acls.records`; on with `authorizer.class.name`).
     pub acls: crate::acls::Acls,
+    /// Client quotas and connection-creation limits (`client-quotas.records`).
+    pub quotas: crate::quotas::Quotas,
 }
 
 impl Broker {
@@ -116,6 +118,7 @@ impl Broker {
         let scram_credentials =
             crate::credentials::ScramCredentials::open(&config.server.data_dir)?;
         let acls = crate::acls::Acls::open(&config.server.data_dir, &config.security)?;
+        let quotas = crate::quotas::Quotas::open(&config.server.data_dir, &config)?;
         // In a cluster producer ids come from the controller, not from `producer.ids`.
         let next_producer_id = if clustered {
             0
@@ -210,6 +213,7 @@ impl Broker {
             topics: Mutex::new(topics),
             scram_credentials,
             acls,
+            quotas,
             topic_configs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),

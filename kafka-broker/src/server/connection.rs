@@ -275,8 +275,8 @@ async fn run<R>(
                 continue;
             }
         }
-        let reply = tokio::select! {
-            reply = handler::handle(&broker, &connection, incoming) => reply,
+        let answer = tokio::select! {
+            answer = handler::answer(&broker, &connection, incoming) => answer,
             // A long poll (or any wait) for a client that has gone is not finished: its
             // queued requests and their memory go now, not when the wait would have ended.
             Ok(()) = gone.changed() => {
@@ -284,7 +284,7 @@ async fn run<R>(
                 break;
             }
         };
-        match reply {
+        match answer.reply {
             Reply::Chunks(chunks) => {
                 if wr.write_chunks(&chunks).await.is_err() {
                     tracing::debug!(%peer, "closing connection: write failed");
@@ -311,8 +311,25 @@ async fn run<R>(
             client_id = client_id.as_deref().unwrap_or(""),
             client_software = %connection.software(),
             micros = started.elapsed().as_micros() as u64,
+            throttle_ms = answer.mute_ms,
             "request"
         );
+        if answer.mute_ms > 0 && !stopping {
+            // Over a quota: the answer carries the throttle time and went out first; the
+            // client's next requests wait that long (KIP-219's muted channel).
+            let muted = std::time::Duration::from_millis(answer.mute_ms);
+            tokio::select! {
+                () = tokio::time::sleep(muted) => {}
+                Ok(()) = gone.changed() => {
+                    tracing::debug!(%peer, "closing connection: the peer has gone");
+                    break;
+                }
+                _ = stop.changed() => {
+                    stopping = true;
+                    reader.abort();
+                }
+            }
+        }
         idle_since = tokio::time::Instant::now();
     }
     reader.abort();

@@ -75,10 +75,26 @@ pub async fn serve_listeners(
             sasl: listener.sasl,
         });
         let socket = listener.socket;
+        let broker = Arc::clone(&broker);
         acceptors.spawn(async move {
             loop {
                 let accepted = socket.accept().await;
                 let failed = accepted.is_err();
+                let accepted = match accepted {
+                    Ok((sock, peer)) => match admission(&broker, peer.ip(), &on.name).await {
+                        None => Ok((sock, peer)),
+                        Some(close_after_ms) => {
+                            tracing::debug!(%peer, listener = %on.name,
+                                "connection refused: over the address's connection_creation_rate");
+                            tokio::spawn(async move {
+                                tokio::time::sleep(Duration::from_millis(close_after_ms)).await;
+                                drop(sock);
+                            });
+                            continue;
+                        }
+                    },
+                    Err(e) => Err(e),
+                };
                 if tx.send((accepted, Arc::clone(&on))).await.is_err() {
                     return;
                 }
@@ -136,4 +152,24 @@ pub async fn serve_listeners(
         conns.abort_all();
     }
     broker.close()
+}
+
+/// The connection-creation rates (KIP-612): `None` when a connection from `ip` on `listener`
+/// is served, else the milliseconds after which to close it unserved (over its address's
+/// `connection_creation_rate`, Kafka's delayed close, so a client retrying at once is slowed).
+/// Over the broker's or the listener's rate this listener's accept loop pauses first
+/// (nothing else is accepted on it meanwhile), as Kafka's acceptor does.
+async fn admission(broker: &Broker, ip: std::net::IpAddr, listener: &str) -> Option<u64> {
+    use crate::quota::Admission;
+    let mut admission = broker.quotas.admit(ip, listener, broker.now_ms());
+    if let Admission::Delay(ms) = admission {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        admission = broker
+            .quotas
+            .admit_after_delay(ip, listener, broker.now_ms());
+    }
+    match admission {
+        Admission::Refuse { close_after_ms } => Some(close_after_ms),
+        Admission::Accept | Admission::Delay(_) => None,
+    }
 }

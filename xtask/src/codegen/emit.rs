@@ -918,7 +918,11 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
                 wrap(&s.name, format!("{}::arbitrary(u, version)?", s.name))
             );
         }
-        out.push_str("        })\n    }\n}\n\n");
+        out.push_str("        })\n    }\n");
+        if suffix == "resp" {
+            throttle_accessors(&mut out, list.iter().map(|a| (a.name.as_str(), a.resp)));
+        }
+        out.push_str("}\n\n");
         for a in &list {
             let s = if suffix == "req" { a.req } else { a.resp };
             let _ = writeln!(
@@ -931,6 +935,30 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
         }
     }
     Ok(out)
+}
+
+/// `ResponseBody::throttle_time_ms` / `set_throttle_time_ms`: the responses with a top-level
+/// `ThrottleTimeMs` field (KIP-219 quota throttling), so a broker can set it on any answer.
+fn throttle_accessors<'a>(out: &mut String, responses: impl Iterator<Item = (&'a str, &'a Spec)>) {
+    let with: Vec<&str> = responses
+        .filter(|(_, s)| s.fields.iter().any(|f| f.name == "ThrottleTimeMs"))
+        .map(|(name, _)| name)
+        .collect();
+    out.push_str("\n    /// The answer's `ThrottleTimeMs`, for the responses that have one.\n    pub fn throttle_time_ms(&self) -> Option<i32> {\n        match self {\n");
+    for name in &with {
+        let _ = writeln!(
+            out,
+            "            Self::{name}(m) => Some(m.throttle_time_ms),"
+        );
+    }
+    out.push_str("            _ => None,\n        }\n    }\n\n    /// Sets the answer's `ThrottleTimeMs` (a quota's throttle, KIP-219); false for the\n    /// responses without one (the time is then not sent).\n    pub fn set_throttle_time_ms(&mut self, ms: i32) -> bool {\n        match self {\n");
+    for name in &with {
+        let _ = writeln!(
+            out,
+            "            Self::{name}(m) => m.throttle_time_ms = ms,"
+        );
+    }
+    out.push_str("            _ => return false,\n        }\n        true\n    }\n");
 }
 
 /// Bodies kept behind a `Box` in `RequestBody` / `ResponseBody`: the few messages far larger

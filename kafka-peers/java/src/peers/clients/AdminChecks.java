@@ -59,6 +59,11 @@ import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
+import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.TopicPartitionReplica;
@@ -69,7 +74,6 @@ import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
-import org.apache.kafka.common.quota.ClientQuotaFilter;
 
 /**
  * The Java AdminClient against a broker: every call Kafka's command-line tools make, each
@@ -90,6 +94,7 @@ public final class AdminChecks {
         all.put("transactions", AdminChecks::transactions);
         all.put("cluster", AdminChecks::cluster);
         all.put("scram", AdminChecks::scram);
+        all.put("quotas", AdminChecks::quotas);
         all.put("unsupported", AdminChecks::unsupported);
         Checks.main("AdminChecks", args, all);
     }
@@ -536,6 +541,62 @@ public final class AdminChecks {
         }
     }
 
+    /** The entities and values of a DescribeClientQuotas answer, sorted, as one line. */
+    static String quotaLine(Map<ClientQuotaEntity, Map<String, Double>> found) {
+        TreeMap<String, String> out = new TreeMap<>();
+        found.forEach((entity, values) -> out.put(new TreeMap<>(entity.entries()).toString(),
+                new TreeMap<>(values).toString()));
+        return out.toString();
+    }
+
+    static ClientQuotaEntity quotaEntity(String... typeAndName) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i + 1 < typeAndName.length; i += 2) {
+            m.put(typeAndName[i], typeAndName[i + 1]);
+        }
+        return new ClientQuotaEntity(m);
+    }
+
+    /**
+     * Client quotas as kafka-configs --entity-type users/clients --alter --add-config sets
+     * them (KIP-546): set on a user, the default client id and a user with a client id,
+     * described with Kafka's filters, one removed, a validate-only change left out, an unknown
+     * key refused with InvalidRequestException.
+     */
+    static void quotas(String bootstrap) throws Exception {
+        Properties p = Checks.admin(bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            boolean served = served("alterClientQuotas", () -> get(admin.alterClientQuotas(List.of(
+                    new ClientQuotaAlteration(quotaEntity("user", "alice"), List.of(
+                            new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0),
+                            new ClientQuotaAlteration.Op("consumer_byte_rate", 2048.0))),
+                    new ClientQuotaAlteration(quotaEntity("client-id", null), List.of(
+                            new ClientQuotaAlteration.Op("consumer_byte_rate", 4096.0))),
+                    new ClientQuotaAlteration(quotaEntity("user", "alice", "client-id", "app"), List.of(
+                            new ClientQuotaAlteration.Op("request_percentage", 50.0))))).all()),
+                    v -> { });
+            if (!served) {
+                return;
+            }
+            check("quotas.all", quotaLine(get(admin.describeClientQuotas(ClientQuotaFilter.all()).entities())));
+            check("quotas.alice", quotaLine(get(admin.describeClientQuotas(ClientQuotaFilter.containsOnly(List.of(
+                    ClientQuotaFilterComponent.ofEntity("user", "alice")))).entities())));
+            check("quotas.default_client", quotaLine(get(admin.describeClientQuotas(ClientQuotaFilter.contains(List.of(
+                    ClientQuotaFilterComponent.ofDefaultEntity("client-id")))).entities())));
+            check("quotas.any_user", quotaLine(get(admin.describeClientQuotas(ClientQuotaFilter.contains(List.of(
+                    ClientQuotaFilterComponent.ofEntityType("user")))).entities())));
+            get(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(quotaEntity("user", "alice"), List.of(
+                    new ClientQuotaAlteration.Op("consumer_byte_rate", null))))).all());
+            get(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(quotaEntity("user", "bob"), List.of(
+                    new ClientQuotaAlteration.Op("producer_byte_rate", 1.0)))),
+                    new AlterClientQuotasOptions().validateOnly(true)).all());
+            check("quotas.after", quotaLine(get(admin.describeClientQuotas(ClientQuotaFilter.all()).entities())));
+            Throwable bad = failure(admin.alterClientQuotas(List.of(new ClientQuotaAlteration(
+                    quotaEntity("user", "carol"), List.of(new ClientQuotaAlteration.Op("no_such_quota", 1.0))))).all());
+            check("quotas.bad_key", bad == null ? "none" : bad.getClass().getSimpleName());
+        }
+    }
+
     /** Calls of Kafka's tools this broker may not serve: each must fail fast, never hang. */
     static void unsupported(String bootstrap) throws Exception {
         Properties p = Checks.admin(bootstrap);
@@ -543,7 +604,6 @@ public final class AdminChecks {
             // Served; without an authorizer Kafka answers SECURITY_DISABLED.
             Throwable acls = failure(admin.describeAcls(AclBindingFilter.ANY).values());
             check("acls.describe", acls == null ? "none" : acls.getClass().getSimpleName());
-            served("describeClientQuotas", () -> get(admin.describeClientQuotas(ClientQuotaFilter.all()).entities()), v -> { });
             served("listPartitionReassignments", () -> get(admin.listPartitionReassignments().reassignments()), v -> { });
             served("electLeaders", () -> get(admin.electLeaders(ElectionType.PREFERRED, null).partitions()), v -> { });
             served("describeDelegationToken", () -> get(admin.describeDelegationToken().delegationTokens()), v -> { });
