@@ -1,5 +1,8 @@
 //! A small admin client over a [`Cluster`]: create and delete topics, add partitions, describe
-//! the cluster, list offsets, describe and alter configs, list, describe and delete groups.
+//! the cluster, list offsets, describe and alter configs, list, describe and delete groups;
+//! and the security calls: create, describe and delete ACLs (`acls.rs`, with `kafka-auth`'s
+//! ACL types), describe and alter SCRAM credentials (`scram.rs`, the password salted on the
+//! client), describe and alter client quotas (`quotas.rs`, KIP-546).
 //!
 //! Every call picks the version negotiated with the broker it talks to and fills in only the
 //! fields that version has. Batch calls return one result per item, in the order given; an
@@ -8,6 +11,7 @@
 //! error (not the controller, not the leader, not the coordinator, a lost connection) are
 //! routed again and retried, up to `retries` times with `retry.backoff.ms` in between.
 
+mod acls;
 mod configs;
 mod groups;
 mod topics;

@@ -1,0 +1,358 @@
+//! Our admin client's security calls against Apache Kafka (issue 25): one Kafka with the
+//! StandardAuthorizer, `super.users=User:admin` and SASL_PLAINTEXT (PLAIN users admin and
+//! alice, SCRAM-SHA-256/512 enabled), driven by `kafka_net::Admin` as admin:
+//! - ACLs: created (literal and prefixed, allow and deny), described back through several
+//!   filters, deleted by filter; alice's DescribeConfigs refused, allowed by an ACL, refused
+//!   again by a DENY.
+//! - SCRAM: credentials upserted (the client salts the password), described, used to log in,
+//!   deleted (the login then fails); an unknown user answers RESOURCE_NOT_FOUND.
+//! - Client quotas: set for a user, the default client id and a user + client id; described
+//!   with exact, default and specified filters, strict or not; removed; `validate_only`
+//!   changes nothing; an unknown key gets Kafka's INVALID_REQUEST.
+//!
+//! The controller listener stays PLAINTEXT: the broker reaches its controller as
+//! `User:ANONYMOUS`, which must therefore be a super user too (the KRaft rule).
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kafka_auth::acl::{
+    AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation,
+    AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
+};
+use kafka_net::admin::{ConfigResource, NewTopic};
+use kafka_net::{Admin, ClusterConfig, ConnectionConfig, NetError, SecurityKeys};
+use kafka_peers::{ApacheKafka, Jvm, KafkaOptions, require};
+use kafka_protocol::error_code::ErrorCode;
+
+const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
+
+fn options() -> KafkaOptions {
+    let scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
+    KafkaOptions {
+        extra: vec![
+            (
+                "listener.security.protocol.map".into(),
+                "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
+            ),
+            (
+                "sasl.enabled.mechanisms".into(),
+                "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
+            ),
+            (
+                "sasl.mechanism.inter.broker.protocol".into(),
+                "PLAIN".into(),
+            ),
+            (
+                "listener.name.plaintext.plain.sasl.jaas.config".into(),
+                JAAS.into(),
+            ),
+            (
+                "listener.name.plaintext.scram-sha-256.sasl.jaas.config".into(),
+                scram.into(),
+            ),
+            (
+                "listener.name.plaintext.scram-sha-512.sasl.jaas.config".into(),
+                scram.into(),
+            ),
+            (
+                "authorizer.class.name".into(),
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer".into(),
+            ),
+            ("super.users".into(), "User:admin;User:ANONYMOUS".into()),
+        ],
+        ..KafkaOptions::default()
+    }
+}
+
+/// A cluster config logging in with `mechanism` as `user`.
+fn config(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> ClusterConfig {
+    let mut keys = SecurityKeys::default();
+    for (k, v) in [
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", mechanism),
+        ("sasl.username", user),
+        ("sasl.password", password),
+    ] {
+        keys.set(k, v).unwrap();
+    }
+    ClusterConfig {
+        bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+        connection: ConnectionConfig {
+            security: keys.build().unwrap(),
+            ..ConnectionConfig::default()
+        },
+        retries: 2,
+        ..ClusterConfig::default()
+    }
+}
+
+async fn login(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> Admin {
+    Admin::connect(config(bootstrap, mechanism, user, password))
+        .await
+        .unwrap_or_else(|e| panic!("{mechanism} login as {user}: {e}"))
+}
+
+/// Polls `probe` until it returns `Some` (Kafka applies admin changes through its metadata
+/// log, so a broker sees them a moment after the answer); panics after 15 s with `what`.
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn code(e: &NetError) -> Option<i16> {
+    e.error_code().map(|c| c.0)
+}
+
+#[test]
+fn admin_security_calls_against_apache_kafka() {
+    let Some(jvm) = require(Jvm::find()) else {
+        return;
+    };
+    let Some(kafka) = require(ApacheKafka::start(&jvm, &options())) else {
+        return;
+    };
+    let bootstrap = kafka.bootstrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let admin = login(&bootstrap, "PLAIN", "admin", "admin-secret").await;
+        acls(&bootstrap, &admin).await;
+    });
+}
+
+fn acl(
+    pattern: ResourcePattern,
+    principal: &str,
+    op: AclOperation,
+    perm: AclPermissionType,
+) -> AclBinding {
+    AclBinding::new(pattern, AccessControlEntry::new(principal, "*", op, perm))
+}
+
+fn topic_filter(name: Option<&str>, pattern_type: PatternType) -> AclBindingFilter {
+    AclBindingFilter::new(
+        ResourcePatternFilter::new(ResourceType::Topic, name.map(Into::into), pattern_type),
+        AccessControlEntryFilter::any(),
+    )
+}
+
+async fn described(admin: &Admin, filter: &AclBindingFilter) -> BTreeSet<AclBinding> {
+    admin
+        .describe_acls(filter)
+        .await
+        .unwrap_or_else(|e| panic!("describe_acls: {e}"))
+        .into_iter()
+        .collect()
+}
+
+/// alice's DescribeConfigs of `topic`: `Ok` or the error code.
+async fn alice_describes(alice: &Admin, topic: &str) -> Result<(), Option<i16>> {
+    let mut r = alice
+        .describe_configs(&[ConfigResource::topic(topic)])
+        .await;
+    match r.pop() {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(code(&e)),
+        None => Err(None),
+    }
+}
+
+async fn acls(bootstrap: &str, admin: &Admin) {
+    use AclOperation as Op;
+    use AclPermissionType as Perm;
+    let topic = "acl-t";
+    for r in admin
+        .create_topics(&[NewTopic::new(topic, 1, 1)], false)
+        .await
+    {
+        r.unwrap();
+    }
+    let alice = login(bootstrap, "PLAIN", "alice", "alice-secret").await;
+    // No ACL: alice may not read the topic's configs.
+    assert_eq!(
+        alice_describes(&alice, topic).await,
+        Err(Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0))
+    );
+
+    let literal = acl(
+        ResourcePattern::literal(ResourceType::Topic, topic),
+        "User:alice",
+        Op::DescribeConfigs,
+        Perm::Allow,
+    );
+    let prefixed = acl(
+        ResourcePattern::prefixed(ResourceType::Topic, "acl-"),
+        "User:alice",
+        Op::Read,
+        Perm::Allow,
+    );
+    let wildcard_deny = acl(
+        ResourcePattern::literal(ResourceType::Topic, "*"),
+        "User:bob",
+        Op::Write,
+        Perm::Deny,
+    );
+    let group_deny = acl(
+        ResourcePattern::prefixed(ResourceType::Group, "grp-"),
+        "User:alice",
+        Op::Read,
+        Perm::Deny,
+    );
+    // Kafka refuses a CLUSTER binding not named kafka-cluster, alone.
+    let bad_cluster = acl(
+        ResourcePattern::literal(ResourceType::Cluster, "not-the-cluster"),
+        "User:alice",
+        Op::Alter,
+        Perm::Allow,
+    );
+    let created = admin
+        .create_acls(&[
+            literal.clone(),
+            prefixed.clone(),
+            bad_cluster,
+            wildcard_deny.clone(),
+            group_deny.clone(),
+        ])
+        .await;
+    assert_eq!(created.len(), 5);
+    for (i, r) in created.iter().enumerate() {
+        if i == 2 {
+            let e = r.as_ref().unwrap_err();
+            assert_eq!(code(e), Some(ErrorCode::INVALID_REQUEST.0), "{e}");
+            assert!(e.to_string().contains("kafka-cluster"), "{e}");
+        } else {
+            assert!(r.is_ok(), "binding {i}: {r:?}");
+        }
+    }
+    let all: BTreeSet<AclBinding> = [&literal, &prefixed, &wildcard_deny, &group_deny]
+        .into_iter()
+        .cloned()
+        .collect();
+    let any = AclBindingFilter::any();
+    eventually("the four ACLs described", || async {
+        (described(admin, &any).await == all).then_some(())
+    })
+    .await;
+    // Creating an existing binding again succeeds and stores no second copy.
+    assert!(admin.create_acls(&[literal.clone()]).await[0].is_ok());
+
+    // By principal.
+    let alice_filter = AclBindingFilter::new(
+        ResourcePatternFilter::any(),
+        AccessControlEntryFilter::new(Some("User:alice".into()), None, Op::Any, Perm::Any),
+    );
+    let want: BTreeSet<_> = [&literal, &prefixed, &group_deny]
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(described(admin, &alice_filter).await, want);
+    // MATCH: every pattern that applies to the topic: its literal, the prefix, the wildcard.
+    let want: BTreeSet<_> = [&literal, &prefixed, &wildcard_deny]
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(
+        described(admin, &topic_filter(Some(topic), PatternType::Match)).await,
+        want
+    );
+    // MATCH with another name of the family: the prefix and the wildcard only.
+    let want: BTreeSet<_> = [&prefixed, &wildcard_deny].into_iter().cloned().collect();
+    assert_eq!(
+        described(admin, &topic_filter(Some("acl-other"), PatternType::Match)).await,
+        want
+    );
+    // LITERAL `*` is the wildcard binding itself; ANY with a name compares names exactly.
+    let want: BTreeSet<_> = [wildcard_deny.clone()].into();
+    assert_eq!(
+        described(admin, &topic_filter(Some("*"), PatternType::Literal)).await,
+        want
+    );
+    let want: BTreeSet<_> = [prefixed.clone()].into();
+    assert_eq!(
+        described(admin, &topic_filter(Some("acl-"), PatternType::Any)).await,
+        want
+    );
+    // PREFIXED topics with any name, and every group binding.
+    assert_eq!(
+        described(admin, &topic_filter(None, PatternType::Prefixed)).await,
+        [prefixed.clone()].into()
+    );
+    let groups = AclBindingFilter::new(
+        ResourcePatternFilter::new(ResourceType::Group, None, PatternType::Any),
+        AccessControlEntryFilter::any(),
+    );
+    assert_eq!(described(admin, &groups).await, [group_deny.clone()].into());
+
+    // The ALLOW lets alice in; a DENY of the same operation beats it.
+    eventually("alice allowed by the ACL", || async {
+        alice_describes(&alice, topic).await.ok()
+    })
+    .await;
+    let deny = acl(
+        ResourcePattern::literal(ResourceType::Topic, topic),
+        "User:alice",
+        Op::DescribeConfigs,
+        Perm::Deny,
+    );
+    assert!(admin.create_acls(&[deny.clone()]).await[0].is_ok());
+    eventually("alice refused by the DENY", || async {
+        (alice_describes(&alice, topic).await == Err(Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0)))
+            .then_some(())
+    })
+    .await;
+
+    // Delete alice's DENY bindings (any resource): exactly those two go.
+    let alice_denies = AclBindingFilter::new(
+        ResourcePatternFilter::any(),
+        AccessControlEntryFilter::new(Some("User:alice".into()), None, Op::Any, Perm::Deny),
+    );
+    let nothing = topic_filter(Some("no-such-topic"), PatternType::Literal);
+    let deleted = admin.delete_acls(&[alice_denies, nothing]).await;
+    assert_eq!(deleted.len(), 2);
+    let removed: BTreeSet<AclBinding> = deleted[0].clone().unwrap().into_iter().collect();
+    assert_eq!(removed, [deny.clone(), group_deny.clone()].into());
+    assert_eq!(deleted[1].as_ref().unwrap(), &Vec::<AclBinding>::new());
+    let left: BTreeSet<_> = [&literal, &prefixed, &wildcard_deny]
+        .into_iter()
+        .cloned()
+        .collect();
+    eventually("the DENY bindings gone", || async {
+        (described(admin, &any).await == left).then_some(())
+    })
+    .await;
+    eventually("alice allowed again", || async {
+        alice_describes(&alice, topic).await.ok()
+    })
+    .await;
+
+    // alice herself may not manage ACLs (ALTER on the cluster) nor list them.
+    let refused = alice.create_acls(&[deny]).await;
+    assert_eq!(
+        refused[0].as_ref().err().and_then(code),
+        Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0),
+        "{refused:?}"
+    );
+    let refused = alice.describe_acls(&any).await.unwrap_err();
+    assert_eq!(
+        code(&refused),
+        Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0),
+        "{refused}"
+    );
+
+    // Clean up the rest for the later sections.
+    let gone = admin.delete_acls(&[any.clone()]).await;
+    assert_eq!(gone[0].as_ref().unwrap().len(), 3);
+}
