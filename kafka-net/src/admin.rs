@@ -14,6 +14,7 @@
 mod acls;
 mod configs;
 mod groups;
+mod scram;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ pub use configs::{
     ConfigSource, OpType,
 };
 pub use groups::{GroupDescription, GroupListing, GroupMember};
+pub use scram::{ScramAlteration, UserScramCredentials};
 pub use topics::{ClusterDescription, CreatedTopic, ListedOffset, NewTopic, OffsetSpec};
 
 use crate::cluster::{Cluster, ClusterConfig};

@@ -22,8 +22,9 @@ use kafka_auth::acl::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation,
     AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
 };
-use kafka_net::admin::{ConfigResource, NewTopic};
-use kafka_net::{Admin, ClusterConfig, ConnectionConfig, NetError, SecurityKeys};
+use kafka_auth::sasl::ScramMechanism;
+use kafka_net::admin::{ConfigResource, NewTopic, ScramAlteration};
+use kafka_net::{Admin, ClusterConfig, Connection, ConnectionConfig, NetError, SecurityKeys};
 use kafka_peers::{ApacheKafka, Jvm, KafkaOptions, require};
 use kafka_protocol::error_code::ErrorCode;
 
@@ -130,6 +131,7 @@ fn admin_security_calls_against_apache_kafka() {
     rt.block_on(async {
         let admin = login(&bootstrap, "PLAIN", "admin", "admin-secret").await;
         acls(&bootstrap, &admin).await;
+        scram(&bootstrap, &admin).await;
     });
 }
 
@@ -355,4 +357,144 @@ async fn acls(bootstrap: &str, admin: &Admin) {
     // Clean up the rest for the later sections.
     let gone = admin.delete_acls(&[any.clone()]).await;
     assert_eq!(gone[0].as_ref().unwrap().len(), 3);
+}
+
+/// A connection to the first broker logging in with `mechanism`: `Ok` or the error.
+async fn connect_as(
+    bootstrap: &str,
+    mechanism: &str,
+    user: &str,
+    password: &str,
+) -> Result<(), NetError> {
+    let cfg = config(bootstrap, mechanism, user, password);
+    let addr = bootstrap.split(',').next().unwrap_or_default();
+    Connection::connect(addr, cfg.connection).await.map(drop)
+}
+
+async fn scram(bootstrap: &str, admin: &Admin) {
+    use ScramMechanism::{Sha256, Sha512};
+    let not_found = Some(ErrorCode::RESOURCE_NOT_FOUND.0);
+    let user = "frank";
+    let described = |users: Option<Vec<&'static str>>| async move {
+        admin
+            .describe_user_scram_credentials(users.as_deref())
+            .await
+            .unwrap_or_else(|e| panic!("describe_user_scram_credentials: {e}"))
+    };
+    // A user without credentials: RESOURCE_NOT_FOUND for that user, not for the call.
+    let r = described(Some(vec!["nobody"])).await;
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0, "nobody");
+    assert_eq!(r[0].1.as_ref().err().and_then(code), not_found, "{r:?}");
+
+    // Kafka takes one alteration per user per request: both mechanisms at once are refused.
+    let both = admin
+        .alter_user_scram_credentials(&[
+            ScramAlteration::upsert(user, Sha256, 4096, "frank-secret"),
+            ScramAlteration::upsert(user, Sha512, 8192, "frank-secret"),
+        ])
+        .await;
+    assert_eq!(both.len(), 1);
+    assert_eq!(
+        both[0].1.as_ref().err().and_then(code),
+        Some(ErrorCode::DUPLICATE_RESOURCE.0),
+        "{both:?}"
+    );
+    // Too many iterations: refused here, as Kafka's controller would.
+    let many = admin
+        .alter_user_scram_credentials(&[ScramAlteration::upsert(
+            user,
+            Sha256,
+            16385,
+            "frank-secret",
+        )])
+        .await;
+    assert_eq!(
+        many[0].1.as_ref().err().and_then(code),
+        Some(ErrorCode::UNACCEPTABLE_CREDENTIAL.0)
+    );
+    for (m, iterations) in [(Sha256, 4096), (Sha512, 8192)] {
+        let r = admin
+            .alter_user_scram_credentials(&[ScramAlteration::upsert(
+                user,
+                m,
+                iterations,
+                "frank-secret",
+            )])
+            .await;
+        assert_eq!(r.len(), 1);
+        assert!(r[0].1.is_ok(), "{m:?}: {r:?}");
+    }
+    let want = vec![(Sha256, 4096), (Sha512, 8192)];
+    eventually("frank's two credentials described", || async {
+        let r = described(Some(vec![user])).await;
+        let got = r.first().and_then(|(_, c)| c.as_ref().ok()).cloned();
+        got.map(|mut g| {
+            g.sort();
+            g
+        })
+        .filter(|g| *g == want)
+    })
+    .await;
+    // Every user: frank is among them.
+    let all = described(None).await;
+    assert!(all.iter().any(|(u, c)| u == user && c.is_ok()), "{all:?}");
+
+    for mech in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        eventually("frank's SCRAM login", || async {
+            connect_as(bootstrap, mech, user, "frank-secret").await.ok()
+        })
+        .await;
+        let e = connect_as(bootstrap, mech, user, "wrong")
+            .await
+            .unwrap_err();
+        assert!(matches!(e, NetError::Authentication { .. }), "{mech}: {e}");
+    }
+
+    // alice may not alter credentials (ALTER on the cluster).
+    let alice = login(bootstrap, "PLAIN", "alice", "alice-secret").await;
+    let r = alice
+        .alter_user_scram_credentials(&[ScramAlteration::delete(user, Sha256)])
+        .await;
+    assert_eq!(
+        r[0].1.as_ref().err().and_then(code),
+        Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0),
+        "{r:?}"
+    );
+
+    // Delete SHA-256: its login fails, SHA-512 still works.
+    let r = admin
+        .alter_user_scram_credentials(&[ScramAlteration::delete(user, Sha256)])
+        .await;
+    assert!(r[0].1.is_ok(), "{r:?}");
+    eventually("SHA-256 gone", || async {
+        connect_as(bootstrap, "SCRAM-SHA-256", user, "frank-secret")
+            .await
+            .err()
+    })
+    .await;
+    connect_as(bootstrap, "SCRAM-SHA-512", user, "frank-secret")
+        .await
+        .unwrap();
+    let r = described(Some(vec![user])).await;
+    assert_eq!(r[0].1.as_ref().unwrap(), &vec![(Sha512, 8192)]);
+    // Deleting a credential that is not there: RESOURCE_NOT_FOUND.
+    let r = admin
+        .alter_user_scram_credentials(&[ScramAlteration::delete(user, Sha256)])
+        .await;
+    assert_eq!(r[0].1.as_ref().err().and_then(code), not_found, "{r:?}");
+    // The last one: frank has no credentials left.
+    let r = admin
+        .alter_user_scram_credentials(&[ScramAlteration::delete(user, Sha512)])
+        .await;
+    assert!(r[0].1.is_ok(), "{r:?}");
+    eventually("frank unknown again", || async {
+        let r = described(Some(vec![user])).await;
+        (r[0].1.as_ref().err().and_then(code) == not_found).then_some(())
+    })
+    .await;
+    let e = connect_as(bootstrap, "SCRAM-SHA-512", user, "frank-secret")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, NetError::Authentication { .. }), "{e}");
 }
