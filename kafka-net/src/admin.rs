@@ -14,6 +14,7 @@
 mod acls;
 mod configs;
 mod groups;
+mod quotas;
 mod scram;
 mod topics;
 
@@ -29,6 +30,10 @@ pub use configs::{
     ConfigSource, OpType,
 };
 pub use groups::{GroupDescription, GroupListing, GroupMember};
+pub use quotas::{
+    CLIENT_ID, IP, QuotaAlteration, QuotaEntity, QuotaEntry, QuotaFilter, QuotaFilterComponent,
+    QuotaMatch, QuotaOp, USER,
+};
 pub use scram::{ScramAlteration, UserScramCredentials};
 pub use topics::{ClusterDescription, CreatedTopic, ListedOffset, NewTopic, OffsetSpec};
 

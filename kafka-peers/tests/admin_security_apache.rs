@@ -23,7 +23,10 @@ use kafka_auth::acl::{
     AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
 };
 use kafka_auth::sasl::ScramMechanism;
-use kafka_net::admin::{ConfigResource, NewTopic, ScramAlteration};
+use kafka_net::admin::{
+    CLIENT_ID, ConfigResource, NewTopic, QuotaAlteration, QuotaEntity, QuotaEntry, QuotaFilter,
+    QuotaFilterComponent, QuotaOp, ScramAlteration, USER,
+};
 use kafka_net::{Admin, ClusterConfig, Connection, ConnectionConfig, NetError, SecurityKeys};
 use kafka_peers::{ApacheKafka, Jvm, KafkaOptions, require};
 use kafka_protocol::error_code::ErrorCode;
@@ -132,6 +135,7 @@ fn admin_security_calls_against_apache_kafka() {
         let admin = login(&bootstrap, "PLAIN", "admin", "admin-secret").await;
         acls(&bootstrap, &admin).await;
         scram(&bootstrap, &admin).await;
+        quotas(&admin).await;
     });
 }
 
@@ -497,4 +501,184 @@ async fn scram(bootstrap: &str, admin: &Admin) {
         .await
         .unwrap_err();
     assert!(matches!(e, NetError::Authentication { .. }), "{e}");
+}
+
+/// The entries sorted (entities, and keys within each), for comparison.
+fn sorted(mut entries: Vec<QuotaEntry>) -> Vec<QuotaEntry> {
+    for (_, values) in &mut entries {
+        values.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries
+}
+
+fn entry(entity: &QuotaEntity, values: &[(&str, f64)]) -> QuotaEntry {
+    (
+        entity.clone(),
+        values.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+    )
+}
+
+async fn quotas(admin: &Admin) {
+    let alice = QuotaEntity::user(Some("alice"));
+    let default_client = QuotaEntity::client_id(None);
+    let alice_app = QuotaEntity::user(Some("alice")).with(CLIENT_ID, Some("app"));
+    let describe = |filter: QuotaFilter| async move {
+        sorted(
+            admin
+                .describe_client_quotas(&filter)
+                .await
+                .unwrap_or_else(|e| panic!("describe_client_quotas {filter:?}: {e}")),
+        )
+    };
+    let r = admin
+        .alter_client_quotas(
+            &[
+                QuotaAlteration::new(
+                    alice.clone(),
+                    vec![QuotaOp::set("producer_byte_rate", 1024.0)],
+                ),
+                QuotaAlteration::new(
+                    default_client.clone(),
+                    vec![QuotaOp::set("producer_byte_rate", 2048.0)],
+                ),
+                QuotaAlteration::new(
+                    alice_app.clone(),
+                    vec![
+                        QuotaOp::set("producer_byte_rate", 4096.0),
+                        QuotaOp::set("consumer_byte_rate", 8192.0),
+                    ],
+                ),
+            ],
+            false,
+        )
+        .await;
+    let entities: Vec<&QuotaEntity> = r.iter().map(|(e, _)| e).collect();
+    assert_eq!(entities, [&alice, &default_client, &alice_app]);
+    for (e, res) in &r {
+        assert!(res.is_ok(), "{e}: {res:?}");
+    }
+    let e_alice = entry(&alice, &[("producer_byte_rate", 1024.0)]);
+    let e_default = entry(&default_client, &[("producer_byte_rate", 2048.0)]);
+    let e_app = entry(
+        &alice_app,
+        &[
+            ("consumer_byte_rate", 8192.0),
+            ("producer_byte_rate", 4096.0),
+        ],
+    );
+    let everything = sorted(vec![e_alice.clone(), e_default.clone(), e_app.clone()]);
+    eventually("the three quotas described", || async {
+        (describe(QuotaFilter::all()).await == everything).then_some(())
+    })
+    .await;
+
+    // Exact user, not strict: every entity with that user part.
+    assert_eq!(
+        describe(QuotaFilter::containing(vec![QuotaFilterComponent::exact(
+            USER, "alice"
+        )]))
+        .await,
+        sorted(vec![e_alice.clone(), e_app.clone()])
+    );
+    // Strict: only the entity made of that part alone.
+    assert_eq!(
+        describe(QuotaFilter::only(vec![QuotaFilterComponent::exact(
+            USER, "alice"
+        )]))
+        .await,
+        vec![e_alice.clone()]
+    );
+    // The default client id.
+    assert_eq!(
+        describe(QuotaFilter::containing(vec![
+            QuotaFilterComponent::default_entity(CLIENT_ID)
+        ]))
+        .await,
+        vec![e_default.clone()]
+    );
+    // "Specified" client id: KIP-546 says any named one, but Kafka's KRaft broker answers
+    // every entity with a client-id part, the default included.
+    assert_eq!(
+        describe(QuotaFilter::containing(vec![
+            QuotaFilterComponent::specified(CLIENT_ID)
+        ]))
+        .await,
+        sorted(vec![e_default.clone(), e_app.clone()])
+    );
+    // Both parts, strict.
+    assert_eq!(
+        describe(QuotaFilter::only(vec![
+            QuotaFilterComponent::specified(USER),
+            QuotaFilterComponent::exact(CLIENT_ID, "app"),
+        ]))
+        .await,
+        vec![e_app.clone()]
+    );
+    // A user nobody set.
+    assert!(
+        describe(QuotaFilter::containing(vec![QuotaFilterComponent::exact(
+            USER, "zoe"
+        )]))
+        .await
+        .is_empty()
+    );
+    // A filter naming one type twice: Kafka's INVALID_REQUEST for the whole call.
+    let e = admin
+        .describe_client_quotas(&QuotaFilter::containing(vec![
+            QuotaFilterComponent::exact(USER, "alice"),
+            QuotaFilterComponent::specified(USER),
+        ]))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), Some(ErrorCode::INVALID_REQUEST.0), "{e}");
+
+    // validate_only: answered, nothing changes.
+    let r = admin
+        .alter_client_quotas(
+            &[QuotaAlteration::new(
+                alice.clone(),
+                vec![QuotaOp::set("producer_byte_rate", 1.0)],
+            )],
+            true,
+        )
+        .await;
+    assert!(r[0].1.is_ok(), "{r:?}");
+    // An unknown key: INVALID_REQUEST with Kafka's message, checked even when validating.
+    for validate_only in [true, false] {
+        let r = admin
+            .alter_client_quotas(
+                &[QuotaAlteration::new(
+                    alice.clone(),
+                    vec![QuotaOp::set("no_such_quota", 5.0)],
+                )],
+                validate_only,
+            )
+            .await;
+        let e = r[0].1.as_ref().unwrap_err();
+        assert_eq!(code(e), Some(ErrorCode::INVALID_REQUEST.0), "{e}");
+        assert!(e.to_string().contains("no_such_quota"), "{e}");
+    }
+
+    // Remove one key of alice+app; the rest stays.
+    let r = admin
+        .alter_client_quotas(
+            &[QuotaAlteration::new(
+                alice_app.clone(),
+                vec![QuotaOp::remove("consumer_byte_rate")],
+            )],
+            false,
+        )
+        .await;
+    assert!(r[0].1.is_ok(), "{r:?}");
+    let after = sorted(vec![
+        e_alice,
+        e_default,
+        entry(&alice_app, &[("producer_byte_rate", 4096.0)]),
+    ]);
+    eventually(
+        "consumer_byte_rate removed, the validate_only change not made",
+        || async { (describe(QuotaFilter::all()).await == after).then_some(()) },
+    )
+    .await;
 }
