@@ -117,6 +117,37 @@ where
     }
 }
 
+/// Kafka's `kafka-configs` (ConfigCommand) as admin: what it prints.
+fn kafka_configs(jvm: &Jvm, kafka: &ApacheKafka, args: &[&str]) -> String {
+    let props = kafka.dir().join("admin-client.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=\
+             org.apache.kafka.common.security.plain.PlainLoginModule required \
+             username=\"admin\" password=\"admin-secret\";\n"
+        ),
+    )
+    .unwrap();
+    let bootstrap = kafka.bootstrap();
+    let props = props.display().to_string();
+    let mut all = vec![
+        "--bootstrap-server",
+        bootstrap.as_str(),
+        "--command-config",
+        props.as_str(),
+    ];
+    all.extend_from_slice(args);
+    jvm.run(
+        "org.apache.kafka.tools.ConfigCommand",
+        &all,
+        None,
+        Duration::from_secs(120),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+    .stdout
+}
+
 fn code(e: &NetError) -> Option<i16> {
     e.error_code().map(|c| c.0)
 }
@@ -136,6 +167,7 @@ fn admin_security_calls_against_apache_kafka() {
         acls(&bootstrap, &admin).await;
         scram(&bootstrap, &admin).await;
         quotas(&admin).await;
+        kafka_tool_cross_check(&jvm, &kafka, &admin).await;
     });
 }
 
@@ -253,7 +285,7 @@ async fn acls(bootstrap: &str, admin: &Admin) {
     })
     .await;
     // Creating an existing binding again succeeds and stores no second copy.
-    assert!(admin.create_acls(&[literal.clone()]).await[0].is_ok());
+    assert!(admin.create_acls(std::slice::from_ref(&literal)).await[0].is_ok());
 
     // By principal.
     let alice_filter = AclBindingFilter::new(
@@ -313,7 +345,7 @@ async fn acls(bootstrap: &str, admin: &Admin) {
         Op::DescribeConfigs,
         Perm::Deny,
     );
-    assert!(admin.create_acls(&[deny.clone()]).await[0].is_ok());
+    assert!(admin.create_acls(std::slice::from_ref(&deny)).await[0].is_ok());
     eventually("alice refused by the DENY", || async {
         (alice_describes(&alice, topic).await == Err(Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0)))
             .then_some(())
@@ -359,7 +391,7 @@ async fn acls(bootstrap: &str, admin: &Admin) {
     );
 
     // Clean up the rest for the later sections.
-    let gone = admin.delete_acls(&[any.clone()]).await;
+    let gone = admin.delete_acls(std::slice::from_ref(&any)).await;
     assert_eq!(gone[0].as_ref().unwrap().len(), 3);
 }
 
@@ -680,5 +712,46 @@ async fn quotas(admin: &Admin) {
         "consumer_byte_rate removed, the validate_only change not made",
         || async { (describe(QuotaFilter::all()).await == after).then_some(()) },
     )
+    .await;
+}
+
+/// Kafka's own tool reads what our client wrote, and our client reads what the tool wrote.
+async fn kafka_tool_cross_check(jvm: &Jvm, kafka: &ApacheKafka, admin: &Admin) {
+    let user_args = [
+        "--describe",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+    ];
+    let out = kafka_configs(jvm, kafka, &user_args);
+    assert!(
+        out.contains("Quota configs for user-principal 'alice' are producer_byte_rate=1024.0"),
+        "{out}"
+    );
+    kafka_configs(
+        jvm,
+        kafka,
+        &[
+            "--alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "bob",
+            "--add-config",
+            "consumer_byte_rate=333",
+        ],
+    );
+    let bob = QuotaEntity::user(Some("bob"));
+    let want = vec![entry(&bob, &[("consumer_byte_rate", 333.0)])];
+    eventually("bob's quota set by kafka-configs", || async {
+        let got = admin
+            .describe_client_quotas(&QuotaFilter::only(vec![QuotaFilterComponent::exact(
+                USER, "bob",
+            )]))
+            .await
+            .unwrap();
+        (got == want).then_some(())
+    })
     .await;
 }
