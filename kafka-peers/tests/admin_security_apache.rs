@@ -122,11 +122,9 @@ fn kafka_configs(jvm: &Jvm, kafka: &ApacheKafka, args: &[&str]) -> String {
     let props = kafka.dir().join("admin-client.properties");
     std::fs::write(
         &props,
-        format!(
-            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=\
-             org.apache.kafka.common.security.plain.PlainLoginModule required \
-             username=\"admin\" password=\"admin-secret\";\n"
-        ),
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=\
+         org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"admin\" password=\"admin-secret\";\n",
     )
     .unwrap();
     let bootstrap = kafka.bootstrap();
