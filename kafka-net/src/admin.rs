@@ -1,5 +1,8 @@
 //! A small admin client over a [`Cluster`]: create and delete topics, add partitions, describe
-//! the cluster, list offsets, describe and alter configs, list, describe and delete groups.
+//! the cluster, list offsets, describe and alter configs, list, describe and delete groups;
+//! and the security calls: create, describe and delete ACLs (`acls.rs`, with `kafka-auth`'s
+//! ACL types), describe and alter SCRAM credentials (`scram.rs`, the password salted on the
+//! client), describe and alter client quotas (`quotas.rs`, KIP-546).
 //!
 //! Every call picks the version negotiated with the broker it talks to and fills in only the
 //! fields that version has. Batch calls return one result per item, in the order given; an
@@ -8,8 +11,11 @@
 //! error (not the controller, not the leader, not the coordinator, a lost connection) are
 //! routed again and retried, up to `retries` times with `retry.backoff.ms` in between.
 
+mod acls;
 mod configs;
 mod groups;
+mod quotas;
+mod scram;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -24,6 +30,11 @@ pub use configs::{
     ConfigSource, OpType,
 };
 pub use groups::{GroupDescription, GroupListing, GroupMember};
+pub use quotas::{
+    CLIENT_ID, IP, QuotaAlteration, QuotaEntity, QuotaEntry, QuotaFilter, QuotaFilterComponent,
+    QuotaMatch, QuotaOp, USER,
+};
+pub use scram::{ScramAlteration, UserScramCredentials};
 pub use topics::{ClusterDescription, CreatedTopic, ListedOffset, NewTopic, OffsetSpec};
 
 use crate::cluster::{Cluster, ClusterConfig};
