@@ -7,8 +7,9 @@
 //!   `n,` (no channel binding), an optional authorization id of ASCII without `,` and `=`
 //!   other than the escapes `=2C` and `=3D`, keys of letters only, values of `%x21-7E`,
 //!   space, tab, CR and LF, a key `auth` holding `<scheme> <token>` with the scheme `bearer`
-//!   in any case and a token of `-_.a-zA-Z0-9`; the other keys are SASL extensions, and
-//!   `auth` cannot be one;
+//!   in any case; the other keys are SASL extensions, and `auth` cannot be one. The token is
+//!   RFC 6750's `b64token` (letters, digits, `-._~+/`, then `=` padding), which holds Kafka's
+//!   `[-_.a-zA-Z0-9]+` (every JWT) and the RFC 7628 examples Kafka would refuse;
 //! - the server's error answer, a JSON object `{"status":"invalid_token"}` with optional
 //!   `scope` and `openid-configuration` (RFC 7628 3.2.2, [`ServerErrorResponse`]), sent as
 //!   a challenge after a refused token;
@@ -66,9 +67,9 @@ impl ClientInitialResponse {
         authorization_id: Option<&str>,
         extensions: BTreeMap<String, String>,
     ) -> Result<Self, OAuthBearerError> {
-        if token.is_empty() || !token.bytes().all(is_token_byte) {
+        if !is_b64token(token) {
             return Err(OAuthBearerError::InitialResponse(
-                "the token must be non-empty and only hold letters, digits, '-', '_' and '.'",
+                "the token must be an RFC 6750 b64token (letters, digits, -._~+/ then = padding)",
             ));
         }
         let authorization_id = authorization_id.unwrap_or_default();
@@ -230,9 +231,13 @@ pub fn validate_extensions(extensions: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
-/// A character of Kafka's token pattern `[-_.a-zA-Z0-9]`.
-fn is_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+/// RFC 6750's `b64token`: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
 }
 
 /// A character of RFC 7628's `value`: `%x21-7E`, space, tab, CR, LF.
@@ -240,7 +245,8 @@ fn is_value_byte(b: u8) -> bool {
     (0x21..=0x7E).contains(&b) || matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
-/// `auth=<scheme> <token>`: Kafka's `(\w+)[ ]+([-_.a-zA-Z0-9]+)` with scheme `bearer`.
+/// `auth=<scheme> <token>`: Kafka's `(\w+)[ ]+TOKEN` with scheme `bearer`, the token a
+/// `b64token`.
 fn parse_auth(auth: &str) -> Result<&str, OAuthBearerError> {
     use OAuthBearerError::InitialResponse as Bad;
     let (scheme, token) = auth
@@ -254,9 +260,9 @@ fn parse_auth(auth: &str) -> Result<&str, OAuthBearerError> {
         return Err(Bad("invalid 'auth' format: expected \"Bearer TOKEN\""));
     }
     let token = token.trim_start_matches(' ');
-    if token.is_empty() || !token.bytes().all(is_token_byte) {
+    if !is_b64token(token) {
         return Err(Bad(
-            "invalid 'auth' format: the token must be letters, digits, '-', '_' and '.'",
+            "invalid 'auth' format: the token must be letters, digits, -._~+/ then = padding",
         ));
     }
     if !scheme.eq_ignore_ascii_case("bearer") {
