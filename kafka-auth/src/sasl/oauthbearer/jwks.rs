@@ -83,7 +83,9 @@ impl JsonWebKey {
     /// Reads one key (a JSON object). Refuses a key this crate cannot use.
     pub fn from_json(value: &Value) -> Result<Self, OAuthBearerError> {
         let bad = |m: &str| OAuthBearerError::KeySet(m.to_owned());
-        let obj = value.as_object().ok_or_else(|| bad("a key is not a JSON object"))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| bad("a key is not a JSON object"))?;
         let text = |k: &str| -> Result<Option<String>, OAuthBearerError> {
             match obj.get(k) {
                 None => Ok(None),

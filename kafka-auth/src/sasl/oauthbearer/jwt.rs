@@ -190,7 +190,7 @@ impl<'a> Jwt<'a> {
             claim: shown(name),
             reason,
         };
-        let secs = v.as_f64().ok_or(bad("not a number"))?;
+        let secs = v.as_f64().ok_or_else(|| bad("not a number"))?;
         let ms = (secs * 1000.0).round();
         // About 292 million years either way: anything beyond is not a date.
         if !ms.is_finite() || ms.abs() > 9.0e18 {
@@ -241,7 +241,7 @@ impl<'a> Jwt<'a> {
             Some(Value::String(s)) => s.split(' ').filter(|p| !p.is_empty()).collect(),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|i| i.as_str().ok_or(bad("an element is not a string")))
+                .map(|i| i.as_str().ok_or_else(|| bad("an element is not a string")))
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(bad("neither a string nor an array of strings")),
         };

@@ -106,9 +106,9 @@ impl ClientInitialResponse {
         };
         let (authorization_id, rest) = match rest.strip_prefix("a=") {
             Some(after) => {
-                let end = after
-                    .find(',')
-                    .ok_or(Bad("the GS2 header's authorization id does not end with ','"))?;
+                let end = after.find(',').ok_or(Bad(
+                    "the GS2 header's authorization id does not end with ','",
+                ))?;
                 let (raw, tail) = after.split_at(end);
                 (decode_saslname(raw)?, &tail[1..])
             }
@@ -127,9 +127,9 @@ impl ClientInitialResponse {
             if rest == "\u{1}" {
                 break;
             }
-            let end = rest
-                .find('\u{1}')
-                .ok_or(Bad("truncated: the key/value pairs must end with 0x01 0x01"))?;
+            let end = rest.find('\u{1}').ok_or(Bad(
+                "truncated: the key/value pairs must end with 0x01 0x01",
+            ))?;
             let (pair, tail) = rest.split_at(end);
             rest = &tail[1..];
             let (key, value) = pair
@@ -139,7 +139,9 @@ impl ClientInitialResponse {
                 return Err(Bad("a key that is not letters only"));
             }
             if value.is_empty() || !value.bytes().all(is_value_byte) {
-                return Err(Bad("a value that is empty or holds characters outside %x21-7E, space, tab, CR, LF"));
+                return Err(Bad(
+                    "a value that is empty or holds characters outside %x21-7E, space, tab, CR, LF",
+                ));
             }
             if key == AUTH_KEY {
                 if auth.replace(value).is_some() {
@@ -235,9 +237,9 @@ pub fn validate_extensions(extensions: &BTreeMap<String, String>) -> Result<(), 
 fn is_b64token(token: &str) -> bool {
     let body = token.trim_end_matches('=');
     !body.is_empty()
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
+        && body.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
+        })
 }
 
 /// A character of RFC 7628's `value`: `%x21-7E`, space, tab, CR, LF.
@@ -349,10 +351,10 @@ impl ServerErrorResponse {
             .map_err(|_| bad("the server's error answer is not JSON"))?;
         let obj = value
             .as_object()
-            .ok_or(bad("the server's error answer is not a JSON object"))?;
+            .ok_or_else(|| bad("the server's error answer is not a JSON object"))?;
         let text = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_owned);
         Ok(Self {
-            status: text("status").ok_or(bad("the server's error answer has no status"))?,
+            status: text("status").ok_or_else(|| bad("the server's error answer has no status"))?,
             scope: text("scope"),
             openid_configuration: text("openid-configuration"),
         })

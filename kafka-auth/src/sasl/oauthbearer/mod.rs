@@ -41,7 +41,9 @@ pub use messages::{
     AUTH_KEY, ClientInitialResponse, ERROR_ACKNOWLEDGEMENT, MAX_INITIAL_RESPONSE, SEPARATOR,
     ServerErrorResponse, validate_extensions,
 };
-pub use server::{OAuthBearerServer, OAuthBearerServerStep, OAuthBearerSession, session_lifetime_ms};
+pub use server::{
+    OAuthBearerServer, OAuthBearerServerStep, OAuthBearerSession, session_lifetime_ms,
+};
 pub use token_endpoint::{
     ClientCredentials, MAX_RESPONSE, TokenRequest, TokenResponse, form_urlencode,
     parse_token_response,

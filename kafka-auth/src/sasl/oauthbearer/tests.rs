@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::*;
 use crate::jaas::JaasConfig;
-use crate::sasl::{ClientExchange, ClientStep, Mechanism, SaslError, ServerExchange, ServerStep, StaticCredentials};
+use crate::sasl::{
+    ClientExchange, ClientStep, Mechanism, SaslError, ServerExchange, ServerStep, StaticCredentials,
+};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -54,7 +56,10 @@ fn kafka_form_round_trips_and_is_byte_exact() {
     assert_eq!(r.to_bytes(), b"n,,\x01auth=Bearer t\x01\x01".to_vec());
     // An authorization id with ',' and '=' is escaped, and decoded when read.
     let r = ClientInitialResponse::new("t", Some("a,b=c"), BTreeMap::new()).unwrap();
-    assert_eq!(r.to_bytes(), b"n,a=a=2Cb=3Dc,\x01auth=Bearer t\x01\x01".to_vec());
+    assert_eq!(
+        r.to_bytes(),
+        b"n,a=a=2Cb=3Dc,\x01auth=Bearer t\x01\x01".to_vec()
+    );
     assert_eq!(
         ClientInitialResponse::parse(&r.to_bytes())
             .unwrap()
@@ -78,7 +83,10 @@ fn scheme_is_case_insensitive_and_spaces_may_repeat() {
 fn malformed_initial_responses_are_refused_by_rule() {
     let cases: &[(&[u8], &str)] = &[
         (b"y,,\x01auth=Bearer t\x01\x01", "channel binding"),
-        (b"p=tls-unique,,\x01auth=Bearer t\x01\x01", "channel binding"),
+        (
+            b"p=tls-unique,,\x01auth=Bearer t\x01\x01",
+            "channel binding",
+        ),
         (b"x,,\x01auth=Bearer t\x01\x01", "GS2 header"),
         (b"n,a=,\x01auth=Bearer t\x01\x01", "authorization id"),
         (b"n,a=x=41,\x01auth=Bearer t\x01\x01", "authorization id"),
@@ -101,7 +109,10 @@ fn malformed_initial_responses_are_refused_by_rule() {
         (b"n,,\x01auth=Bearer t\x01auth=Bearer u\x01\x01", "twice"),
         (b"n,,\x01auth=Bearer t\x01a=b\x01a=c\x01\x01", "twice"),
         (b"n,,\x01auth=Bearer t\x01\x01extra", "without '='"),
-        ("n,,\x01auth=Bearer t\x01h=\u{e9}\x01\x01".as_bytes(), "ASCII"),
+        (
+            "n,,\x01auth=Bearer t\x01h=\u{e9}\x01\x01".as_bytes(),
+            "ASCII",
+        ),
     ];
     for (m, why) in cases {
         let e = ClientInitialResponse::parse(m).unwrap_err();
@@ -142,9 +153,18 @@ fn client_side_construction_refuses_what_the_grammar_cannot_carry() {
     assert!(ClientInitialResponse::new("", None, BTreeMap::new()).is_err());
     assert!(ClientInitialResponse::new("a b", None, BTreeMap::new()).is_err());
     assert!(ClientInitialResponse::new("t", Some("é"), BTreeMap::new()).is_err());
-    for (k, v) in [("auth", "x"), ("a1", "x"), ("", "x"), ("k", ""), ("k", "\x01")] {
+    for (k, v) in [
+        ("auth", "x"),
+        ("a1", "x"),
+        ("", "x"),
+        ("k", ""),
+        ("k", "\x01"),
+    ] {
         let e = ClientInitialResponse::new("t", None, ext(&[(k, v)])).unwrap_err();
-        assert!(matches!(e, OAuthBearerError::Extension { .. }), "{k}={v:?}: {e}");
+        assert!(
+            matches!(e, OAuthBearerError::Extension { .. }),
+            "{k}={v:?}: {e}"
+        );
     }
     // Debug never shows the token.
     let r = ClientInitialResponse::new("sekrit.token.value", None, BTreeMap::new()).unwrap();
@@ -248,9 +268,8 @@ fn unsecured_login_refuses_reserved_claims_missing_principal_and_bad_options() {
         Err(OAuthBearerError::Config(_))
     ));
     // A custom principal claim name.
-    let l = login(
-        r#"unsecuredLoginPrincipalClaimName="user" unsecuredLoginStringClaim_user="bob""#,
-    );
+    let l =
+        login(r#"unsecuredLoginPrincipalClaimName="user" unsecuredLoginStringClaim_user="bob""#);
     let t = l.token(NOW).unwrap();
     assert_eq!(t.principal(), "bob");
     assert!(matches!(
@@ -258,7 +277,10 @@ fn unsecured_login_refuses_reserved_claims_missing_principal_and_bad_options() {
         Err(OAuthBearerError::MissingClaim(c)) if c == "sub"
     ));
     assert_eq!(
-        l.matching_validator().validate(t.value(), NOW).unwrap().principal(),
+        l.matching_validator()
+            .validate(t.value(), NOW)
+            .unwrap()
+            .principal(),
         "bob"
     );
 }
@@ -275,11 +297,20 @@ fn unsecured_validator_applies_kafkas_rules() {
     assert!(ok(&format!(r#"{{"sub":"a","exp":{exp},"scope":"x y"}}"#)).is_ok());
     // iat after now + skew.
     assert!(matches!(
-        ok(&format!(r#"{{"sub":"a","exp":{exp},"iat":{},"scope":"x"}}"#, NOW / 1000 + 2)),
+        ok(&format!(
+            r#"{{"sub":"a","exp":{exp},"iat":{},"scope":"x"}}"#,
+            NOW / 1000 + 2
+        )),
         Err(OAuthBearerError::IssuedInFuture { .. })
     ));
     // iat within the skew.
-    assert!(ok(&format!(r#"{{"sub":"a","exp":{exp},"iat":{},"scope":"x"}}"#, NOW as f64 / 1000.0 + 0.5)).is_ok());
+    assert!(
+        ok(&format!(
+            r#"{{"sub":"a","exp":{exp},"iat":{},"scope":"x"}}"#,
+            NOW as f64 / 1000.0 + 0.5
+        ))
+        .is_ok()
+    );
     // exp not after iat.
     assert!(matches!(
         ok(&format!(
@@ -290,9 +321,18 @@ fn unsecured_validator_applies_kafkas_rules() {
         Err(OAuthBearerError::ExpiresBeforeIssued)
     ));
     // exp: within skew passes, at now - skew fails.
-    assert!(ok(&format!(r#"{{"sub":"a","exp":{},"scope":"x"}}"#, NOW as f64 / 1000.0 - 0.999)).is_ok());
+    assert!(
+        ok(&format!(
+            r#"{{"sub":"a","exp":{},"scope":"x"}}"#,
+            NOW as f64 / 1000.0 - 0.999
+        ))
+        .is_ok()
+    );
     assert!(matches!(
-        ok(&format!(r#"{{"sub":"a","exp":{},"scope":"x"}}"#, NOW / 1000 - 1)),
+        ok(&format!(
+            r#"{{"sub":"a","exp":{},"scope":"x"}}"#,
+            NOW / 1000 - 1
+        )),
         Err(OAuthBearerError::Expired { .. })
     ));
     // Missing scope: insufficient_scope, with the required scope in the challenge.
@@ -320,8 +360,14 @@ fn unsecured_validator_applies_kafkas_rules() {
         encode64url(br#"{"alg":"RS256"}"#),
         encode64url(format!(r#"{{"sub":"a","exp":{exp}}}"#).as_bytes())
     );
-    assert!(matches!(v.validate(&signed, NOW), Err(OAuthBearerError::Algorithm { .. })));
-    let with_sig = format!("{}c2ln", unsecured(&format!(r#"{{"sub":"a","exp":{exp}}}"#)));
+    assert!(matches!(
+        v.validate(&signed, NOW),
+        Err(OAuthBearerError::Algorithm { .. })
+    ));
+    let with_sig = format!(
+        "{}c2ln",
+        unsecured(&format!(r#"{{"sub":"a","exp":{exp}}}"#))
+    );
     assert!(matches!(
         v.validate(&with_sig, NOW),
         Err(OAuthBearerError::MalformedToken(_))
@@ -337,7 +383,10 @@ fn unsecured_validator_options_are_read_as_kafka_reads_them() {
     assert_eq!(v.scope_claim, "roles");
     assert_eq!(v.required_scope, ["a", "b"]);
     assert_eq!(v.clock_skew_ms, 250);
-    assert_eq!(validator(r#"unsecuredValidatorPrincipalClaimName="  ""#).principal_claim, "sub");
+    assert_eq!(
+        validator(r#"unsecuredValidatorPrincipalClaimName="  ""#).principal_claim,
+        "sub"
+    );
     for bad in ["-1", "x"] {
         let text = format!(
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorAllowableClockSkewMs=\"{bad}\";"
@@ -353,15 +402,22 @@ fn server() -> ServerExchange {
 }
 
 fn good_token(sub: &str) -> String {
-    unsecured(&format!(r#"{{"sub":"{sub}","exp":{},"iat":{}}}"#, NOW / 1000 + 3600, NOW / 1000))
+    unsecured(&format!(
+        r#"{{"sub":"{sub}","exp":{},"iat":{}}}"#,
+        NOW / 1000 + 3600,
+        NOW / 1000
+    ))
 }
 
 #[test]
 fn exchange_is_done_only_after_a_valid_token() {
     let creds = StaticCredentials::new();
-    let initial =
-        ClientInitialResponse::new(&good_token("alice"), Some("alice"), ext(&[("traceId", "7")]))
-            .unwrap();
+    let initial = ClientInitialResponse::new(
+        &good_token("alice"),
+        Some("alice"),
+        ext(&[("traceId", "7")]),
+    )
+    .unwrap();
     let mut c = ClientExchange::oauthbearer(initial);
     assert_eq!(c.mechanism(), Mechanism::OAuthBearer);
     let mut s = server();
@@ -394,17 +450,26 @@ fn refused_token_gets_the_error_challenge_then_fails() {
         panic!("no error challenge");
     };
     assert_eq!(challenge, br#"{"status":"invalid_token"}"#.to_vec());
-    assert!(matches!(s.token_rejection(), Some(OAuthBearerError::Expired { .. })));
+    assert!(matches!(
+        s.token_rejection(),
+        Some(OAuthBearerError::Expired { .. })
+    ));
     assert_eq!(c.step(&challenge), Ok(ClientStep::Send(vec![1])));
     assert_eq!(c.oauthbearer_refusal().unwrap().status, "invalid_token");
     let e = s.step(&[1], &creds).unwrap_err();
     assert_eq!(e, SaslError::AuthenticationFailed);
-    assert_eq!(e.kafka_error_code(), crate::sasl::SASL_AUTHENTICATION_FAILED);
+    assert_eq!(
+        e.kafka_error_code(),
+        crate::sasl::SASL_AUTHENTICATION_FAILED
+    );
     assert_eq!(s.oauthbearer_session(), None);
     assert_eq!(s.credential_expiry_ms(), None);
     assert_eq!(s.step(&[1], &creds), Err(SaslError::ExchangeFinished));
     // The client, if asked again, reports the server's status, then is finished.
-    assert_eq!(c.step(b""), Err(SaslError::ServerError("invalid_token".into())));
+    assert_eq!(
+        c.step(b""),
+        Err(SaslError::ServerError("invalid_token".into()))
+    );
     assert_eq!(c.step(b""), Err(SaslError::ExchangeFinished));
 }
 
@@ -413,7 +478,10 @@ fn after_the_challenge_only_0x01_is_taken() {
     let creds = StaticCredentials::new();
     let mut s = server();
     let bad = ClientInitialResponse::new("x.y.z", None, BTreeMap::new()).unwrap();
-    assert!(matches!(s.step(&bad.to_bytes(), &creds), Ok(ServerStep::Challenge(_))));
+    assert!(matches!(
+        s.step(&bad.to_bytes(), &creds),
+        Ok(ServerStep::Challenge(_))
+    ));
     // A second initial response, even with a good token, does not authenticate.
     let good = ClientInitialResponse::new(&good_token("a"), None, BTreeMap::new()).unwrap();
     assert!(matches!(
@@ -426,9 +494,13 @@ fn after_the_challenge_only_0x01_is_taken() {
 #[test]
 fn authorization_id_must_be_the_principal_and_malformed_messages_fail_at_once() {
     let creds = StaticCredentials::new();
-    let r = ClientInitialResponse::new(&good_token("alice"), Some("admin"), BTreeMap::new()).unwrap();
+    let r =
+        ClientInitialResponse::new(&good_token("alice"), Some("admin"), BTreeMap::new()).unwrap();
     let mut s = server();
-    assert_eq!(s.step(&r.to_bytes(), &creds), Err(SaslError::AuthorizationIdMismatch));
+    assert_eq!(
+        s.step(&r.to_bytes(), &creds),
+        Err(SaslError::AuthorizationIdMismatch)
+    );
     assert_eq!(s.oauthbearer_session(), None);
     let mut s = server();
     assert!(matches!(
@@ -443,7 +515,10 @@ fn authorization_id_must_be_the_principal_and_malformed_messages_fail_at_once() 
 
 #[test]
 fn mechanism_names_and_exchanges_without_a_token_or_validator() {
-    assert_eq!(Mechanism::from_name("OAUTHBEARER"), Ok(Mechanism::OAuthBearer));
+    assert_eq!(
+        Mechanism::from_name("OAUTHBEARER"),
+        Ok(Mechanism::OAuthBearer)
+    );
     assert!(Mechanism::from_name("oauthbearer").is_err());
     assert_eq!(Mechanism::OAuthBearer.scram(), None);
     assert!(!Mechanism::ALL.contains(&Mechanism::OAuthBearer));
@@ -451,7 +526,9 @@ fn mechanism_names_and_exchanges_without_a_token_or_validator() {
     // No validator: every token fails, as our own error, never Done.
     let mut s = ServerExchange::new(Mechanism::OAuthBearer);
     let r = ClientInitialResponse::new(&good_token("a"), None, BTreeMap::new()).unwrap();
-    let e = s.step(&r.to_bytes(), &StaticCredentials::new()).unwrap_err();
+    let e = s
+        .step(&r.to_bytes(), &StaticCredentials::new())
+        .unwrap_err();
     assert!(matches!(e, SaslError::Internal(_)));
     assert!(matches!(
         ClientExchange::new(Mechanism::OAuthBearer, "u", "p"),
@@ -484,7 +561,9 @@ fn client_credentials_request_is_kafkas() {
     assert!(headers.contains(&("Content-Type", "application/x-www-form-urlencoded")));
     assert!(headers.contains(&("Accept", "application/json")));
     // Url-encoded header (KIP-1025): "my+client:s3cr%3At%26".
-    let r = ClientCredentials::new("my client", "s3cr:t&", None, true).unwrap().request();
+    let r = ClientCredentials::new("my client", "s3cr:t&", None, true)
+        .unwrap()
+        .request();
     assert_eq!(r.body, "grant_type=client_credentials");
     assert_eq!(r.authorization(), "Basic bXkrY2xpZW50OnMzY3IlM0F0JTI2");
     assert_eq!(form_urlencode("a-b_c.d*e ~é/"), "a-b_c.d*e+%7E%C3%A9%2F");
@@ -495,7 +574,10 @@ fn client_credentials_request_is_kafkas() {
     )
     .unwrap();
     assert_eq!(
-        ClientCredentials::from_jaas(&m, false).unwrap().request().body,
+        ClientCredentials::from_jaas(&m, false)
+            .unwrap()
+            .request()
+            .body,
         "grant_type=client_credentials&scope=s"
     );
 }
@@ -517,7 +599,12 @@ fn token_endpoint_answers_are_read() {
             .expires_in,
         Some(60)
     );
-    for body in [&br#"{"token_type":"Bearer"}"#[..], br#"{"access_token":" "}"#, b"[]", b"<html>"] {
+    for body in [
+        &br#"{"token_type":"Bearer"}"#[..],
+        br#"{"access_token":" "}"#,
+        b"[]",
+        b"<html>",
+    ] {
         assert!(matches!(
             parse_token_response(200, body),
             Err(OAuthBearerError::TokenResponse(_))
@@ -539,7 +626,11 @@ fn token_endpoint_answers_are_read() {
     assert!(!e.is_retriable());
     let e = parse_token_response(503, b"").unwrap_err();
     assert!(e.is_retriable());
-    assert!(parse_token_response(429, b"slow down").unwrap_err().is_retriable());
+    assert!(
+        parse_token_response(429, b"slow down")
+            .unwrap_err()
+            .is_retriable()
+    );
     assert!(parse_token_response(404, b"").unwrap_err().is_retriable());
 }
 

@@ -9,8 +9,7 @@ use serde_json::json;
 
 use super::*;
 
-const PAYLOAD: &str =
-    "eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
+const PAYLOAD: &str = "eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
 const A2_N: &str = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
 const A2_SIG: &str = "cC4hiUPoj9Eetdgtv3hF80EGrhuB__dzERat0XF9g2VtQgr9PJbu3XOiZj5RZmh7AAuHIm4Bh-0Qc_lF5YKt_O8W2Fp5jujGbds9uJdbF9CUAr7t1dnZcAcQjbKBYNX4BAynRFdiuB--f_nZLgrnbyTyWzO75vRK5h6xBArLIARNPvkSjtQBMHlb1L07Qe7K0GarZRmB_eSN9383LcOLn6_dO--xi12jzDwusC-eOkHWEsqtFZESc6BfI7noOPqvhJ1phCnvWh6IeYI2w9QOYEUipUTI8np6LbgGY9Fs98rqVt5AXLIhWkWywlVmtVrBp0igcN_IoypGlUPQGe77Rw";
 const A3_X: &str = "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU";
@@ -74,7 +73,10 @@ fn each_kind_of_bad_signature_fails_with_its_own_error() {
     }
     // A claims byte changed.
     let tampered = a2_token().replacen("eyJpc3MiOiJqb2Ui", "eyJpc3MiOiJqb2Yi", 1);
-    assert_eq!(verify(&keys, &tampered), Err(OAuthBearerError::InvalidSignature));
+    assert_eq!(
+        verify(&keys, &tampered),
+        Err(OAuthBearerError::InvalidSignature)
+    );
     // An algorithm swapped in the header, against a key bound to RS256.
     let bound = set(json!([{"kty": "RSA", "n": A2_N, "e": "AQAB", "alg": "RS256", "kid": "k"}]));
     let swapped = format!(
@@ -103,8 +105,14 @@ fn each_kind_of_bad_signature_fails_with_its_own_error() {
         );
     }
     // An unknown kid.
-    let t = format!("{}.{PAYLOAD}.{A2_SIG}", encode64url(br#"{"alg":"RS256","kid":"other"}"#));
-    assert_eq!(verify(&bound, &t), Err(OAuthBearerError::UnknownKeyId("other".into())));
+    let t = format!(
+        "{}.{PAYLOAD}.{A2_SIG}",
+        encode64url(br#"{"alg":"RS256","kid":"other"}"#)
+    );
+    assert_eq!(
+        verify(&bound, &t),
+        Err(OAuthBearerError::UnknownKeyId("other".into()))
+    );
     // A key of the wrong type: the ES256 token against the RSA key only.
     let rsa_only = set(json!([rsa_jwk()]));
     assert!(matches!(
@@ -180,9 +188,8 @@ impl Signer {
     fn new() -> Self {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
-                .unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
         Self { pair, rng }
     }
 
@@ -195,7 +202,11 @@ impl Signer {
     fn sign(&self, kid: &str, claims: serde_json::Value) -> String {
         let input = format!(
             "{}.{}",
-            encode64url(json!({"alg": "ES256", "kid": kid, "typ": "JWT"}).to_string().as_bytes()),
+            encode64url(
+                json!({"alg": "ES256", "kid": kid, "typ": "JWT"})
+                    .to_string()
+                    .as_bytes()
+            ),
             encode64url(claims.to_string().as_bytes())
         );
         let sig = self.pair.sign(&self.rng, input.as_bytes()).unwrap();
@@ -246,7 +257,9 @@ fn signed_validator_accepts_a_good_token() {
     let initial =
         ClientInitialResponse::new(&s.sign("k1", claims()), None, Default::default()).unwrap();
     let step = ex.step(&initial.to_bytes(), &crate::sasl::StaticCredentials::new());
-    assert!(matches!(step, Ok(crate::sasl::ServerStep::Done { ref authorization_id, .. }) if authorization_id == "alice"));
+    assert!(
+        matches!(step, Ok(crate::sasl::ServerStep::Done { ref authorization_id, .. }) if authorization_id == "alice")
+    );
     assert_eq!(ex.credential_expiry_ms(), Some((S + 600) * 1000));
 }
 
@@ -259,7 +272,10 @@ fn signed_validator_claim_checks() {
     assert!(check(with(claims(), "exp", json!(S - 29))).is_ok());
     assert!(matches!(
         check(with(claims(), "exp", json!(S - 30))),
-        Err(OAuthBearerError::Expired { skew_ms: 30_000, .. })
+        Err(OAuthBearerError::Expired {
+            skew_ms: 30_000,
+            ..
+        })
     ));
     assert!(matches!(
         check(with(claims(), "exp", json!(null))),
@@ -305,7 +321,10 @@ fn signed_validator_claim_checks() {
     assert!(check(with(claims(), "sub", json!(7))).is_err());
     // Scope as an array; a repeated or blank scope; another type.
     let t = check(with(claims(), "scope", json!(["a", " b "]))).unwrap();
-    assert_eq!(t.scopes().iter().map(String::as_str).collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(
+        t.scopes().iter().map(String::as_str).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
     assert!(check(with(claims(), "scope", json!("a a"))).is_err());
     assert!(check(with(claims(), "scope", json!(["a", ""]))).is_err());
     assert!(check(with(claims(), "scope", json!({"a": 1}))).is_err());
@@ -319,7 +338,10 @@ fn signed_validator_claim_checks() {
         let sig = s.pair.sign(&s.rng, input.as_bytes()).unwrap();
         format!("{input}.{}", encode64url(sig.as_ref()))
     };
-    assert_eq!(v.validate(&crit, NOW), Err(OAuthBearerError::CriticalHeader));
+    assert_eq!(
+        v.validate(&crit, NOW),
+        Err(OAuthBearerError::CriticalHeader)
+    );
     // Another key's signature under our kid; an unknown kid.
     let other = Signer::new();
     assert_eq!(
@@ -340,7 +362,10 @@ fn audience_present_without_expected_audience_is_refused_and_claim_names_are_con
         v.validate(&s.sign("k1", claims()), NOW),
         Err(OAuthBearerError::Audience(_))
     ));
-    assert!(v.validate(&s.sign("k1", with(claims(), "aud", json!(null))), NOW).is_ok());
+    assert!(
+        v.validate(&s.sign("k1", with(claims(), "aud", json!(null))), NOW)
+            .is_ok()
+    );
     let get = |k: &str| {
         [
             ("sasl.oauthbearer.clock.skew.seconds", "0"),

@@ -83,7 +83,10 @@ impl ClientCredentials {
 
     /// From the JAAS options `clientId`, `clientSecret` and `scope` of the client's
     /// `OAuthBearerLoginModule` entry.
-    pub fn from_jaas(module: &LoginModule, urlencode_header: bool) -> Result<Self, OAuthBearerError> {
+    pub fn from_jaas(
+        module: &LoginModule,
+        urlencode_header: bool,
+    ) -> Result<Self, OAuthBearerError> {
         let id = module.option("clientId").unwrap_or_default();
         let secret = module.option("clientSecret").unwrap_or_default();
         Self::new(id, secret, module.option("scope"), urlencode_header)
@@ -225,7 +228,11 @@ pub fn parse_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, O
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => Some(n.as_i64().ok_or(Bad("expires_in is not an integer"))?),
         // Some servers send it as a string.
-        Some(Value::String(s)) => Some(s.trim().parse().map_err(|_| Bad("expires_in is not an integer"))?),
+        Some(Value::String(s)) => Some(
+            s.trim()
+                .parse()
+                .map_err(|_| Bad("expires_in is not an integer"))?,
+        ),
         Some(_) => return Err(Bad("expires_in is not an integer")),
     };
     Ok(TokenResponse {

@@ -345,7 +345,11 @@ impl UnsecuredValidator {
             v.scope_claim = s;
         }
         if let Some(r) = opt("unsecuredValidatorRequiredScope") {
-            v.required_scope = r.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            v.required_scope = r
+                .split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         if let Some(s) = opt("unsecuredValidatorAllowableClockSkewMs") {
             let ms: i32 = s.parse().map_err(|_| {
