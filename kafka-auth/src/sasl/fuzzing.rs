@@ -12,17 +12,27 @@
 //! - the client machine takes the first message as server-first (or PLAIN's answer) and the
 //!   second as server-final, with the same "no step after the end" rule.
 //!
+//! OAUTHBEARER (server with Kafka's unsecured validator at [`NOW_MS`], client with a fixed
+//! token): the server may end in `Done` only when the first message parses as an initial
+//! response whose token the validator accepts and whose authorization id is empty or the
+//! principal; a refused token gets the error challenge, and then only 0x01 is taken and it
+//! fails; the client is `Done` only on an empty answer and answers anything else with 0x01.
+//!
 //! The whole input is also read as a `sasl.jaas.config` value: parsing never panics, `Debug`
 //! hides every sensitive option, and a parsed config written back with every token quoted
 //! parses to the same modules.
 //!
 //! Panicking is how a fuzz target reports, hence the asserts.
 
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use super::scram::messages::encode64;
 use super::*;
 use crate::jaas::{self, JaasConfig, LoginModule};
+use oauthbearer::{
+    ClientInitialResponse as Initial, OAuthBearerToken, TokenValidator, UnsecuredValidator,
+};
 
 /// The server nonce of the fuzzed server exchanges.
 pub const SERVER_NONCE: &str = "fuzzServerNonce";
@@ -33,6 +43,8 @@ pub const USER: &str = "user";
 /// The one user's password.
 pub const PASSWORD: &str = "pencil";
 const SALT: &[u8] = b"fuzz-salt";
+/// The time OAUTHBEARER tokens are checked at.
+pub const NOW_MS: i64 = 1_700_000_000_000;
 
 fn store() -> &'static StaticCredentials {
     static STORE: OnceLock<StaticCredentials> = OnceLock::new();
@@ -59,6 +71,8 @@ pub fn sasl(data: &[u8]) {
         server(m, first, second);
         client(m, first, second);
     }
+    oauthbearer_server(first, second);
+    oauthbearer_client(first, second);
     jaas_config(data);
 }
 
@@ -181,6 +195,71 @@ fn client(m: Mechanism, first: &[u8], second: &[u8]) {
     );
 }
 
+fn oauthbearer_server(first: &[u8], second: &[u8]) {
+    let creds = store();
+    let validator = UnsecuredValidator::default();
+    let mut s = ServerExchange::oauthbearer(Arc::new(validator.clone()), NOW_MS);
+    match s.step(first, creds) {
+        Ok(ServerStep::Done {
+            response,
+            authorization_id,
+        }) => {
+            assert!(response.is_empty());
+            let parsed = Initial::parse(first).expect("Done on an unparsable message");
+            let token: OAuthBearerToken = validator
+                .validate(parsed.token(), NOW_MS)
+                .expect("Done on a token the validator refuses");
+            assert_eq!(authorization_id, token.principal());
+            let authzid = parsed.authorization_id();
+            assert!(authzid.is_empty() || authzid == token.principal());
+            assert_eq!(s.credential_expiry_ms(), Some(token.lifetime_ms()));
+        }
+        Ok(ServerStep::Challenge(challenge)) => {
+            let parsed = Initial::parse(first).expect("a challenge on an unparsable message");
+            assert!(validator.validate(parsed.token(), NOW_MS).is_err());
+            assert!(challenge.starts_with(b"{\"status\":"));
+            assert!(s.token_rejection().is_some());
+            let r = s.step(second, creds);
+            assert!(
+                r.is_err(),
+                "OAUTHBEARER: a step after the challenge did not fail"
+            );
+            assert_eq!(s.oauthbearer_session(), None);
+        }
+        Err(_) => assert_eq!(s.oauthbearer_session(), None),
+    }
+    assert_eq!(
+        s.step(first, creds),
+        Err(SaslError::ExchangeFinished),
+        "OAUTHBEARER: a step after the end"
+    );
+}
+
+fn oauthbearer_client(first: &[u8], second: &[u8]) {
+    let initial = Initial::new("a.b.", None, BTreeMap::new()).expect("a valid token");
+    let mut c = ClientExchange::oauthbearer(initial);
+    c.initial();
+    match c.step(first) {
+        Ok(ClientStep::Done) => assert!(first.is_empty(), "OAUTHBEARER client Done on {first:?}"),
+        Ok(ClientStep::Send(m)) => {
+            assert_eq!(m, oauthbearer::ERROR_ACKNOWLEDGEMENT);
+            assert!(c.oauthbearer_refusal().is_some());
+            assert!(matches!(c.step(second), Err(SaslError::ServerError(_))));
+        }
+        Err(e) => panic!("OAUTHBEARER client refused a server message: {e}"),
+    }
+    assert_eq!(c.step(second), Err(SaslError::ExchangeFinished));
+}
+
+/// An unsecured token with `claims` (for the OAUTHBEARER seeds).
+fn unsecured_token(claims: &str) -> String {
+    format!(
+        "{}.{}.",
+        oauthbearer::encode64url(br#"{"alg":"none"}"#),
+        oauthbearer::encode64url(claims.as_bytes())
+    )
+}
+
 fn jaas_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let Ok(modules) = JaasConfig::parse(&text) else {
@@ -275,6 +354,27 @@ pub fn seeds() -> Vec<Vec<u8>> {
             out.push(join(variant.as_bytes(), &cfin));
         }
     }
+    let s = NOW_MS / 1000;
+    let good = unsecured_token(&format!(r#"{{"sub":"user","exp":{},"iat":{s}}}"#, s + 60));
+    let expired = unsecured_token(&format!(r#"{{"sub":"user","exp":{}}}"#, s - 60));
+    let no_sub = unsecured_token(&format!(r#"{{"exp":{}}}"#, s + 60));
+    for (token, authzid) in [
+        (&good, None),
+        (&good, Some("user")),
+        (&good, Some("admin")),
+        (&expired, None),
+        (&no_sub, None),
+    ] {
+        let extensions = BTreeMap::from([("traceId".to_owned(), "1".to_owned())]);
+        let m = Initial::new(token, authzid, extensions)
+            .expect("a valid initial response")
+            .to_bytes();
+        out.push(join(&m, oauthbearer::ERROR_ACKNOWLEDGEMENT));
+        out.push(join(&m, &m));
+    }
+    out.push(br#"{"status":"invalid_token"}"#.to_vec());
+    out.push(join(br#"{"status":"insufficient_scope","scope":"x"}"#, b""));
+    out.push(b"n,a=user@example.com,\x01host=server.example.com\x01port=143\x01auth=Bearer vF9dft4qmTc2Nvb3RlckBhbHRhdmlzdGEuY29tCg==\x01\x01".to_vec());
     for text in [
         "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";",
         "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";",

@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::error::SaslError;
 
-/// A SASL mechanism, by the name Kafka's SaslHandshake carries. OAUTHBEARER comes later.
+/// A SASL mechanism, by the name Kafka's SaslHandshake carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Mechanism {
@@ -17,11 +17,24 @@ pub enum Mechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628): a bearer token (a JWT) instead of a password; its exchanges
+    /// are made with [`crate::sasl::ServerExchange::oauthbearer`] and
+    /// [`crate::sasl::ClientExchange::oauthbearer`].
+    OAuthBearer,
 }
 
 impl Mechanism {
-    /// Every mechanism this crate implements.
+    /// The mechanisms that authenticate with a user name and password (what
+    /// [`crate::sasl::ServerExchange::new`] and [`crate::sasl::ClientExchange::new`] take).
     pub const ALL: [Self; 3] = [Self::Plain, Self::ScramSha256, Self::ScramSha512];
+
+    /// Every mechanism this crate implements: [`Self::ALL`] and OAUTHBEARER.
+    pub const SUPPORTED: [Self; 4] = [
+        Self::Plain,
+        Self::ScramSha256,
+        Self::ScramSha512,
+        Self::OAuthBearer,
+    ];
 
     /// Kafka's name for the mechanism.
     pub fn name(self) -> &'static str {
@@ -29,22 +42,23 @@ impl Mechanism {
             Self::Plain => "PLAIN",
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
+            Self::OAuthBearer => "OAUTHBEARER",
         }
     }
 
     /// The mechanism called `name`, compared exactly as Kafka's broker does (case matters).
     /// Anything else is [`SaslError::UnsupportedMechanism`] (UNSUPPORTED_SASL_MECHANISM).
     pub fn from_name(name: &str) -> Result<Self, SaslError> {
-        Self::ALL
+        Self::SUPPORTED
             .into_iter()
             .find(|m| m.name() == name)
             .ok_or_else(|| SaslError::UnsupportedMechanism(shown(name)))
     }
 
-    /// The SCRAM hash of a SCRAM mechanism.
+    /// The SCRAM hash of a SCRAM mechanism (`None` for PLAIN and OAUTHBEARER).
     pub fn scram(self) -> Option<ScramMechanism> {
         match self {
-            Self::Plain => None,
+            Self::Plain | Self::OAuthBearer => None,
             Self::ScramSha256 => Some(ScramMechanism::Sha256),
             Self::ScramSha512 => Some(ScramMechanism::Sha512),
         }
@@ -157,7 +171,7 @@ impl fmt::Display for ScramMechanism {
 impl TryFrom<Mechanism> for ScramMechanism {
     type Error = SaslError;
 
-    /// The SCRAM mechanism of a SASL mechanism (an error for PLAIN).
+    /// The SCRAM mechanism of a SASL mechanism (an error for PLAIN and OAUTHBEARER).
     fn try_from(m: Mechanism) -> Result<Self, SaslError> {
         m.scram()
             .ok_or_else(|| SaslError::UnsupportedMechanism(m.name().to_owned()))

@@ -34,7 +34,7 @@ fn mechanism_names() {
     assert_eq!(Mechanism::ScramSha512.scram(), Some(ScramMechanism::Sha512));
     for other in [
         "plain",
-        "OAUTHBEARER",
+        "oauthbearer",
         "GSSAPI",
         "SCRAM-SHA-1",
         "",
