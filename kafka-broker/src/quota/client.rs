@@ -5,11 +5,13 @@
 //!
 //! Kafka records first and then checks: the value recorded stays recorded even when the answer
 //! is a throttle (a throttled fetch is taken back with [`ClientQuotaManager::unrecord`], since
-//! Kafka answers it empty). The throttle time is `(rate - bound) / bound * window`, unbounded
-//! for byte rates and capped at one quota window for request time, as Kafka caps it.
+//! Kafka answers it empty). Request time is throttled as Kafka does, `(rate - bound) / bound *
+//! window` capped at one quota window; byte rates are paced by a bucket of one window's worth
+//! ([`TokenBucket`]: the time until the bucket is back to empty, unbounded), which holds a
+//! client at its quota without Kafka's ten-second bursts.
 
 use super::entity::QuotaKey;
-use super::rate::{self, SampledRate, WindowConfig};
+use super::rate::{self, SampledRate, TokenBucket, WindowConfig};
 use super::sensors::{INACTIVE_SENSOR_EXPIRATION_MS, Sensors};
 use super::store::{QuotaStore, ResolvedQuota, UsageKey};
 use crate::config::QuotaConfig;
@@ -48,7 +50,15 @@ pub struct ClientQuotaManager {
     kind: ClientQuotaType,
     window: WindowConfig,
     max_throttle_ms: Option<i64>,
-    sensors: Sensors<UsageKey, SampledRate>,
+    sensors: Sensors<UsageKey, Usage>,
+}
+
+/// One client's use: Kafka's sampled rate (the throttle of request time, and the rate reported
+/// for every type) and, for byte rates, the bucket that paces them ([`TokenBucket`]).
+#[derive(Debug, Clone, Default)]
+struct Usage {
+    rate: SampledRate,
+    bucket: TokenBucket,
 }
 
 impl ClientQuotaManager {
@@ -91,10 +101,19 @@ impl ClientQuotaManager {
     /// time and at `i32::MAX`.
     pub fn record(&mut self, quota: &ResolvedQuota, value: f64, now_ms: i64) -> i32 {
         let window = self.window;
-        let sensor = self
+        let kind = self.kind;
+        let usage = self
             .sensors
-            .use_or_insert(&quota.usage, now_ms, SampledRate::new);
-        let ms = rate::record_and_throttle(sensor, &window, quota.bound, value, now_ms);
+            .use_or_insert(&quota.usage, now_ms, Usage::default);
+        let ms = match kind {
+            ClientQuotaType::Request => {
+                rate::record_and_throttle(&mut usage.rate, &window, quota.bound, value, now_ms)
+            }
+            ClientQuotaType::Produce | ClientQuotaType::Fetch => {
+                usage.rate.record(&window, value, now_ms);
+                usage.bucket.record(&window, quota.bound, value, now_ms)
+            }
+        };
         let ms = self.max_throttle_ms.map_or(ms, |cap| ms.min(cap));
         i32::try_from(ms).unwrap_or(i32::MAX)
     }
@@ -103,23 +122,31 @@ impl ClientQuotaManager {
     /// the network layer, counted for the next request's check).
     pub fn record_no_throttle(&mut self, quota: &ResolvedQuota, value: f64, now_ms: i64) {
         let window = self.window;
-        self.sensors
-            .use_or_insert(&quota.usage, now_ms, SampledRate::new)
-            .record(&window, value, now_ms);
+        let usage = self
+            .sensors
+            .use_or_insert(&quota.usage, now_ms, Usage::default);
+        usage.rate.record(&window, value, now_ms);
+        if self.kind != ClientQuotaType::Request {
+            usage.bucket.record(&window, quota.bound, value, now_ms);
+        }
     }
 
     /// Takes back a value recorded before (Kafka un-records a throttled fetch, whose answer is
     /// empty). Nothing when the usage key is not tracked.
     pub fn unrecord(&mut self, quota: &ResolvedQuota, value: f64, now_ms: i64) {
         let window = self.window;
-        if let Some(sensor) = self.sensors.get_mut(&quota.usage) {
-            sensor.record(&window, -value, now_ms);
+        if let Some(usage) = self.sensors.get_mut(&quota.usage) {
+            usage.rate.record(&window, -value, now_ms);
+            if self.kind != ClientQuotaType::Request {
+                usage.bucket.record(&window, quota.bound, -value, now_ms);
+            }
         }
     }
 
     /// The most a client may take in one request without being throttled for sure (Kafka's
-    /// `getMaxValueInQuotaWindow`: the bound over `samples - 1` windows; the broker caps a
-    /// consumer's fetch size with it). `None`: no quota applies.
+    /// `getMaxValueInQuotaWindow`: the bound over `samples - 1` windows for request time; for
+    /// byte rates the bucket's capacity, one window). The broker caps a consumer's fetch size
+    /// with it. `None`: no quota applies.
     pub fn max_value_in_window(
         &self,
         store: &QuotaStore,
@@ -127,6 +154,11 @@ impl ClientQuotaManager {
         client_id: &str,
     ) -> Option<f64> {
         let quota = store.resolve(self.kind.key(), user, client_id)?;
+        if self.kind != ClientQuotaType::Request {
+            // What the bucket holds: a larger fetch would be throttled, answered empty and
+            // taken back every time.
+            return Some(TokenBucket::capacity(&self.window, quota.bound));
+        }
         let windows = f64::from(self.window.samples().saturating_sub(1));
         Some(quota.bound * windows * self.window.window_ms() as f64 / 1_000.0)
     }
@@ -136,7 +168,7 @@ impl ClientQuotaManager {
         let window = self.window;
         self.sensors
             .get_mut(usage)
-            .map(|s| s.measure(&window, now_ms))
+            .map(|u| u.rate.measure(&window, now_ms))
     }
 
     /// Usage keys tracked.

@@ -19,9 +19,11 @@
 //! and error messages ([`QuotaStore::alter`] for AlterClientQuotas, [`describe()`] for
 //! DescribeClientQuotas, [`QuotaChange`] for the records) and resolves the quota that applies
 //! to a (user, client id) in Kafka's precedence, with the usage key Kafka measures it under
-//! ([`QuotaStore::resolve`]). [`ClientQuotaManager`] measures with Kafka's sampled rate
-//! (including its rule for a young rate: at least `quota.window.num - 1` whole windows) and
-//! answers Kafka's throttle time ([`rate::throttle_time_ms`]). [`ConnectionRateLimiter`] is
+//! ([`QuotaStore::resolve`]). [`ClientQuotaManager`] measures request time with Kafka's
+//! sampled rate (including its rule for a young rate: at least `quota.window.num - 1` whole
+//! windows) and answers Kafka's throttle time ([`rate::throttle_time_ms`]); byte rates are
+//! paced by a bucket of one window's worth instead ([`rate::TokenBucket`], ours: the same
+//! long-run rate without the ten-second bursts Kafka's rate lets through). [`ConnectionRateLimiter`] is
 //! Kafka's connection-rate part of `ConnectionQuotas`. Usage state is bounded (see
 //! `quota.sensors.max`) and expires after an hour idle, as Kafka's sensors do.
 //!

@@ -386,14 +386,10 @@ fn mean_rate(per_second: &[f64]) -> f64 {
     per_second.iter().sum::<f64>() / per_second.len() as f64
 }
 
-/// The throttle times bring a producer at twice its quota back to the quota: over a minute
-/// from its first byte it gets within 2 % of it, whatever its batch size.
-///
-/// Over shorter spans Kafka's rate lets bursts through, and this follows it: a new client's
-/// rate is divided by ten whole windows however young it is, so it sends ten windows' worth
-/// (at twice the quota: for five seconds) before its first throttle, and its first 20 s come
-/// out 10-20 % over the quota; later 20 s spans swing between about 80 % and 110 % of it as
-/// whole windows of the burst expire and are sent again.
+/// The throttle times hold a producer at twice its quota to the quota: over a minute within
+/// 2 %, over every 20 s span within 10 % (issue 25), every second after the first within one
+/// batch, whatever its batch size. (Kafka's sampled rate lets it through in ten-second bursts
+/// instead: see `rate::TokenBucket`.)
 #[test]
 fn a_producer_at_twice_its_quota_is_held_to_it() {
     let quota = 100_000.0;
@@ -404,26 +400,17 @@ fn a_producer_at_twice_its_quota_is_held_to_it() {
             (minute - quota).abs() <= quota * 0.02,
             "batch {batch}: {minute} B/s over 60 s against {quota}"
         );
-        // The first five seconds go through at twice the quota, then the throttles begin.
-        let burst = mean_rate(&sent[..5]);
-        assert!(
-            (burst - 2.0 * quota).abs() <= batch,
-            "batch {batch}: {burst}"
-        );
-        assert!(
-            mean_rate(&sent[5..7]) < quota,
-            "batch {batch}: throttled after the burst"
-        );
-        let first_20 = mean_rate(&sent[..20]);
-        assert!(
-            (quota * 1.05..=quota * 1.2).contains(&first_20),
-            "batch {batch}: first 20 s at {first_20}"
-        );
-        for span in sent[5..].windows(20) {
+        for span in sent.windows(20) {
             let r = mean_rate(span);
             assert!(
-                (quota * 0.75..=quota * 1.15).contains(&r),
+                (quota * 0.9..=quota * 1.1).contains(&r),
                 "batch {batch}: a 20 s span at {r}"
+            );
+        }
+        for (i, second) in sent.iter().enumerate().skip(1) {
+            assert!(
+                (second - quota).abs() <= batch,
+                "batch {batch}: second {i} at {second}"
             );
         }
     }
@@ -538,14 +525,15 @@ fn byte_rate_throttles_are_not_capped_and_fetches_are_taken_back() {
     let q = store
         .resolve(QuotaKey::ConsumerByteRate, "u", "reader")
         .unwrap();
-    // 100 KB at once: (10,000 - 1,000) / 1,000 * 10 s = 90 s.
-    assert_eq!(m.record(&q, 100_000.0, 0), 90_000);
+    // 100 KB at once against a bucket of 1,000: 99 s until it is back to empty.
+    assert_eq!(m.record(&q, 100_000.0, 0), 99_000);
     // Kafka answers the throttled fetch empty and takes its bytes back.
     m.unrecord(&q, 100_000.0, 0);
     assert_eq!(m.rate(&q.usage, 0), Some(0.0));
-    assert_eq!(m.record(&q, 5_000.0, 10), 0);
-    // Fetch sizes are capped at the bound over ten windows.
-    assert_eq!(m.max_value_in_window(&store, "u", "reader"), Some(10_000.0));
+    assert_eq!(m.record(&q, 1_000.0, 10), 0);
+    // Fetch sizes are capped at what the bucket holds (a larger fetch would be throttled,
+    // emptied and taken back every time).
+    assert_eq!(m.max_value_in_window(&store, "u", "reader"), Some(1_000.0));
     assert_eq!(
         ClientQuotaManager::new(ClientQuotaType::Produce, &config())
             .max_value_in_window(&store, "u", "reader"),
@@ -561,12 +549,12 @@ fn a_quota_change_applies_to_the_usage_already_measured() {
         .set(&e, QuotaKey::ProducerByteRate, Some(10_000.0))
         .unwrap();
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, &config());
-    assert_eq!(m.record_for(&store, "u", "app", 50_000.0, 0), 0);
+    assert_eq!(m.record_for(&store, "u", "app", 10_000.0, 0), 0);
     store
         .set(&e, QuotaKey::ProducerByteRate, Some(1_000.0))
         .unwrap();
-    // 51,000 B over 10 s against 1,000 B/s.
-    assert_eq!(m.record_for(&store, "u", "app", 1_000.0, 0), 41_000);
+    // The bucket is empty and now refills at 1,000 B/s: 1,000 B wait a second.
+    assert_eq!(m.record_for(&store, "u", "app", 1_000.0, 0), 1_000);
     // Removed: no quota, never throttled.
     store.set(&e, QuotaKey::ProducerByteRate, None).unwrap();
     assert_eq!(m.record_for(&store, "u", "app", 1e9, 0), 0);
