@@ -829,9 +829,19 @@ async fn authenticate_with(
             enabled.join(", ")
         )));
     }
-    let mut exchange =
-        ClientExchange::new(login.mechanism, &login.username, login.password.clone())
-            .map_err(|e| failed(e.to_string()))?;
+    let mut exchange = match &login.oauth {
+        Some(provider) => {
+            let (token, extensions) = provider
+                .token()
+                .map_err(|e| failed(format!("no OAUTHBEARER token: {e}")))?;
+            let initial =
+                kafka_auth::sasl::oauthbearer::ClientInitialResponse::new(&token, None, extensions)
+                    .map_err(|e| failed(e.to_string()))?;
+            ClientExchange::oauthbearer(initial)
+        }
+        None => ClientExchange::new(login.mechanism, &login.username, login.password.clone())
+            .map_err(|e| failed(e.to_string()))?,
+    };
     let mut message = exchange.initial();
     let version = conn.version_for(ApiKey::SaslAuthenticate)?;
     loop {
@@ -849,16 +859,25 @@ async fn authenticate_with(
             ));
         };
         if r.error_code != 0 {
+            // OAUTHBEARER: the status the broker's error challenge gave before the failure.
+            let refusal = exchange
+                .oauthbearer_refusal()
+                .map(|r| format!(" (status {})", r.status))
+                .unwrap_or_default();
             return Err(failed(format!(
-                "{}: {}",
+                "{}: {}{refusal}",
                 kafka_protocol::error_code::ErrorCode(r.error_code),
                 r.error_message.as_deref().unwrap_or("")
             )));
         }
-        match exchange
-            .step(&r.auth_bytes)
-            .map_err(|e| failed(e.to_string()))?
-        {
+        let step =
+            exchange
+                .step(&r.auth_bytes)
+                .map_err(|e| match exchange.oauthbearer_refusal() {
+                    Some(refusal) => failed(format!("{e} (status {})", refusal.status)),
+                    None => failed(e.to_string()),
+                })?;
+        match step {
             ClientStep::Send(next) => message = next,
             ClientStep::Done => {
                 let lifetime = u64::try_from(r.session_lifetime_ms)

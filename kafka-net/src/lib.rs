@@ -31,5 +31,5 @@ pub use connection::{Connection, ConnectionConfig};
 pub use consumer_group::{ConsumerGroupMetadata, OffsetAndMetadata};
 pub use error::NetError;
 pub use metadata::{BrokerInfo, LeaderHint, MetadataSnapshot, PartitionInfo, TopicInfo};
-pub use security::{ClientSecurity, SecurityKeys, SecurityProtocol};
+pub use security::{ClientSecurity, OAuthTokenProvider, SecurityKeys, SecurityProtocol};
 pub use versions::ApiVersions;

@@ -80,11 +80,65 @@ pub struct ClientSecurity {
 }
 
 /// A SASL mechanism and the credentials to use with it (the password prints as `[hidden]`).
+/// OAUTHBEARER logins take their tokens from `oauth` (user name and password empty).
 #[derive(Debug, Clone)]
 pub struct SaslLogin {
     pub mechanism: Mechanism,
     pub username: String,
     pub password: Secret,
+    pub oauth: Option<Arc<dyn OAuthTokenProvider>>,
+}
+
+/// Where an OAUTHBEARER login gets its token: asked at every (re-)authentication, so a
+/// provider may hand out a fresh token each time.
+pub trait OAuthTokenProvider: fmt::Debug + Send + Sync {
+    /// A token (a JWT's compact form) and the SASL extensions to send with it.
+    fn token(&self) -> Result<(String, BTreeMap<String, String>), String>;
+}
+
+/// Kafka's unsecured login (`OAuthBearerLoginModule` with `unsecuredLoginStringClaim_sub`, for
+/// development): an unsigned token made at each login.
+#[derive(Debug)]
+struct UnsecuredTokens(kafka_auth::sasl::oauthbearer::UnsecuredLogin);
+
+impl OAuthTokenProvider for UnsecuredTokens {
+    fn token(&self) -> Result<(String, BTreeMap<String, String>), String> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let token = self.0.token(now_ms).map_err(|e| e.to_string())?;
+        Ok((token.value().to_owned(), self.0.extensions().clone()))
+    }
+}
+
+/// A token read from a file at each login (`sasl.oauthbearer.token.endpoint.url=file:...`, as
+/// Kafka's clients read one): whatever renews the file renews the logins.
+#[derive(Debug)]
+struct FileToken(std::path::PathBuf);
+
+impl OAuthTokenProvider for FileToken {
+    fn token(&self) -> Result<(String, BTreeMap<String, String>), String> {
+        let text = std::fs::read_to_string(&self.0)
+            .map_err(|e| format!("token file {}: {e}", self.0.display()))?;
+        Ok((text.trim().to_owned(), BTreeMap::new()))
+    }
+}
+
+impl ClientSecurity {
+    /// OAUTHBEARER with tokens from `provider`, asked at every login and re-authentication
+    /// (the Java client's login callback handler, librdkafka's token refresh callback). The
+    /// protocol stays what `security.protocol` said (SASL_PLAINTEXT or SASL_SSL). Two
+    /// securities compare by their keys, not by their providers.
+    #[must_use]
+    pub fn with_oauth_token_provider(mut self, provider: Arc<dyn OAuthTokenProvider>) -> Self {
+        self.sasl = Some(SaslLogin {
+            mechanism: Mechanism::OAuthBearer,
+            username: String::new(),
+            password: Secret::new(Vec::new()),
+            oauth: Some(provider),
+        });
+        self
+    }
 }
 
 impl PartialEq for ClientSecurity {
@@ -157,12 +211,15 @@ impl SecurityKeys {
         let cfg = NetError::Config;
         let name = self.values.get("sasl.mechanism").map(|m| m.trim()).ok_or_else(|| {
             cfg(format!(
-                "security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
+                "security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)",
                 self.protocol
             ))
         })?;
         let mechanism = Mechanism::from_name(&name.to_ascii_uppercase())
             .map_err(|_| cfg(format!("sasl.mechanism: {name} is not supported")))?;
+        if mechanism == Mechanism::OAuthBearer {
+            return self.oauth_login();
+        }
         let (username, password) = match self.values.get("sasl.jaas.config") {
             Some(jaas) => {
                 let module = JaasConfig::parse_single(jaas)
@@ -188,6 +245,47 @@ impl SecurityKeys {
             mechanism,
             username,
             password,
+            oauth: None,
+        })
+    }
+
+    /// OAUTHBEARER's token source: a token file (`sasl.oauthbearer.token.endpoint.url` with a
+    /// `file:` URL), else Kafka's unsecured login from `sasl.jaas.config`
+    /// (`unsecuredLoginStringClaim_sub`). A callback is set in code instead
+    /// ([`ClientSecurity::with_oauth_token_provider`]).
+    fn oauth_login(&self) -> Result<SaslLogin, NetError> {
+        let cfg = NetError::Config;
+        let provider: Arc<dyn OAuthTokenProvider> =
+            if let Some(url) = self.values.get("sasl.oauthbearer.token.endpoint.url") {
+                let path = url
+                .trim()
+                .strip_prefix("file:")
+                .map(|p| p.strip_prefix("//").unwrap_or(p))
+                .filter(|p| p.starts_with('/'))
+                .ok_or_else(|| {
+                    cfg(format!(
+                        "sasl.oauthbearer.token.endpoint.url: {url:?}: only file: URLs are read \
+                             here (a token endpoint over HTTPS is not supported yet)"
+                    ))
+                })?;
+                Arc::new(FileToken(path.into()))
+            } else {
+                let jaas = self.values.get("sasl.jaas.config").ok_or_else(|| {
+                    cfg("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config (OAuthBearerLoginModule \
+                         with unsecuredLoginStringClaim_sub) or sasl.oauthbearer.token.endpoint.url"
+                        .into())
+                })?;
+                let module = JaasConfig::parse_single(jaas)
+                    .map_err(|e| cfg(format!("sasl.jaas.config: {e}")))?;
+                let login = kafka_auth::sasl::oauthbearer::UnsecuredLogin::from_jaas(&module)
+                    .map_err(|e| cfg(format!("sasl.jaas.config: {e}")))?;
+                Arc::new(UnsecuredTokens(login))
+            };
+        Ok(SaslLogin {
+            mechanism: Mechanism::OAuthBearer,
+            username: String::new(),
+            password: Secret::new(Vec::new()),
+            oauth: Some(provider),
         })
     }
 

@@ -92,7 +92,7 @@ fn our_clients_with_sasl_against_apache_kafka() {
             ),
             (
                 "sasl.enabled.mechanisms".into(),
-                "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
+                "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER".into(),
             ),
             (
                 "sasl.mechanism.inter.broker.protocol".into(),
@@ -101,6 +101,12 @@ fn our_clients_with_sasl_against_apache_kafka() {
             (
                 "listener.name.plaintext.plain.sasl.jaas.config".into(),
                 JAAS.into(),
+            ),
+            // OAUTHBEARER with Kafka's default validator: unsecured development tokens.
+            (
+                "listener.name.plaintext.oauthbearer.sasl.jaas.config".into(),
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                    .into(),
             ),
             // SCRAM needs a login module on the listener too (Kafka's ScramLoginModule).
             (
@@ -198,6 +204,26 @@ fn our_clients_with_sasl_against_apache_kafka() {
                 .unwrap_err();
             assert!(err.contains("SASL_AUTHENTICATION_FAILED"), "{mech}: {err}");
         }
+        // OAUTHBEARER: our client's unsecured login (OAuthBearerLoginModule's
+        // unsecuredLoginStringClaim_sub), as against our broker (kafka-broker/tests/oauthbearer.rs).
+        let oauth = |sub: &str| {
+            vec![
+                ("security.protocol".to_owned(), "SASL_PLAINTEXT".to_owned()),
+                ("sasl.mechanism".to_owned(), "OAUTHBEARER".to_owned()),
+                (
+                    "sasl.jaas.config".to_owned(),
+                    format!(
+                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                         required unsecuredLoginStringClaim_sub=\"{sub}\";"
+                    ),
+                ),
+            ]
+        };
+        let got = round_trip(&bootstrap, &oauth("erin"), "sec-oauthbearer", 20)
+            .await
+            .unwrap();
+        let want: Vec<String> = (0..20).map(|i| format!("v-{i}")).collect();
+        assert_eq!(got, want, "OAUTHBEARER against Apache Kafka");
     });
     // kcat (Debian's librdkafka 2.0.2) with SCRAM against Apache Kafka: for each mechanism,
     // whether Apache Kafka lets it in. Our broker must answer the same

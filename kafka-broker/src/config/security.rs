@@ -75,9 +75,10 @@ fn known(key: &str) -> bool {
     if key.starts_with("sasl.") || OTHER_KEYS.contains(&key) {
         return true;
     }
-    // `MECHANISM.sasl.jaas.config` (per listener only, but accepted plain too).
+    // `MECHANISM.sasl.jaas.config`, `MECHANISM.sasl.server.callback.handler.class`, ... (per
+    // listener only, but accepted plain too).
     key.split_once('.')
-        .is_some_and(|(_, rest)| rest == "sasl.jaas.config")
+        .is_some_and(|(_, rest)| rest.starts_with("sasl."))
 }
 
 /// Whether a key's value is a secret.

@@ -3,6 +3,7 @@
 
 mod connection;
 mod limits;
+mod oauth;
 pub mod sasl;
 pub mod tls;
 

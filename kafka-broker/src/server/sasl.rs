@@ -5,14 +5,16 @@
 //!   any other request closes the connection.
 //! - SaslHandshake v1 names a mechanism of `sasl.enabled.mechanisms` (else
 //!   UNSUPPORTED_SASL_MECHANISM with the enabled list, and the connection closes); then
-//!   SaslAuthenticate carries the mechanism's messages (KIP-152). v0 handshakes (raw tokens
+//!   SaslAuthenticate carries the mechanism's messages (KIP-152). OAUTHBEARER tokens are
+//!   checked by the listener's validator ([`super::oauth`]). v0 handshakes (raw tokens
 //!   without Kafka framing, clients before Kafka 1.0) are refused.
 //! - The exchange is authenticated only when the mechanism says it is done
 //!   ([`kafka_auth::sasl::ServerStep::Done`]). A failure answers SASL_AUTHENTICATION_FAILED
 //!   after `connection.failed.authentication.delay.ms` and closes; the log line names the
 //!   peer and mechanism, never the secret.
-//! - `connections.max.reauth.ms` (KIP-368): the answer's `session_lifetime_ms` is that bound
-//!   (0 when it is not set: re-authentication not asked for, as Kafka answers); a request
+//! - `connections.max.reauth.ms` (KIP-368): the answer's `session_lifetime_ms` is that bound,
+//!   or the time left on an OAUTHBEARER token when that is shorter (0 when neither is set:
+//!   re-authentication not asked for, as Kafka answers); a request
 //!   after the session ended closes the connection; a SaslHandshake on an authenticated
 //!   connection starts a new exchange, which must end as the same principal.
 //! - Failed logins are rate-limited per client address (ours, not Kafka's:
@@ -28,6 +30,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_auth::jaas::JaasConfig;
+use kafka_auth::sasl::oauthbearer::{TokenValidator, session_lifetime_ms};
 use kafka_auth::sasl::{
     CredentialStore, Mechanism, SaslError, ScramCredential, ScramMechanism, Secret, ServerExchange,
     ServerStep,
@@ -50,6 +53,8 @@ pub struct SaslListener {
     mechanisms: Vec<Mechanism>,
     /// PLAIN's users (`user_NAME` options of the listener's PlainLoginModule JAAS config).
     plain_users: BTreeMap<String, Secret>,
+    /// OAUTHBEARER's token validator, when the mechanism is enabled ([`super::oauth`]).
+    oauth: Option<Arc<dyn TokenValidator>>,
     /// `connections.max.reauth.ms`; `None`: 0, sessions do not expire.
     reauth: Option<Duration>,
     /// `connection.failed.authentication.delay.ms`.
@@ -132,7 +137,7 @@ impl SaslListener {
         let err = |m: String| BrokerError::Config(format!("listener {name}: {m}"));
         let Some(enabled) = sec.listener_value(name, "sasl.enabled.mechanisms") else {
             return Err(err(
-                "sasl.enabled.mechanisms is not set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; \
+                "sasl.enabled.mechanisms is not set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; \
                  Kafka's default GSSAPI is not offered)"
                     .into(),
             ));
@@ -164,6 +169,11 @@ impl SaslListener {
                 plain_users.extend(m.plain_users());
             }
         }
+        let oauth = if mechanisms.contains(&Mechanism::OAuthBearer) {
+            Some(super::oauth::validator(config, name)?)
+        } else {
+            None
+        };
         let ms = |key: &str, default: u64| -> Result<u64, BrokerError> {
             match sec.listener_value(name, key) {
                 None => Ok(default),
@@ -189,6 +199,7 @@ impl SaslListener {
             name: name.to_owned(),
             mechanisms,
             plain_users,
+            oauth,
             reauth: (reauth > 0).then(|| Duration::from_millis(reauth)),
             failure_delay: Duration::from_millis(ms(
                 "connection.failed.authentication.delay.ms",
@@ -288,7 +299,9 @@ impl SaslGate {
         let correlation_id = request.header.correlation_id;
         match &request.body {
             RequestBody::ApiVersions(_) => Gate::Pass,
-            RequestBody::SaslHandshake(r) => self.handshake(&r.mechanism, version, correlation_id),
+            RequestBody::SaslHandshake(r) => {
+                self.handshake(&r.mechanism, version, correlation_id, broker.now_ms())
+            }
             RequestBody::SaslAuthenticate(r) => {
                 self.authenticate(broker, &r.auth_bytes, version, correlation_id, connection)
                     .await
@@ -300,7 +313,13 @@ impl SaslGate {
         }
     }
 
-    fn handshake(&mut self, mechanism: &str, version: i16, correlation_id: i32) -> Gate {
+    fn handshake(
+        &mut self,
+        mechanism: &str,
+        version: i16,
+        correlation_id: i32,
+        now_ms: i64,
+    ) -> Gate {
         let previous = match &self.state {
             State::Handshake => None,
             State::Authenticated { principal, .. } => Some(principal.clone()),
@@ -338,8 +357,14 @@ impl SaslGate {
                 "SaslHandshake v0 (raw SASL tokens) is not supported".into(),
             );
         }
+        let exchange = match (&self.listener.oauth, chosen) {
+            (Some(validator), Mechanism::OAuthBearer) => {
+                ServerExchange::oauthbearer(Arc::clone(validator), now_ms)
+            }
+            _ => ServerExchange::new(chosen),
+        };
         self.state = State::Exchange {
-            exchange: Box::new(ServerExchange::new(chosen)),
+            exchange: Box::new(exchange),
             mechanism: chosen,
             previous,
         };
@@ -377,6 +402,8 @@ impl SaslGate {
             listener: &self.listener,
             broker,
         };
+        let now_ms = broker.now_ms();
+        exchange.set_now_ms(now_ms);
         match exchange.step(auth_bytes, &creds) {
             Ok(ServerStep::Challenge(bytes)) => {
                 let body = ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
@@ -403,7 +430,18 @@ impl SaslGate {
                         "re-authentication changed the principal".into(),
                     );
                 }
-                let lifetime = self.listener.reauth;
+                // Kafka's rule (KIP-368): `connections.max.reauth.ms`, or less when the
+                // credential (an OAUTHBEARER token) expires sooner.
+                let reauth_ms = self
+                    .listener
+                    .reauth
+                    .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                let lifetime_ms =
+                    session_lifetime_ms(exchange.credential_expiry_ms(), reauth_ms, now_ms);
+                let lifetime = u64::try_from(lifetime_ms)
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .map(Duration::from_millis);
                 tracing::debug!(peer = ?connection.peer(), mechanism = mechanism.name(),
                     principal = %principal, "SASL authentication succeeded");
                 connection.authenticated(principal.clone());
@@ -420,6 +458,11 @@ impl SaslGate {
             }
             Err(e) => {
                 let mechanism = mechanism.name();
+                if let Some(why) = exchange.token_rejection() {
+                    // The token's fault, for the log (the client was told only the status).
+                    tracing::info!(peer = ?connection.peer(), reason = %why,
+                        "OAUTHBEARER token refused");
+                }
                 self.fail(connection, mechanism, &e).await;
                 let code = ErrorCode(e.kafka_error_code());
                 let message = match code {
