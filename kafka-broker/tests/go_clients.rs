@@ -158,3 +158,46 @@ fn sarama_idempotent_producer_and_consumer_group_round_trip() {
     }
     broker.stop();
 }
+
+/// sarama over SASL_PLAINTEXT with PLAIN, with both handshakes: SaslHandshake v1 then
+/// SaslAuthenticate, and v0 then the bare tokens as frames (sarama's `SASLHandshakeV0`, Kafka's
+/// framing before 1.0). A wrong password fails either way.
+#[test]
+fn sarama_over_sasl_plain_with_handshake_v0_and_v1() {
+    if !go_available() {
+        return;
+    }
+    let jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                user_gopher=\"gopher-secret\";";
+    let broker = InProcessBroker::start(&[
+        ("listeners", "SASL_PLAINTEXT://127.0.0.1:9092"),
+        ("sasl.enabled.mechanisms", "PLAIN"),
+        ("listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas),
+    ]);
+    for version in ["0", "1"] {
+        let topic = format!("sarama-sasl-v{version}");
+        let login = [
+            "-sasl-user",
+            "gopher",
+            "-sasl-password",
+            "gopher-secret",
+            "-sasl-handshake",
+            version,
+        ];
+        let checks = scenario(&broker, "sarama-roundtrip", &topic, &login).unwrap();
+        assert_roundtrip(&checks, &topic);
+        let wrong = [
+            "-sasl-user",
+            "gopher",
+            "-sasl-password",
+            "wrong",
+            "-sasl-handshake",
+            version,
+            "-timeout",
+            "15s",
+        ];
+        let refused = scenario(&broker, "sarama-roundtrip", &format!("{topic}-x"), &wrong);
+        assert!(refused.is_err(), "v{version}: a wrong password got in");
+    }
+    broker.stop();
+}

@@ -65,6 +65,12 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
     /// As [`next`](Self::next), without decoding: the frame and its prefix, for a caller
     /// that reads some requests its own way (a broker's Produce path through
     /// `kafka_protocol::view`).
+    /// The next frame as it is, its size prefix removed (a SASL token after a SaslHandshake v0
+    /// has no request header); `Ok(None)` at a clean end of stream.
+    pub async fn next_bytes(&mut self) -> Result<Option<Bytes>, NetError> {
+        self.inner.next().await.transpose()
+    }
+
     pub async fn next_frame(&mut self) -> Result<Option<(Bytes, RequestPrefix)>, NetError> {
         let Some(frame) = self.inner.next().await.transpose()? else {
             return Ok(None);

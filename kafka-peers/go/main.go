@@ -21,6 +21,11 @@ var (
 	records  = flag.Int("n", 1000, "records to write")
 	codec    = flag.String("codec", "none", "compression: none, gzip, snappy, lz4, zstd")
 	timeout  = flag.Duration("timeout", 60*time.Second, "the whole scenario's deadline")
+	// SASL PLAIN (sarama-roundtrip): a user name turns it on; -sasl-handshake 0 sends the
+	// tokens raw after a SaslHandshake v0, 1 in SaslAuthenticate requests.
+	saslUser      = flag.String("sasl-user", "", "SASL PLAIN user (sarama)")
+	saslPassword  = flag.String("sasl-password", "", "SASL PLAIN password (sarama)")
+	saslHandshake = flag.Int("sasl-handshake", 1, "SaslHandshake version: 0 or 1 (sarama)")
 )
 
 var scenarios = map[string]func(ctx context.Context) error{

@@ -74,6 +74,21 @@ func saramaRoundtrip(ctx context.Context) error {
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
 	cfg.Net.MaxOpenRequests = 1
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if *saslUser != "" {
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		cfg.Net.SASL.Handshake = true
+		cfg.Net.SASL.User = *saslUser
+		cfg.Net.SASL.Password = *saslPassword
+		if *saslHandshake == 0 {
+			cfg.Net.SASL.Version = sarama.SASLHandshakeV0
+			// sarama's rule: a v0 client does not send ApiVersions first (as Kafka's clients
+			// before 1.0 did not); it speaks the versions of cfg.Version.
+			cfg.ApiVersionsRequest = false
+		} else {
+			cfg.Net.SASL.Version = sarama.SASLHandshakeV1
+		}
+	}
 
 	admin, err := sarama.NewClusterAdmin(addrs, cfg)
 	if err != nil {

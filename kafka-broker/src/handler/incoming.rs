@@ -14,8 +14,21 @@ use kafka_protocol::view::ProduceRequestView;
 #[derive(Debug)]
 pub enum Incoming {
     Decoded(IncomingRequest),
-    Produce { frame: Bytes, prefix: RequestPrefix },
+    Produce {
+        frame: Bytes,
+        prefix: RequestPrefix,
+    },
+    /// A frame without a request header: on a SASL listener, a raw SASL token after a
+    /// SaslHandshake v0 (anything else closes the connection).
+    Unframed(Bytes),
 }
+
+/// The prefix an unframed token is given (no api has key -1).
+const NO_PREFIX: RequestPrefix = RequestPrefix {
+    api_key: -1,
+    api_version: -1,
+    correlation_id: -1,
+};
 
 impl Incoming {
     /// Decodes `frame` unless it is a Produce request.
@@ -35,6 +48,16 @@ impl Incoming {
         match self {
             Self::Decoded(r) => &r.prefix,
             Self::Produce { prefix, .. } => prefix,
+            Self::Unframed(_) => &NO_PREFIX,
+        }
+    }
+
+    /// The bytes of the frame as read (a raw SASL token after a SaslHandshake v0, whatever
+    /// they looked like).
+    pub fn frame(&self) -> &Bytes {
+        match self {
+            Self::Decoded(r) => &r.frame,
+            Self::Produce { frame, .. } | Self::Unframed(frame) => frame,
         }
     }
 
@@ -42,7 +65,7 @@ impl Incoming {
     pub fn decoded(&self) -> Option<&Request> {
         match self {
             Self::Decoded(r) => r.request.as_ref().ok(),
-            Self::Produce { .. } => None,
+            Self::Produce { .. } | Self::Unframed(_) => None,
         }
     }
 
@@ -57,6 +80,7 @@ impl Incoming {
             Self::Produce { frame, .. } => ProduceRequestView::parse(frame)
                 .ok()
                 .and_then(|(h, _)| h.client_id().map(str::to_owned)),
+            Self::Unframed(_) => None,
         }
     }
 }

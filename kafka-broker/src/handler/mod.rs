@@ -179,6 +179,9 @@ pub async fn answer(
             return produce_frame(broker, connection, &r.frame, started).await;
         }
         Incoming::Decoded(r) => r,
+        Incoming::Unframed(_) => {
+            return Answer::now(Reply::Close("a frame without a request header".into()));
+        }
     };
     let prefix = incoming.prefix;
     let req = match incoming.request {

@@ -178,18 +178,31 @@ async fn run<R>(
     // what is queued is dropped. A reader that ends otherwise (end of stream after the last
     // request) drops the sender without setting it, and queued requests are still handled.
     let (gone_tx, mut gone) = watch::channel(false);
+    // On a SASL listener a frame without a request header may be a raw SASL token (after a
+    // SaslHandshake v0): it is handed over as it is, and the gate decides.
+    let raw_tokens = sasl.is_some();
     let reader = tokio::spawn(async move {
         let mut r = RequestReader::new(rd, max_frame);
         loop {
-            let item = match r.next_frame().await {
-                Ok(Some((frame, prefix))) => {
+            let item = match r.next_bytes().await {
+                Ok(Some(frame)) => {
+                    let incoming = match kafka_protocol::frame::peek_request(&frame) {
+                        Ok(prefix) => Incoming::read(frame, prefix),
+                        Err(_) if raw_tokens => Incoming::Unframed(frame),
+                        Err(e) => {
+                            let why = format!("request frame without a header: {e}");
+                            let _ = tx.send(Err(kafka_net::NetError::Closed(Some(why)))).await;
+                            break;
+                        }
+                    };
                     // Room for this request before the next is read: the socket is not read
                     // while the requests read ahead hold the budget.
-                    let Some(held) = budget.reserve(frame.len(), r.get_ref()).await else {
+                    let len = incoming.frame().len();
+                    let Some(held) = budget.reserve(len, r.get_ref()).await else {
                         let _ = gone_tx.send(true);
                         break;
                     };
-                    Ok(Some((Incoming::read(frame, prefix), held)))
+                    Ok(Some((incoming, held)))
                 }
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
@@ -274,6 +287,10 @@ async fn run<R>(
                 idle_since = tokio::time::Instant::now();
                 continue;
             }
+        }
+        if matches!(incoming, Incoming::Unframed(_)) {
+            tracing::debug!(%peer, "closing connection: a frame without a request header");
+            break;
         }
         let answer = tokio::select! {
             answer = handler::answer(&broker, &connection, incoming) => answer,

@@ -3,11 +3,12 @@
 //!
 //! - Before authentication only ApiVersions, SaslHandshake and SaslAuthenticate are served;
 //!   any other request closes the connection.
-//! - SaslHandshake v1 names a mechanism of `sasl.enabled.mechanisms` (else
+//! - SaslHandshake names a mechanism of `sasl.enabled.mechanisms` (else
 //!   UNSUPPORTED_SASL_MECHANISM with the enabled list, and the connection closes); then
 //!   SaslAuthenticate carries the mechanism's messages (KIP-152). OAUTHBEARER tokens are
-//!   checked by the listener's validator ([`super::oauth`]). v0 handshakes (raw tokens
-//!   without Kafka framing, clients before Kafka 1.0) are refused.
+//!   checked by the listener's validator ([`super::oauth`]). After a v0 handshake the tokens
+//!   come and go as bare size-prefixed frames instead (clients before Kafka 1.0, sarama's
+//!   V0), and a failure can only close the connection.
 //! - The exchange is authenticated only when the mechanism says it is done
 //!   ([`kafka_auth::sasl::ServerStep::Done`]). A failure answers SASL_AUTHENTICATION_FAILED
 //!   after `connection.failed.authentication.delay.ms` and closes; the log line names the
@@ -235,6 +236,9 @@ enum State {
         exchange: Box<ServerExchange>,
         mechanism: Mechanism,
         previous: Option<Principal>,
+        /// After a SaslHandshake v0: the tokens come and go as bare frames (no
+        /// SaslAuthenticate), as Kafka's clients before 1.0 and sarama's V0 send them.
+        raw: bool,
     },
     /// Authenticated until `expires` (never when `None`).
     Authenticated {
@@ -276,6 +280,11 @@ impl SaslGate {
         incoming: &Incoming,
         connection: &mut ConnectionContext,
     ) -> Gate {
+        if matches!(self.state, State::Exchange { raw: true, .. }) {
+            return self
+                .raw_token(broker, incoming.frame().clone(), connection)
+                .await;
+        }
         let prefix = *incoming.prefix();
         let key = ApiKey::from_i16(prefix.api_key);
         if let State::Authenticated { expires, .. } = &self.state {
@@ -346,16 +355,9 @@ impl SaslGate {
                 format!("SASL mechanism {mechanism:?} is not enabled"),
             );
         };
-        if version == 0 {
-            // v0 clients send the mechanism's tokens raw, without SaslAuthenticate.
-            let body = ResponseBody::SaslHandshake(SaslHandshakeResponse {
-                error_code: ErrorCode::UNSUPPORTED_VERSION.0,
-                mechanisms: enabled,
-            });
-            return Gate::ReplyThenClose(
-                encode(correlation_id, &body, version),
-                "SaslHandshake v0 (raw SASL tokens) is not supported".into(),
-            );
+        if version == 0 && previous.is_some() {
+            // Re-authentication (KIP-368) needs SaslAuthenticate.
+            return Gate::Close("SaslHandshake v0 on an authenticated connection".into());
         }
         let exchange = match (&self.listener.oauth, chosen) {
             (Some(validator), Mechanism::OAuthBearer) => {
@@ -367,6 +369,7 @@ impl SaslGate {
             exchange: Box::new(exchange),
             mechanism: chosen,
             previous,
+            raw: version == 0,
         };
         let body = ResponseBody::SaslHandshake(SaslHandshakeResponse {
             error_code: 0,
@@ -387,6 +390,7 @@ impl SaslGate {
             exchange,
             mechanism,
             previous,
+            raw: false,
         } = &mut self.state
         else {
             let body = failure(
@@ -477,6 +481,61 @@ impl SaslGate {
                     format!("SASL authentication failed ({mechanism})"),
                 )
             }
+        }
+    }
+
+    /// One raw token of a SaslHandshake v0 exchange (Kafka's framing for it: the bare token,
+    /// size-prefixed, each way). The mechanism's answer goes back the same way, an empty one
+    /// included (Kafka sends PLAIN's empty answer too); a failure closes the connection after
+    /// the failed-authentication delay, as there is no way to tell the client.
+    async fn raw_token(
+        &mut self,
+        broker: &Broker,
+        token: Bytes,
+        connection: &mut ConnectionContext,
+    ) -> Gate {
+        let State::Exchange {
+            exchange,
+            mechanism,
+            ..
+        } = &mut self.state
+        else {
+            return Gate::Close("SASL token outside an exchange".into());
+        };
+        let creds = Credentials {
+            listener: &self.listener,
+            broker,
+        };
+        let now_ms = broker.now_ms();
+        exchange.set_now_ms(now_ms);
+        let mechanism = *mechanism;
+        let answer = match exchange.step(&token, &creds) {
+            Ok(ServerStep::Challenge(bytes)) => bytes,
+            Ok(ServerStep::Done {
+                response,
+                authorization_id,
+            }) => {
+                let principal = Principal::user(authorization_id);
+                tracing::debug!(peer = ?connection.peer(), mechanism = mechanism.name(),
+                    principal = %principal, "SASL authentication succeeded (SaslHandshake v0)");
+                connection.authenticated(principal.clone());
+                self.state = State::Authenticated {
+                    principal,
+                    expires: self.listener.reauth.map(|d| Instant::now() + d),
+                };
+                response
+            }
+            Err(e) => {
+                self.fail(connection, mechanism.name(), &e).await;
+                return Gate::Close(format!(
+                    "SASL authentication failed ({}, SaslHandshake v0)",
+                    mechanism.name()
+                ));
+            }
+        };
+        match kafka_net::codec::size_prefix(answer.len()) {
+            Ok(prefix) => Gate::Reply(Reply::Chunks(vec![prefix, Bytes::from(answer)])),
+            Err(e) => Gate::Close(format!("SASL answer not sendable: {e}")),
         }
     }
 
