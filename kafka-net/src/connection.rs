@@ -833,6 +833,7 @@ async fn authenticate_with(
         Some(provider) => {
             let (token, extensions) = provider
                 .token()
+                .await
                 .map_err(|e| failed(format!("no OAUTHBEARER token: {e}")))?;
             let initial =
                 kafka_auth::sasl::oauthbearer::ClientInitialResponse::new(&token, None, extensions)

@@ -17,6 +17,7 @@ pub mod conn_state;
 pub mod connection;
 pub mod consumer_group;
 pub mod error;
+pub mod http;
 pub mod metadata;
 pub mod security;
 pub mod server;

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use kafka_auth::jaas::JaasConfig;
 use kafka_auth::sasl::{Mechanism, Secret};
 
@@ -93,7 +95,7 @@ pub struct SaslLogin {
 /// provider may hand out a fresh token each time.
 pub trait OAuthTokenProvider: fmt::Debug + Send + Sync {
     /// A token (a JWT's compact form) and the SASL extensions to send with it.
-    fn token(&self) -> Result<(String, BTreeMap<String, String>), String>;
+    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>>;
 }
 
 /// Kafka's unsecured login (`OAuthBearerLoginModule` with `unsecuredLoginStringClaim_sub`, for
@@ -101,13 +103,20 @@ pub trait OAuthTokenProvider: fmt::Debug + Send + Sync {
 #[derive(Debug)]
 struct UnsecuredTokens(kafka_auth::sasl::oauthbearer::UnsecuredLogin);
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 impl OAuthTokenProvider for UnsecuredTokens {
-    fn token(&self) -> Result<(String, BTreeMap<String, String>), String> {
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let token = self.0.token(now_ms).map_err(|e| e.to_string())?;
-        Ok((token.value().to_owned(), self.0.extensions().clone()))
+    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+        let made = self
+            .0
+            .token(now_ms())
+            .map(|t| (t.value().to_owned(), self.0.extensions().clone()))
+            .map_err(|e| e.to_string());
+        Box::pin(std::future::ready(made))
     }
 }
 
@@ -117,10 +126,75 @@ impl OAuthTokenProvider for UnsecuredTokens {
 struct FileToken(std::path::PathBuf);
 
 impl OAuthTokenProvider for FileToken {
-    fn token(&self) -> Result<(String, BTreeMap<String, String>), String> {
-        let text = std::fs::read_to_string(&self.0)
-            .map_err(|e| format!("token file {}: {e}", self.0.display()))?;
-        Ok((text.trim().to_owned(), BTreeMap::new()))
+    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+        let read = std::fs::read_to_string(&self.0)
+            .map(|text| (text.trim().to_owned(), BTreeMap::new()))
+            .map_err(|e| format!("token file {}: {e}", self.0.display()));
+        Box::pin(std::future::ready(read))
+    }
+}
+
+/// The client-credentials grant (RFC 6749 4.4) against `sasl.oauthbearer.token.endpoint.url`,
+/// as Kafka's `OAuthBearerLoginCallbackHandler`: `clientId`, `clientSecret` and `scope` from
+/// the JAAS options; the token is kept until 80 % of its life has passed (Kafka's
+/// `sasl.login.refresh.window.factor` default), then a new one is asked for.
+struct ClientCredentialsTokens {
+    url: String,
+    grant: kafka_auth::sasl::oauthbearer::ClientCredentials,
+    /// For an https endpoint: the client's `ssl.*` settings (its truststore), as Kafka's.
+    tls: Option<Arc<rustls::ClientConfig>>,
+    timeout: std::time::Duration,
+    cached: std::sync::Mutex<Option<(String, i64)>>,
+}
+
+impl fmt::Debug for ClientCredentialsTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCredentialsTokens")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthTokenProvider for ClientCredentialsTokens {
+    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+        Box::pin(async move {
+            let now = now_ms();
+            if let Ok(cached) = self.cached.lock()
+                && let Some((token, refresh_at)) = cached.as_ref()
+                && now < *refresh_at
+            {
+                return Ok((token.clone(), BTreeMap::new()));
+            }
+            let request = self.grant.request();
+            let answer = crate::http::request(
+                "POST",
+                &self.url,
+                &request.headers(),
+                request.body.as_bytes(),
+                self.tls.clone(),
+                self.timeout,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            let token =
+                kafka_auth::sasl::oauthbearer::parse_token_response(answer.status, &answer.body)
+                    .map_err(|e| format!("token endpoint {}: {e}", self.url))?;
+            let value = token.token().to_owned();
+            // The JWT's own times when it has them (Kafka reads `exp`), else `expires_in`.
+            let (start, expiry) =
+                match kafka_auth::sasl::oauthbearer::inspect_login_token(&value, "sub", "scope") {
+                    Ok(t) => (t.start_time_ms().unwrap_or(now), t.lifetime_ms()),
+                    Err(_) => (
+                        now,
+                        now.saturating_add(token.expires_in.unwrap_or(3600).saturating_mul(1000)),
+                    ),
+                };
+            let refresh_at = start + (expiry - start) * 8 / 10;
+            if let Ok(mut cached) = self.cached.lock() {
+                *cached = Some((value.clone(), refresh_at));
+            }
+            Ok((value, BTreeMap::new()))
+        })
     }
 }
 
@@ -255,20 +329,57 @@ impl SecurityKeys {
     /// ([`ClientSecurity::with_oauth_token_provider`]).
     fn oauth_login(&self) -> Result<SaslLogin, NetError> {
         let cfg = NetError::Config;
+        let jaas_module = || -> Result<kafka_auth::jaas::LoginModule, NetError> {
+            let jaas = self.values.get("sasl.jaas.config").ok_or_else(|| {
+                cfg("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config (OAuthBearerLoginModule)"
+                    .into())
+            })?;
+            JaasConfig::parse_single(jaas).map_err(|e| cfg(format!("sasl.jaas.config: {e}")))
+        };
         let provider: Arc<dyn OAuthTokenProvider> =
             if let Some(url) = self.values.get("sasl.oauthbearer.token.endpoint.url") {
-                let path = url
-                .trim()
-                .strip_prefix("file:")
-                .map(|p| p.strip_prefix("//").unwrap_or(p))
-                .filter(|p| p.starts_with('/'))
-                .ok_or_else(|| {
-                    cfg(format!(
-                        "sasl.oauthbearer.token.endpoint.url: {url:?}: only file: URLs are read \
-                             here (a token endpoint over HTTPS is not supported yet)"
-                    ))
-                })?;
-                Arc::new(FileToken(path.into()))
+                let url = url.trim();
+                if let Some(path) = url.strip_prefix("file:") {
+                    let path = path.strip_prefix("//").unwrap_or(path);
+                    if !path.starts_with('/') {
+                        return Err(cfg(format!(
+                            "sasl.oauthbearer.token.endpoint.url: {url:?}: a file: URL needs an \
+                             absolute path"
+                        )));
+                    }
+                    Arc::new(FileToken(path.into()))
+                } else {
+                    crate::http::Url::parse(url)
+                        .map_err(|e| cfg(format!("sasl.oauthbearer.token.endpoint.url: {e}")))?;
+                    let urlencode = self
+                        .values
+                        .get("sasl.oauthbearer.header.urlencode")
+                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+                    let grant = kafka_auth::sasl::oauthbearer::ClientCredentials::from_jaas(
+                        &jaas_module()?,
+                        urlencode,
+                    )
+                    .map_err(|e| cfg(format!("sasl.jaas.config: {e}")))?;
+                    let tls = if url.starts_with("https://") {
+                        let settings = TlsSettings::from_keys(|k| self.values.get(k).cloned())
+                            .map_err(|e| cfg(e.to_string()))?;
+                        Some(settings.client_config().map_err(|e| cfg(e.to_string()))?)
+                    } else {
+                        None
+                    };
+                    let timeout_ms = self
+                        .values
+                        .get("sasl.login.read.timeout.ms")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .unwrap_or(10_000);
+                    Arc::new(ClientCredentialsTokens {
+                        url: url.to_owned(),
+                        grant,
+                        tls,
+                        timeout: std::time::Duration::from_millis(timeout_ms),
+                        cached: std::sync::Mutex::new(None),
+                    })
+                }
             } else {
                 let jaas = self.values.get("sasl.jaas.config").ok_or_else(|| {
                     cfg("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config (OAuthBearerLoginModule \
