@@ -101,8 +101,8 @@ async fn secured_cluster(dir: &std::path::Path, node3: &[String]) -> (Cluster, T
     (c, ca)
 }
 
-/// The leader and ISR of `topic`-`partition` once every running broker agrees and `accept`
-/// takes it.
+/// The leader and leader epoch of `topic`-`partition` once every running broker agrees and
+/// `accept` takes its leader and ISR.
 async fn until_partition(
     c: &mut Cluster,
     what: &str,
@@ -111,6 +111,18 @@ async fn until_partition(
     accept: impl Fn(i32, &[i32]) -> bool,
 ) -> (i32, i32) {
     let addrs = c.running_addrs();
+    until_partition_at(c, addrs, what, topic, partition, accept).await
+}
+
+/// As [`until_partition`], as the brokers at `addrs` agree.
+async fn until_partition_at(
+    c: &mut Cluster,
+    addrs: Vec<String>,
+    what: &str,
+    topic: &str,
+    partition: i32,
+    accept: impl Fn(i32, &[i32]) -> bool,
+) -> (i32, i32) {
     let accept = &accept;
     c.eventually(what, Duration::from_secs(30), || {
         let addrs = addrs.clone();
@@ -402,9 +414,14 @@ async fn a_node_with_a_wrong_password_does_not_join_and_plaintext_gets_nothing()
     let a = admin(&c.addr(1)).await;
     let r = a.create_topics(&[NewTopic::new("two", 1, 2)], false).await;
     assert!(r[0].is_ok(), "CreateTopics: {r:?}\n{}", c.logs());
-    let (leader, _) = until_partition(&mut c, "two-0 has a full ISR", "two", 0, |l, isr| {
-        l >= 0 && isr == [1, 2]
-    })
+    let (leader, _) = until_partition_at(
+        &mut c,
+        addrs.to_vec(),
+        "two-0 has a full ISR",
+        "two",
+        0,
+        |l, isr| l >= 0 && isr == [1, 2],
+    )
     .await;
     let produced = harness::produce(
         &c.addr(leader),
