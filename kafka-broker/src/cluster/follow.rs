@@ -18,13 +18,16 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
+use kafka_net::ClientSecurity;
 use tokio::sync::watch;
-use tokio_util::codec::Framed;
 
+use super::link_security;
 use super::listener::{FOLLOW_HELLO, FollowHandler};
 use super::quorum::driver::{Applied, Fetched, QuorumHandle, StateMachine};
 use super::quorum::entry::{Payload, SnapshotData};
-use super::quorum::transport::codec;
+
+/// How a failed login starts its error text (logged as a warning: it does not heal).
+const AUTH_FAILED: &str = "authentication: ";
 
 /// What one answer carries at most.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
@@ -127,11 +130,23 @@ fn read_answer(mut b: Bytes) -> Option<Answer> {
 }
 
 /// The broker side: follows the log from `voters` (id, `host:port`) into a state starting
-/// from `initial`, published on the returned channel, until the receiver is dropped.
+/// from `initial`, published on the returned channel, until the receiver is dropped
+/// (plaintext connections).
 pub fn follow<S: StateMachine>(
     node_id: i32,
     voters: Vec<(u64, String)>,
     initial: S,
+) -> watch::Receiver<Arc<Applied<S>>> {
+    follow_secured(node_id, voters, initial, ClientSecurity::default())
+}
+
+/// As [`follow`], each connection secured as the controller listener asks (`security`: TLS
+/// and SASL, see [`super::link_security`]).
+pub fn follow_secured<S: StateMachine>(
+    node_id: i32,
+    voters: Vec<(u64, String)>,
+    initial: S,
+    security: ClientSecurity,
 ) -> watch::Receiver<Arc<Applied<S>>> {
     let (tx, rx) = watch::channel(Arc::new(Applied {
         state: initial,
@@ -153,10 +168,14 @@ pub fn follow<S: StateMachine>(
                 .cloned();
             next += 1;
             let Some((id, addr)) = target else { return };
-            match follow_one(node_id, &addr, &tx, &mut leader_hint, id).await {
+            match follow_one(node_id, &addr, &security, &tx, &mut leader_hint, id).await {
                 Ok(()) => {}
                 Err(e) => {
-                    tracing::debug!(controller = id, %addr, error = %e, "following the metadata log: switching controller");
+                    if e.starts_with(AUTH_FAILED) {
+                        tracing::warn!(controller = id, %addr, error = %e, "following the metadata log: cannot log in to a controller");
+                    } else {
+                        tracing::debug!(controller = id, %addr, error = %e, "following the metadata log: switching controller");
+                    }
                     leader_hint = None;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
@@ -171,16 +190,20 @@ pub fn follow<S: StateMachine>(
 async fn follow_one<S: StateMachine>(
     node_id: i32,
     addr: &str,
+    security: &ClientSecurity,
     tx: &watch::Sender<Arc<Applied<S>>>,
     leader_hint: &mut Option<u64>,
     asked: u64,
 ) -> Result<(), String> {
-    let stream = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr))
+    let mut framed = link_security::connect(addr, security, Duration::from_secs(2))
         .await
-        .map_err(|_| "connect timed out".to_owned())?
-        .map_err(|e| e.to_string())?;
-    let _ = stream.set_nodelay(true);
-    let mut framed = Framed::new(stream, codec());
+        .map_err(|e| {
+            if e.is_authentication() {
+                format!("{AUTH_FAILED}{e}")
+            } else {
+                e.to_string()
+            }
+        })?;
     let mut hello = BytesMut::from(&FOLLOW_HELLO[..]);
     hello.put_i32(node_id);
     framed

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kafka_net::ClientSecurity;
 use kafka_net::connection::{Connection, ConnectionConfig};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{RequestBody, ResponseBody};
@@ -31,6 +32,9 @@ pub struct ControllerClient {
     /// This node's own controller, on a combined node.
     local: Option<(ActiveController, Arc<BrokerConfig>)>,
     connections: tokio::sync::Mutex<HashMap<i32, Connection>>,
+    /// How connections to the controller listener are secured
+    /// ([`crate::cluster::link_security::LinkSecurity::controllers`]).
+    security: ClientSecurity,
     /// The voter to try next when no leader is known.
     next: Mutex<usize>,
 }
@@ -44,10 +48,13 @@ impl std::fmt::Debug for ControllerClient {
 }
 
 impl ControllerClient {
+    /// A client of the controllers `config` names; `security`: how its connections are
+    /// secured (the controller listener's protocol and this node's credentials).
     pub fn new(
         config: &BrokerConfig,
         state: watch::Receiver<SharedState>,
         local: Option<ActiveController>,
+        security: ClientSecurity,
     ) -> Self {
         Self {
             voters: config
@@ -59,6 +66,7 @@ impl ControllerClient {
             state,
             local: local.map(|a| (a, Arc::new(config.clone()))),
             connections: tokio::sync::Mutex::new(HashMap::new()),
+            security,
             next: Mutex::new(0),
         }
     }
@@ -154,11 +162,16 @@ impl ControllerClient {
                     let cfg = ConnectionConfig {
                         connect_timeout: limit.min(Duration::from_secs(2)),
                         handshake: false,
+                        security: self.security.clone(),
                         ..Default::default()
                     };
-                    let c = Connection::connect(addr, cfg)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let c = Connection::connect(addr, cfg).await.map_err(|e| {
+                        if matches!(e, kafka_net::NetError::Authentication { .. }) {
+                            tracing::warn!(controller = id, %addr, error = %e,
+                                "cannot log in to a controller");
+                        }
+                        e.to_string()
+                    })?;
                     conns.insert(id, c.clone());
                     c
                 }

@@ -13,10 +13,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use raft::eraftpb::Message;
+use std::net::SocketAddr;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
+use tokio_util::codec::{FramedWrite, LengthDelimitedCodec};
 
+use super::link_security::{GateStep, HANDSHAKE_TIMEOUT, LinkServer, LinkStream, SaslGate};
 use super::quorum::transport::{self, codec};
 
 /// Answers one Kafka request frame with one response frame (`None`: no answer, close).
@@ -47,8 +53,19 @@ impl std::fmt::Debug for Services {
     }
 }
 
-/// Accepts connections until `shutdown` completes.
+/// Accepts connections until `shutdown` completes (a PLAINTEXT listener).
 pub async fn serve(listener: TcpListener, services: Services, shutdown: impl Future<Output = ()>) {
+    serve_secured(listener, services, None, shutdown).await;
+}
+
+/// Accepts connections until `shutdown` completes; with `security`, each connection first
+/// finishes the listener's TLS handshake and SASL exchange ([`LinkServer`]).
+pub async fn serve_secured(
+    listener: TcpListener,
+    services: Services,
+    security: Option<Arc<LinkServer>>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -59,8 +76,9 @@ pub async fn serve(listener: TcpListener, services: Services, shutdown: impl Fut
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let services = services.clone();
+                let security = security.clone();
                 tokio::spawn(async move {
-                    connection(stream, services).await;
+                    connection(stream, peer, services, security).await;
                     tracing::trace!(%peer, "controller listener connection closed");
                 });
             }
@@ -72,11 +90,46 @@ pub async fn serve(listener: TcpListener, services: Services, shutdown: impl Fut
     }
 }
 
-async fn connection(stream: TcpStream, services: Services) {
-    let (read, write) = stream.into_split();
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    services: Services,
+    security: Option<Arc<LinkServer>>,
+) {
+    let stream: LinkStream = match &security {
+        Some(s) => match s.accept(stream).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::info!(%peer, error = %e, "controller listener: TLS handshake failed");
+                return;
+            }
+        },
+        None => Box::new(stream),
+    };
+    let (read, write) = tokio::io::split(stream);
     let mut frames = FramedRead::new(read, codec());
-    let Some(Ok(first)) = frames.next().await else {
-        return;
+    let mut out = transport::writer(write);
+    let gate = security.as_ref().and_then(|s| s.gate(peer));
+    let first = match gate {
+        Some(mut gate) => {
+            let passed = tokio::time::timeout(
+                HANDSHAKE_TIMEOUT,
+                authenticate(&mut gate, &mut frames, &mut out, &services),
+            )
+            .await;
+            match passed {
+                Ok(Some(first)) => first,
+                Ok(None) => return,
+                Err(_) => {
+                    tracing::info!(%peer, "controller listener: no SASL authentication in time; closing");
+                    return;
+                }
+            }
+        }
+        None => match frames.next().await {
+            Some(Ok(f)) => f,
+            _ => return,
+        },
     };
     if let Some(sender) = transport::hello_sender(&first) {
         match services.raft {
@@ -88,7 +141,6 @@ async fn connection(stream: TcpStream, services: Services) {
         }
         return;
     }
-    let mut out = transport::writer(write);
     if first.starts_with(FOLLOW_HELLO) {
         let Some(follow) = services.follow else {
             return;
@@ -119,5 +171,41 @@ async fn connection(stream: TcpStream, services: Services) {
         if out.send(answer).await.is_err() {
             return;
         }
+    }
+}
+
+/// Runs the SASL exchange of a connection (ApiVersions answered by the Kafka handler); the
+/// first frame after it, or `None` when the connection is refused or goes away.
+async fn authenticate<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    gate: &mut SaslGate,
+    frames: &mut FramedRead<R, LengthDelimitedCodec>,
+    out: &mut FramedWrite<W, LengthDelimitedCodec>,
+    services: &Services,
+) -> Option<BytesMut> {
+    loop {
+        let frame = frames.next().await?.ok()?;
+        match gate.on_frame(frame.freeze()).await {
+            GateStep::Forward(request) => {
+                let answer = (services.kafka)(request).await?;
+                out.send(answer).await.ok()?;
+            }
+            GateStep::Reply(answer) => out.send(answer).await.ok()?,
+            GateStep::Authenticated(answer, principal) => {
+                out.send(answer).await.ok()?;
+                tracing::trace!(%principal, "controller listener: authenticated");
+                break;
+            }
+            GateStep::Refuse(answer, why) => {
+                if let Some(answer) = answer {
+                    let _ = out.send(answer).await;
+                }
+                tracing::debug!(reason = %why, "controller listener: connection refused");
+                return None;
+            }
+        }
+    }
+    match frames.next().await {
+        Some(Ok(f)) => Some(f),
+        _ => None,
     }
 }

@@ -6,6 +6,7 @@
 //! - [`controller`]: the active controller's decisions, pure; [`active`] runs them one at a
 //!   time on the quorum's leader; [`api`] answers the controller listener's Kafka requests.
 //! - [`listener`]: the controller listener (Raft streams, followers of the log, requests).
+//! - [`link_security`]: TLS and SASL on the node's own links and the controller listener.
 //! - [`follow`]: brokers that are not controllers follow the log from the controllers.
 //! - [`forward`]: a broker's requests to the active controller; [`lifecycle`]: its
 //!   registration and heartbeats; [`producer_ids`]: its producer ids, in blocks from the
@@ -19,6 +20,7 @@ pub mod follow;
 pub mod forward;
 pub mod image;
 pub mod lifecycle;
+pub mod link_security;
 pub mod listener;
 pub mod producer_ids;
 pub mod quorum;
@@ -137,6 +139,8 @@ pub async fn start(
         .map(|v| (v.id as u64, v.addr()))
         .collect();
     let me = config.server.node_id as u64;
+    // The node's own links: how it connects to the controllers and to other brokers.
+    let links = link_security::LinkSecurity::from_config(config)?;
     let mut active = None;
     let state_rx = if roles.controller {
         let listener_cfg = config.network.controller_listener().ok_or_else(|| {
@@ -159,7 +163,7 @@ pub async fn start(
             MetadataState::restore(SnapshotData::decode(&snapshot)?)
         };
         let (inbox_tx, inbox_rx) = tokio::sync::mpsc::channel(4096);
-        let transport = Transport::connect(me, voters.clone());
+        let transport = Transport::connect_secured(me, voters.clone(), links.controllers.clone());
         let handle =
             quorum::driver::start(node, state, inbox_rx, transport, stopped(stop_rx.clone()));
         let controller = ActiveController::start(config, handle.clone(), clock.clone());
@@ -168,19 +172,23 @@ pub async fn start(
             follow: Some(follow::handler(handle.clone())),
             kafka: api::handler(controller.clone(), Arc::new(config.clone())),
         };
-        tokio::spawn(listener::serve(
+        let security =
+            link_security::LinkServer::for_listener(config, &listener_cfg.name)?.map(Arc::new);
+        tokio::spawn(listener::serve_secured(
             listener,
             services,
+            security,
             stopped(stop_rx.clone()),
         ));
         tracing::info!(node = me, controller_listener = %addr, voters = ?voters, "controller quorum voter started");
         active = Some(controller);
         handle.watch()
     } else {
-        follow::follow(
+        follow::follow_secured(
             config.server.node_id,
             voters.clone(),
             MetadataState::default(),
+            links.controllers.clone(),
         )
     };
     // The cluster id, once the quorum has one: recorded in meta.properties, where a different
@@ -203,7 +211,12 @@ pub async fn start(
     }
     let (link, lifecycle) = match (roles.broker, directory_id) {
         (true, Some(directory_id)) => {
-            let client = Arc::new(ControllerClient::new(config, state_rx.clone(), active));
+            let client = Arc::new(ControllerClient::new(
+                config,
+                state_rx.clone(),
+                active,
+                links.controllers.clone(),
+            ));
             let (standing_tx, standing_rx) = watch::channel(Standing::Unregistered);
             let lifecycle = tokio::spawn(lifecycle::run(
                 Arc::new(config.clone()),

@@ -4,6 +4,7 @@
 
 use super::BrokerConfig;
 use super::cluster::{ListenerConfig, Roles, Voter, config_error};
+use super::security::NodeLink;
 use crate::error::BrokerError;
 
 /// Whether `a` and `b` are IP literals of different families (two listeners may then share
@@ -330,9 +331,10 @@ impl BrokerConfig {
     }
 
     /// Every listener, and on a broker-only node every controller listener it connects to,
-    /// has a security protocol. In a cluster the links between nodes (the controller
-    /// listeners and the inter-broker listener) are PLAINTEXT: replication, the quorum and
-    /// forwarding do not speak TLS or SASL yet; client listeners may use any protocol.
+    /// has a security protocol. In a cluster the node's own links (to the inter-broker
+    /// listener on a broker, to the controller listener on every node) can be made: their
+    /// SASL mechanism is set, supported and enabled on a listener this node serves, and the
+    /// credentials it logs in with are there ([`BrokerConfig::link_plan`]).
     fn validate_security_protocols(&self) -> Result<(), BrokerError> {
         let map = self
             .network
@@ -352,26 +354,41 @@ impl BrokerConfig {
             );
         }
         for (name, key) in used {
-            let Some(protocol) = map.get(name) else {
+            if !map.contains_key(name) {
                 return Err(config_error(format!(
                     "listener.security.protocol.map has no security protocol for the listener \
                      {name} ({key}); map it, e.g. {name}:PLAINTEXT"
                 )));
+            }
+        }
+        let Some(roles) = self.quorum.roles else {
+            return Ok(());
+        };
+        let mut links = vec![(NodeLink::Controllers, roles.controller)];
+        if roles.broker {
+            links.push((NodeLink::Brokers, true));
+        }
+        for (link, served_here) in links {
+            let plan = self.link_plan(link)?;
+            let Some(mechanism) = plan.mechanism.filter(|_| served_here) else {
+                continue;
             };
-            let between_nodes = self.network.is_controller_listener(name)
-                || self
-                    .network
-                    .effective_inter_broker_listener_name()
-                    .as_deref()
-                    == Some(name);
-            if self.quorum.roles.is_some()
-                && between_nodes
-                && *protocol != crate::config::SecurityProtocol::Plaintext
-            {
+            let enabled = self
+                .security
+                .listener_value(&plan.listener, "sasl.enabled.mechanisms")
+                .unwrap_or("");
+            let on = enabled
+                .split(',')
+                .any(|m| m.trim().eq_ignore_ascii_case(mechanism.name()));
+            if !on {
                 return Err(config_error(format!(
-                    "listener.security.protocol.map maps the listener {name} ({key}), which links \
-                     the nodes of the cluster, to {protocol}: TLS and SASL between nodes are not \
-                     built yet (client listeners may use them)"
+                    "{}={} must be included in sasl.enabled.mechanisms of the listener {} \
+                     (listener.name.{}.sasl.enabled.mechanisms, now {enabled:?}) when SASL is \
+                     used between nodes",
+                    link.mechanism_key(),
+                    mechanism.name(),
+                    plan.listener,
+                    plan.listener.to_ascii_lowercase()
                 )));
             }
         }

@@ -186,7 +186,9 @@ impl Broker {
         );
         let txn =
             crate::txn::TxnCoordinator::new(config.txn.clone(), clock.clone(), txn_log.clone());
-        let peers = Arc::new(crate::replication::PeerPool::default());
+        let peers = Arc::new(crate::replication::PeerPool::new(
+            config.link_security(crate::config::security::NodeLink::Brokers)?,
+        ));
         let fetchers = crate::replication::ReplicaFetchers::new(
             Arc::downgrade(&replicas),
             config.server.node_id,

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kafka_net::ClientSecurity;
 use kafka_net::connection::{Connection, ConnectionConfig};
 
 use crate::sync::lock;
@@ -30,9 +31,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug, Default)]
 pub struct PeerPool {
     connections: Mutex<HashMap<(i32, Channel), (String, Connection)>>,
+    /// How connections to the inter-broker listener are secured (its protocol, this node's
+    /// TLS and SASL client settings: [`crate::config::BrokerConfig::link_security`]).
+    security: ClientSecurity,
+    /// The last failed login logged per broker (a wrong password does not heal: warned once,
+    /// not at every retry).
+    warned: Mutex<HashMap<i32, String>>,
 }
 
 impl PeerPool {
+    /// A pool whose connections are secured by `security` (the default: plaintext).
+    pub fn new(security: ClientSecurity) -> Self {
+        Self {
+            security,
+            ..Self::default()
+        }
+    }
+
     /// A connection to broker `id` at `addr` for `channel`, made if there is none (or the
     /// one there is closed, or to another address). Requests on it time out after
     /// `request_timeout`.
@@ -52,10 +67,24 @@ impl PeerPool {
         let mut cfg = ConnectionConfig {
             connect_timeout: CONNECT_TIMEOUT,
             handshake: false,
+            security: self.security.clone(),
             ..Default::default()
         };
         cfg.conn.request_timeout = request_timeout;
-        let c = Connection::connect(addr, cfg).await?;
+        let c = match Connection::connect(addr, cfg).await {
+            Ok(c) => c,
+            Err(e) => {
+                if matches!(e, kafka_net::NetError::Authentication { .. }) {
+                    let text = e.to_string();
+                    if lock(&self.warned).insert(id, text.clone()).as_ref() != Some(&text) {
+                        tracing::warn!(broker = id, %addr, error = %text,
+                            "cannot log in to a broker's inter-broker listener");
+                    }
+                }
+                return Err(e);
+            }
+        };
+        lock(&self.warned).remove(&id);
         lock(&self.connections).insert((id, channel), (addr.to_owned(), c.clone()));
         Ok(c)
     }

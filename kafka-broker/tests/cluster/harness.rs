@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_net::Admin;
 use kafka_net::cluster::ClusterConfig;
 use kafka_net::connection::{Connection, ConnectionConfig};
+use kafka_net::{Admin, ClientSecurity};
 use kafka_protocol::KStr;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -23,6 +23,19 @@ use kafka_protocol::messages::{
     ProduceRequest, RequestBody, ResponseBody, describe_quorum_request,
 };
 use kafka_protocol::record::RecordBatchBuilder;
+
+/// The security every client connection of this file's helpers uses (plaintext until a test
+/// of a secured cluster sets it with [`use_client_security`]; one per test process).
+static CLIENT_SECURITY: std::sync::OnceLock<ClientSecurity> = std::sync::OnceLock::new();
+
+/// Makes the helpers of this file connect with `security` (the first call wins).
+pub(crate) fn use_client_security(security: ClientSecurity) {
+    let _ = CLIENT_SECURITY.set(security);
+}
+
+fn client_security() -> ClientSecurity {
+    CLIENT_SECURITY.get().cloned().unwrap_or_default()
+}
 
 /// A node's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -377,6 +390,7 @@ pub(crate) async fn topic_config(addr: &str, topic: &str, key: &str) -> Option<O
     let cfg = ConnectionConfig {
         connect_timeout: Duration::from_secs(2),
         handshake: false,
+        security: client_security(),
         ..Default::default()
     };
     let conn = Connection::connect(addr, cfg).await.ok()?;
@@ -444,6 +458,7 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
     let cfg = ConnectionConfig {
         connect_timeout: Duration::from_secs(2),
         handshake: false,
+        security: client_security(),
         ..Default::default()
     };
     let conn = Connection::connect(addr, cfg).await.ok()?;
@@ -477,6 +492,7 @@ pub(crate) async fn describe_quorum_at(addr: &str, version: i16) -> Option<Descr
     let cfg = ConnectionConfig {
         connect_timeout: Duration::from_secs(2),
         handshake: false,
+        security: client_security(),
         ..Default::default()
     };
     let conn = Connection::connect(addr, cfg).await.ok()?;
@@ -537,6 +553,10 @@ pub(crate) fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
 pub(crate) async fn admin(bootstrap: &str) -> Admin {
     let cfg = ClusterConfig {
         bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+        connection: ConnectionConfig {
+            security: client_security(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     Admin::connect(cfg)
@@ -682,6 +702,7 @@ pub(crate) async fn produce(
     let cfg = ConnectionConfig {
         connect_timeout: Duration::from_secs(2),
         handshake: false,
+        security: client_security(),
         ..Default::default()
     };
     let conn = Connection::connect(addr, cfg)

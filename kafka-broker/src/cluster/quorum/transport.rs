@@ -9,30 +9,25 @@
 //! off from 100 ms to 1 s.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
+use kafka_net::ClientSecurity;
 use protobuf::Message as _;
 use raft::eraftpb::Message;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
+use crate::cluster::link_security;
+
 /// The first bytes of a voter's connection.
 pub const RAFT_HELLO: &[u8; 8] = b"KRSRAFT1";
-/// The largest frame on the controller listener (a snapshot of a large image travels in one
-/// message).
-pub const MAX_FRAME: usize = 128 << 20;
+pub use crate::cluster::link_security::{MAX_FRAME, codec};
 /// Messages queued for one peer before new ones are dropped.
 const QUEUE: usize = 4096;
-
-pub fn codec() -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder()
-        .length_field_length(4)
-        .max_frame_length(MAX_FRAME)
-        .new_codec()
-}
 
 /// Sends messages to the other voters.
 #[derive(Debug, Clone, Default)]
@@ -41,15 +36,23 @@ pub struct Transport {
 }
 
 impl Transport {
-    /// Connections from voter `me` to each of `peers` (id, `host:port`), kept open by tasks.
+    /// Connections from voter `me` to each of `peers` (id, `host:port`), kept open by tasks
+    /// (plaintext).
     pub fn connect(me: u64, peers: Vec<(u64, String)>) -> Self {
+        Self::connect_secured(me, peers, ClientSecurity::default())
+    }
+
+    /// As [`Transport::connect`], each connection secured as the controller listener asks
+    /// (`security`: TLS and SASL, see [`crate::cluster::link_security`]).
+    pub fn connect_secured(me: u64, peers: Vec<(u64, String)>, security: ClientSecurity) -> Self {
+        let security = Arc::new(security);
         let mut map = HashMap::new();
         for (id, addr) in peers {
             if id == me {
                 continue;
             }
             let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(peer_task(me, id, addr, rx));
+            tokio::spawn(peer_task(me, id, addr, Arc::clone(&security), rx));
             map.insert(id, tx);
         }
         Self { peers: map }
@@ -71,22 +74,27 @@ impl Transport {
     }
 }
 
-async fn peer_task(me: u64, id: u64, addr: String, mut rx: mpsc::Receiver<Message>) {
+async fn peer_task(
+    me: u64,
+    id: u64,
+    addr: String,
+    security: Arc<ClientSecurity>,
+    mut rx: mpsc::Receiver<Message>,
+) {
     let mut backoff = Duration::from_millis(100);
     let mut last_error = String::new();
     loop {
-        let stream = match tokio::time::timeout(
-            Duration::from_secs(1),
-            tokio::net::TcpStream::connect(&addr),
-        )
-        .await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                let e = e.to_string();
-                if e != last_error {
-                    tracing::debug!(peer = id, %addr, error = %e, "cannot reach a controller");
-                    last_error = e;
+        let mut out = match link_security::connect(&addr, &security, Duration::from_secs(2)).await {
+            Ok(s) => s,
+            Err(e) => {
+                let text = e.to_string();
+                if text != last_error {
+                    if e.is_authentication() {
+                        tracing::warn!(peer = id, %addr, error = %e, "cannot log in to a controller");
+                    } else {
+                        tracing::debug!(peer = id, %addr, error = %e, "cannot reach a controller");
+                    }
+                    last_error = text;
                 }
                 if !drain_for(&mut rx, backoff).await {
                     return;
@@ -94,17 +102,9 @@ async fn peer_task(me: u64, id: u64, addr: String, mut rx: mpsc::Receiver<Messag
                 backoff = (backoff * 2).min(Duration::from_secs(1));
                 continue;
             }
-            Err(_) => {
-                if !drain_for(&mut rx, backoff).await {
-                    return;
-                }
-                continue;
-            }
         };
-        let _ = stream.set_nodelay(true);
         backoff = Duration::from_millis(100);
         last_error.clear();
-        let mut out = FramedWrite::new(stream, codec());
         let mut hello = BytesMut::from(&RAFT_HELLO[..]);
         hello.extend_from_slice(&me.to_be_bytes());
         if out.send(hello.freeze()).await.is_err() {

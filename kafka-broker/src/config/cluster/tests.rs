@@ -616,9 +616,14 @@ fn invalid_combinations_are_refused_naming_the_key() {
         &["listener.security.protocol.map", "EXTERNAL"],
     );
     assert!(from("listeners=SSL://127.0.0.1:9093\n").validate().is_ok());
+    // Links between nodes may be secured, with their mechanism set.
     refused(
         &node1_with("listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL\n"),
-        &["CONTROLLER", "SASL_SSL", "not built yet"],
+        &[
+            "sasl.mechanism.controller.protocol",
+            "CONTROLLER",
+            "SASL_SSL",
+        ],
     );
     // Numbers.
     refused(
