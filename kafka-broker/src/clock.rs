@@ -49,6 +49,17 @@ impl Clock {
         }
     }
 
+    /// The wall clock itself (a manual clock's time): for times other parties wrote, such as
+    /// a token's issue and expiry times, which must be compared with the same clock those
+    /// parties read, not with [`Clock::now_ms`]'s monotonic reckoning since start, which may
+    /// drift from it by the wall clock's adjustments.
+    pub fn wall_ms(&self) -> i64 {
+        match &*self.0 {
+            Source::System { .. } => wall_ms(),
+            Source::Manual(ms) => ms.load(Ordering::SeqCst),
+        }
+    }
+
     /// Whether this clock only moves when told to.
     pub fn is_manual(&self) -> bool {
         matches!(&*self.0, Source::Manual(_))

@@ -139,7 +139,7 @@ async fn bind_listeners(
     listener: tokio::net::TcpListener,
 ) -> Result<Vec<crate::server::Listener>, BrokerError> {
     let client = broker.client_listener_name();
-    let mut listeners = vec![secure(broker, listener, client.clone())?];
+    let mut listeners = vec![secure(broker, listener, client.clone()).await?];
     for l in &broker.config.network.listeners {
         if l.name == client || broker.config.network.is_controller_listener(&l.name) {
             continue;
@@ -152,13 +152,13 @@ async fn bind_listeners(
             ))
         })?;
         tracing::info!(listener = %l.name, addr = %l.addr(), "also listening on {}", l.addr());
-        listeners.push(secure(broker, bound, l.name.clone())?);
+        listeners.push(secure(broker, bound, l.name.clone()).await?);
     }
     Ok(listeners)
 }
 
 /// A bound listener with what its security protocol needs.
-fn secure(
+async fn secure(
     broker: &Broker,
     socket: tokio::net::TcpListener,
     name: String,
@@ -179,6 +179,7 @@ fn secure(
     let sasl = if protocol.sasl() {
         let sasl = crate::server::sasl::SaslListener::new(&broker.config, &name)?;
         tracing::info!(listener = %name, %protocol, ?sasl, "SASL listener");
+        sasl.start().await;
         Some(Arc::new(sasl))
     } else {
         None

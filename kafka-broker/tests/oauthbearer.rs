@@ -396,3 +396,193 @@ fn unsecured_tokens_from_the_java_client_and_ours() {
 fn peers_jvm() -> Option<kafka_peers::Jvm> {
     kafka_peers::require(kafka_peers::Jvm::find().and_then(kafka_peers::Jvm::with_programs))
 }
+
+/// The identity provider (tests/security/idp.py), killed when dropped: its HTTPS and HTTP ports.
+struct IdentityProvider {
+    child: std::process::Child,
+    https: u16,
+    http: u16,
+}
+
+impl Drop for IdentityProvider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn identity_provider(
+    dir: &Path,
+    ca: &kafka_peers::certs::TestCa,
+    jwks_file: &Path,
+    clients: &[(&str, &str, &Path)],
+) -> IdentityProvider {
+    let server = ca.server("idp", &["127.0.0.1"]);
+    let port_file = dir.join("idp.ports");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/security/idp.py");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(script)
+        .arg("--port-file")
+        .arg(&port_file)
+        .arg("--jwks")
+        .arg(jwks_file)
+        .arg("--cert")
+        .arg(&server.cert)
+        .arg("--key")
+        .arg(&server.key);
+    for (id, secret, token) in clients {
+        cmd.arg("--client")
+            .arg(format!("{id}:{secret}:{}", token.display()));
+    }
+    let child = cmd.spawn().expect("python3 runs the identity provider");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&port_file) {
+            let ports: Vec<u16> = text
+                .split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect();
+            return IdentityProvider {
+                child,
+                https: ports[0],
+                http: ports[1],
+            };
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the identity provider did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An identity provider over HTTPS: the broker takes its keys from the JWKS endpoint (and
+/// fetches again when a token names a new key), our client gets its token with the
+/// client-credentials grant (a wrong secret fails with the endpoint's answer), and the Java
+/// client does the same with Kafka's own OAuthBearerLoginCallbackHandler (over HTTP).
+#[test]
+fn an_identity_provider_over_https_for_the_broker_ours_and_java() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = kafka_peers::certs::TestCa::new(dir.path(), "ca");
+    let jwks_file = dir.path().join("jwks.json");
+    let first = Signer::new("idp-1");
+    std::fs::write(&jwks_file, jwks(&[&first])).unwrap();
+    let app_token = dir.path().join("app.jwt");
+    std::fs::write(
+        &app_token,
+        first.sign(&claims("alice", AUDIENCE, ISSUER, 600)),
+    )
+    .unwrap();
+    let idp = identity_provider(
+        dir.path(),
+        &ca,
+        &jwks_file,
+        &[("app", "app-secret", &app_token)],
+    );
+    let ca_file = ca.ca_file().display().to_string();
+    let jwks_url = format!("https://127.0.0.1:{}/jwks", idp.https);
+    let broker = InProcessBroker::start(&[
+        ("listeners", "SASL_PLAINTEXT://127.0.0.1:9092"),
+        ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+        (
+            "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        ),
+        ("sasl.oauthbearer.jwks.endpoint.url", &jwks_url),
+        ("listener.name.sasl_plaintext.ssl.truststore.type", "PEM"),
+        (
+            "listener.name.sasl_plaintext.ssl.truststore.location",
+            &ca_file,
+        ),
+        ("sasl.oauthbearer.expected.audience", AUDIENCE),
+        ("sasl.oauthbearer.expected.issuer", ISSUER),
+        (
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        ),
+        ("super.users", "User:alice"),
+        ("auto.create.topics.enable", "true"),
+    ]);
+    let bootstrap = broker.bootstrap();
+    let token_url = format!("https://127.0.0.1:{}/token", idp.https);
+    let ours = |secret: &str| {
+        let mut keys = SecurityKeys::default();
+        for (k, v) in [
+            ("security.protocol", "SASL_PLAINTEXT".to_owned()),
+            ("sasl.mechanism", "OAUTHBEARER".to_owned()),
+            ("sasl.oauthbearer.token.endpoint.url", token_url.clone()),
+            ("ssl.truststore.type", "PEM".to_owned()),
+            ("ssl.truststore.location", ca_file.clone()),
+            (
+                "sasl.jaas.config",
+                format!(
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+                     clientId=\"app\" clientSecret=\"{secret}\" scope=\"kafka\";"
+                ),
+            ),
+        ] {
+            keys.set(k, &v).unwrap();
+        }
+        ConnectionConfig {
+            security: keys.build().unwrap(),
+            ..ConnectionConfig::default()
+        }
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = Connection::connect(&bootstrap, ours("app-secret"))
+            .await
+            .unwrap();
+        assert!(!sees_topic(&c, "none").await);
+        match Connection::connect(&bootstrap, ours("wrong")).await {
+            Err(NetError::Authentication { reason, .. }) => {
+                assert!(reason.contains("invalid_client"), "{reason}");
+            }
+            other => panic!("a wrong client secret: {other:?}"),
+        }
+        // The provider adds a key and signs with it: the broker's first check names an unknown
+        // key and fetches the set again, so a login soon passes.
+        let second = Signer::new("idp-2");
+        std::fs::write(&jwks_file, jwks(&[&first, &second])).unwrap();
+        std::fs::write(
+            &app_token,
+            second.sign(&claims("alice", AUDIENCE, ISSUER, 600)),
+        )
+        .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            // A fresh client: the first one keeps its token for 80 % of its life.
+            match Connection::connect(&bootstrap, ours("app-secret")).await {
+                Ok(_) => break,
+                Err(e) => assert!(std::time::Instant::now() < deadline, "{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let Some(jvm) = peers_jvm() else {
+        return;
+    };
+    let http_token_url = format!("http://127.0.0.1:{}/token", idp.http);
+    let props = dir.path().join("client.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n\
+             sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n\
+             sasl.oauthbearer.token.endpoint.url={http_token_url}\n\
+             sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId=\"app\" clientSecret=\"app-secret\" scope=\"kafka\";\n"
+        ),
+    )
+    .unwrap();
+    let allowed = format!("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={http_token_url}");
+    let props_arg = format!("--client-properties={}", props.display());
+    let mut cmd = jvm.command_with(&[&allowed], "peers.clients.ProducerChecks");
+    cmd.args([bootstrap.as_str(), props_arg.as_str(), "ordering"]);
+    let out = kafka_peers::run(cmd, None, Duration::from_secs(150)).unwrap();
+    assert!(
+        out.stdout.contains("CHECK scenario.ordering ok"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}

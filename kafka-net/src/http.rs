@@ -122,7 +122,8 @@ pub async fn request(
         }
         head.push_str("\r\n");
         if parsed.tls {
-            let config = tls.ok_or_else(|| failed("an https URL needs a TLS configuration".into()))?;
+            let config =
+                tls.ok_or_else(|| failed("an https URL needs a TLS configuration".into()))?;
             let name = rustls::pki_types::ServerName::try_from(parsed.host.clone())
                 .map_err(|e| failed(format!("server name: {e}")))?;
             let stream = tokio_rustls::TlsConnector::from(config)
@@ -133,7 +134,7 @@ pub async fn request(
         } else {
             exchange(sock, head.as_bytes(), body).await
         }
-        .map_err(|e| failed(e))
+        .map_err(&failed)
     };
     tokio::time::timeout(timeout, call)
         .await
@@ -281,9 +282,18 @@ mod tests {
             (true, "idp.test", 8443, "/oauth2/token?x=1")
         );
         let u = Url::parse("http://[::1]/keys").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.host_header()), ("::1", 80, "[::1]".into()));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.host_header()),
+            ("::1", 80, "[::1]".into())
+        );
         assert_eq!(Url::parse("https://h").unwrap().path, "/");
-        for bad in ["ftp://h/", "https://", "https://u:p@h/", "http://h:x/", "http://[::1/"] {
+        for bad in [
+            "ftp://h/",
+            "https://",
+            "https://u:p@h/",
+            "http://h:x/",
+            "http://[::1/",
+        ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
     }
@@ -336,13 +346,20 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!((r.status, r.body.as_slice()), (200, b"{\"a\":\"b\"}\r\n".as_slice()));
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, b"{\"a\":\"b\"}\r\n".as_slice())
+        );
         let sent = server.await.unwrap();
         assert!(sent.starts_with("POST /token HTTP/1.1\r\n"), "{sent}");
         assert!(sent.contains("Authorization: Basic eDp5\r\n"), "{sent}");
         assert!(sent.contains("Content-Length: 29\r\n"), "{sent}");
         // Nothing listening: a clear error, not a hang.
         let closed = format!("http://{addr}/token");
-        assert!(request("GET", &closed, &[], b"", None, Duration::from_secs(5)).await.is_err());
+        assert!(
+            request("GET", &closed, &[], b"", None, Duration::from_secs(5))
+                .await
+                .is_err()
+        );
     }
 }

@@ -91,11 +91,14 @@ pub struct SaslLogin {
     pub oauth: Option<Arc<dyn OAuthTokenProvider>>,
 }
 
+/// A token (a JWT's compact form) with the SASL extensions to send, or why there is none.
+pub type TokenResult = Result<(String, BTreeMap<String, String>), String>;
+
 /// Where an OAUTHBEARER login gets its token: asked at every (re-)authentication, so a
 /// provider may hand out a fresh token each time.
 pub trait OAuthTokenProvider: fmt::Debug + Send + Sync {
     /// A token (a JWT's compact form) and the SASL extensions to send with it.
-    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>>;
+    fn token(&self) -> BoxFuture<'_, TokenResult>;
 }
 
 /// Kafka's unsecured login (`OAuthBearerLoginModule` with `unsecuredLoginStringClaim_sub`, for
@@ -110,7 +113,7 @@ fn now_ms() -> i64 {
 }
 
 impl OAuthTokenProvider for UnsecuredTokens {
-    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+    fn token(&self) -> BoxFuture<'_, TokenResult> {
         let made = self
             .0
             .token(now_ms())
@@ -126,7 +129,7 @@ impl OAuthTokenProvider for UnsecuredTokens {
 struct FileToken(std::path::PathBuf);
 
 impl OAuthTokenProvider for FileToken {
-    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+    fn token(&self) -> BoxFuture<'_, TokenResult> {
         let read = std::fs::read_to_string(&self.0)
             .map(|text| (text.trim().to_owned(), BTreeMap::new()))
             .map_err(|e| format!("token file {}: {e}", self.0.display()));
@@ -156,7 +159,7 @@ impl fmt::Debug for ClientCredentialsTokens {
 }
 
 impl OAuthTokenProvider for ClientCredentialsTokens {
-    fn token(&self) -> BoxFuture<'_, Result<(String, BTreeMap<String, String>), String>> {
+    fn token(&self) -> BoxFuture<'_, TokenResult> {
         Box::pin(async move {
             let now = now_ms();
             if let Ok(cached) = self.cached.lock()
@@ -330,10 +333,11 @@ impl SecurityKeys {
     fn oauth_login(&self) -> Result<SaslLogin, NetError> {
         let cfg = NetError::Config;
         let jaas_module = || -> Result<kafka_auth::jaas::LoginModule, NetError> {
-            let jaas = self.values.get("sasl.jaas.config").ok_or_else(|| {
-                cfg("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config (OAuthBearerLoginModule)"
+            let jaas =
+                self.values.get("sasl.jaas.config").ok_or_else(|| {
+                    cfg("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config (OAuthBearerLoginModule)"
                     .into())
-            })?;
+                })?;
             JaasConfig::parse_single(jaas).map_err(|e| cfg(format!("sasl.jaas.config: {e}")))
         };
         let provider: Arc<dyn OAuthTokenProvider> =

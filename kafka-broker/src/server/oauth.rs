@@ -2,8 +2,9 @@
 //!
 //! - `listener.name.NAME.oauthbearer.sasl.server.callback.handler.class` naming Kafka's
 //!   `OAuthBearerValidatorCallbackHandler` (KIP-768): signed JWTs checked against the keys of
-//!   `sasl.oauthbearer.jwks.endpoint.url` (a `file:` URL here; the file is read again when it
-//!   changes, so rotated keys are picked up), with `sasl.oauthbearer.expected.audience`,
+//!   `sasl.oauthbearer.jwks.endpoint.url` (an `https://` or `http://` endpoint, fetched before
+//!   the listener serves and refreshed as Kafka does, see [`HttpJwks`]; or a `file:` URL, read
+//!   again when the file changes), with `sasl.oauthbearer.expected.audience`,
 //!   `sasl.oauthbearer.expected.issuer`, `sasl.oauthbearer.clock.skew.seconds` and the claim
 //!   names ([`JwtValidatorConfig`]).
 //! - Otherwise (Kafka's default, for development only): unsecured `alg: none` tokens, with
@@ -11,7 +12,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use kafka_auth::jaas::JaasConfig;
 use kafka_auth::sasl::oauthbearer::{
@@ -32,11 +33,15 @@ const SIGNED: [&str; 2] = [
 /// Kafka's default handler: unsecured tokens.
 const UNSECURED: &str = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler";
 
+/// A listener's OAUTHBEARER validation: the validator, and for a JWKS endpoint over HTTP(S)
+/// the key set to fetch before serving and to refresh ([`HttpJwks::run`]).
+pub(crate) struct OAuth {
+    pub(crate) validator: Arc<dyn TokenValidator>,
+    pub(crate) endpoint: Option<Arc<HttpJwks>>,
+}
+
 /// The validator for listener `name`.
-pub(crate) fn validator(
-    config: &BrokerConfig,
-    name: &str,
-) -> Result<Arc<dyn TokenValidator>, BrokerError> {
+pub(crate) fn validator(config: &BrokerConfig, name: &str) -> Result<OAuth, BrokerError> {
     let sec = &config.security;
     let err = |m: String| BrokerError::Config(format!("listener {name}: {m}"));
     let handler = sec
@@ -48,16 +53,53 @@ pub(crate) fn validator(
         let url = sec
             .listener_value(name, key)
             .ok_or_else(|| err(format!("{handler} needs {key}")))?;
-        let path = file_url(url).ok_or_else(|| {
-            err(format!(
-                "{key}: {url:?}: only file: URLs are read here (a JWKS document on disk)"
-            ))
-        })?;
         let settings =
             JwtValidatorConfig::from_config(|k| sec.listener_value(name, k).map(str::to_owned))
                 .map_err(|e| err(e.to_string()))?;
+        if url.starts_with("http://") || url.starts_with("https://") {
+            kafka_net::http::Url::parse(url).map_err(|e| err(format!("{key}: {e}")))?;
+            let tls = if url.starts_with("https://") {
+                let tls = sec.tls_settings(name)?;
+                Some(
+                    tls.client_config()
+                        .map_err(|e| err(format!("{key}: {e}")))?,
+                )
+            } else {
+                None
+            };
+            let ms = |k: &str, default: u64| -> Result<u64, BrokerError> {
+                sec.listener_value(name, k)
+                    .map_or(Ok(default), |v| v.trim().parse())
+                    .map_err(|_| err(format!("{k}: not a number of milliseconds")))
+            };
+            let endpoint = Arc::new(HttpJwks {
+                url: url.trim().to_owned(),
+                tls,
+                refresh: Duration::from_millis(ms(
+                    "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+                    3_600_000,
+                )?),
+                backoff: Duration::from_millis(
+                    ms("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100)?.max(100),
+                ),
+                current: RwLock::new(JwtValidator::new(settings, JsonWebKeySet::new(Vec::new()))),
+                wanted: tokio::sync::Notify::new(),
+            });
+            return Ok(OAuth {
+                validator: Arc::clone(&endpoint) as Arc<dyn TokenValidator>,
+                endpoint: Some(endpoint),
+            });
+        }
+        let path = file_url(url).ok_or_else(|| {
+            err(format!(
+                "{key}: {url:?}: a file:, http:// or https:// URL of the identity provider's JWKS"
+            ))
+        })?;
         let jwks = FileJwks::open(path, settings).map_err(err)?;
-        return Ok(Arc::new(jwks));
+        return Ok(OAuth {
+            validator: Arc::new(jwks),
+            endpoint: None,
+        });
     }
     if handler != UNSECURED {
         return Err(err(format!(
@@ -77,7 +119,85 @@ pub(crate) fn validator(
         listener = name,
         "OAUTHBEARER accepts unsecured (unsigned) tokens on this listener: for development only"
     );
-    Ok(Arc::new(unsecured))
+    Ok(OAuth {
+        validator: Arc::new(unsecured),
+        endpoint: None,
+    })
+}
+
+/// Signed-token validation with the keys of an identity provider's JWKS endpoint, fetched
+/// before the listener serves, again every `sasl.oauthbearer.jwks.endpoint.refresh.ms`, and
+/// early when a token names a key id the set does not have (at most once per
+/// `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms`), as Kafka's refreshing key resolver.
+/// A failed fetch keeps the keys it had.
+pub(crate) struct HttpJwks {
+    url: String,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    refresh: Duration,
+    backoff: Duration,
+    current: RwLock<JwtValidator>,
+    wanted: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for HttpJwks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpJwks")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpJwks {
+    /// Fetches the key set once; the keys are replaced only by a usable set.
+    pub(crate) async fn fetch(&self) -> Result<usize, String> {
+        let answer = kafka_net::http::request(
+            "GET",
+            &self.url,
+            &[("Accept", "application/json")],
+            b"",
+            self.tls.clone(),
+            Duration::from_secs(10),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        if answer.status != 200 {
+            return Err(format!("JWKS {}: HTTP {}", self.url, answer.status));
+        }
+        let keys =
+            JsonWebKeySet::parse(&answer.body).map_err(|e| format!("JWKS {}: {e}", self.url))?;
+        let n = keys.keys().len();
+        if n == 0 {
+            return Err(format!("JWKS {}: no usable key", self.url));
+        }
+        let mut current = write(&self.current);
+        *current = current.with_keys(keys);
+        Ok(n)
+    }
+
+    /// Refreshes the keys for the broker's life: on schedule, and early when asked.
+    pub(crate) async fn run(self: Arc<Self>) {
+        loop {
+            let _ = tokio::time::timeout(self.refresh, self.wanted.notified()).await;
+            match self.fetch().await {
+                Ok(n) => tracing::debug!(url = %self.url, keys = n, "JWKS refreshed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "JWKS not refreshed; keeping the keys read before");
+                }
+            }
+            tokio::time::sleep(self.backoff).await;
+        }
+    }
+}
+
+impl TokenValidator for HttpJwks {
+    fn validate(&self, token: &str, now_ms: i64) -> Result<OAuthBearerToken, OAuthBearerError> {
+        let result = read(&self.current).validate(token, now_ms);
+        if matches!(result, Err(OAuthBearerError::UnknownKeyId { .. })) {
+            // A key the provider may have added since the last fetch.
+            self.wanted.notify_one();
+        }
+        result
+    }
 }
 
 /// The path of a `file:` URL (`file:/p`, `file:///p`).

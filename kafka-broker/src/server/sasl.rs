@@ -56,6 +56,8 @@ pub struct SaslListener {
     plain_users: BTreeMap<String, Secret>,
     /// OAUTHBEARER's token validator, when the mechanism is enabled ([`super::oauth`]).
     oauth: Option<Arc<dyn TokenValidator>>,
+    /// Its JWKS endpoint, when the keys come over HTTP(S).
+    jwks_endpoint: Option<Arc<super::oauth::HttpJwks>>,
     /// `connections.max.reauth.ms`; `None`: 0, sessions do not expire.
     reauth: Option<Duration>,
     /// `connection.failed.authentication.delay.ms`.
@@ -175,6 +177,10 @@ impl SaslListener {
         } else {
             None
         };
+        let (oauth, jwks_endpoint) = match oauth {
+            Some(o) => (Some(o.validator), o.endpoint),
+            None => (None, None),
+        };
         let ms = |key: &str, default: u64| -> Result<u64, BrokerError> {
             match sec.listener_value(name, key) {
                 None => Ok(default),
@@ -201,6 +207,7 @@ impl SaslListener {
             mechanisms,
             plain_users,
             oauth,
+            jwks_endpoint,
             reauth: (reauth > 0).then(|| Duration::from_millis(reauth)),
             failure_delay: Duration::from_millis(ms(
                 "connection.failed.authentication.delay.ms",
@@ -208,6 +215,23 @@ impl SaslListener {
             )?),
             failures: Mutex::new(FailureLimiter::new(rate)),
         })
+    }
+}
+
+impl SaslListener {
+    /// What the listener needs before serving: an OAUTHBEARER JWKS endpoint's keys, fetched
+    /// once (a failure is logged and retried in the background: until then signed tokens are
+    /// refused), then refreshed for the broker's life.
+    pub async fn start(&self) {
+        let Some(endpoint) = &self.jwks_endpoint else {
+            return;
+        };
+        match endpoint.fetch().await {
+            Ok(n) => tracing::info!(listener = %self.name, keys = n, "JWKS fetched"),
+            Err(e) => tracing::warn!(listener = %self.name, error = %e,
+                "JWKS not fetched; OAUTHBEARER logins fail until it is"),
+        }
+        tokio::spawn(Arc::clone(endpoint).run());
     }
 }
 
@@ -308,9 +332,12 @@ impl SaslGate {
         let correlation_id = request.header.correlation_id;
         match &request.body {
             RequestBody::ApiVersions(_) => Gate::Pass,
-            RequestBody::SaslHandshake(r) => {
-                self.handshake(&r.mechanism, version, correlation_id, broker.now_ms())
-            }
+            RequestBody::SaslHandshake(r) => self.handshake(
+                &r.mechanism,
+                version,
+                correlation_id,
+                broker.clock.wall_ms(),
+            ),
             RequestBody::SaslAuthenticate(r) => {
                 self.authenticate(broker, &r.auth_bytes, version, correlation_id, connection)
                     .await
@@ -406,7 +433,8 @@ impl SaslGate {
             listener: &self.listener,
             broker,
         };
-        let now_ms = broker.now_ms();
+        // Token times are the identity provider's wall clock.
+        let now_ms = broker.clock.wall_ms();
         exchange.set_now_ms(now_ms);
         match exchange.step(auth_bytes, &creds) {
             Ok(ServerStep::Challenge(bytes)) => {
@@ -506,7 +534,8 @@ impl SaslGate {
             listener: &self.listener,
             broker,
         };
-        let now_ms = broker.now_ms();
+        // Token times are the identity provider's wall clock.
+        let now_ms = broker.clock.wall_ms();
         exchange.set_now_ms(now_ms);
         let mechanism = *mechanism;
         let answer = match exchange.step(&token, &creds) {
