@@ -434,7 +434,12 @@ fn identity_provider(
         cmd.arg("--client")
             .arg(format!("{id}:{secret}:{}", token.display()));
     }
-    let child = cmd.spawn().expect("python3 runs the identity provider");
+    // Owned at once: dropped (killed and waited for) on every way out, a failure included.
+    let mut idp = IdentityProvider {
+        child: cmd.spawn().expect("python3 runs the identity provider"),
+        https: 0,
+        http: 0,
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(text) = std::fs::read_to_string(&port_file) {
@@ -442,11 +447,8 @@ fn identity_provider(
                 .split_whitespace()
                 .map(|p| p.parse().unwrap())
                 .collect();
-            return IdentityProvider {
-                child,
-                https: ports[0],
-                http: ports[1],
-            };
+            (idp.https, idp.http) = (ports[0], ports[1]);
+            return idp;
         }
         assert!(
             std::time::Instant::now() < deadline,
