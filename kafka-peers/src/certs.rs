@@ -72,7 +72,12 @@ impl TestCa {
         let mut params = CertificateParams::new(hosts).expect("server parameters");
         params.distinguished_name = DistinguishedName::new();
         params.distinguished_name.push(DnType::CommonName, file);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // A broker is also a client of other brokers (and of itself on its inter-broker
+        // listener): with `ssl.client.auth=required` it shows this certificate there.
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         self.issue(file, params)
     }
 
