@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -17,6 +18,8 @@ use kafka_protocol::messages::{
     MetadataRequest, MetadataResponse, RequestBody, ResponseBody,
 };
 use kafka_protocol::{KStr, Uuid};
+
+mod screen;
 
 use super::authorized;
 use super::context::RequestContext;
@@ -42,7 +45,10 @@ pub(super) async fn handle(
 ) -> Option<ResponseBody> {
     let listener = ctx.listener();
     match body {
-        RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
+        RequestBody::Metadata(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            Some(metadata(broker, link, &authz, r, version, listener).await)
+        }
         RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),
         RequestBody::FindCoordinator(r) => {
             let authz = super::authz::Authz::new(broker, ctx);
@@ -53,7 +59,18 @@ pub(super) async fn handle(
         | RequestBody::CreatePartitions(_)
         | RequestBody::AlterConfigs(_)
         | RequestBody::IncrementalAlterConfigs(_)
-        | RequestBody::DescribeQuorum(_) => Some(forward(link, body.clone(), version).await),
+        | RequestBody::DescribeQuorum(_) => {
+            // Authorized here, item by item, before anything leaves the broker.
+            let authz = super::authz::Authz::new(broker, ctx);
+            let current = link.current();
+            match screen::screen(&authz, &current.state.image, body.clone(), version) {
+                screen::Screened::Answer(answer) => Some(answer),
+                screen::Screened::Forward { body, refused } => {
+                    let answer = forward(link, body, version).await;
+                    Some(screen::merge(&authz, refused, answer, version))
+                }
+            }
+        }
         _ => None,
     }
 }
@@ -152,6 +169,7 @@ fn controller_for_clients(link: &ClusterLink) -> i32 {
 async fn metadata(
     broker: &Broker,
     link: &ClusterLink,
+    authz: &super::authz::Authz<'_>,
     req: &MetadataRequest,
     version: i16,
     listener: &str,
@@ -169,6 +187,12 @@ async fn metadata(
                     .filter(|n| crate::topics::validate_topic_name(n).is_ok())
                     .collect()
             };
+            // Auto-creation is a CreateTopics: CREATE on the cluster or on the topic.
+            let on_cluster = !missing.is_empty() && authz.cluster(AclOperation::Create);
+            let missing: Vec<KStr> = missing
+                .into_iter()
+                .filter(|n| on_cluster || authz.topic(AclOperation::Create, n))
+                .collect();
             if !missing.is_empty() {
                 auto_create_topics(link, missing).await;
             }
