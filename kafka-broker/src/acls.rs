@@ -219,15 +219,16 @@ impl Acls {
         let records: Vec<MetadataRecord> = authorizer
             .bindings(&AclBindingFilter::any())
             .into_iter()
-            .map(|(id, b)| MetadataRecord::AccessControlEntry(to_record(id, b)))
+            .map(|(id, b)| MetadataRecord::AccessControlEntry(to_record(Uuid(id.0), b)))
             .collect();
         crate::record_file::write(path, &records)
     }
 }
 
-fn to_record(id: AclId, b: &AclBinding) -> AccessControlEntryRecord {
+/// The `AccessControlEntryRecord` of an ACL (the file's records, the metadata log's).
+pub(crate) fn to_record(id: Uuid, b: &AclBinding) -> AccessControlEntryRecord {
     AccessControlEntryRecord {
-        id: Uuid(id.0),
+        id,
         resource_type: b.pattern.resource_type.code(),
         resource_name: KStr::from(b.pattern.name.clone()),
         pattern_type: b.pattern.pattern_type.code(),
@@ -239,7 +240,8 @@ fn to_record(id: AclId, b: &AclBinding) -> AccessControlEntryRecord {
     }
 }
 
-fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
+/// The binding an `AccessControlEntryRecord` holds.
+pub(crate) fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
     AclBinding {
         pattern: ResourcePattern {
             resource_type: ResourceType::from_code(r.resource_type),
