@@ -463,4 +463,44 @@ mod tests {
             1
         );
     }
+
+    #[test]
+    fn a_clustered_node_follows_the_image_and_ignores_older_ones() {
+        let mut sec = SecurityConfig::default();
+        sec.set("authorizer.class.name", AUTHORIZER_CLASSES[0])
+            .unwrap();
+        let acls = Acls::clustered(&sec).unwrap();
+        let who = Request {
+            principal: "User:alice",
+            host: "127.0.0.1",
+        };
+        let write = binding("orders", "User:alice", AclOperation::Write);
+        let read = binding("logs", "User:alice", AclOperation::Read);
+        let id = |n: u8| Uuid([n; 16]);
+        let image = |list: &[(u8, &AclBinding)]| -> BTreeMap<Uuid, AclBinding> {
+            list.iter().map(|(n, b)| (id(*n), (*b).clone())).collect()
+        };
+        acls.follow_image(5, &image(&[(1, &write), (2, &read)]));
+        assert!(acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        assert!(acls.allowed(who, AclOperation::Read, ResourceType::Topic, "logs"));
+        acls.follow_image(6, &image(&[(2, &read)]));
+        assert!(!acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        // An older image (a late publisher) changes nothing.
+        acls.follow_image(5, &image(&[(1, &write), (2, &read)]));
+        assert!(!acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        assert_eq!(acls.describe(&AclBindingFilter::any()), vec![read]);
+    }
+
+    #[test]
+    fn creating_an_acl_that_exists_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sec = SecurityConfig::default();
+        sec.set("authorizer.class.name", AUTHORIZER_CLASSES[0])
+            .unwrap();
+        let acls = Acls::open(dir.path(), &sec).unwrap();
+        let write = binding("orders", "User:alice", AclOperation::Write);
+        acls.create(vec![write.clone()]).unwrap();
+        acls.create(vec![write.clone(), write.clone()]).unwrap();
+        assert_eq!(acls.describe(&AclBindingFilter::any()), vec![write]);
+    }
 }

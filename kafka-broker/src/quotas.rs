@@ -393,4 +393,37 @@ mod tests {
         assert!(results.iter().all(Result::is_err), "{results:?}");
         assert!(!dir.path().join(FILE).exists());
     }
+
+    #[test]
+    fn a_clustered_node_follows_the_image_values_and_connection_limits() {
+        let quotas = Quotas::clustered(&BrokerConfig::default());
+        let alice = Client {
+            user: "alice",
+            client_id: "c1",
+        };
+        let mut image = QuotaStore::new();
+        let outcome = image.alter(&[
+            entry("alice", "producer_byte_rate", Some(1000.0)),
+            AlterEntry {
+                entity: vec![("ip".into(), Some("10.0.0.1".into()))],
+                ops: vec![("connection_creation_rate".into(), Some(1.0))],
+            },
+        ]);
+        assert!(outcome.results.iter().all(Result::is_ok));
+        for c in &outcome.changes {
+            image.apply(c);
+        }
+        quotas.follow_image(3, &image);
+        assert!(quotas.record_produce(alice, 100_000, 1_000) > 0);
+        assert_eq!(quotas.describe(&[], false).unwrap().len(), 2);
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!(lock(&quotas.connections).ip_rate(ip), Some(1));
+        // An older image changes nothing; a newer empty one removes everything.
+        quotas.follow_image(2, &QuotaStore::new());
+        assert_eq!(quotas.describe(&[], false).unwrap().len(), 2);
+        quotas.follow_image(4, &QuotaStore::new());
+        assert!(quotas.describe(&[], false).unwrap().is_empty());
+        assert_eq!(quotas.record_produce(alice, 100_000, 2_000), 0);
+        assert_eq!(lock(&quotas.connections).ip_rate(ip), None);
+    }
 }

@@ -50,10 +50,13 @@ pub(crate) enum Screened {
 #[derive(Debug, Default)]
 pub(crate) struct Refused {
     topics: Vec<(String, Option<CreatableTopicResult>)>,
-    deletions: Vec<((Option<String>, Uuid), Option<DeletableTopicResult>)>,
+    deletions: Vec<(DeletionKey, Option<DeletableTopicResult>)>,
     partitions: Vec<(String, Option<CreatePartitionsTopicResult>)>,
-    configs: Vec<((i8, String), Option<(i16, String)>)>,
+    configs: ConfigSlots,
 }
+
+/// A deletion as asked: by name, else by id.
+type DeletionKey = (Option<String>, Uuid);
 
 fn refused_topic(what: &str, topic: &str) -> (ErrorCode, String) {
     (
@@ -313,6 +316,7 @@ fn incremental_alter_configs(
     )
 }
 
+/// Config resources by (type, name), with the refusal's code and message when refused here.
 type ConfigSlots = Vec<((i8, String), Option<(i16, String)>)>;
 
 fn alter_config_results(
