@@ -10,13 +10,19 @@
 //! directory ([`crate::record_file`]), written before a change takes effect and read back at
 //! start.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use kafka_auth::acl::{
-    AccessControlEntry, AclAuthorizer, AclBinding, AclBindingFilter, AclError, AclId, AclOperation,
-    AclPermissionType, Action, AuthorizerConfig, PatternType, ResourcePattern, ResourceType,
+    AccessControlEntry, AccessControlEntryFilter, AclAuthorizer, AclBinding, AclBindingFilter,
+    AclError, AclId, AclOperation, AclPermissionType, Action, AuthorizerConfig, PatternType,
+    ResourcePattern, ResourcePatternFilter, ResourceType,
 };
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+use kafka_protocol::messages::delete_acls_response::DeleteAclsMatchingAcl;
 use kafka_protocol::metadata::{AccessControlEntryRecord, MetadataRecord};
 use kafka_protocol::{KStr, Uuid};
 
@@ -39,6 +45,8 @@ pub struct Acls {
     enabled: bool,
     path: Option<PathBuf>,
     authorizer: RwLock<AclAuthorizer>,
+    /// In a cluster: the offset of the metadata image the ACLs were last taken from.
+    image_offset: AtomicU64,
 }
 
 /// What one principal asks to do, for [`Acls::allowed`].
@@ -55,11 +63,22 @@ impl Acls {
             enabled: false,
             path: None,
             authorizer: RwLock::new(AclAuthorizer::new(AuthorizerConfig::default())),
+            image_offset: AtomicU64::new(0),
         }
     }
 
     /// The ACLs of data directory `dir` with the authorizer keys of `security`.
     pub fn open(dir: &Path, security: &SecurityConfig) -> Result<Self, BrokerError> {
+        Self::with(Some(dir), security)
+    }
+
+    /// The ACLs of a node of a cluster: none until the metadata image brings them
+    /// ([`Self::follow_image`]); no file is read or written (the metadata log keeps them).
+    pub fn clustered(security: &SecurityConfig) -> Result<Self, BrokerError> {
+        Self::with(None, security)
+    }
+
+    fn with(dir: Option<&Path>, security: &SecurityConfig) -> Result<Self, BrokerError> {
         let cfg = |m: String| BrokerError::Config(m);
         let enabled = match security.get("authorizer.class.name").map(str::trim) {
             None | Some("") => false,
@@ -83,21 +102,55 @@ impl Acls {
             super_users,
             allow_everyone_if_no_acl_found,
         });
-        let path = dir.join(FILE);
-        for record in crate::record_file::read(&path)? {
-            if let MetadataRecord::AccessControlEntry(r) = record {
-                let id = AclId(r.id.0);
-                let binding = from_record(&r);
-                authorizer
-                    .add(id, binding)
-                    .map_err(|e| cfg(format!("{}: {e}", path.display())))?;
+        let path = dir.map(|d| d.join(FILE));
+        if let Some(path) = &path {
+            for record in crate::record_file::read(path)? {
+                if let MetadataRecord::AccessControlEntry(r) = record {
+                    let id = AclId(r.id.0);
+                    let binding = from_record(&r);
+                    authorizer
+                        .add(id, binding)
+                        .map_err(|e| cfg(format!("{}: {e}", path.display())))?;
+                }
             }
         }
         Ok(Self {
             enabled,
-            path: Some(path),
+            path,
             authorizer: RwLock::new(authorizer),
+            image_offset: AtomicU64::new(0),
         })
+    }
+
+    /// Takes the ACLs of the metadata image at `offset` (a node of a cluster): afterwards the
+    /// authorizer holds exactly `acls`, under their ids. An image older than the last one
+    /// taken changes nothing (two callers may race: the publisher and a forwarded request's
+    /// catch-up).
+    pub fn follow_image(&self, offset: u64, acls: &BTreeMap<Uuid, AclBinding>) {
+        let mut authorizer = write(&self.authorizer);
+        if self.image_offset.load(Ordering::Acquire) > offset {
+            return;
+        }
+        self.image_offset.store(offset, Ordering::Release);
+        let held: Vec<AclId> = authorizer
+            .bindings(&AclBindingFilter::any())
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        for id in held {
+            if !acls.contains_key(&Uuid(id.0)) {
+                authorizer.remove(&id);
+            }
+        }
+        for (id, binding) in acls {
+            let id = AclId(id.0);
+            if authorizer.get(&id).is_some() {
+                continue;
+            }
+            if let Err(e) = authorizer.add(id, binding.clone()) {
+                tracing::error!(error = %e, "an ACL of the metadata image was not taken");
+            }
+        }
     }
 
     /// Whether authorization is on (`authorizer.class.name`).
@@ -171,14 +224,18 @@ impl Acls {
         )
     }
 
-    /// Adds bindings (already validated); each gets a new id. The file is written first.
+    /// Adds bindings (already validated); each gets a new id, one already held is skipped.
+    /// The file is written first.
     pub fn create(&self, bindings: Vec<AclBinding>) -> Result<(), BrokerError> {
         let mut authorizer = write(&self.authorizer);
         let mut next = authorizer.clone();
         for b in bindings {
             let id = AclId(crate::topics::random_uuid().0);
-            next.add(id, b)
-                .map_err(|e| BrokerError::Config(format!("adding an ACL: {e}")))?;
+            match next.add(id, b) {
+                // Creating an ACL that exists succeeds and changes nothing, as in Kafka.
+                Ok(()) | Err(AclError::DuplicateAcl { .. }) => {}
+                Err(e) => return Err(BrokerError::Config(format!("adding an ACL: {e}"))),
+            }
         }
         self.save(&next)?;
         *authorizer = next;
@@ -219,15 +276,16 @@ impl Acls {
         let records: Vec<MetadataRecord> = authorizer
             .bindings(&AclBindingFilter::any())
             .into_iter()
-            .map(|(id, b)| MetadataRecord::AccessControlEntry(to_record(id, b)))
+            .map(|(id, b)| MetadataRecord::AccessControlEntry(to_record(Uuid(id.0), b)))
             .collect();
         crate::record_file::write(path, &records)
     }
 }
 
-fn to_record(id: AclId, b: &AclBinding) -> AccessControlEntryRecord {
+/// The `AccessControlEntryRecord` of an ACL (the file's records, the metadata log's).
+pub(crate) fn to_record(id: Uuid, b: &AclBinding) -> AccessControlEntryRecord {
     AccessControlEntryRecord {
-        id: Uuid(id.0),
+        id,
         resource_type: b.pattern.resource_type.code(),
         resource_name: KStr::from(b.pattern.name.clone()),
         pattern_type: b.pattern.pattern_type.code(),
@@ -239,7 +297,8 @@ fn to_record(id: AclId, b: &AclBinding) -> AccessControlEntryRecord {
     }
 }
 
-fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
+/// The binding an `AccessControlEntryRecord` holds.
+pub(crate) fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
     AclBinding {
         pattern: ResourcePattern {
             resource_type: ResourceType::from_code(r.resource_type),
@@ -255,6 +314,78 @@ fn from_record(r: &AccessControlEntryRecord) -> AclBinding {
     }
 }
 
+/// The binding a CreateAcls creation asks for (codes taken as they come: validate it with
+/// [`validate_new_binding`]).
+pub fn creation_binding(c: &AclCreation) -> AclBinding {
+    AclBinding {
+        pattern: ResourcePattern {
+            resource_type: ResourceType::from_code(c.resource_type),
+            name: c.resource_name.to_string(),
+            pattern_type: PatternType::from_code(c.resource_pattern_type),
+        },
+        entry: AccessControlEntry {
+            principal: c.principal.to_string(),
+            host: c.host.to_string(),
+            operation: AclOperation::from_code(c.operation),
+            permission_type: AclPermissionType::from_code(c.permission_type),
+        },
+    }
+}
+
+/// The filter of a DescribeAcls request or a DeleteAcls filter, from its fields (validate it
+/// with [`kafka_auth::acl::validate_filter`]).
+#[allow(clippy::too_many_arguments)]
+pub fn request_filter(
+    resource_type: i8,
+    name: Option<&KStr>,
+    pattern_type: i8,
+    principal: Option<&KStr>,
+    host: Option<&KStr>,
+    operation: i8,
+    permission_type: i8,
+) -> AclBindingFilter {
+    AclBindingFilter {
+        pattern: ResourcePatternFilter {
+            resource_type: ResourceType::from_code(resource_type),
+            name: name.map(ToString::to_string),
+            pattern_type: PatternType::from_code(pattern_type),
+        },
+        entry: AccessControlEntryFilter {
+            principal: principal.map(ToString::to_string),
+            host: host.map(ToString::to_string),
+            operation: AclOperation::from_code(operation),
+            permission_type: AclPermissionType::from_code(permission_type),
+        },
+    }
+}
+
+/// The filter of one DeleteAcls filter.
+pub fn delete_filter(f: &DeleteAclsFilter) -> AclBindingFilter {
+    request_filter(
+        f.resource_type_filter,
+        f.resource_name_filter.as_ref(),
+        f.pattern_type_filter,
+        f.principal_filter.as_ref(),
+        f.host_filter.as_ref(),
+        f.operation,
+        f.permission_type,
+    )
+}
+
+/// How DeleteAcls answers a binding it removed.
+pub fn matching_acl(b: &AclBinding) -> DeleteAclsMatchingAcl {
+    DeleteAclsMatchingAcl {
+        resource_type: b.pattern.resource_type.code(),
+        resource_name: KStr::from(b.pattern.name.clone()),
+        pattern_type: b.pattern.pattern_type.code(),
+        principal: KStr::from(b.entry.principal.clone()),
+        host: KStr::from(b.entry.host.clone()),
+        operation: b.entry.operation.code(),
+        permission_type: b.entry.permission_type.code(),
+        ..Default::default()
+    }
+}
+
 /// The error a refused binding is answered with.
 pub fn refusal(e: &AclError) -> (i16, String) {
     (e.error_code(), e.to_string())
@@ -263,8 +394,6 @@ pub fn refusal(e: &AclError) -> (i16, String) {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use kafka_auth::acl::{AccessControlEntryFilter, ResourcePatternFilter};
-
     use super::*;
 
     fn binding(name: &str, principal: &str, op: AclOperation) -> AclBinding {
@@ -333,5 +462,45 @@ mod tests {
             Acls::open(dir.path(), &sec).unwrap().describe(&any).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_clustered_node_follows_the_image_and_ignores_older_ones() {
+        let mut sec = SecurityConfig::default();
+        sec.set("authorizer.class.name", AUTHORIZER_CLASSES[0])
+            .unwrap();
+        let acls = Acls::clustered(&sec).unwrap();
+        let who = Request {
+            principal: "User:alice",
+            host: "127.0.0.1",
+        };
+        let write = binding("orders", "User:alice", AclOperation::Write);
+        let read = binding("logs", "User:alice", AclOperation::Read);
+        let id = |n: u8| Uuid([n; 16]);
+        let image = |list: &[(u8, &AclBinding)]| -> BTreeMap<Uuid, AclBinding> {
+            list.iter().map(|(n, b)| (id(*n), (*b).clone())).collect()
+        };
+        acls.follow_image(5, &image(&[(1, &write), (2, &read)]));
+        assert!(acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        assert!(acls.allowed(who, AclOperation::Read, ResourceType::Topic, "logs"));
+        acls.follow_image(6, &image(&[(2, &read)]));
+        assert!(!acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        // An older image (a late publisher) changes nothing.
+        acls.follow_image(5, &image(&[(1, &write), (2, &read)]));
+        assert!(!acls.allowed(who, AclOperation::Write, ResourceType::Topic, "orders"));
+        assert_eq!(acls.describe(&AclBindingFilter::any()), vec![read]);
+    }
+
+    #[test]
+    fn creating_an_acl_that_exists_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sec = SecurityConfig::default();
+        sec.set("authorizer.class.name", AUTHORIZER_CLASSES[0])
+            .unwrap();
+        let acls = Acls::open(dir.path(), &sec).unwrap();
+        let write = binding("orders", "User:alice", AclOperation::Write);
+        acls.create(vec![write.clone()]).unwrap();
+        acls.create(vec![write.clone(), write.clone()]).unwrap();
+        assert_eq!(acls.describe(&AclBindingFilter::any()), vec![write]);
     }
 }

@@ -10,10 +10,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use kafka_auth::sasl::{ScramCredential, ScramMechanism};
 use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+};
 use kafka_protocol::metadata::{MetadataRecord, UserScramCredentialRecord};
 
 use crate::error::BrokerError;
@@ -27,6 +33,8 @@ pub const FILE: &str = "scram-credentials.records";
 pub struct ScramCredentials {
     path: Option<PathBuf>,
     map: RwLock<BTreeMap<(ScramMechanism, String), ScramCredential>>,
+    /// In a cluster: the offset of the metadata image the credentials were last taken from.
+    image_offset: AtomicU64,
 }
 
 impl ScramCredentials {
@@ -35,6 +43,26 @@ impl ScramCredentials {
         Self {
             path: None,
             map: RwLock::new(BTreeMap::new()),
+            image_offset: AtomicU64::new(0),
+        }
+    }
+
+    /// The credentials of a node of a cluster: none until the metadata image brings them
+    /// ([`Self::follow_image`]); no file is read or written (the metadata log keeps them).
+    pub fn clustered() -> Self {
+        Self::in_memory()
+    }
+
+    /// Takes the credentials of the metadata image at `offset` (a node of a cluster): they
+    /// replace every credential held. An image older than the last one taken changes nothing.
+    pub fn follow_image(&self, offset: u64, credentials: &crate::cluster::image::ScramMap) {
+        let mut map = write(&self.map);
+        if self.image_offset.load(Ordering::Acquire) > offset {
+            return;
+        }
+        self.image_offset.store(offset, Ordering::Release);
+        if *map != *credentials {
+            map.clone_from(credentials);
         }
     }
 
@@ -59,6 +87,7 @@ impl ScramCredentials {
         Ok(Self {
             path: Some(path),
             map: RwLock::new(map),
+            image_offset: AtomicU64::new(0),
         })
     }
 
@@ -97,6 +126,207 @@ impl ScramCredentials {
         }
         *map = next;
         Ok(())
+    }
+}
+
+/// A credential to store, by (mechanism, user).
+pub type Upsertion = ((ScramMechanism, String), ScramCredential);
+
+/// Bounds Kafka puts on an upsertion's iterations.
+const MIN_ITERATIONS: i32 = 4096;
+const MAX_ITERATIONS: i32 = 16384;
+
+/// What an AlterUserScramCredentials request comes to, checked as Kafka's controller checks
+/// it (`ScramControlManager.alterCredentials`) against the credentials that exist: the
+/// deletions and upsertions to make, and the users refused with their code and message. The
+/// single node applies it to its store ([`ScramAlteration::apply_to`]); a cluster's
+/// controller turns it into records.
+#[derive(Debug, Clone, Default)]
+pub struct ScramAlteration {
+    /// (user, mechanism) to delete.
+    pub deletions: Vec<(String, ScramMechanism)>,
+    /// (user, credential to store).
+    pub upsertions: Vec<(String, Upsertion)>,
+    /// (user, error, message).
+    pub errors: Vec<(String, ErrorCode, String)>,
+}
+
+/// Checks an AlterUserScramCredentials request (authorization aside) with `exists` telling
+/// whether a user has a credential for a mechanism. Kafka's rules: a user named twice in one
+/// request (whatever the mechanisms) is DUPLICATE_RESOURCE, an unknown mechanism
+/// UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..=16384 or an empty user, salt or
+/// salted password UNACCEPTABLE_CREDENTIAL, deleting a credential that does not exist
+/// RESOURCE_NOT_FOUND.
+pub fn plan_alteration(
+    exists: impl Fn(ScramMechanism, &str) -> bool,
+    r: &AlterUserScramCredentialsRequest,
+) -> ScramAlteration {
+    // As Kafka's controller (ScramControlManager.alterCredentials): changes are keyed by the
+    // user name alone, so a user named twice in one request (two mechanisms, or a deletion
+    // and an upsertion) is DUPLICATE_RESOURCE; `kafka-configs` sends one change per request.
+    let mut deletions: Vec<(String, ScramMechanism)> = Vec::new();
+    let mut upsertions: Vec<(String, Upsertion)> = Vec::new();
+    let mut errors: Vec<(String, ErrorCode, String)> = Vec::new();
+    let failed = |errors: &[(String, ErrorCode, String)], user: &str| {
+        errors.iter().any(|(u, _, _)| u == user)
+    };
+    const TWICE: &str = "A user credential cannot be altered twice in the same request";
+    for d in &r.deletions {
+        let user = d.name.to_string();
+        if failed(&errors, &user) {
+            continue;
+        }
+        if let Some(i) = deletions.iter().position(|(u, _)| *u == user) {
+            deletions.remove(i);
+            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
+            continue;
+        }
+        let Some(mech) = ScramMechanism::from_type_id(d.mechanism) else {
+            errors.push((
+                user,
+                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+                "Unknown SCRAM mechanism".into(),
+            ));
+            continue;
+        };
+        if !exists(mech, &user) {
+            errors.push((
+                user,
+                ErrorCode::RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist".into(),
+            ));
+            continue;
+        }
+        deletions.push((user, mech));
+    }
+    for u in &r.upsertions {
+        let user = u.name.to_string();
+        if failed(&errors, &user) {
+            continue;
+        }
+        let deleted = deletions.iter().position(|(x, _)| *x == user);
+        let upserted = upsertions.iter().position(|(x, _)| *x == user);
+        if deleted.is_some() || upserted.is_some() {
+            if let Some(i) = deleted {
+                deletions.remove(i);
+            }
+            if let Some(i) = upserted {
+                upsertions.remove(i);
+            }
+            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
+            continue;
+        }
+        let Some(mech) = ScramMechanism::from_type_id(u.mechanism) else {
+            errors.push((
+                user,
+                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
+                "Unknown SCRAM mechanism".into(),
+            ));
+            continue;
+        };
+        if user.is_empty() {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Username must not be empty".into(),
+            ));
+            continue;
+        }
+        if u.iterations < MIN_ITERATIONS {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Too few iterations".into(),
+            ));
+            continue;
+        }
+        if u.iterations > MAX_ITERATIONS {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Too many iterations".into(),
+            ));
+            continue;
+        }
+        if u.salt.is_empty() || u.salted_password.is_empty() {
+            errors.push((
+                user,
+                ErrorCode::UNACCEPTABLE_CREDENTIAL,
+                "Salt and salted password must not be empty".into(),
+            ));
+            continue;
+        }
+        match ScramCredential::from_salted_password(
+            mech,
+            &u.salted_password,
+            &u.salt,
+            u.iterations.unsigned_abs(),
+        ) {
+            Ok(cred) => upsertions.push((user.clone(), ((mech, user), cred))),
+            Err(e) => errors.push((user, ErrorCode::UNACCEPTABLE_CREDENTIAL, e.to_string())),
+        }
+    }
+    ScramAlteration {
+        deletions,
+        upsertions,
+        errors,
+    }
+}
+
+impl ScramAlteration {
+    /// Whether nothing is to change.
+    pub fn is_empty(&self) -> bool {
+        self.deletions.is_empty() && self.upsertions.is_empty()
+    }
+
+    /// Makes the changes in `store` (a single node), together.
+    pub fn apply_to(&self, store: &ScramCredentials) -> Result<(), BrokerError> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let del: Vec<(ScramMechanism, String)> = self
+            .deletions
+            .iter()
+            .map(|(u, m)| (*m, u.clone()))
+            .collect();
+        let ups: Vec<Upsertion> = self.upsertions.iter().map(|(_, x)| x.clone()).collect();
+        store.alter(&del, ups)
+    }
+
+    /// The answer once the changes are stored (`Err`: storing failed, UNKNOWN_SERVER_ERROR for
+    /// each user changed). Kafka's order: the deletions, the upsertions, then the refusals.
+    pub fn response(&self, stored: Result<(), String>) -> AlterUserScramCredentialsResponse {
+        let done = self
+            .deletions
+            .iter()
+            .map(|(u, _)| u.clone())
+            .chain(self.upsertions.iter().map(|(u, _)| u.clone()));
+        let mut results: Vec<AlterUserScramCredentialsResult> = done
+            .map(|user| {
+                let (code, message) = match &stored {
+                    Ok(()) => (ErrorCode::NONE, None),
+                    Err(e) => (ErrorCode::UNKNOWN_SERVER_ERROR, Some(e.clone())),
+                };
+                AlterUserScramCredentialsResult {
+                    user: KStr::from(user),
+                    error_code: code.0,
+                    error_message: message.map(KStr::from),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        results.extend(self.errors.iter().map(|(user, code, message)| {
+            AlterUserScramCredentialsResult {
+                user: KStr::from(user.clone()),
+                error_code: code.0,
+                error_message: Some(KStr::from(message.clone())),
+                ..Default::default()
+            }
+        }));
+        AlterUserScramCredentialsResponse {
+            results,
+            ..Default::default()
+        }
     }
 }
 

@@ -14,9 +14,14 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
+use kafka_protocol::KStr;
+use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::messages::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, alter_client_quotas_response as alter_resp,
+};
 use kafka_protocol::metadata::MetadataRecord;
 
 use crate::config::BrokerConfig;
@@ -42,6 +47,8 @@ pub struct Quotas {
     fetch: Mutex<ClientQuotaManager>,
     request: Mutex<ClientQuotaManager>,
     connections: Mutex<ConnectionRateLimiter>,
+    /// In a cluster: the offset of the metadata image the values were last taken from.
+    image_offset: AtomicU64,
 }
 
 /// Who a request's use counts for: the principal's name and the request's client id (empty
@@ -90,7 +97,32 @@ impl Quotas {
             fetch: Mutex::new(ClientQuotaManager::new(ClientQuotaType::Fetch, q)),
             request: Mutex::new(ClientQuotaManager::new(ClientQuotaType::Request, q)),
             connections: Mutex::new(connections),
+            image_offset: AtomicU64::new(0),
         }
+    }
+
+    /// The quotas of a node of a cluster: none until the metadata image brings them
+    /// ([`Self::follow_image`]); no file is read or written (the metadata log keeps them).
+    pub fn clustered(config: &BrokerConfig) -> Self {
+        Self::in_memory(config)
+    }
+
+    /// Takes the quota values of the metadata image at `offset` (a node of a cluster): they
+    /// replace every value held, and the connection limits follow. What clients used so far
+    /// is kept. An image older than the last one taken changes nothing.
+    pub fn follow_image(&self, offset: u64, values: &QuotaStore) {
+        let mut store = write(&self.store);
+        if self.image_offset.load(Ordering::Acquire) > offset {
+            return;
+        }
+        self.image_offset.store(offset, Ordering::Release);
+        if *store == *values {
+            return;
+        }
+        store.clone_from(values);
+        lock(&self.connections).load(&store);
+        self.client_quotas
+            .store(has_client_quotas(&store), Ordering::Release);
     }
 
     /// DescribeClientQuotas: the entities `components` match, with their values.
@@ -209,6 +241,70 @@ impl Quotas {
     }
 }
 
+/// The entries of an AlterClientQuotas request as the quota store checks them.
+pub fn alter_entries(r: &AlterClientQuotasRequest) -> Vec<AlterEntry> {
+    r.entries
+        .iter()
+        .map(|e| AlterEntry {
+            entity: e
+                .entity
+                .iter()
+                .map(|d| {
+                    (
+                        d.entity_type.to_string(),
+                        d.entity_name.as_ref().map(ToString::to_string),
+                    )
+                })
+                .collect(),
+            ops: e
+                .ops
+                .iter()
+                .map(|o| (o.key.to_string(), (!o.remove).then_some(o.value)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Each entry's code and message from the store's checks.
+pub fn entry_results(results: Vec<Result<(), QuotaError>>) -> Vec<(ErrorCode, Option<String>)> {
+    results
+        .into_iter()
+        .map(|res| match res {
+            Ok(()) => (ErrorCode::NONE, None),
+            Err(e) => (e.error_code(), Some(e.message().to_owned())),
+        })
+        .collect()
+}
+
+/// The AlterClientQuotas answer: each entry of `r` with its entity echoed and its result.
+pub fn alter_response(
+    r: &AlterClientQuotasRequest,
+    results: Vec<(ErrorCode, Option<String>)>,
+) -> AlterClientQuotasResponse {
+    AlterClientQuotasResponse {
+        entries: r
+            .entries
+            .iter()
+            .zip(results)
+            .map(|(entry, (code, message))| alter_resp::EntryData {
+                error_code: code.0,
+                error_message: message.map(KStr::from),
+                entity: entry
+                    .entity
+                    .iter()
+                    .map(|e| alter_resp::EntityData {
+                        entity_type: e.entity_type.clone(),
+                        entity_name: e.entity_name.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
 /// Whether `store` holds a quota on users or client ids (addresses' quotas are the
 /// connection limiter's).
 fn has_client_quotas(store: &QuotaStore) -> bool {
@@ -296,5 +392,38 @@ mod tests {
             .unwrap();
         assert!(results.iter().all(Result::is_err), "{results:?}");
         assert!(!dir.path().join(FILE).exists());
+    }
+
+    #[test]
+    fn a_clustered_node_follows_the_image_values_and_connection_limits() {
+        let quotas = Quotas::clustered(&BrokerConfig::default());
+        let alice = Client {
+            user: "alice",
+            client_id: "c1",
+        };
+        let mut image = QuotaStore::new();
+        let outcome = image.alter(&[
+            entry("alice", "producer_byte_rate", Some(1000.0)),
+            AlterEntry {
+                entity: vec![("ip".into(), Some("10.0.0.1".into()))],
+                ops: vec![("connection_creation_rate".into(), Some(1.0))],
+            },
+        ]);
+        assert!(outcome.results.iter().all(Result::is_ok));
+        for c in &outcome.changes {
+            image.apply(c);
+        }
+        quotas.follow_image(3, &image);
+        assert!(quotas.record_produce(alice, 100_000, 1_000) > 0);
+        assert_eq!(quotas.describe(&[], false).unwrap().len(), 2);
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!(lock(&quotas.connections).ip_rate(ip), Some(1));
+        // An older image changes nothing; a newer empty one removes everything.
+        quotas.follow_image(2, &QuotaStore::new());
+        assert_eq!(quotas.describe(&[], false).unwrap().len(), 2);
+        quotas.follow_image(4, &QuotaStore::new());
+        assert!(quotas.describe(&[], false).unwrap().is_empty());
+        assert_eq!(quotas.record_produce(alice, 100_000, 2_000), 0);
+        assert_eq!(lock(&quotas.connections).ip_rate(ip), None);
     }
 }

@@ -1,7 +1,8 @@
 //! The Kafka requests a controller answers on its controller listener: brokers' registrations,
 //! heartbeats and AllocateProducerIds, leaders' AlterPartition, the admin requests brokers
 //! forward (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//! IncrementalAlterConfigs), DescribeQuorum and ApiVersions. The decisions are the
+//! IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials,
+//! AlterClientQuotas), DescribeQuorum and ApiVersions. The decisions are the
 //! controller's ([`super::controller`]); this file decodes, hands each request to the active
 //! controller and encodes the answer, or NOT_CONTROLLER (naming no leader: the caller finds
 //! it) when this node is not the active controller.
@@ -21,6 +22,10 @@ use kafka_protocol::messages::{
     alter_configs_response, create_partitions_response, create_topics_response,
     delete_topics_response, describe_quorum_response, incremental_alter_configs_response,
 };
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsResponse, CreateAclsResponse, DeleteAclsResponse,
+    alter_user_scram_credentials_response, create_acls_response, delete_acls_response,
+};
 
 use super::active::ActiveController;
 use super::listener::KafkaHandler;
@@ -39,6 +44,10 @@ pub const CONTROLLER_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The handler for the controller listener of a controller node.
@@ -156,6 +165,22 @@ pub async fn handle(
             .run(move |c, image, _| c.alter_configs(image, &r, version))
             .await
             .map(ResponseBody::AlterConfigs),
+        RequestBody::CreateAcls(r) => active
+            .run(move |c, image, _| c.create_acls(image, &r))
+            .await
+            .map(ResponseBody::CreateAcls),
+        RequestBody::DeleteAcls(r) => active
+            .run(move |c, image, _| c.delete_acls(image, &r))
+            .await
+            .map(ResponseBody::DeleteAcls),
+        RequestBody::AlterUserScramCredentials(r) => active
+            .run(move |c, image, _| c.alter_scram_credentials(image, &r))
+            .await
+            .map(ResponseBody::AlterUserScramCredentials),
+        RequestBody::AlterClientQuotas(r) => active
+            .run(move |c, image, _| c.alter_client_quotas(image, &r))
+            .await
+            .map(ResponseBody::AlterClientQuotas),
         _ => return None,
     };
     Some(
@@ -320,6 +345,59 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
             error_message: not_controller_message(),
             ..Default::default()
         }),
+        RequestBody::CreateAcls(r) => ResponseBody::CreateAcls(CreateAclsResponse {
+            results: r
+                .creations
+                .iter()
+                .map(|_| create_acls_response::AclCreationResult {
+                    error_code: code,
+                    error_message: not_controller_message(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::DeleteAcls(r) => ResponseBody::DeleteAcls(DeleteAclsResponse {
+            filter_results: r
+                .filters
+                .iter()
+                .map(|_| delete_acls_response::DeleteAclsFilterResult {
+                    error_code: code,
+                    error_message: not_controller_message(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        RequestBody::AlterUserScramCredentials(r) => {
+            let mut users: Vec<&KStr> = r
+                .deletions
+                .iter()
+                .map(|d| &d.name)
+                .chain(r.upsertions.iter().map(|u| &u.name))
+                .collect();
+            users.sort();
+            users.dedup();
+            ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
+                results: users
+                    .into_iter()
+                    .map(|user| {
+                        alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
+                            user: user.clone(),
+                            error_code: code,
+                            error_message: not_controller_message(),
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::AlterClientQuotas(r) => {
+            let message = not_controller_message().map(|m| m.to_string());
+            let results = vec![(ErrorCode::NOT_CONTROLLER, message); r.entries.len()];
+            ResponseBody::AlterClientQuotas(crate::quotas::alter_response(r, results))
+        }
         _ => return None,
     })
 }
@@ -340,6 +418,12 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
         }
         ResponseBody::AlterConfigs(r) => r.responses.iter().any(|t| t.error_code == code),
         ResponseBody::DescribeQuorum(r) => r.error_code == code,
+        ResponseBody::CreateAcls(r) => r.results.iter().any(|t| t.error_code == code),
+        ResponseBody::DeleteAcls(r) => r.filter_results.iter().any(|t| t.error_code == code),
+        ResponseBody::AlterUserScramCredentials(r) => {
+            r.results.iter().any(|t| t.error_code == code)
+        }
+        ResponseBody::AlterClientQuotas(r) => r.entries.iter().any(|t| t.error_code == code),
         _ => false,
     }
 }

@@ -23,9 +23,21 @@
 //! - `RemoveTopicRecord` also drops the topic's configs, as Kafka's replay does.
 //! - `FeatureLevelRecord` with level 0 removes the feature; `NoOpRecord` changes nothing.
 //!
-//! Records for what this image does not model (ACLs, SCRAM credentials, quotas, delegation
-//! tokens, metadata transactions, controller registrations, ZK migration, reassignments in
-//! progress) are refused ([`ImageError::Unsupported`]) rather than silently dropped.
+//! - `AccessControlEntryRecord` adds an ACL under its id (Kafka's `AclControlManager` replay):
+//!   refused for the zero id, an id already held, a binding already held under another id, or
+//!   a binding no CreateAcls could make. `RemoveAccessControlEntryRecord` removes the ACL with
+//!   its id (refused when there is none).
+//! - `UserScramCredentialRecord` sets a user's credential for one mechanism (Kafka's
+//!   `ScramControlManager` replay); `RemoveUserScramCredentialRecord` removes it (refused when
+//!   there is none, as Kafka's replay refuses it). An unknown mechanism, an empty user name
+//!   or iterations below 1 are refused.
+//! - `ClientQuotaRecord` sets or (`Remove`) removes one quota of one entity (Kafka's
+//!   `ClientQuotaControlManager` replay), the entity and key checked as the quota store
+//!   checks them ([`crate::quota::QuotaChange::from_record`]).
+//!
+//! Records for what this image does not model (delegation tokens, metadata transactions,
+//! controller registrations, ZK migration, reassignments in progress) are refused
+//! ([`ImageError::Unsupported`]) rather than silently dropped.
 //!
 //! # Snapshots
 //!
@@ -40,10 +52,13 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use kafka_auth::acl::AclBinding;
+use kafka_auth::sasl::{ScramCredential, ScramMechanism};
 use kafka_protocol::metadata::register_broker_record::{BrokerEndpoint, BrokerFeature};
 use kafka_protocol::metadata::{
     ConfigRecord, FeatureLevelRecord, FenceBrokerRecord, MetadataRecord, PartitionRecord,
     ProducerIdsRecord, RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord,
+    UserScramCredentialRecord,
 };
 use kafka_protocol::{KStr, RawTaggedField, UnknownTags, Uuid};
 use thiserror::Error;
@@ -240,7 +255,17 @@ pub struct MetadataImage {
     configs: BTreeMap<(i8, String), BTreeMap<String, String>>,
     features: BTreeMap<String, i16>,
     producer_ids: Option<ProducerIdsImage>,
+    /// The ACLs by id, and the id of each binding (a binding is held once).
+    acls: BTreeMap<Uuid, AclBinding>,
+    acl_ids: BTreeMap<AclBinding, Uuid>,
+    /// SCRAM credentials by (mechanism, user).
+    scram: ScramMap,
+    /// Client quotas.
+    quotas: crate::quota::QuotaStore,
 }
+
+/// SCRAM credentials by (mechanism, user), as the image and the node keep them.
+pub type ScramMap = BTreeMap<(ScramMechanism, String), ScramCredential>;
 
 impl MetadataImage {
     /// An empty image (offset 0, nothing applied).
@@ -361,6 +386,26 @@ impl MetadataImage {
         self.producer_ids.as_ref()
     }
 
+    /// Every ACL, by id (`AccessControlEntryRecord.Id`).
+    pub fn acls(&self) -> &BTreeMap<Uuid, AclBinding> {
+        &self.acls
+    }
+
+    /// The id of an ACL held with exactly this binding.
+    pub fn acl_id(&self, binding: &AclBinding) -> Option<Uuid> {
+        self.acl_ids.get(binding).copied()
+    }
+
+    /// Every SCRAM credential, by (mechanism, user).
+    pub fn scram_credentials(&self) -> &ScramMap {
+        &self.scram
+    }
+
+    /// The client quotas.
+    pub fn quotas(&self) -> &crate::quota::QuotaStore {
+        &self.quotas
+    }
+
     /// Partitions a broker is a replica of: (topic name, partition index, partition), by topic
     /// name and index.
     pub fn partitions_of(&self, broker: i32) -> Vec<(&str, i32, &PartitionImage)> {
@@ -422,6 +467,19 @@ impl MetadataImage {
                 next_producer_id: p.next_producer_id,
                 ..Default::default()
             }));
+        }
+        for (id, binding) in &self.acls {
+            out.push(MetadataRecord::AccessControlEntry(crate::acls::to_record(
+                *id, binding,
+            )));
+        }
+        for ((mechanism, user), cred) in &self.scram {
+            out.push(MetadataRecord::UserScramCredential(scram_record(
+                *mechanism, user, cred,
+            )));
+        }
+        for change in self.quotas.changes() {
+            out.push(MetadataRecord::ClientQuota(change.to_record()));
         }
         out
     }
@@ -498,4 +556,21 @@ pub(crate) fn unfence_record(b: &BrokerImage) -> MetadataRecord {
         epoch: b.epoch,
         ..Default::default()
     })
+}
+
+/// The `UserScramCredentialRecord` that sets `user`'s credential for `mechanism`.
+pub(crate) fn scram_record(
+    mechanism: ScramMechanism,
+    user: &str,
+    cred: &ScramCredential,
+) -> UserScramCredentialRecord {
+    UserScramCredentialRecord {
+        name: KStr::from(user.to_owned()),
+        mechanism: mechanism.type_id(),
+        salt: Bytes::from(cred.salt.clone()),
+        stored_key: Bytes::from(cred.stored_key.clone()),
+        server_key: Bytes::from(cred.server_key.clone()),
+        iterations: i32::try_from(cred.iterations).unwrap_or(i32::MAX),
+        ..Default::default()
+    }
 }

@@ -4,17 +4,11 @@
 //! creation validated as Kafka's controller validates it (its error on that creation alone);
 //! a filter with an unknown or indefinite field refused with INVALID_REQUEST.
 
-use kafka_auth::acl::{
-    AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation,
-    AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
-    validate_filter, validate_new_binding,
-};
+use kafka_auth::acl::{AclBindingFilter, AclOperation, validate_filter, validate_new_binding};
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
-use kafka_protocol::messages::delete_acls_response::{
-    DeleteAclsFilterResult, DeleteAclsMatchingAcl,
-};
+use kafka_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
@@ -30,7 +24,14 @@ fn text(s: &str) -> Option<KStr> {
     Some(KStr::from(s.to_owned()))
 }
 
-pub(super) fn create(broker: &Broker, authz: &Authz<'_>, r: CreateAclsRequest) -> ResponseBody {
+/// CreateAcls refused whole before its creations are looked at: SECURITY_DISABLED without an
+/// authorizer, CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster (each creation
+/// answered with it). `None`: go on (here, or at the controller of a cluster).
+pub(super) fn refuse_create(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    r: &CreateAclsRequest,
+) -> Option<ResponseBody> {
     let all = |code: ErrorCode, message: &str| {
         ResponseBody::CreateAcls(CreateAclsResponse {
             results: r
@@ -46,30 +47,25 @@ pub(super) fn create(broker: &Broker, authz: &Authz<'_>, r: CreateAclsRequest) -
         })
     };
     if !broker.acls.enabled() {
-        return all(ErrorCode::SECURITY_DISABLED, DISABLED);
+        return Some(all(ErrorCode::SECURITY_DISABLED, DISABLED));
     }
     if !authz.cluster(AclOperation::Alter) {
-        return all(
+        return Some(all(
             ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
             "Cluster authorization failed.",
-        );
+        ));
+    }
+    None
+}
+
+pub(super) fn create(broker: &Broker, authz: &Authz<'_>, r: CreateAclsRequest) -> ResponseBody {
+    if let Some(refused) = refuse_create(broker, authz, &r) {
+        return refused;
     }
     let mut results = Vec::with_capacity(r.creations.len());
     let mut accepted = Vec::new();
     for c in &r.creations {
-        let binding = AclBinding {
-            pattern: ResourcePattern {
-                resource_type: ResourceType::from_code(c.resource_type),
-                name: c.resource_name.to_string(),
-                pattern_type: PatternType::from_code(c.resource_pattern_type),
-            },
-            entry: AccessControlEntry {
-                principal: c.principal.to_string(),
-                host: c.host.to_string(),
-                operation: AclOperation::from_code(c.operation),
-                permission_type: AclPermissionType::from_code(c.permission_type),
-            },
-        };
+        let binding = crate::acls::creation_binding(c);
         match validate_new_binding(&binding) {
             Ok(()) => {
                 results.push(None);
@@ -100,32 +96,6 @@ pub(super) fn create(broker: &Broker, authz: &Authz<'_>, r: CreateAclsRequest) -
     })
 }
 
-/// A filter from a request's fields.
-#[allow(clippy::too_many_arguments)]
-fn filter(
-    resource_type: i8,
-    name: Option<&KStr>,
-    pattern_type: i8,
-    principal: Option<&KStr>,
-    host: Option<&KStr>,
-    operation: i8,
-    permission_type: i8,
-) -> AclBindingFilter {
-    AclBindingFilter {
-        pattern: ResourcePatternFilter {
-            resource_type: ResourceType::from_code(resource_type),
-            name: name.map(ToString::to_string),
-            pattern_type: PatternType::from_code(pattern_type),
-        },
-        entry: AccessControlEntryFilter {
-            principal: principal.map(ToString::to_string),
-            host: host.map(ToString::to_string),
-            operation: AclOperation::from_code(operation),
-            permission_type: AclPermissionType::from_code(permission_type),
-        },
-    }
-}
-
 pub(super) fn describe(broker: &Broker, authz: &Authz<'_>, r: DescribeAclsRequest) -> ResponseBody {
     let answer = |code: ErrorCode, message: Option<String>, resources| {
         ResponseBody::DescribeAcls(DescribeAclsResponse {
@@ -149,7 +119,7 @@ pub(super) fn describe(broker: &Broker, authz: &Authz<'_>, r: DescribeAclsReques
             Vec::new(),
         );
     }
-    let f = filter(
+    let f = crate::acls::request_filter(
         r.resource_type_filter,
         r.resource_name_filter.as_ref(),
         r.pattern_type_filter,
@@ -190,7 +160,12 @@ pub(super) fn describe(broker: &Broker, authz: &Authz<'_>, r: DescribeAclsReques
     answer(ErrorCode::NONE, None, resources)
 }
 
-pub(super) fn delete(broker: &Broker, authz: &Authz<'_>, r: DeleteAclsRequest) -> ResponseBody {
+/// DeleteAcls refused whole before its filters are looked at (as [`refuse_create`]).
+pub(super) fn refuse_delete(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    r: &DeleteAclsRequest,
+) -> Option<ResponseBody> {
     let all = |code: ErrorCode, message: &str| {
         ResponseBody::DeleteAcls(DeleteAclsResponse {
             filter_results: r
@@ -206,29 +181,22 @@ pub(super) fn delete(broker: &Broker, authz: &Authz<'_>, r: DeleteAclsRequest) -
         })
     };
     if !broker.acls.enabled() {
-        return all(ErrorCode::SECURITY_DISABLED, DISABLED);
+        return Some(all(ErrorCode::SECURITY_DISABLED, DISABLED));
     }
     if !authz.cluster(AclOperation::Alter) {
-        return all(
+        return Some(all(
             ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
             "Cluster authorization failed.",
-        );
+        ));
     }
-    let filters: Vec<AclBindingFilter> = r
-        .filters
-        .iter()
-        .map(|f| {
-            filter(
-                f.resource_type_filter,
-                f.resource_name_filter.as_ref(),
-                f.pattern_type_filter,
-                f.principal_filter.as_ref(),
-                f.host_filter.as_ref(),
-                f.operation,
-                f.permission_type,
-            )
-        })
-        .collect();
+    None
+}
+
+pub(super) fn delete(broker: &Broker, authz: &Authz<'_>, r: DeleteAclsRequest) -> ResponseBody {
+    if let Some(refused) = refuse_delete(broker, authz, &r) {
+        return refused;
+    }
+    let filters: Vec<AclBindingFilter> = r.filters.iter().map(crate::acls::delete_filter).collect();
     let invalid: Vec<Option<(i16, String)>> = filters
         .iter()
         .map(|f| {
@@ -265,17 +233,8 @@ pub(super) fn delete(broker: &Broker, authz: &Authz<'_>, r: DeleteAclsRequest) -
                 matching_acls: removed_iter
                     .next()
                     .unwrap_or_default()
-                    .into_iter()
-                    .map(|b| DeleteAclsMatchingAcl {
-                        resource_type: b.pattern.resource_type.code(),
-                        resource_name: KStr::from(b.pattern.name),
-                        pattern_type: b.pattern.pattern_type.code(),
-                        principal: KStr::from(b.entry.principal),
-                        host: KStr::from(b.entry.host),
-                        operation: b.entry.operation.code(),
-                        permission_type: b.entry.permission_type.code(),
-                        ..Default::default()
-                    })
+                    .iter()
+                    .map(crate::acls::matching_acl)
                     .collect(),
                 ..Default::default()
             },

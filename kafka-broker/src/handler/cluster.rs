@@ -1,11 +1,14 @@
 //! What a broker of a cluster answers differently from a single node: Metadata and
 //! DescribeCluster come from the metadata image; the requests for the controller
 //! (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
-//! DescribeQuorum) are forwarded to the active controller and its answer relayed, once this
-//! broker's image shows the change (so the client's next Metadata here sees it).
+//! DescribeQuorum, CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas) are
+//! authorized here (`screen.rs`, and the single node's whole-request checks), forwarded to the
+//! active controller and its answer relayed, once this broker's image shows the change (so
+//! the client's next Metadata, Describe or login here sees it).
 
 use std::time::Duration;
 
+use kafka_auth::acl::AclOperation;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -17,6 +20,8 @@ use kafka_protocol::messages::{
     MetadataRequest, MetadataResponse, RequestBody, ResponseBody,
 };
 use kafka_protocol::{KStr, Uuid};
+
+mod screen;
 
 use super::authorized;
 use super::context::RequestContext;
@@ -42,7 +47,10 @@ pub(super) async fn handle(
 ) -> Option<ResponseBody> {
     let listener = ctx.listener();
     match body {
-        RequestBody::Metadata(r) => Some(metadata(broker, link, r, version, listener).await),
+        RequestBody::Metadata(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            Some(metadata(broker, link, &authz, r, version, listener).await)
+        }
         RequestBody::DescribeCluster(r) => Some(describe_cluster(link, r, listener)),
         RequestBody::FindCoordinator(r) => {
             let authz = super::authz::Authz::new(broker, ctx);
@@ -53,9 +61,169 @@ pub(super) async fn handle(
         | RequestBody::CreatePartitions(_)
         | RequestBody::AlterConfigs(_)
         | RequestBody::IncrementalAlterConfigs(_)
-        | RequestBody::DescribeQuorum(_) => Some(forward(link, body.clone(), version).await),
+        | RequestBody::DescribeQuorum(_) => {
+            // Authorized here, item by item, before anything leaves the broker.
+            let authz = super::authz::Authz::new(broker, ctx);
+            let current = link.current();
+            match screen::screen(&authz, &current.state.image, body.clone(), version) {
+                screen::Screened::Answer(answer) => Some(answer),
+                screen::Screened::Forward { body, refused } => {
+                    let answer = forward(link, body, version).await;
+                    Some(screen::merge(&authz, refused, answer, version))
+                }
+            }
+        }
+        // Security metadata: refused here as the single node refuses the whole request
+        // (no authorizer, no ALTER / ALTER_CONFIGS on the cluster), else decided by the
+        // controller; the Describe requests are answered from this node's copy of the image.
+        RequestBody::CreateAcls(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            match super::acls::refuse_create(broker, &authz, r) {
+                Some(refused) => Some(refused),
+                None => Some(forward_security(broker, link, body.clone(), version).await),
+            }
+        }
+        RequestBody::DeleteAcls(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            match super::acls::refuse_delete(broker, &authz, r) {
+                Some(refused) => Some(refused),
+                None => Some(forward_security(broker, link, body.clone(), version).await),
+            }
+        }
+        RequestBody::AlterUserScramCredentials(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            match super::scram::refuse_alter(&authz, r) {
+                Some(refused) => Some(refused),
+                None => Some(forward_security(broker, link, body.clone(), version).await),
+            }
+        }
+        RequestBody::AlterClientQuotas(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            match super::quotas::refuse_alter(&authz, r) {
+                Some(refused) => Some(refused),
+                None => Some(forward_security(broker, link, body.clone(), version).await),
+            }
+        }
         _ => None,
     }
+}
+
+/// Forwards an ACL, SCRAM or quota change to the controller, then waits (bounded) until this
+/// broker's image shows what the controller did and hands it to the node, so that the
+/// client's next Describe here, or its next login or request, sees the change.
+async fn forward_security(
+    broker: &Broker,
+    link: &ClusterLink,
+    body: RequestBody,
+    version: i16,
+) -> ResponseBody {
+    let answer = forward(link, body.clone(), version).await;
+    let shown: Box<dyn Fn(&MetadataImage) -> bool + Send + Sync> = match (&body, &answer) {
+        (RequestBody::CreateAcls(req), ResponseBody::CreateAcls(res)) => {
+            let created: Vec<_> = req
+                .creations
+                .iter()
+                .zip(&res.results)
+                .filter(|(_, r)| r.error_code == 0)
+                .map(|(c, _)| crate::acls::creation_binding(c))
+                .collect();
+            Box::new(move |image| created.iter().all(|b| image.acl_id(b).is_some()))
+        }
+        (RequestBody::DeleteAcls(_), ResponseBody::DeleteAcls(res)) => {
+            let removed: Vec<_> = res
+                .filter_results
+                .iter()
+                .filter(|f| f.error_code == 0)
+                .flat_map(|f| &f.matching_acls)
+                .map(|m| {
+                    crate::acls::creation_binding(
+                        &kafka_protocol::messages::create_acls_request::AclCreation {
+                            resource_type: m.resource_type,
+                            resource_name: m.resource_name.clone(),
+                            resource_pattern_type: m.pattern_type,
+                            principal: m.principal.clone(),
+                            host: m.host.clone(),
+                            operation: m.operation,
+                            permission_type: m.permission_type,
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect();
+            Box::new(move |image| removed.iter().all(|b| image.acl_id(b).is_none()))
+        }
+        (
+            RequestBody::AlterUserScramCredentials(req),
+            ResponseBody::AlterUserScramCredentials(res),
+        ) => {
+            let done: Vec<String> = res
+                .results
+                .iter()
+                .filter(|r| r.error_code == 0)
+                .map(|r| r.user.to_string())
+                .collect();
+            let want: Vec<((kafka_auth::sasl::ScramMechanism, String), Option<i32>)> = req
+                .deletions
+                .iter()
+                .map(|d| (d.name.to_string(), d.mechanism, None))
+                .chain(
+                    req.upsertions
+                        .iter()
+                        .map(|u| (u.name.to_string(), u.mechanism, Some(u.iterations))),
+                )
+                .filter(|(user, _, _)| done.contains(user))
+                .filter_map(|(user, m, it)| {
+                    Some((
+                        (kafka_auth::sasl::ScramMechanism::from_type_id(m)?, user),
+                        it,
+                    ))
+                })
+                .collect();
+            Box::new(move |image| {
+                want.iter().all(|(key, iterations)| {
+                    let held = image.scram_credentials().get(key);
+                    match iterations {
+                        None => held.is_none(),
+                        Some(i) => held.is_some_and(|c| i64::from(c.iterations) == i64::from(*i)),
+                    }
+                })
+            })
+        }
+        (RequestBody::AlterClientQuotas(req), ResponseBody::AlterClientQuotas(res))
+            if !req.validate_only =>
+        {
+            let entries = crate::quotas::alter_entries(req);
+            let want: Vec<(
+                crate::quota::QuotaEntity,
+                crate::quota::QuotaKey,
+                Option<f64>,
+            )> = entries
+                .iter()
+                .zip(&res.entries)
+                .filter(|(_, r)| r.error_code == 0)
+                .filter_map(|(e, _)| {
+                    crate::quota::QuotaEntity::from_entries(
+                        e.entity.iter().map(|(t, n)| (t.as_str(), n.as_deref())),
+                    )
+                    .ok()
+                    .map(|entity| (entity, e))
+                })
+                .flat_map(|(entity, e)| {
+                    e.ops.iter().filter_map(move |(k, v)| {
+                        Some((entity.clone(), crate::quota::QuotaKey::parse(k)?, *v))
+                    })
+                })
+                .collect();
+            Box::new(move |image| {
+                want.iter()
+                    .all(|(entity, key, v)| image.quotas().value(entity, *key) == *v)
+            })
+        }
+        _ => Box::new(|_| true),
+    };
+    link.wait_for(CATCH_UP, |s| shown(&s.image)).await;
+    crate::node::publish::follow_security(broker, &link.current().state.image);
+    answer
 }
 
 async fn forward(link: &ClusterLink, body: RequestBody, version: i16) -> ResponseBody {
@@ -152,6 +320,7 @@ fn controller_for_clients(link: &ClusterLink) -> i32 {
 async fn metadata(
     broker: &Broker,
     link: &ClusterLink,
+    authz: &super::authz::Authz<'_>,
     req: &MetadataRequest,
     version: i16,
     listener: &str,
@@ -169,6 +338,12 @@ async fn metadata(
                     .filter(|n| crate::topics::validate_topic_name(n).is_ok())
                     .collect()
             };
+            // Auto-creation is a CreateTopics: CREATE on the cluster or on the topic.
+            let on_cluster = !missing.is_empty() && authz.cluster(AclOperation::Create);
+            let missing: Vec<KStr> = missing
+                .into_iter()
+                .filter(|n| on_cluster || authz.topic(AclOperation::Create, n))
+                .collect();
             if !missing.is_empty() {
                 auto_create_topics(link, missing).await;
             }

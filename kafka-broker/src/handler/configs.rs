@@ -39,9 +39,10 @@ const RESOURCE_CLIENT_METRICS: i8 = 16;
 const RESOURCE_GROUP: i8 = 32;
 
 /// Kafka's authorization of `op` on a config resource: its error when refused. A resource
-/// type Kafka does not know is not checked here (it is answered with its own error).
-fn refused(
-    authz: &Authz<'_>,
+/// type Kafka does not know is not checked here (it is answered with its own error). Also
+/// what a broker of a cluster checks before forwarding an alteration (`cluster/screen.rs`).
+pub(super) fn refused(
+    authz: &(impl super::groups::Permits + ?Sized),
     op: AclOperation,
     resource_type: i8,
     name: &str,

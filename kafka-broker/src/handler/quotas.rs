@@ -10,14 +10,13 @@ use kafka_auth::acl::AclOperation;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{
-    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse, ResponseBody, alter_client_quotas_response as alter_resp,
-    describe_client_quotas_response as describe_resp,
+    AlterClientQuotasRequest, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    ResponseBody, describe_client_quotas_response as describe_resp,
 };
 
 use super::authz::Authz;
 use crate::node::Broker;
-use crate::quota::{AlterEntry, FilterComponent};
+use crate::quota::FilterComponent;
 
 const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
 
@@ -83,78 +82,41 @@ pub(super) fn describe(
     }
 }
 
+/// AlterClientQuotas refused whole: without ALTER_CONFIGS on the cluster every entry is
+/// answered CLUSTER_AUTHORIZATION_FAILED. `None`: go on (here, or at the controller of a
+/// cluster).
+pub(super) fn refuse_alter(
+    authz: &Authz<'_>,
+    r: &AlterClientQuotasRequest,
+) -> Option<ResponseBody> {
+    if authz.cluster(AclOperation::AlterConfigs) {
+        return None;
+    }
+    let refused = (
+        ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+        Some(CLUSTER_REFUSED.to_owned()),
+    );
+    Some(ResponseBody::AlterClientQuotas(
+        crate::quotas::alter_response(r, vec![refused; r.entries.len()]),
+    ))
+}
+
 pub(super) fn alter(
     broker: &Broker,
     authz: &Authz<'_>,
     r: AlterClientQuotasRequest,
 ) -> ResponseBody {
-    let echo = |entity: &[kafka_protocol::messages::alter_client_quotas_request::EntityData]| {
-        entity
-            .iter()
-            .map(|e| alter_resp::EntityData {
-                entity_type: e.entity_type.clone(),
-                entity_name: e.entity_name.clone(),
-                ..Default::default()
-            })
-            .collect::<Vec<_>>()
-    };
-    let answer = |results: Vec<(ErrorCode, Option<String>)>| {
-        ResponseBody::AlterClientQuotas(AlterClientQuotasResponse {
-            entries: r
-                .entries
-                .iter()
-                .zip(results)
-                .map(|(entry, (code, message))| alter_resp::EntryData {
-                    error_code: code.0,
-                    error_message: message.map(KStr::from),
-                    entity: echo(&entry.entity),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        })
-    };
-    if !authz.cluster(AclOperation::AlterConfigs) {
-        let refused = (
-            ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
-            Some(CLUSTER_REFUSED.to_owned()),
-        );
-        return answer(vec![refused; r.entries.len()]);
+    if let Some(refused) = refuse_alter(authz, &r) {
+        return refused;
     }
-    let entries: Vec<AlterEntry> = r
-        .entries
-        .iter()
-        .map(|e| AlterEntry {
-            entity: e
-                .entity
-                .iter()
-                .map(|d| {
-                    (
-                        d.entity_type.to_string(),
-                        d.entity_name.as_ref().map(ToString::to_string),
-                    )
-                })
-                .collect(),
-            ops: e
-                .ops
-                .iter()
-                .map(|o| (o.key.to_string(), (!o.remove).then_some(o.value)))
-                .collect(),
-        })
-        .collect();
+    let entries = crate::quotas::alter_entries(&r);
     let results = match broker.quotas.alter(&entries, r.validate_only) {
-        Ok(results) => results
-            .into_iter()
-            .map(|res| match res {
-                Ok(()) => (ErrorCode::NONE, None),
-                Err(e) => (e.error_code(), Some(e.message().to_owned())),
-            })
-            .collect(),
+        Ok(results) => crate::quotas::entry_results(results),
         Err(e) => {
             tracing::error!(error = %e, "storing client quotas failed");
             let failed = (ErrorCode::UNKNOWN_SERVER_ERROR, Some(e.to_string()));
             vec![failed; entries.len()]
         }
     };
-    answer(results)
+    ResponseBody::AlterClientQuotas(crate::quotas::alter_response(&r, results))
 }

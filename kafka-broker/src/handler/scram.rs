@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_auth::acl::AclOperation;
-use kafka_auth::sasl::{ScramCredential, ScramMechanism};
+use kafka_auth::sasl::ScramMechanism;
 use kafka_protocol::KStr;
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
@@ -123,18 +123,13 @@ pub(super) fn describe(
     })
 }
 
-/// A credential to store, by (mechanism, user).
-type Upsertion = ((ScramMechanism, String), ScramCredential);
-
-/// Bounds Kafka puts on an upsertion's iterations.
-const MIN_ITERATIONS: i32 = 4096;
-const MAX_ITERATIONS: i32 = 16384;
-
-pub(super) fn alter(
-    broker: &Broker,
+/// AlterUserScramCredentials refused whole: without ALTER on the cluster every user named
+/// (once, sorted) is answered CLUSTER_AUTHORIZATION_FAILED. `None`: go on (here, or at the
+/// controller of a cluster).
+pub(super) fn refuse_alter(
     authz: &Authz<'_>,
-    r: AlterUserScramCredentialsRequest,
-) -> ResponseBody {
+    r: &AlterUserScramCredentialsRequest,
+) -> Option<ResponseBody> {
     if !authz.cluster(AclOperation::Alter) {
         let users: BTreeSet<&KStr> = r
             .deletions
@@ -142,165 +137,36 @@ pub(super) fn alter(
             .map(|d| &d.name)
             .chain(r.upsertions.iter().map(|u| &u.name))
             .collect();
-        return ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
-            results: users
-                .into_iter()
-                .map(|user| AlterUserScramCredentialsResult {
-                    user: user.clone(),
-                    error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0,
-                    error_message: Some(KStr::from_static(CLUSTER_REFUSED)),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        });
-    }
-    // As Kafka's controller (ScramControlManager.alterCredentials): changes are keyed by the
-    // user name alone, so a user named twice in one request (two mechanisms, or a deletion
-    // and an upsertion) is DUPLICATE_RESOURCE; `kafka-configs` sends one change per request.
-    let mut deletions: Vec<(String, ScramMechanism)> = Vec::new();
-    let mut upsertions: Vec<(String, Upsertion)> = Vec::new();
-    let mut errors: Vec<(String, ErrorCode, String)> = Vec::new();
-    let failed = |errors: &[(String, ErrorCode, String)], user: &str| {
-        errors.iter().any(|(u, _, _)| u == user)
-    };
-    const TWICE: &str = "A user credential cannot be altered twice in the same request";
-    let existing = broker.scram_credentials.describe();
-    for d in &r.deletions {
-        let user = d.name.to_string();
-        if failed(&errors, &user) {
-            continue;
-        }
-        if let Some(i) = deletions.iter().position(|(u, _)| *u == user) {
-            deletions.remove(i);
-            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
-            continue;
-        }
-        let Some(mech) = ScramMechanism::from_type_id(d.mechanism) else {
-            errors.push((
-                user,
-                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
-                "Unknown SCRAM mechanism".into(),
-            ));
-            continue;
-        };
-        let exists = existing
-            .get(&user)
-            .is_some_and(|c| c.iter().any(|(m, _)| *m == mech));
-        if !exists {
-            errors.push((
-                user,
-                ErrorCode::RESOURCE_NOT_FOUND,
-                "Attempt to delete a user credential that does not exist".into(),
-            ));
-            continue;
-        }
-        deletions.push((user, mech));
-    }
-    for u in r.upsertions {
-        let user = u.name.to_string();
-        if failed(&errors, &user) {
-            continue;
-        }
-        let deleted = deletions.iter().position(|(x, _)| *x == user);
-        let upserted = upsertions.iter().position(|(x, _)| *x == user);
-        if deleted.is_some() || upserted.is_some() {
-            if let Some(i) = deleted {
-                deletions.remove(i);
-            }
-            if let Some(i) = upserted {
-                upsertions.remove(i);
-            }
-            errors.push((user, ErrorCode::DUPLICATE_RESOURCE, TWICE.into()));
-            continue;
-        }
-        let Some(mech) = ScramMechanism::from_type_id(u.mechanism) else {
-            errors.push((
-                user,
-                ErrorCode::UNSUPPORTED_SASL_MECHANISM,
-                "Unknown SCRAM mechanism".into(),
-            ));
-            continue;
-        };
-        if user.is_empty() {
-            errors.push((
-                user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                "Username must not be empty".into(),
-            ));
-            continue;
-        }
-        if u.iterations < MIN_ITERATIONS {
-            errors.push((
-                user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                "Too few iterations".into(),
-            ));
-            continue;
-        }
-        if u.iterations > MAX_ITERATIONS {
-            errors.push((
-                user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                "Too many iterations".into(),
-            ));
-            continue;
-        }
-        if u.salt.is_empty() || u.salted_password.is_empty() {
-            errors.push((
-                user,
-                ErrorCode::UNACCEPTABLE_CREDENTIAL,
-                "Salt and salted password must not be empty".into(),
-            ));
-            continue;
-        }
-        match ScramCredential::from_salted_password(
-            mech,
-            &u.salted_password,
-            &u.salt,
-            u.iterations.unsigned_abs(),
-        ) {
-            Ok(cred) => upsertions.push((user.clone(), ((mech, user), cred))),
-            Err(e) => errors.push((user, ErrorCode::UNACCEPTABLE_CREDENTIAL, e.to_string())),
-        }
-    }
-    let del: Vec<(ScramMechanism, String)> =
-        deletions.iter().map(|(u, m)| (*m, u.clone())).collect();
-    let ups: Vec<Upsertion> = upsertions.iter().map(|(_, x)| x.clone()).collect();
-    let stored = if del.is_empty() && ups.is_empty() {
-        Ok(())
-    } else {
-        broker.scram_credentials.alter(&del, ups)
-    };
-    // Kafka's order: the deletions done, the upsertions done, then the refusals.
-    let done = deletions
-        .iter()
-        .map(|(u, _)| u.clone())
-        .chain(upsertions.iter().map(|(u, _)| u.clone()));
-    let mut results: Vec<AlterUserScramCredentialsResult> = done
-        .map(|user| {
-            let (code, message) = match &stored {
-                Ok(()) => (ErrorCode::NONE, None),
-                Err(e) => (ErrorCode::UNKNOWN_SERVER_ERROR, Some(e.to_string())),
-            };
-            AlterUserScramCredentialsResult {
-                user: KStr::from(user),
-                error_code: code.0,
-                error_message: message.map(KStr::from),
+        return Some(ResponseBody::AlterUserScramCredentials(
+            AlterUserScramCredentialsResponse {
+                results: users
+                    .into_iter()
+                    .map(|user| AlterUserScramCredentialsResult {
+                        user: user.clone(),
+                        error_code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0,
+                        error_message: Some(KStr::from_static(CLUSTER_REFUSED)),
+                        ..Default::default()
+                    })
+                    .collect(),
                 ..Default::default()
-            }
-        })
-        .collect();
-    results.extend(errors.into_iter().map(|(user, code, message)| {
-        AlterUserScramCredentialsResult {
-            user: KStr::from(user),
-            error_code: code.0,
-            error_message: Some(KStr::from(message)),
-            ..Default::default()
-        }
-    }));
-    ResponseBody::AlterUserScramCredentials(AlterUserScramCredentialsResponse {
-        results,
-        ..Default::default()
-    })
+            },
+        ));
+    }
+    None
+}
+
+pub(super) fn alter(
+    broker: &Broker,
+    authz: &Authz<'_>,
+    r: AlterUserScramCredentialsRequest,
+) -> ResponseBody {
+    if let Some(refused) = refuse_alter(authz, &r) {
+        return refused;
+    }
+    let plan = crate::credentials::plan_alteration(
+        |mechanism, user| broker.scram_credentials.get(mechanism, user).is_some(),
+        &r,
+    );
+    let stored = plan.apply_to(&broker.scram_credentials);
+    ResponseBody::AlterUserScramCredentials(plan.response(stored.map_err(|e| e.to_string())))
 }

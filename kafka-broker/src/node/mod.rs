@@ -115,10 +115,21 @@ impl Broker {
         // hosted from the local topic list, which may be stale (see `crate::cluster::publish`).
         let clustered = config.quorum.roles.is_some();
         let topics = TopicRegistry::load(&config.server.data_dir)?;
-        let scram_credentials =
-            crate::credentials::ScramCredentials::open(&config.server.data_dir)?;
-        let acls = crate::acls::Acls::open(&config.server.data_dir, &config.security)?;
-        let quotas = crate::quotas::Quotas::open(&config.server.data_dir, &config)?;
+        // In a cluster ACLs, SCRAM credentials and quotas come from the metadata image
+        // (`node/publish.rs`), not from their files.
+        let (scram_credentials, acls, quotas) = if clustered {
+            (
+                crate::credentials::ScramCredentials::clustered(),
+                crate::acls::Acls::clustered(&config.security)?,
+                crate::quotas::Quotas::clustered(&config),
+            )
+        } else {
+            (
+                crate::credentials::ScramCredentials::open(&config.server.data_dir)?,
+                crate::acls::Acls::open(&config.server.data_dir, &config.security)?,
+                crate::quotas::Quotas::open(&config.server.data_dir, &config)?,
+            )
+        };
         // In a cluster producer ids come from the controller, not from `producer.ids`.
         let next_producer_id = if clustered {
             0

@@ -4,7 +4,8 @@
 //! logs opened or created) and become leader or follower with the image's leader epoch and
 //! ISR; topics the controller deleted go, logs and all. Logs of topics the image does not
 //! know are left alone at start (the image may still be catching up); they go only when the
-//! image is seen to delete them.
+//! image is seen to delete them. The image's ACLs, SCRAM credentials and client quotas
+//! replace the node's ([`follow_security`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +31,14 @@ pub fn apply(
     previous: Option<&MetadataImage>,
     image: &MetadataImage,
 ) {
+    let security_changed = previous.is_none_or(|p| {
+        p.acls() != image.acls()
+            || p.scram_credentials() != image.scram_credentials()
+            || p.quotas() != image.quotas()
+    });
+    if security_changed {
+        follow_security(broker, image);
+    }
     for topic in image.topics() {
         let before = previous.and_then(|p| p.topic(&topic.name));
         let configs: BTreeMap<String, String> = image
@@ -86,6 +95,19 @@ pub fn apply(
             broker.forget_topic(&gone.name);
         }
     }
+}
+
+/// Hands the image's ACLs, SCRAM credentials and client quotas to the node, which
+/// authorizes, logs users in and throttles with them (in a cluster the metadata log is their
+/// only store). Each store ignores an image older than the last it took, so the publisher
+/// and a forwarded request waiting for its change may both call this.
+pub fn follow_security(broker: &Broker, image: &MetadataImage) {
+    let offset = image.offset();
+    broker.acls.follow_image(offset, image.acls());
+    broker
+        .scram_credentials
+        .follow_image(offset, image.scram_credentials());
+    broker.quotas.follow_image(offset, image.quotas());
 }
 
 /// Takes the role the current image gives a partition hosted again outside an image change

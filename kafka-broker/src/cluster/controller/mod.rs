@@ -21,13 +21,19 @@
 //! | `configs.rs` | IncrementalAlterConfigs, AlterConfigs for topics and brokers |
 //! | `alter_partition.rs` | AlterPartition: a leader's ISR changes |
 //! | `producer_ids.rs` | AllocateProducerIds: blocks of producer ids for brokers |
+//! | `acls.rs` | CreateAcls, DeleteAcls: AccessControlEntryRecord / RemoveAccessControlEntryRecord |
+//! | `scram.rs` | AlterUserScramCredentials: UserScramCredentialRecord / RemoveUserScramCredentialRecord |
+//! | `quotas.rs` | AlterClientQuotas: ClientQuotaRecord |
 
+mod acls;
 mod alter_partition;
 mod brokers;
 mod configs;
 mod election;
 mod placement;
 mod producer_ids;
+mod quotas;
+mod scram;
 mod topics;
 
 #[cfg(test)]
@@ -118,7 +124,7 @@ struct Session {
     shutdown_offset: Option<u64>,
 }
 
-/// Where new topic ids come from.
+/// Where new topic ids (and ACL ids) come from.
 type TopicIds = Box<dyn FnMut() -> Uuid + Send>;
 
 /// The active controller.

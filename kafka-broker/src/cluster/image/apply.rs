@@ -2,11 +2,17 @@
 
 use std::collections::BTreeMap;
 
+use kafka_auth::acl::{AclBinding, validate_new_binding};
+use kafka_auth::sasl::{ScramCredential, ScramMechanism};
 use kafka_protocol::Uuid;
 use kafka_protocol::metadata::{
-    BrokerRegistrationChangeRecord, ConfigRecord, MetadataRecord, PartitionChangeRecord,
-    PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord,
+    AccessControlEntryRecord, BrokerRegistrationChangeRecord, ClientQuotaRecord, ConfigRecord,
+    MetadataRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord,
+    TopicRecord, UnregisterBrokerRecord, UserScramCredentialRecord,
 };
+
+use crate::quota::QuotaChange;
 
 use super::{
     BrokerImage, Endpoint, FeatureRange, ImageError, MetadataImage, NO_LEADER, NO_LEADER_CHANGE,
@@ -23,6 +29,11 @@ pub(super) enum Undo {
     Config(i8, String, String, Option<String>),
     Feature(String, Option<i16>),
     ProducerIds(Option<ProducerIdsImage>),
+    /// The ACL an id held before (none: the id was free).
+    Acl(Uuid, Option<AclBinding>),
+    Scram((ScramMechanism, String), Option<ScramCredential>),
+    /// The change that puts a quota back as it was.
+    Quota(QuotaChange),
 }
 
 impl MetadataImage {
@@ -81,6 +92,26 @@ impl MetadataImage {
                     }
                 },
                 Undo::ProducerIds(prev) => self.producer_ids = prev,
+                Undo::Acl(id, prev) => {
+                    if let Some(now) = self.acls.remove(&id) {
+                        self.acl_ids.remove(&now);
+                    }
+                    if let Some(b) = prev {
+                        self.acl_ids.insert(b.clone(), id);
+                        self.acls.insert(id, b);
+                    }
+                }
+                Undo::Scram(key, prev) => match prev {
+                    Some(c) => {
+                        self.scram.insert(key, c);
+                    }
+                    None => {
+                        self.scram.remove(&key);
+                    }
+                },
+                Undo::Quota(change) => {
+                    self.quotas.apply(&change);
+                }
             }
         }
     }
@@ -143,6 +174,11 @@ impl MetadataImage {
                 undo.push(Undo::ProducerIds(prev));
                 Ok(())
             }
+            MetadataRecord::AccessControlEntry(r) => self.add_acl(r, undo),
+            MetadataRecord::RemoveAccessControlEntry(r) => self.remove_acl(r, undo),
+            MetadataRecord::UserScramCredential(r) => self.put_scram(r, undo),
+            MetadataRecord::RemoveUserScramCredential(r) => self.remove_scram(r, undo),
+            MetadataRecord::ClientQuota(r) => self.put_quota(r, undo),
             MetadataRecord::NoOp(_) => Ok(()),
             other => Err(ImageError::Unsupported {
                 record: other.name(),
@@ -471,6 +507,116 @@ impl MetadataImage {
         undo.push(Undo::Config(key.0, key.1, name, prev));
         Ok(())
     }
+}
+
+impl MetadataImage {
+    fn add_acl(
+        &mut self,
+        r: &AccessControlEntryRecord,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(), ImageError> {
+        const RECORD: &str = "AccessControlEntryRecord";
+        if r.id.is_zero() {
+            return Err(invalid(RECORD, "the ACL has the zero id"));
+        }
+        if self.acls.contains_key(&r.id) {
+            return Err(invalid(RECORD, format!("an ACL with id {} exists", r.id)));
+        }
+        let binding = crate::acls::from_record(r);
+        validate_new_binding(&binding).map_err(|e| invalid(RECORD, e.to_string()))?;
+        if let Some(other) = self.acl_ids.get(&binding) {
+            return Err(invalid(
+                RECORD,
+                format!("ACL {} has the same binding as ACL {other}", r.id),
+            ));
+        }
+        self.acl_ids.insert(binding.clone(), r.id);
+        self.acls.insert(r.id, binding);
+        undo.push(Undo::Acl(r.id, None));
+        Ok(())
+    }
+
+    fn remove_acl(
+        &mut self,
+        r: &RemoveAccessControlEntryRecord,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(), ImageError> {
+        let Some(binding) = self.acls.remove(&r.id) else {
+            return Err(invalid(
+                "RemoveAccessControlEntryRecord",
+                format!("no ACL has id {}", r.id),
+            ));
+        };
+        self.acl_ids.remove(&binding);
+        undo.push(Undo::Acl(r.id, Some(binding)));
+        Ok(())
+    }
+
+    fn put_scram(
+        &mut self,
+        r: &UserScramCredentialRecord,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(), ImageError> {
+        const RECORD: &str = "UserScramCredentialRecord";
+        let mechanism = scram_mechanism(RECORD, r.mechanism)?;
+        if r.name.is_empty() {
+            return Err(invalid(RECORD, "empty user name"));
+        }
+        let iterations = u32::try_from(r.iterations)
+            .ok()
+            .filter(|&i| i > 0)
+            .ok_or_else(|| invalid(RECORD, format!("{} iterations", r.iterations)))?;
+        let cred = ScramCredential {
+            salt: r.salt.to_vec(),
+            stored_key: r.stored_key.to_vec(),
+            server_key: r.server_key.to_vec(),
+            iterations,
+        };
+        let key = (mechanism, r.name.to_string());
+        let prev = self.scram.insert(key.clone(), cred);
+        undo.push(Undo::Scram(key, prev));
+        Ok(())
+    }
+
+    fn remove_scram(
+        &mut self,
+        r: &RemoveUserScramCredentialRecord,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(), ImageError> {
+        const RECORD: &str = "RemoveUserScramCredentialRecord";
+        let mechanism = scram_mechanism(RECORD, r.mechanism)?;
+        let key = (mechanism, r.name.to_string());
+        let Some(prev) = self.scram.remove(&key) else {
+            return Err(invalid(
+                RECORD,
+                format!("user {} has no {mechanism:?} credential", r.name.as_str()),
+            ));
+        };
+        undo.push(Undo::Scram(key, Some(prev)));
+        Ok(())
+    }
+
+    fn put_quota(&mut self, r: &ClientQuotaRecord, undo: &mut Vec<Undo>) -> Result<(), ImageError> {
+        let change = QuotaChange::from_record(r)
+            .map_err(|e| invalid("ClientQuotaRecord", e.message().to_owned()))?;
+        if let Some(v) = change.value
+            && !v.is_finite()
+        {
+            return Err(invalid("ClientQuotaRecord", format!("value {v}")));
+        }
+        let back = QuotaChange {
+            value: self.quotas.value(&change.entity, change.key),
+            ..change.clone()
+        };
+        self.quotas.apply(&change);
+        undo.push(Undo::Quota(back));
+        Ok(())
+    }
+}
+
+fn scram_mechanism(record: &'static str, id: i8) -> Result<ScramMechanism, ImageError> {
+    ScramMechanism::from_type_id(id)
+        .ok_or_else(|| invalid(record, format!("unknown SCRAM mechanism {id}")))
 }
 
 /// A partition after a change record, as Kafka's `PartitionRegistration.merge` makes it.

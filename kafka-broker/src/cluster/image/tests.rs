@@ -369,8 +369,20 @@ fn an_inconsistent_batch_is_refused_whole() {
             |e| {
                 matches!(
                     e,
+                    ImageError::Invalid {
+                        record: "AccessControlEntryRecord",
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            vec![MetadataRecord::DelegationToken(Default::default())],
+            |e| {
+                matches!(
+                    e,
                     ImageError::Unsupported {
-                        record: "AccessControlEntryRecord"
+                        record: "DelegationTokenRecord"
                     }
                 )
             },
@@ -502,6 +514,9 @@ fn to_records_rebuilds_an_equal_image_through_kafka_bytes() {
     plain.apply_batch(20, &stripped).unwrap();
     assert!(plain.brokers().all(|b| b.registered_at == 20));
 }
+
+#[path = "security_tests.rs"]
+mod security;
 
 #[test]
 fn one_change_among_ten_thousand_partitions_applies() {

@@ -11,6 +11,7 @@ mod placement;
 mod producer_ids;
 mod records;
 mod responses;
+mod security;
 mod topics;
 
 use kafka_protocol::error_code::ErrorCode;
