@@ -457,6 +457,17 @@ async fn acls_scram_users_and_quotas_reach_every_broker_and_survive_restarts_and
     assert!(!names.contains(&"alices-topic"), "not created: {names:?}");
     // Without an ACL alice may not write either.
     until_produce(&mut c, &sasl, 3, ErrorCode::TOPIC_AUTHORIZATION_FAILED).await;
+    // Nor see the topic: Metadata for all topics leaves it out, by name it is refused.
+    for id in [1, 2, 3] {
+        let seen = metadata_as_alice(&sasl[&id], None).await;
+        assert!(seen.is_empty(), "node {id} showed alice {seen:?}");
+        let named = metadata_as_alice(&sasl[&id], Some(TOPIC)).await;
+        assert_eq!(
+            named,
+            [(TOPIC.to_owned(), ErrorCode::TOPIC_AUTHORIZATION_FAILED.0)],
+            "node {id}"
+        );
+    }
 
     // An ALLOW through node 1 lets her produce through node 3.
     create_acls(
@@ -588,4 +599,33 @@ async fn acls_scram_users_and_quotas_reach_every_broker_and_survive_restarts_and
     until_acls(&mut c, &sasl, second, &[(3, 3), WRITE_ALLOW]).await;
     alter_quota(&sasl[&second], "alice", 2_097_152.0).await;
     until_quota(&mut c, &sasl, first, "alice", 2_097_152.0).await;
+}
+
+/// The topics alice's Metadata request through `addr` answers (all, or `topic` by name): each
+/// name with its error code.
+async fn metadata_as_alice(addr: &str, topic: Option<&str>) -> Vec<(String, i16)> {
+    use kafka_protocol::messages::MetadataRequest;
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    let alice = as_user(addr, "alice").await;
+    let ResponseBody::Metadata(m) = call(
+        &alice,
+        RequestBody::Metadata(MetadataRequest {
+            topics: topic.map(|t| {
+                vec![MetadataRequestTopic {
+                    name: Some(s(t)),
+                    ..Default::default()
+                }]
+            }),
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        }),
+    )
+    .await
+    else {
+        panic!()
+    };
+    m.topics
+        .iter()
+        .map(|t| (t.name.as_deref().unwrap_or("").to_owned(), t.error_code))
+        .collect()
 }

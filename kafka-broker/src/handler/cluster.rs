@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use kafka_auth::acl::AclOperation;
+use kafka_auth::acl::{AclOperation, ResourceType};
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -352,50 +352,91 @@ async fn metadata(
     let state = link.current();
     let image = &state.state.image;
     let brokers = broker_list(image, listener);
-    let topics = match &req.topics {
-        None => image.topics().map(|t| describe(image, t)).collect(),
-        Some(t) if t.is_empty() && version == 0 => {
-            image.topics().map(|t| describe(image, t)).collect()
-        }
+    // Authorization as on a single node (handler/metadata.rs): DESCRIBE to see a topic; all
+    // topics: the others left out; by name: TOPIC_AUTHORIZATION_FAILED without the id,
+    // whether it exists or not; by id: TOPIC_AUTHORIZATION_FAILED with the id, no name.
+    let visible = |t: &TopicImage| authz.topic(AclOperation::Describe, &t.name);
+    let all = || -> Vec<(MetadataResponseTopic, bool)> {
+        image
+            .topics()
+            .filter(|t| visible(t))
+            .map(|t| (describe(image, t), false))
+            .collect()
+    };
+    let topics: Vec<(MetadataResponseTopic, bool)> = match &req.topics {
+        None => all(),
+        Some(t) if t.is_empty() && version == 0 => all(),
         Some(list) => list
             .iter()
             .map(|t| {
+                if let Some(name) = &t.name
+                    && !authz.topic(AclOperation::Describe, name)
+                {
+                    return (
+                        super::metadata::refused(Some(name.clone()), Uuid::ZERO, false),
+                        true,
+                    );
+                }
                 let found = match &t.name {
                     Some(name) => image.topic(name),
                     None => image.topic_by_id(&t.topic_id),
                 };
                 match found {
-                    Some(topic) => describe(image, topic),
-                    None => MetadataResponseTopic {
-                        error_code: if t.name.is_some() {
-                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
-                        } else {
-                            ErrorCode::UNKNOWN_TOPIC_ID.code()
+                    Some(topic) if visible(topic) => (describe(image, topic), false),
+                    Some(topic) => (
+                        super::metadata::refused(
+                            (version < 12).then(|| KStr::from_static("")),
+                            topic.id,
+                            false,
+                        ),
+                        true,
+                    ),
+                    None => (
+                        MetadataResponseTopic {
+                            error_code: if t.name.is_some() {
+                                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code()
+                            } else {
+                                ErrorCode::UNKNOWN_TOPIC_ID.code()
+                            },
+                            name: t
+                                .name
+                                .clone()
+                                .or_else(|| (version < 12).then(|| KStr::from_static(""))),
+                            topic_id: t.topic_id,
+                            ..Default::default()
                         },
-                        name: t
-                            .name
-                            .clone()
-                            .or_else(|| (version < 12).then(|| KStr::from_static(""))),
-                        topic_id: t.topic_id,
-                        ..Default::default()
-                    },
+                        true,
+                    ),
                 }
             })
             .collect(),
     };
-    let mut topics: Vec<MetadataResponseTopic> = topics;
-    let topic_ops = authorized::answer(
-        version >= 8 && req.include_topic_authorized_operations,
-        authorized::TOPIC,
-    );
-    for t in &mut topics {
-        t.topic_authorized_operations = topic_ops;
-    }
+    let topic_ops = version >= 8 && req.include_topic_authorized_operations;
+    let topics: Vec<MetadataResponseTopic> = topics
+        .into_iter()
+        .map(|(mut t, refused)| {
+            t.topic_authorized_operations = if !topic_ops {
+                authorized::answer(false, authorized::TOPIC)
+            } else if refused {
+                0
+            } else {
+                authz.operations(ResourceType::Topic, t.name.as_deref().unwrap_or(""))
+            };
+            t
+        })
+        .collect();
+    let cluster_authorized_operations =
+        if (8..=10).contains(&version) && req.include_cluster_authorized_operations {
+            if authz.cluster(AclOperation::Describe) {
+                authz.operations(ResourceType::Cluster, super::authz::CLUSTER)
+            } else {
+                0
+            }
+        } else {
+            authorized::answer(false, authorized::CLUSTER)
+        };
     ResponseBody::Metadata(MetadataResponse {
-        cluster_authorized_operations: authorized::answer(
-            (8..=10).contains(&version) && req.include_cluster_authorized_operations,
-            authorized::CLUSTER,
-        ),
+        cluster_authorized_operations,
         controller_id: controller_for_clients(link),
         brokers: brokers
             .into_iter()

@@ -139,7 +139,11 @@ fn all(broker: &Broker, authz: &Authz<'_>) -> Vec<(MetadataResponseTopic, bool)>
 
 /// A topic the caller may not see (or create): no id unless asked by it, no partitions;
 /// `is_internal` only for a refused creation (Kafka tells nothing of a topic it hides).
-fn refused(name: Option<KStr>, topic_id: Uuid, is_internal: bool) -> MetadataResponseTopic {
+pub(super) fn refused(
+    name: Option<KStr>,
+    topic_id: Uuid,
+    is_internal: bool,
+) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::TOPIC_AUTHORIZATION_FAILED.code(),
         is_internal,
