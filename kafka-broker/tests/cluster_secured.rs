@@ -83,6 +83,10 @@ fn client_keys(ca: &TestCa) -> Vec<(String, String)> {
     ]
 }
 
+/// The tests of this file one at a time: each has its own CA, and the harness's helpers
+/// connect with one client security at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A secured three-node cluster, started, every broker registered; `node3` settings apply to
 /// node 3 alone.
 async fn secured_cluster(dir: &std::path::Path, node3: &[String]) -> (Cluster, TestCa) {
@@ -248,6 +252,7 @@ const ROUNDS: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sasl_ssl_cluster_keeps_every_acknowledged_write_through_leader_kills() {
+    let _one = ONE_AT_A_TIME.lock().await;
     const TOPIC: &str = "secured-kills";
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
@@ -363,6 +368,7 @@ async fn a_sasl_ssl_cluster_keeps_every_acknowledged_write_through_leader_kills(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_with_a_wrong_password_does_not_join_and_plaintext_gets_nothing() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let wrong = vec![
         format!(

@@ -26,15 +26,22 @@ use kafka_protocol::record::RecordBatchBuilder;
 
 /// The security every client connection of this file's helpers uses (plaintext until a test
 /// of a secured cluster sets it with [`use_client_security`]; one per test process).
-static CLIENT_SECURITY: std::sync::OnceLock<ClientSecurity> = std::sync::OnceLock::new();
+static CLIENT_SECURITY: std::sync::RwLock<Option<ClientSecurity>> = std::sync::RwLock::new(None);
 
-/// Makes the helpers of this file connect with `security` (the first call wins).
+/// Makes the helpers of this file connect with `security` from now on (tests of one process
+/// that need different ones must not run at the same time).
 pub(crate) fn use_client_security(security: ClientSecurity) {
-    let _ = CLIENT_SECURITY.set(security);
+    *CLIENT_SECURITY
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(security);
 }
 
 fn client_security() -> ClientSecurity {
-    CLIENT_SECURITY.get().cloned().unwrap_or_default()
+    CLIENT_SECURITY
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+        .unwrap_or_default()
 }
 
 /// A node's roles.
