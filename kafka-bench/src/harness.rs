@@ -151,7 +151,11 @@ fn free_port() -> Result<u16, Error> {
 
 /// [`start_broker`], and with `tls` a second listener, `SSL`, on another free loopback port
 /// ([`Broker::tls_addr`]) serving `tls`'s keystore; waits until both accept connections.
-pub fn start_broker_with(path: &Path, dir: &Path, tls: Option<&BrokerTls>) -> Result<Broker, Error> {
+pub fn start_broker_with(
+    path: &Path,
+    dir: &Path,
+    tls: Option<&BrokerTls>,
+) -> Result<Broker, Error> {
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = Command::new(path);

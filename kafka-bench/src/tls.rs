@@ -225,12 +225,7 @@ mod tests {
             "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093"
         );
         assert!(settings.contains(&"ssl.keystore.type=PEM".to_owned()));
-        assert!(
-            settings.contains(&format!(
-                "ssl.keystore.location={}",
-                tls.keystore.display()
-            ))
-        );
+        assert!(settings.contains(&format!("ssl.keystore.location={}", tls.keystore.display())));
         assert_eq!(
             tls.security(),
             Security::Ssl {

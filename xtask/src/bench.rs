@@ -239,9 +239,11 @@ fn broker_args(target: &Path, rest: &[String]) -> Result<(Vec<String>, Vec<Strin
     }
     let has = |flag: &str| args.iter().any(|a| a == flag);
     if has("--tls") && (has("--baseline") || has("--apache-kafka")) {
-        return Err("bench broker: --tls compares TLS with plaintext on our broker; \
+        return Err(
+            "bench broker: --tls compares TLS with plaintext on our broker; \
                     not with --baseline or --peer"
-            .into());
+                .into(),
+        );
     }
     Ok((args, quick))
 }
@@ -312,7 +314,9 @@ fn client_args(target: &Path, client: &str, rest: &[String]) -> Result<Vec<Strin
         return Err(format!("bench {client}: --quick or --full, not both").into());
     }
     if has("--tls") && has("--peer") {
-        return Err(format!("bench {client}: --tls runs against our broker only, not --peer").into());
+        return Err(
+            format!("bench {client}: --tls runs against our broker only, not --peer").into(),
+        );
     }
     Ok(args)
 }
@@ -658,8 +662,8 @@ mod tests {
                 "--json",
             ])
         );
-        let args = client_args(target, "consumer", &strings(&["--tls", "--quick"]))
-            .unwrap_or_default();
+        let args =
+            client_args(target, "consumer", &strings(&["--tls", "--quick"])).unwrap_or_default();
         assert_eq!(
             args.get(13..).map(<[String]>::to_vec),
             Some(strings(&["--tls", "--quick"])),

@@ -266,9 +266,11 @@ fn bench(args: &[String]) -> Result<(), Error> {
         return Err("--baseline and --apache-kafka: one second broker at a time".into());
     }
     if tls && (apache_kafka || baseline.is_some()) {
-        return Err("--tls compares our broker over TLS with itself over plaintext: \
+        return Err(
+            "--tls compares our broker over TLS with itself over plaintext: \
                     not with --baseline or --apache-kafka"
-            .into());
+                .into(),
+        );
     }
     let rounds = rounds.unwrap_or_else(|| {
         if baseline.is_some() || apache_kafka || tls {
@@ -602,11 +604,7 @@ impl ProducerContext for Deliveries {
     }
 }
 
-fn producer(
-    ep: &Endpoint,
-    acks: &str,
-    linger_ms: &str,
-) -> Result<BaseProducer<Deliveries>, Error> {
+fn producer(ep: &Endpoint, acks: &str, linger_ms: &str) -> Result<BaseProducer<Deliveries>, Error> {
     Ok(ep
         .config()
         .set("acks", acks)

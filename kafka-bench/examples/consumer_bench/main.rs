@@ -340,7 +340,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
                     } else {
                         client.name().to_owned()
                     };
-                    print!("      {label:<14} ");
+                    print!("      {label:<20} ");
                     std::io::stdout().flush()?;
                     let spec = PhaseSpec {
                         client,

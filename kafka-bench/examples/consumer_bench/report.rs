@@ -139,12 +139,7 @@ pub(crate) fn phase_json(r: &PhaseResult) -> String {
 }
 
 /// The whole result as one line of JSON.
-pub(crate) fn to_json(
-    rows: &[Row],
-    mode: Mode,
-    rounds: usize,
-    tls_fetch: Option<&str>,
-) -> String {
+pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize, tls_fetch: Option<&str>) -> String {
     let cases: Vec<String> = rows
         .iter()
         .map(|row| {

@@ -385,7 +385,13 @@ fn run_pair(r: &RoundSpec<'_>) -> Result<(PhaseResult, PhaseResult), Error> {
     for client in order {
         let (topic, label) = if r.named {
             (
-                format!("pb-{}-{}-{}-{}", r.i, r.round, client.name(), r.security.name()),
+                format!(
+                    "pb-{}-{}-{}-{}",
+                    r.i,
+                    r.round,
+                    client.name(),
+                    r.security.name()
+                ),
                 format!("{} {}", client.name(), r.security.name()),
             )
         } else {
@@ -395,7 +401,7 @@ fn run_pair(r: &RoundSpec<'_>) -> Result<(PhaseResult, PhaseResult), Error> {
             )
         };
         topics::create(r.admin_addr, &topic, r.case.partitions)?;
-        print!("      {label:<14} ");
+        print!("      {label:<20} ");
         std::io::stdout().flush()?;
         let spec = PhaseSpec {
             client,

@@ -3,8 +3,8 @@
 use kafka_bench::harness::num;
 
 use crate::cases::Mode;
-use crate::{Pair, Row, speed_ratio};
 use crate::phase::PhaseResult;
+use crate::{Pair, Row, speed_ratio};
 
 pub(crate) fn print_table(rows: &[Row]) {
     println!(
@@ -156,12 +156,7 @@ pub(crate) fn phase_json(r: &PhaseResult, size: usize) -> String {
 }
 
 /// The whole result as one line of JSON.
-pub(crate) fn to_json(
-    rows: &[Row],
-    mode: Mode,
-    rounds: usize,
-    tls_fetch: Option<&str>,
-) -> String {
+pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize, tls_fetch: Option<&str>) -> String {
     let cases: Vec<String> = rows
         .iter()
         .map(|row| {
