@@ -10,6 +10,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cpu_time_of;
+use crate::tls::BrokerTls;
 
 /// The benchmarks' error type.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -105,7 +106,11 @@ pub struct Broker {
     /// Apache Kafka's node, stopped on drop.
     pub kafka: Option<kafka_peers::ApacheKafka>,
     pub pid: String,
+    /// The `PLAINTEXT` listener's `host:port`.
     pub addr: String,
+    /// The `SSL` listener's `host:port`, when the broker was started with one
+    /// ([`start_broker_with`]).
+    pub tls_addr: Option<String>,
 }
 
 /// Starts one Apache Kafka node (broker and controller) with Kafka's own server JVM settings
@@ -128,6 +133,7 @@ pub fn start_apache_kafka(dir: &Path) -> Result<Broker, Error> {
         child: None,
         pid,
         addr: kafka.bootstrap(),
+        tls_addr: None,
         kafka: Some(kafka),
     })
 }
@@ -135,13 +141,35 @@ pub fn start_apache_kafka(dir: &Path) -> Result<Broker, Error> {
 /// Starts the broker binary at `path` on a free loopback port with its data in
 /// `dir/data` (log in `dir/broker.log`) and waits until it accepts connections.
 pub fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
-    // A free port: bind to port 0, note the port, release it.
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    start_broker_with(path, dir, None)
+}
+
+/// A free loopback port: bind to port 0, note the port, release it.
+fn free_port() -> Result<u16, Error> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// [`start_broker`], and with `tls` a second listener, `SSL`, on another free loopback port
+/// ([`Broker::tls_addr`]) serving `tls`'s keystore; waits until both accept connections.
+pub fn start_broker_with(
+    path: &Path,
+    dir: &Path,
+    tls: Option<&BrokerTls>,
+) -> Result<Broker, Error> {
+    let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(path);
+    cmd.arg("--listen").arg(&addr);
+    let mut tls_addr = None;
+    if let Some(tls) = tls {
+        let tls_port = free_port()?;
+        for kv in tls.broker_settings(port, tls_port) {
+            cmd.arg("--set").arg(kv);
+        }
+        tls_addr = Some(format!("127.0.0.1:{tls_port}"));
+    }
     let log = File::create(dir.join("broker.log"))?;
-    let child = Command::new(path)
-        .arg("--listen")
-        .arg(&addr)
+    let child = cmd
         .arg("--data-dir")
         .arg(dir.join("data"))
         .env("RUST_LOG", "warn")
@@ -155,10 +183,12 @@ pub fn start_broker(path: &Path, dir: &Path) -> Result<Broker, Error> {
         child: Some(ChildGuard(child)),
         kafka: None,
         addr,
+        tls_addr,
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if TcpStream::connect(&broker.addr).is_ok() {
+        let listening = |a: &str| TcpStream::connect(a).is_ok();
+        if listening(&broker.addr) && broker.tls_addr.as_deref().is_none_or(listening) {
             return Ok(broker);
         }
         let exited = match broker.child.as_mut() {

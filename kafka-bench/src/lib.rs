@@ -1,9 +1,10 @@
 //! Inputs shared by the benchmarks, peak-RSS and CPU reporting, the child-process harness
-//! of the client benchmarks ([`harness`]) and the three-node cluster of the cluster
-//! benchmarks ([`cluster`]).
+//! of the client benchmarks ([`harness`]), the certificates and client settings of their
+//! `--tls` runs ([`tls`]) and the three-node cluster of the cluster benchmarks ([`cluster`]).
 
 pub mod cluster;
 pub mod harness;
+pub mod tls;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{

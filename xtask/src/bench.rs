@@ -19,6 +19,14 @@
 //! `target/bench-broker.json`. Then it runs the replication cases (`bench replication`, with
 //! `--quick` when given) on three nodes of the same build.
 //!
+//! `cargo xtask bench broker --tls [--rounds N] [--quick]`: the same cases over plaintext and
+//! over TLS (a second listener, `SSL`, with a certificate made for the run; librdkafka with
+//! `security.protocol=ssl`), in interleaved rounds (default 3) on fresh brokers of the same
+//! build; the summary gives per case the median records/s, MB/s and broker CPU per record of
+//! each, the ratios TLS/plaintext (of the medians and round by round), and which path the TLS
+//! fetches take on this kernel (`TLS fetch: copied (no kTLS)` without kernel TLS). The
+//! replication cases are not run then (they have no TLS).
+//!
 //! `cargo xtask bench producer [--quick|--full] [--rounds N] [--json] [--only TEXT]
 //! [--peer kafka]`: builds `kafka-broker` in release (`--peer kafka`: fetches Apache Kafka
 //! and runs against it instead), then runs `kafka-bench`'s `producer_bench` example (feature
@@ -29,6 +37,14 @@
 //! prints progress and a table; the JSON goes to `target/bench-producer.json`, and with
 //! `--json` it is also the last line printed. `--only TEXT` runs the cases whose name
 //! contains TEXT (`--only txns`: the transactional ones).
+//!
+//! `cargo xtask bench producer --tls` and `cargo xtask bench consumer --tls` (with the other
+//! options but `--peer`): the broker also gets an `SSL` listener (a certificate made for the
+//! run), and every case runs each client over plaintext and over TLS (ours with
+//! `security.protocol=SSL` and a PEM truststore, librdkafka with `security.protocol=ssl` and
+//! `ssl.ca.location`, everything else the same) in interleaved rounds: the table gives the
+//! TLS rows next to the plaintext ones, with ours/librdkafka over TLS and TLS/plaintext per
+//! client; the JSON adds a `tls` object per case.
 //!
 //! `cargo xtask bench consumer [--quick|--full] [--rounds N] [--json] [--only TEXT]
 //! [--peer kafka]`: builds `kafka-broker` in release (`--peer kafka`: fetches Apache Kafka
@@ -139,6 +155,10 @@ fn broker(root: &Path, rest: &[String]) -> Result<(), Error> {
     }
     println!("bench: building broker_bench (bundled librdkafka) in release and running it");
     crate::cargo(root, &args)?;
+    if args.contains(&"--tls") {
+        println!("bench: --tls: the replication cases are not run (they have no TLS)");
+        return Ok(());
+    }
     println!("bench: building replication_bench in release and running it on three nodes");
     crate::cargo(root, &replication)
 }
@@ -213,8 +233,17 @@ fn broker_args(target: &Path, rest: &[String]) -> Result<(Vec<String>, Vec<Strin
                 }
                 args.push("--apache-kafka".into());
             }
+            "--tls" => args.push(a.clone()),
             other => return Err(format!("bench broker: unknown argument {other}").into()),
         }
+    }
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    if has("--tls") && (has("--baseline") || has("--apache-kafka")) {
+        return Err(
+            "bench broker: --tls compares TLS with plaintext on our broker; \
+                    not with --baseline or --peer"
+                .into(),
+        );
     }
     Ok((args, quick))
 }
@@ -260,7 +289,7 @@ fn client_args(target: &Path, client: &str, rest: &[String]) -> Result<Vec<Strin
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--quick" | "--full" | "--json" => args.push(a.clone()),
+            "--quick" | "--full" | "--json" | "--tls" => args.push(a.clone()),
             "--rounds" | "--only" => {
                 let v = it
                     .next()
@@ -280,8 +309,14 @@ fn client_args(target: &Path, client: &str, rest: &[String]) -> Result<Vec<Strin
             other => return Err(format!("bench {client}: unknown argument {other}").into()),
         }
     }
-    if rest.iter().any(|a| a == "--quick") && rest.iter().any(|a| a == "--full") {
+    let has = |flag: &str| rest.iter().any(|a| a == flag);
+    if has("--quick") && has("--full") {
         return Err(format!("bench {client}: --quick or --full, not both").into());
+    }
+    if has("--tls") && has("--peer") {
+        return Err(
+            format!("bench {client}: --tls runs against our broker only, not --peer").into(),
+        );
     }
     Ok(args)
 }
@@ -571,6 +606,13 @@ mod tests {
         let mut expected = head.to_vec();
         expected.extend(["--apache-kafka", "--rounds", "3"]);
         assert_eq!(args, strings(&expected));
+        // TLS against plaintext on our broker.
+        let (args, quick) =
+            broker_args(target, &strings(&["--tls", "--quick"])).unwrap_or_default();
+        let mut expected = head.to_vec();
+        expected.extend(["--tls", "--quick"]);
+        assert_eq!(args, strings(&expected));
+        assert_eq!(quick, strings(&["--quick"]));
         for bad in [
             &["--baseline"][..],
             &["--rounds"],
@@ -579,6 +621,8 @@ mod tests {
             &["--full"],
             &["--peer"],
             &["--peer", "redpanda"],
+            &["--tls", "--peer", "kafka"],
+            &["--baseline", "/b/old", "--tls"],
         ] {
             assert!(broker_args(target, &strings(bad)).is_err(), "{bad:?}");
         }
@@ -618,11 +662,19 @@ mod tests {
                 "--json",
             ])
         );
+        let args =
+            client_args(target, "consumer", &strings(&["--tls", "--quick"])).unwrap_or_default();
+        assert_eq!(
+            args.get(13..).map(<[String]>::to_vec),
+            Some(strings(&["--tls", "--quick"])),
+            "{args:?}"
+        );
         for bad in [
             &["--only"][..],
             &["--rounds"],
             &["--quick", "--full"],
             &["--session-timeout-ms", "1"],
+            &["--tls", "--peer", "kafka"],
         ] {
             for client in ["producer", "consumer"] {
                 assert!(

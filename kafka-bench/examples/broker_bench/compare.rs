@@ -1,6 +1,8 @@
-//! The summary of a run in rounds (`--baseline`, `--rounds`): per case and binary the median
-//! over the rounds of produce and consume throughput and of broker CPU time per record, the
-//! ratios ours/baseline, and per binary the peak RSS and the latency; as a table and as JSON.
+//! The summary of a run in rounds (`--baseline`, `--apache-kafka`, `--tls`, `--rounds`): per
+//! case and broker the median over the rounds of produce and consume throughput and of broker
+//! CPU time per record, the ratios of the first broker to the second (ours/baseline,
+//! ours/kafka, tls/plain) from the medians and round by round, and per broker the peak RSS and
+//! the latency; as a table and as JSON.
 
 use crate::{Binary, Case, Phase, Row, Run, kib};
 
@@ -95,8 +97,28 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The figures of every binary for case `i`; with a baseline, also the ratios ours/baseline
-/// of produce and consume throughput and of CPU per record.
+/// The ratios first/second of produce and consume records/s of case `i` in each round (the
+/// two brokers of a round ran back to back, so these see the same machine); empty unless
+/// there are two brokers.
+fn round_ratios(runs: &[Vec<Run>], i: usize) -> Vec<[f64; 2]> {
+    let [first, second] = runs else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .zip(second)
+        .filter_map(|(a, b)| {
+            let (a, b) = (a.rows.get(i)?, b.rows.get(i)?);
+            Some([
+                ratio(a.produce.per_sec(), b.produce.per_sec()),
+                ratio(a.consume.per_sec(), b.consume.per_sec()),
+            ])
+        })
+        .collect()
+}
+
+/// The figures of every binary for case `i`; with a second broker, also the ratios
+/// first/second of produce and consume throughput and of CPU per record.
 fn case_figures(runs: &[Vec<Run>], i: usize) -> (Vec<CaseFigures>, Option<[f64; 3]>) {
     let figs: Vec<CaseFigures> = runs.iter().map(|r| CaseFigures::of(r, i)).collect();
     let ratios = match figs.as_slice() {
@@ -126,7 +148,9 @@ pub(crate) fn print_summary(
     disk_mb_s: f64,
 ) {
     let rounds = runs.first().map_or(0, Vec::len);
-    // The second broker the ratios compare with: "baseline" or "kafka".
+    // The brokers the ratios compare: "ours" with "baseline" or "kafka", or "tls" with
+    // "plain".
+    let first = binaries.first().map_or("ours", |b| b.name);
     let other = binaries.get(1).map_or("base", |b| b.name);
     println!(
         "\n| {:<26} | {:<8} | {:>13} | {:>12} | {:>13} | {:>12} | {:>14} | {:>19} |",
@@ -137,7 +161,7 @@ pub(crate) fn print_summary(
         "consume rec/s",
         "consume MB/s",
         "broker CPU/rec",
-        format!("ours/{} p, c, CPU", other)
+        format!("{first}/{other} p, c, CPU")
     );
     println!(
         "|{:-<28}|{:-<10}|{:-<15}|{:-<14}|{:-<15}|{:-<14}|{:-<16}|{:-<21}|",
@@ -170,9 +194,19 @@ pub(crate) fn print_summary(
     println!(
         "\nmedians over {rounds} round(s), each on a fresh broker of each binary, alternating \
          which goes first; broker CPU/rec: the broker's user + system time over a case's produce \
-         and consume phases per record written and read. ours/{other}: produce and consume \
-         records/s, CPU per record."
+         and consume phases per record written and read. {first}/{other}: produce and consume \
+         records/s, CPU per record (ratios of the medians)."
     );
+    if binaries.len() == 2 {
+        println!("{first}/{other} round by round (produce, consume records/s):");
+        for (i, case) in cases.iter().enumerate() {
+            let each: Vec<String> = round_ratios(runs, i)
+                .iter()
+                .map(|[p, c]| format!("{} {}", times(*p), times(*c)))
+                .collect();
+            println!("  {:<26} {}", case.name(), each.join(" | "));
+        }
+    }
     println!("disk sequential write (256 MiB + fsync): {disk_mb_s:.0} MB/s");
     for (bin, runs) in binaries.iter().zip(runs) {
         let f = BrokerFigures::of(runs);
@@ -231,6 +265,7 @@ pub(crate) fn to_json(
     runs: &[Vec<Run>],
     disk_mb_s: f64,
     quick: bool,
+    tls_fetch: Option<&str>,
 ) -> String {
     let rounds = runs.first().map_or(0, Vec::len);
     let brokers: Vec<String> = binaries
@@ -295,23 +330,35 @@ pub(crate) fn to_json(
                 s.push_str(&format!(",\n     \"{}\": {}", bin.name, figures(f)));
             }
             if let Some([p, c, cpu]) = ratios {
+                let each: Vec<String> = round_ratios(runs, i)
+                    .iter()
+                    .map(|[p, c]| format!("[{}, {}]", num(*p, 3), num(*c, 3)))
+                    .collect();
                 s.push_str(&format!(
-                    ",\n     \"produce_ratio\": {}, \"consume_ratio\": {}, \"cpu_ratio\": {}",
+                    ",\n     \"produce_ratio\": {}, \"consume_ratio\": {}, \"cpu_ratio\": {}, \
+                     \"rounds_produce_consume_ratio\": [{}]",
                     num(p, 3),
                     num(c, 3),
-                    num(cpu, 3)
+                    num(cpu, 3),
+                    each.join(", ")
                 ));
             }
             s.push('}');
             s
         })
         .collect();
+    let ratio_of = match binaries {
+        [a, b] => string(&format!("{}/{}", a.name, b.name)),
+        _ => "null".into(),
+    };
     format!(
         "{{\n  \"bench\": \"broker\",\n  \"client\": \"librdkafka {}\",\n  \"quick\": {quick},\n  \
          \"rounds\": {rounds},\n  \"producer\": \"BaseProducer, linger.ms=5, compression none\",\n  \
-         \"disk_write_mb_per_sec\": {disk_mb_s:.1},\n  \"brokers\": [\n{}\n  ],\n  \
-         \"cases\": [\n{}\n  ]\n}}",
+         \"disk_write_mb_per_sec\": {disk_mb_s:.1},\n  \"ratios\": {},\n  \"tls_fetch\": {},\n  \
+         \"brokers\": [\n{}\n  ],\n  \"cases\": [\n{}\n  ]\n}}",
         rdkafka::util::get_rdkafka_version().1,
+        ratio_of,
+        tls_fetch.map_or_else(|| "null".into(), string),
         brokers.join(",\n"),
         cases.join(",\n")
     )
@@ -327,6 +374,59 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(vec![f64::NAN, 5.0]), 5.0);
+    }
+
+    fn run(produce: &[(u64, u64)]) -> Run {
+        let phase = |records: u64, millis: u64| Phase {
+            records,
+            bytes: records * 100,
+            elapsed: std::time::Duration::from_millis(millis),
+            broker_cpu: std::time::Duration::ZERO,
+            errors: 0,
+            first_record: std::time::Duration::ZERO,
+        };
+        let case = Case {
+            size: 100,
+            acks_all: false,
+            keyed: false,
+            partitions: 1,
+            records: 1000,
+        };
+        Run {
+            rows: produce
+                .iter()
+                .map(|&(p, c)| Row {
+                    case,
+                    produce: phase(1000, p),
+                    consume: phase(1000, c),
+                })
+                .collect(),
+            latency: crate::Latency {
+                rate: 0,
+                sent: 0,
+                received: 0,
+                p50_ms: f64::NAN,
+                p99_ms: f64::NAN,
+                p999_ms: f64::NAN,
+                max_ms: f64::NAN,
+            },
+            perf_test: None,
+            broker_cpu: None,
+            broker_rss: None,
+        }
+    }
+
+    #[test]
+    fn round_ratios_pair_the_brokers_of_each_round() {
+        // Case 0 takes (produce ms, consume ms): TLS 2000/1000 then 1000/1000; plaintext
+        // 1000/500 then 1000/2000. Ratios are of records/s, first / second, per round.
+        let tls = vec![run(&[(2000, 1000)]), run(&[(1000, 1000)])];
+        let plain = vec![run(&[(1000, 500)]), run(&[(1000, 2000)])];
+        let runs = vec![tls, plain];
+        assert_eq!(round_ratios(&runs, 0), [[0.5, 0.5], [1.0, 2.0]]);
+        // No such case, or one broker only: nothing.
+        assert!(round_ratios(&runs, 1).is_empty());
+        assert!(round_ratios(&runs[..1], 0).is_empty());
     }
 
     #[test]

@@ -23,13 +23,23 @@
 //! `kafka-server-start`: 1 GiB heap, G1), in the same interleaved rounds: the ratios are then
 //! ours / Apache Kafka. Its CPU time and peak RSS are the JVM process's.
 //!
+//! With `--tls` the broker under test gets a second listener, `SSL` (a certificate made for
+//! the run, a PEM keystore), and the same cases run over plaintext and over TLS in
+//! interleaved rounds (default 3), each round on a fresh broker per mode, alternating which
+//! mode goes first; librdkafka connects with `security.protocol=ssl` and the run's CA as
+//! `ssl.ca.location`. The summary gives per case the medians of each mode and the ratios
+//! TLS/plaintext of produce and consume records/s and of broker CPU per record, and says which
+//! path the broker's TLS fetches take here (`TLS fetch: copied (no kTLS)` when the kernel
+//! offers no kernel TLS: `tls` missing from `/proc/sys/net/ipv4/tcp_available_ulp`).
+//!
 //! Each run ends with Kafka's own `kafka-producer-perf-test` (the Java producer with its
 //! defaults, 100 B records as fast as it goes) as a second load generator, when the jars
 //! `kafka-peers/fetch` caches are there.
 //!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example broker_bench -- \
-//!     --broker target/release/kafka-broker [--baseline PATH | --apache-kafka] [--rounds N] \
+//!     --broker target/release/kafka-broker [--baseline PATH | --apache-kafka | --tls] \
+//!     [--rounds N] \
 //!     [--quick] \
 //!     [--json PATH] [--dir PATH]
 //! ```
@@ -44,7 +54,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use kafka_bench::harness::{Broker, start_apache_kafka, start_broker};
+use kafka_bench::harness::{start_apache_kafka, start_broker_with};
+use kafka_bench::tls::{BrokerTls, Security, tls_fetch_path};
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
@@ -181,6 +192,28 @@ struct Binary {
     path: PathBuf,
     /// Whether this is Apache Kafka (its jars were found when the run began).
     apache_kafka: bool,
+    /// `--tls`: the broker also gets an `SSL` listener with these files, and every client of
+    /// the run connects to that one.
+    tls: Option<BrokerTls>,
+}
+
+/// Where the clients of a run connect: a listener's address and its security.
+#[derive(Clone)]
+struct Endpoint {
+    addr: String,
+    security: Security,
+}
+
+impl Endpoint {
+    /// A librdkafka configuration bootstrapping from this listener.
+    fn config(&self) -> ClientConfig {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", &self.addr);
+        for (k, v) in self.security.rdkafka_settings() {
+            cfg.set(k, v);
+        }
+        cfg
+    }
 }
 
 /// One run of every case, and the latency, on a fresh broker.
@@ -203,6 +236,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut rounds = None;
     let mut dir = None;
     let mut apache_kafka = false;
+    let mut tls = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -223,6 +257,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             }
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             "--apache-kafka" => apache_kafka = true,
+            "--tls" => tls = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -230,8 +265,15 @@ fn bench(args: &[String]) -> Result<(), Error> {
     if apache_kafka && baseline.is_some() {
         return Err("--baseline and --apache-kafka: one second broker at a time".into());
     }
+    if tls && (apache_kafka || baseline.is_some()) {
+        return Err(
+            "--tls compares our broker over TLS with itself over plaintext: \
+                    not with --baseline or --apache-kafka"
+                .into(),
+        );
+    }
     let rounds = rounds.unwrap_or_else(|| {
-        if baseline.is_some() || apache_kafka {
+        if baseline.is_some() || apache_kafka || tls {
             3
         } else {
             1
@@ -252,8 +294,9 @@ fn bench(args: &[String]) -> Result<(), Error> {
         name: "ours",
         path: broker_path,
         apache_kafka: false,
+        tls: None,
     };
-    if baseline.is_none() && !apache_kafka && rounds == 1 {
+    if baseline.is_none() && !apache_kafka && !tls && rounds == 1 {
         let run = run_once(&ours, &tmp.0, &cases, quick)?;
         print_table(
             &run.rows,
@@ -273,12 +316,34 @@ fn bench(args: &[String]) -> Result<(), Error> {
         return emit(&json, json_path.as_deref());
     }
 
-    let mut binaries = vec![ours];
+    let tls_fetch = tls.then(tls_fetch_path);
+    let mut binaries = Vec::new();
+    if tls {
+        // The TLS mode first: the ratios are TLS / plaintext.
+        let files = BrokerTls::new(&tmp.0)?;
+        println!(
+            "  TLS: broker certificate for localhost and 127.0.0.1 signed by {}",
+            files.ca_file.display()
+        );
+        binaries.push(Binary {
+            name: "tls",
+            path: ours.path.clone(),
+            apache_kafka: false,
+            tls: Some(files),
+        });
+        binaries.push(Binary {
+            name: "plain",
+            ..ours
+        });
+    } else {
+        binaries.push(ours);
+    }
     if let Some(path) = baseline {
         binaries.push(Binary {
             name: "baseline",
             path,
             apache_kafka: false,
+            tls: None,
         });
     }
     if apache_kafka {
@@ -288,6 +353,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
             name: "kafka",
             path: kafka_peers::java::libs_dir(),
             apache_kafka: true,
+            tls: None,
         });
     }
     // runs[b][round]: binary b's run in that round.
@@ -311,7 +377,10 @@ fn bench(args: &[String]) -> Result<(), Error> {
         }
     }
     compare::print_summary(&cases, &binaries, &runs, disk_mb_s);
-    let json = compare::to_json(&cases, &binaries, &runs, disk_mb_s, quick);
+    if let Some(path) = tls_fetch {
+        println!("TLS fetch: {path}");
+    }
+    let json = compare::to_json(&cases, &binaries, &runs, disk_mb_s, quick, tls_fetch);
     emit(&json, json_path.as_deref())
 }
 
@@ -331,9 +400,25 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
     let broker = if bin.apache_kafka {
         start_apache_kafka(dir)?
     } else {
-        start_broker(&bin.path, dir)?
+        start_broker_with(&bin.path, dir, bin.tls.as_ref())?
     };
-    println!("  broker pid {} on {}", broker.pid, broker.addr);
+    let ep = match (&bin.tls, &broker.tls_addr) {
+        (Some(files), Some(addr)) => Endpoint {
+            addr: addr.clone(),
+            security: files.security(),
+        },
+        _ => Endpoint {
+            addr: broker.addr.clone(),
+            security: Security::Plaintext,
+        },
+    };
+    println!(
+        "  broker pid {} on {} (clients: {} on {})",
+        broker.pid,
+        broker.addr,
+        ep.security.name(),
+        ep.addr
+    );
     let cpu_start = cpu_time_of(&broker.pid);
 
     let mut rows = Vec::new();
@@ -346,17 +431,17 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
             case.name()
         );
         std::io::stdout().flush()?;
-        create_topic(&broker.addr, &topic, case.partitions)?;
+        create_topic(&ep, &topic, case.partitions)?;
         print!("producing {} ... ", case.records);
         std::io::stdout().flush()?;
-        let produce = produce(&broker, &topic, case)?;
+        let produce = produce(&ep, &broker.pid, &topic, case)?;
         print!(
             "{:.0} rec/s {:.1} MB/s; consuming ... ",
             produce.per_sec(),
             produce.mb_per_sec()
         );
         std::io::stdout().flush()?;
-        let consume = consume(&broker, &topic, case.partitions, produce.records)?;
+        let consume = consume(&ep, &broker.pid, &topic, case.partitions, produce.records)?;
         println!(
             "{:.0} rec/s {:.1} MB/s",
             consume.per_sec(),
@@ -372,8 +457,8 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
     let (rate, seconds) = (2_000, if quick { 2 } else { 3 });
     print!("  latency: 100 B, acks=all, 1 partition, {rate} msgs/s for {seconds} s ... ");
     std::io::stdout().flush()?;
-    create_topic(&broker.addr, "bench-latency", 1)?;
-    let latency = latency(&broker.addr, "bench-latency", rate, seconds)?;
+    create_topic(&ep, "bench-latency", 1)?;
+    let latency = latency(&ep, "bench-latency", rate, seconds)?;
     println!(
         "p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms",
         latency.p50_ms, latency.p99_ms, latency.p999_ms
@@ -384,8 +469,8 @@ fn run_once(bin: &Binary, dir: &Path, cases: &[Case], quick: bool) -> Result<Run
             let records = if quick { 200_000 } else { 1_000_000 };
             print!("  kafka-producer-perf-test: {records} records of 100 B, 4 partitions ... ");
             std::io::stdout().flush()?;
-            create_topic(&broker.addr, "bench-perf-test", 4)?;
-            let got = perf_test(&jvm, &broker.addr, "bench-perf-test", records)?;
+            create_topic(&ep, "bench-perf-test", 4)?;
+            let got = perf_test(&jvm, &ep, "bench-perf-test", records)?;
             println!("{:.0} rec/s, average latency {:.1} ms", got.0, got.1);
             Some(got)
         }
@@ -432,12 +517,12 @@ fn disk_write(dir: &Path) -> Result<f64, Error> {
 /// latency, ...").
 fn perf_test(
     jvm: &kafka_peers::Jvm,
-    addr: &str,
+    ep: &Endpoint,
     topic: &str,
     records: u64,
 ) -> Result<(f64, f64), Error> {
     let records = records.to_string();
-    let bootstrap = format!("bootstrap.servers={addr}");
+    let bootstrap = format!("bootstrap.servers={}", ep.addr);
     // A full JVM (the optimizing compiler, the default collector), not the tests' quick one:
     // the client must not be what limits the rate.
     let mut cmd = jvm.command_bare(
@@ -456,6 +541,8 @@ fn perf_test(
         "--producer-props",
         &bootstrap,
     ]);
+    // Over TLS: the run's CA as a PEM truststore (more key=value pairs of --producer-props).
+    cmd.args(ep.security.java_settings());
     let out = kafka_peers::run(cmd, None, Duration::from_secs(300))?;
     if !out.success() {
         return Err(format!("kafka-producer-perf-test failed: {}", out.describe()).into());
@@ -484,10 +571,8 @@ fn perf_test(
     }
 }
 
-fn create_topic(addr: &str, topic: &str, partitions: i32) -> Result<(), Error> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", addr)
-        .create()?;
+fn create_topic(ep: &Endpoint, topic: &str, partitions: i32) -> Result<(), Error> {
+    let admin: AdminClient<DefaultClientContext> = ep.config().create()?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = futures::executor::block_on(admin.create_topics([&new], &opts))?;
@@ -519,9 +604,9 @@ impl ProducerContext for Deliveries {
     }
 }
 
-fn producer(addr: &str, acks: &str, linger_ms: &str) -> Result<BaseProducer<Deliveries>, Error> {
-    Ok(ClientConfig::new()
-        .set("bootstrap.servers", addr)
+fn producer(ep: &Endpoint, acks: &str, linger_ms: &str) -> Result<BaseProducer<Deliveries>, Error> {
+    Ok(ep
+        .config()
         .set("acks", acks)
         .set("linger.ms", linger_ms)
         .set("compression.type", "none")
@@ -545,8 +630,8 @@ fn send(
     }
 }
 
-fn produce(broker: &Broker, topic: &str, case: &Case) -> Result<Phase, Error> {
-    let producer = producer(&broker.addr, if case.acks_all { "all" } else { "1" }, "5")?;
+fn produce(ep: &Endpoint, broker_pid: &str, topic: &str, case: &Case) -> Result<Phase, Error> {
+    let producer = producer(ep, if case.acks_all { "all" } else { "1" }, "5")?;
     // Connect and learn the topic's leaders before the clock starts.
     producer
         .client()
@@ -554,7 +639,7 @@ fn produce(broker: &Broker, topic: &str, case: &Case) -> Result<Phase, Error> {
     let payload = kafka_bench::records(case.size);
     let keys: Vec<String> = (0..KEYS).map(|k| format!("key-{k:06}")).collect();
 
-    let cpu0 = cpu_time_of(&broker.pid);
+    let cpu0 = cpu_time_of(broker_pid);
     let started = Instant::now();
     let mut sent = 0u64;
     while sent < case.records {
@@ -573,7 +658,7 @@ fn produce(broker: &Broker, topic: &str, case: &Case) -> Result<Phase, Error> {
     }
     producer.flush(Duration::from_secs(30))?;
     let elapsed = started.elapsed();
-    let broker_cpu = cpu_time_of(&broker.pid)
+    let broker_cpu = cpu_time_of(broker_pid)
         .zip(cpu0)
         .map(|(b, a)| b.saturating_sub(a));
     let ctx = producer.context();
@@ -594,9 +679,14 @@ fn produce(broker: &Broker, topic: &str, case: &Case) -> Result<Phase, Error> {
 /// application frees space: with its defaults (`fetch.queue.backoff.ms` 1000 once 100,000
 /// records are queued) the rate of 100 B records measured librdkafka's back-off, about 413k or
 /// 684k records/s per round whatever the broker did, not the broker.
-fn consumer(addr: &str, topic: &str, partitions: i32, from: Offset) -> Result<BaseConsumer, Error> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", addr)
+fn consumer(
+    ep: &Endpoint,
+    topic: &str,
+    partitions: i32,
+    from: Offset,
+) -> Result<BaseConsumer, Error> {
+    let consumer: BaseConsumer = ep
+        .config()
         .set("group.id", "broker-bench")
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -611,9 +701,15 @@ fn consumer(addr: &str, topic: &str, partitions: i32, from: Offset) -> Result<Ba
     Ok(consumer)
 }
 
-fn consume(broker: &Broker, topic: &str, partitions: i32, expect: u64) -> Result<Phase, Error> {
-    let consumer = consumer(&broker.addr, topic, partitions, Offset::Beginning)?;
-    let cpu0 = cpu_time_of(&broker.pid);
+fn consume(
+    ep: &Endpoint,
+    broker_pid: &str,
+    topic: &str,
+    partitions: i32,
+    expect: u64,
+) -> Result<Phase, Error> {
+    let consumer = consumer(ep, topic, partitions, Offset::Beginning)?;
+    let cpu0 = cpu_time_of(broker_pid);
     let created = Instant::now();
     // The clock starts at the first record, after connecting, the group coordinator lookup
     // and the first fetch (reported apart as `first_record`).
@@ -633,7 +729,7 @@ fn consume(broker: &Broker, topic: &str, partitions: i32, expect: u64) -> Result
     let started = started.unwrap_or(created);
     let first_record = started - created;
     let elapsed = started.elapsed();
-    let broker_cpu = cpu_time_of(&broker.pid)
+    let broker_cpu = cpu_time_of(broker_pid)
         .zip(cpu0)
         .map(|(b, a)| b.saturating_sub(a));
     Ok(Phase {
@@ -648,14 +744,15 @@ fn consume(broker: &Broker, topic: &str, partitions: i32, expect: u64) -> Result
 
 /// Sends 100-byte records at `rate` per second for `seconds` (acks=all, linger.ms=0), each
 /// carrying its send time; a consumer thread notes when each arrives.
-fn latency(addr: &str, topic: &str, rate: u64, seconds: u64) -> Result<Latency, Error> {
+fn latency(ep: &Endpoint, topic: &str, rate: u64, seconds: u64) -> Result<Latency, Error> {
     let total = rate * seconds;
     let epoch = Instant::now();
     let (ready_tx, ready_rx) = mpsc::channel();
     let reader = {
-        let (addr, topic) = (addr.to_owned(), topic.to_owned());
+        let ep = ep.clone();
+        let topic = topic.to_owned();
         std::thread::spawn(move || -> Result<Vec<u64>, Error> {
-            let consumer = consumer(&addr, &topic, 1, Offset::Beginning)?;
+            let consumer = consumer(&ep, &topic, 1, Offset::Beginning)?;
             // Let it connect and start fetching before the first record goes out.
             let warm = Instant::now();
             while warm.elapsed() < Duration::from_secs(1) {
@@ -679,7 +776,7 @@ fn latency(addr: &str, topic: &str, rate: u64, seconds: u64) -> Result<Latency, 
             Ok(lat)
         })
     };
-    let producer = producer(addr, "all", "0")?;
+    let producer = producer(ep, "all", "0")?;
     producer
         .client()
         .fetch_metadata(Some(topic), Duration::from_secs(10))?;

@@ -56,7 +56,8 @@
 //!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example consumer_bench -- \
-//!     --broker target/release/kafka-broker [--apache-kafka] [--quick|--full] [--rounds N] [--check-crcs] \
+//!     --broker target/release/kafka-broker [--apache-kafka | --tls] [--quick|--full] [--rounds N] \
+//!     [--check-crcs] \
 //!     [--json] [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
 //!
@@ -65,6 +66,16 @@
 //! that the client ratios are also measured on the reference broker.
 //!
 //! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `read_committed`).
+//!
+//! `--tls` gives the broker a second listener, `SSL` (a certificate made for the run, a PEM
+//! keystore), and runs every read phase over plaintext and over TLS: ours with
+//! `security.protocol=SSL` and the run's CA as a PEM truststore, librdkafka with
+//! `security.protocol=ssl` and `ssl.ca.location`, every other setting the same (topics are
+//! filled over plaintext). Within a round the two securities alternate which goes first, and
+//! within each the two clients as above; the table gives the TLS rows (each client's best
+//! round) next to the plaintext ones, with ours/librdkafka over TLS and TLS/plaintext per
+//! client. The run says which path the broker's TLS fetches take on this kernel (`TLS fetch:
+//! copied (no kTLS)` when `/proc/sys/net/ipv4/tcp_available_ulp` has no `tls`).
 //!
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
 //! the same object to a file. For experiments: `CONSUMER_BENCH_OURS_SET=key=value,...` adds
@@ -85,7 +96,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kafka_bench::harness::{Error, TempDir, run_self, start_apache_kafka, start_broker, topics};
+use kafka_bench::harness::{
+    Error, TempDir, run_self, start_apache_kafka, start_broker_with, topics,
+};
+use kafka_bench::tls::{BrokerTls, Security, tls_fetch_path};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
@@ -142,6 +156,31 @@ struct Filled {
     checksum: u64,
 }
 
+/// One case over one security: each client's best round, and every round's records/s.
+pub(crate) struct Pair {
+    pub(crate) ours: PhaseResult,
+    pub(crate) librdkafka: PhaseResult,
+    /// records/s of every round, ours and librdkafka.
+    pub(crate) rounds: Vec<(f64, f64)>,
+}
+
+impl Pair {
+    /// ours/librdkafka records/s.
+    pub(crate) fn ratio(&self) -> f64 {
+        self.ours.per_sec() / self.librdkafka.per_sec().max(1e-9)
+    }
+
+    /// ours/librdkafka CPU per record.
+    pub(crate) fn cpu_ratio(&self) -> f64 {
+        self.ours.cpu_per_m() / self.librdkafka.cpu_per_m().max(1e-9)
+    }
+}
+
+/// `a / b` of records/s (the TLS/plaintext ratio of one client).
+pub(crate) fn speed_ratio(a: &PhaseResult, b: &PhaseResult) -> f64 {
+    a.per_sec() / b.per_sec().max(1e-9)
+}
+
 pub(crate) struct Row {
     pub(crate) case: Case,
     pub(crate) ours: PhaseResult,
@@ -150,6 +189,8 @@ pub(crate) struct Row {
     pub(crate) rounds: Vec<(f64, f64)>,
     /// Every phase read exactly what was written.
     pub(crate) verified: bool,
+    /// `--tls`: the same case over TLS, in the same rounds.
+    pub(crate) tls: Option<Pair>,
 }
 
 impl Row {
@@ -172,6 +213,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut dir = None;
     let mut rounds = 5usize;
     let mut only = None;
+    let mut tls = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -190,12 +232,16 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
             "--apache-kafka" => apache_kafka = true,
+            "--tls" => tls = true,
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
     let broker_path = broker_path.ok_or("say where the broker binary is: --broker PATH")?;
+    if tls && apache_kafka {
+        return Err("--tls runs against our broker only, not --apache-kafka".into());
+    }
     // At most one topic is kept at a time (about 1.2 GB for 10M records of 100 bytes).
     let tmp = TempDir::new(dir, "kafka-consumer-bench")?;
     let max_phase = if mode == Mode::Quick {
@@ -215,13 +261,28 @@ fn bench(args: &[String]) -> Result<(), Error> {
             format!("; ours also with {extra}")
         }
     );
+    let tls = if tls {
+        Some(BrokerTls::new(&tmp.0)?)
+    } else {
+        None
+    };
     // `--apache-kafka`: the same cases against Apache Kafka's own broker instead of ours.
     let broker = if apache_kafka {
         start_apache_kafka(&tmp.0)?
     } else {
-        start_broker(&broker_path, &tmp.0)?
+        start_broker_with(&broker_path, &tmp.0, tls.as_ref())?
     };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
+    // Each security with the address its clients bootstrap from.
+    let mut securities = vec![(Security::Plaintext, broker.addr.clone())];
+    let tls_fetch = tls.as_ref().map(|_| tls_fetch_path());
+    if let (Some(files), Some(addr)) = (&tls, &broker.tls_addr) {
+        println!(
+            "  TLS listener on {addr} (certificate for localhost and 127.0.0.1); TLS fetch: {}",
+            tls_fetch.unwrap_or("?")
+        );
+        securities.push((files.security(), addr.clone()));
+    }
 
     let cases: Vec<Case> = cases(mode, check_crcs)
         .into_iter()
@@ -254,76 +315,110 @@ fn bench(args: &[String]) -> Result<(), Error> {
             case.records,
             case.check_crcs
         );
-        let mut runs: Vec<(PhaseResult, PhaseResult)> = Vec::new();
+        // runs[s]: the rounds over securities[s].
+        let mut runs: Vec<Vec<(PhaseResult, PhaseResult)>> =
+            securities.iter().map(|_| Vec::new()).collect();
         let mut verified = true;
         for round in 0..rounds {
-            // Alternate who goes first, so neither always meets a warmer broker.
-            let order = if (i + round) % 2 == 0 {
-                [Client::Ours, Client::Librdkafka]
-            } else {
-                [Client::Librdkafka, Client::Ours]
-            };
-            let mut pair = (PhaseResult::default(), PhaseResult::default());
-            for client in order {
-                print!("      {:<10} ", client.name());
-                std::io::stdout().flush()?;
-                let spec = PhaseSpec {
-                    client,
-                    addr: broker.addr.clone(),
-                    topic: topic.topic.clone(),
-                    partitions: case.partitions,
-                    records: case.records,
-                    check_crcs: case.check_crcs,
-                    read_committed: case.read_committed,
-                    max_phase,
-                };
-                let r = run_phase(&spec, &broker.pid)?;
-                let problems = problems(&r, case, topic.checksum);
-                verified &= problems.is_empty();
-                let failed_committed = case.read_committed && !problems.is_empty();
-                println!(
-                    "{:>9.0} rec/s {:>7.1} MB/s, CPU {:.2} s/M records, RSS {:.1} MiB, \
-                     first record {:.0} ms, {} fetches{}; other load {:.1} cores{}",
-                    r.per_sec(),
-                    r.mb_per_sec(),
-                    r.cpu_per_m(),
-                    r.rss_kib as f64 / 1024.0,
-                    r.first_ms,
-                    r.fetches,
-                    if client == Client::Ours {
-                        format!(
-                            ", buffered at most {:.1} MiB",
-                            r.buffered_max as f64 / 1048576.0
-                        )
-                    } else {
-                        String::new()
-                    },
-                    r.other_cores,
-                    problems
-                );
-                if failed_committed {
-                    return Err(format!(
-                        "{} did not read exactly the {} committed records with \
-                         read_committed{problems}",
-                        client.name(),
-                        case.records
-                    )
-                    .into());
-                }
-                match client {
-                    Client::Ours => pair.0 = r,
-                    Client::Librdkafka => pair.1 = r,
-                }
+            // With --tls, alternate which security goes first too.
+            let mut sec_order: Vec<usize> = (0..securities.len()).collect();
+            if round % 2 == 1 {
+                sec_order.reverse();
             }
-            runs.push(pair);
+            for s in sec_order {
+                let (security, addr) = &securities[s];
+                // Alternate who goes first, so neither always meets a warmer broker.
+                let order = if (i + round) % 2 == 0 {
+                    [Client::Ours, Client::Librdkafka]
+                } else {
+                    [Client::Librdkafka, Client::Ours]
+                };
+                let mut pair = (PhaseResult::default(), PhaseResult::default());
+                for client in order {
+                    let label = if securities.len() > 1 {
+                        format!("{} {}", client.name(), security.name())
+                    } else {
+                        client.name().to_owned()
+                    };
+                    print!("      {label:<20} ");
+                    std::io::stdout().flush()?;
+                    let spec = PhaseSpec {
+                        client,
+                        addr: addr.clone(),
+                        topic: topic.topic.clone(),
+                        partitions: case.partitions,
+                        records: case.records,
+                        check_crcs: case.check_crcs,
+                        read_committed: case.read_committed,
+                        max_phase,
+                        security: security.clone(),
+                    };
+                    let r = run_phase(&spec, &broker.pid)?;
+                    let problems = problems(&r, case, topic.checksum);
+                    verified &= problems.is_empty();
+                    let failed_committed = case.read_committed && !problems.is_empty();
+                    println!(
+                        "{:>9.0} rec/s {:>7.1} MB/s, CPU {:.2} s/M records, RSS {:.1} MiB, \
+                         first record {:.0} ms, {} fetches{}; other load {:.1} cores{}",
+                        r.per_sec(),
+                        r.mb_per_sec(),
+                        r.cpu_per_m(),
+                        r.rss_kib as f64 / 1024.0,
+                        r.first_ms,
+                        r.fetches,
+                        if client == Client::Ours {
+                            format!(
+                                ", buffered at most {:.1} MiB",
+                                r.buffered_max as f64 / 1048576.0
+                            )
+                        } else {
+                            String::new()
+                        },
+                        r.other_cores,
+                        problems
+                    );
+                    if failed_committed {
+                        return Err(format!(
+                            "{label} did not read exactly the {} committed records with \
+                             read_committed{problems}",
+                            case.records
+                        )
+                        .into());
+                    }
+                    match client {
+                        Client::Ours => pair.0 = r,
+                        Client::Librdkafka => pair.1 = r,
+                    }
+                }
+                runs[s].push(pair);
+            }
         }
-        let row = best_row(*case, runs, verified)?;
+        let mut pairs = runs.into_iter().map(best_pair);
+        let plain = pairs.next().ok_or("no rounds")??;
+        let over_tls = pairs.next().transpose()?;
         println!(
             "      ours/librdkafka: {:.2}x records/s, {:.2}x CPU per record",
-            row.ratio(),
-            row.cpu_ratio()
+            plain.ratio(),
+            plain.cpu_ratio()
         );
-        rows.push(row);
+        if let Some(t) = &over_tls {
+            println!(
+                "      over TLS: ours/librdkafka {:.2}x records/s, {:.2}x CPU per record; \
+                 TLS/plaintext records/s: ours {:.2}x, librdkafka {:.2}x",
+                t.ratio(),
+                t.cpu_ratio(),
+                speed_ratio(&t.ours, &plain.ours),
+                speed_ratio(&t.librdkafka, &plain.librdkafka)
+            );
+        }
+        rows.push(Row {
+            case: *case,
+            ours: plain.ours,
+            librdkafka: plain.librdkafka,
+            rounds: plain.rounds,
+            verified,
+            tls: over_tls,
+        });
     }
     if let Some((_, old)) = filled.take() {
         topics::delete(&broker.addr, &old.topic)?;
@@ -334,7 +429,10 @@ fn bench(args: &[String]) -> Result<(), Error> {
     if rows.iter().any(|r| !r.verified) {
         println!("\nWARNING: some phases did not read exactly what was written (see above).");
     }
-    let obj = to_json(&rows, mode, rounds);
+    if let Some(path) = tls_fetch {
+        println!("TLS fetch: {path}");
+    }
+    let obj = to_json(&rows, mode, rounds, tls_fetch);
     if let Some(p) = &out_path {
         std::fs::write(p, format!("{obj}\n"))?;
         println!("JSON written to {p}");
@@ -469,11 +567,7 @@ fn problems(r: &PhaseResult, case: &Case, checksum: u64) -> String {
 
 /// Each client's best round (highest records/s): on a shared machine other work only ever
 /// slows a phase down.
-fn best_row(
-    case: Case,
-    runs: Vec<(PhaseResult, PhaseResult)>,
-    verified: bool,
-) -> Result<Row, Error> {
+fn best_pair(runs: Vec<(PhaseResult, PhaseResult)>) -> Result<Pair, Error> {
     let rounds = runs
         .iter()
         .map(|(o, l)| (o.per_sec(), l.per_sec()))
@@ -484,12 +578,10 @@ fn best_row(
             .max_by(|a, b| a.per_sec().total_cmp(&b.per_sec()))
             .ok_or("no rounds")
     };
-    Ok(Row {
-        case,
+    Ok(Pair {
         ours: best(ours)?,
         librdkafka: best(librdkafka)?,
         rounds,
-        verified,
     })
 }
 
@@ -543,6 +635,35 @@ mod tests {
         };
         let back = PhaseResult::from_line(&r.to_line()).unwrap();
         assert_eq!(back.to_line(), r.to_line());
+    }
+
+    #[test]
+    fn phase_spec_roundtrips_with_its_security() {
+        for security in [
+            Security::Plaintext,
+            Security::Ssl {
+                ca_file: "/tmp/run/tls/bench-ca.pem".into(),
+            },
+        ] {
+            let spec = PhaseSpec {
+                client: Client::Ours,
+                addr: "127.0.0.1:9093".into(),
+                topic: "t".into(),
+                partitions: 8,
+                records: 1000,
+                check_crcs: false,
+                read_committed: true,
+                max_phase: Duration::from_millis(30_000),
+                security: security.clone(),
+            };
+            let args = spec.to_args();
+            let back = PhaseSpec::from_args(&args[1..]).unwrap();
+            assert_eq!(back.to_args(), args);
+            assert_eq!(back.security, security);
+        }
+        // A phase without its security argument is refused.
+        let spec = PhaseSpec::from_args(&["ours".into(), "a".into()]);
+        assert!(spec.is_err());
     }
 
     #[test]

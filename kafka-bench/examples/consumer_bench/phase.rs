@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kafka_bench::harness::{Error, cpu_since, extra_settings};
+use kafka_bench::tls::Security;
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 use kafka_consumer::{Consumer, ConsumerConfig};
 use rdkafka::client::ClientContext;
@@ -27,6 +28,8 @@ pub(crate) struct PhaseSpec {
     pub(crate) check_crcs: bool,
     pub(crate) read_committed: bool,
     pub(crate) max_phase: Duration,
+    /// Plaintext, or TLS to the broker's `SSL` listener (`addr` is then that listener's).
+    pub(crate) security: Security,
 }
 
 impl PhaseSpec {
@@ -41,6 +44,7 @@ impl PhaseSpec {
             self.check_crcs.to_string(),
             self.read_committed.to_string(),
             self.max_phase.as_millis().to_string(),
+            self.security.to_arg(),
         ]
     }
 
@@ -54,9 +58,10 @@ impl PhaseSpec {
             crcs,
             committed,
             max_ms,
+            security,
         ] = args
         else {
-            return Err("--phase: expected 8 arguments".into());
+            return Err("--phase: expected 9 arguments".into());
         };
         Ok(Self {
             client: Client::parse(client)?,
@@ -67,6 +72,7 @@ impl PhaseSpec {
             check_crcs: crcs.parse()?,
             read_committed: committed.parse()?,
             max_phase: Duration::from_millis(max_ms.parse()?),
+            security: Security::parse_arg(security)?,
         })
     }
 }
@@ -242,6 +248,7 @@ pub(crate) async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     if spec.read_committed {
         settings.push(("isolation.level".into(), "read_committed".into()));
     }
+    settings.extend(spec.security.ours_settings());
     settings.extend(extra_settings("CONSUMER_BENCH_OURS_SET")?);
     let consumer = Consumer::new(ConsumerConfig::from_pairs(settings)?).await?;
     let partitions = tokio::time::timeout(
@@ -351,6 +358,9 @@ fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
         );
     if spec.read_committed {
         cfg.set("isolation.level", "read_committed");
+    }
+    for (k, v) in spec.security.rdkafka_settings() {
+        cfg.set(k, v);
     }
     for (k, v) in extra_settings("CONSUMER_BENCH_RDKAFKA_SET")? {
         cfg.set(k, v);

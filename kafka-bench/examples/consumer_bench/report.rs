@@ -4,11 +4,11 @@ use kafka_bench::harness::num;
 
 use crate::cases::Mode;
 use crate::phase::PhaseResult;
-use crate::{ABORT_EVERY, FETCH_QUEUE_BACKOFF_MS, FILL_TXN, Row};
+use crate::{ABORT_EVERY, FETCH_QUEUE_BACKOFF_MS, FILL_TXN, Pair, Row, speed_ratio};
 
 pub(crate) fn print_table(rows: &[Row]) {
     println!(
-        "\n| {:<23} | {:<10} | {:>10} | {:>10} | {:>7} | {:>11} | {:>9} | {:>8} | {:>7} | {:>9} | {:>9} | {:>8} |",
+        "\n| {:<23} | {:<14} | {:>10} | {:>10} | {:>7} | {:>11} | {:>9} | {:>8} | {:>7} | {:>9} | {:>9} | {:>8} |",
         "case",
         "client",
         "records",
@@ -23,18 +23,26 @@ pub(crate) fn print_table(rows: &[Row]) {
         "ours/rdk"
     );
     println!(
-        "|{:-<25}|{:-<12}|{:-<12}|{:-<12}|{:-<9}|{:-<13}|{:-<11}|{:-<10}|{:-<9}|{:-<11}|{:-<11}|{:-<10}|",
+        "|{:-<25}|{:-<16}|{:-<12}|{:-<12}|{:-<9}|{:-<13}|{:-<11}|{:-<10}|{:-<9}|{:-<11}|{:-<11}|{:-<10}|",
         "", "", "", "", "", "", "", "", "", "", "", ""
     );
     for row in rows {
-        for (client, r) in [("ours", &row.ours), ("librdkafka", &row.librdkafka)] {
-            let ratio = if client == "ours" {
-                format!("{:.2}x", row.ratio())
+        let mut lines = vec![
+            ("ours", &row.ours, row.ratio()),
+            ("librdkafka", &row.librdkafka, f64::NAN),
+        ];
+        if let Some(t) = &row.tls {
+            lines.push(("ours TLS", &t.ours, t.ratio()));
+            lines.push(("librdkafka TLS", &t.librdkafka, f64::NAN));
+        }
+        for (client, r, ratio) in lines {
+            let ratio = if ratio.is_finite() {
+                format!("{ratio:.2}x")
             } else {
                 String::new()
             };
             println!(
-                "| {:<23} | {:<10} | {:>10} | {:>10.0} | {:>7.1} | {:>11.3} | {:>5.1} MiB | {:>8.0} | {:>7} | {:>9.0} | {:>9.3} | {:>8} |",
+                "| {:<23} | {:<14} | {:>10} | {:>10.0} | {:>7.1} | {:>11.3} | {:>5.1} MiB | {:>8.0} | {:>7} | {:>9.0} | {:>9.3} | {:>8} |",
                 if client == "ours" {
                     row.case.name()
                 } else {
@@ -60,6 +68,47 @@ pub(crate) fn print_table(rows: &[Row]) {
          record. fetches: Fetch requests (librdkafka: from its statistics, to within a few). \
          broker µs: broker CPU per record over the phase."
     );
+    if rows.iter().any(|r| r.tls.is_some()) {
+        println!(
+            "\nTLS rows: the same phases over the broker's SSL listener, in the same rounds. \
+             TLS/plaintext records/s (each client's best round):"
+        );
+        for row in rows {
+            if let Some(t) = &row.tls {
+                println!(
+                    "  {:<23} ours {:.2}x, librdkafka {:.2}x; broker µs/record over TLS: ours \
+                     {:.3}, librdkafka {:.3}",
+                    row.case.name(),
+                    speed_ratio(&t.ours, &row.ours),
+                    speed_ratio(&t.librdkafka, &row.librdkafka),
+                    t.ours.broker_us_per_record(),
+                    t.librdkafka.broker_us_per_record()
+                );
+            }
+        }
+    }
+}
+
+/// The `tls` object of a case: both clients over TLS, their ratio, and TLS/plaintext per
+/// client.
+fn tls_json(row: &Row, t: &Pair) -> String {
+    let all: Vec<String> = t
+        .rounds
+        .iter()
+        .map(|(o, l)| format!("[{},{}]", num(*o, 0), num(*l, 0)))
+        .collect();
+    format!(
+        "{{\"ratio\":{},\"cpu_ratio\":{},\"ours_tls_to_plaintext\":{},\
+         \"librdkafka_tls_to_plaintext\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\
+         \"librdkafka\":{}}}",
+        num(t.ratio(), 3),
+        num(t.cpu_ratio(), 3),
+        num(speed_ratio(&t.ours, &row.ours), 3),
+        num(speed_ratio(&t.librdkafka, &row.librdkafka), 3),
+        all.join(","),
+        phase_json(&t.ours),
+        phase_json(&t.librdkafka)
+    )
 }
 
 pub(crate) fn phase_json(r: &PhaseResult) -> String {
@@ -90,7 +139,7 @@ pub(crate) fn phase_json(r: &PhaseResult) -> String {
 }
 
 /// The whole result as one line of JSON.
-pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
+pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize, tls_fetch: Option<&str>) -> String {
     let cases: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -104,7 +153,8 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 "{{\"case\":\"{}\",\"record_bytes\":{},\"partitions\":{},\"records\":{},\
                  \"compression\":\"{}\",\"check_crcs\":{},\"read_committed\":{},\
                  \"verified\":{},\"ratio\":{},\
-                 \"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\"librdkafka\":{}}}",
+                 \"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\"librdkafka\":{},\
+                 \"tls\":{}}}",
                 c.name(),
                 c.size,
                 c.partitions,
@@ -117,7 +167,10 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 num(row.cpu_ratio(), 3),
                 all.join(","),
                 phase_json(&row.ours),
-                phase_json(&row.librdkafka)
+                phase_json(&row.librdkafka),
+                row.tls
+                    .as_ref()
+                    .map_or_else(|| "null".into(), |t| tls_json(row, t))
             )
         })
         .collect();
@@ -137,7 +190,7 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
          \"ratio\":{},\"ours_mb_per_s\":{},\"librdkafka_mb_per_s\":{},\
          \"ours_cpu_s_per_million\":{},\"librdkafka_cpu_s_per_million\":{},\
          \"ours_peak_rss_kib\":{},\"librdkafka_peak_rss_kib\":{},\"verified\":{},\
-         \"cases\":[{}]}}",
+         \"tls\":{},\"tls_fetch\":{},\"cases\":[{}]}}",
         rdkafka::util::get_rdkafka_version().1,
         mode.name(),
         head.map_or_else(|| "100 B 8p".into(), |r| r.case.name()),
@@ -151,6 +204,8 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
         get(&|r| r.ours.rss_kib as f64, 0),
         get(&|r| r.librdkafka.rss_kib as f64, 0),
         rows.iter().all(|r| r.verified),
+        tls_fetch.is_some(),
+        tls_fetch.map_or_else(|| "null".into(), |p| format!("\"{p}\"")),
         cases.join(",")
     )
 }

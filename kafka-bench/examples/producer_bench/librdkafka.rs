@@ -108,6 +108,9 @@ pub(crate) fn librdkafka(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     for (k, v) in spec.common_settings() {
         cfg.set(k, v);
     }
+    for (k, v) in spec.security.rdkafka_settings() {
+        cfg.set(k, v);
+    }
     for (k, v) in extra_settings("PRODUCER_BENCH_RDKAFKA_SET")? {
         cfg.set(k, v);
     }

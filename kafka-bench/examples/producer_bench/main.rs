@@ -57,8 +57,8 @@
 //!
 //! ```text
 //! cargo run --release -p kafka-bench --features rdkafka --example producer_bench -- \
-//!     --broker target/release/kafka-broker [--apache-kafka] [--quick|--full] [--rounds N] [--json] \
-//!     [--out PATH] [--dir PATH] [--only TEXT]
+//!     --broker target/release/kafka-broker [--apache-kafka | --tls] [--quick|--full] [--rounds N] \
+//!     [--json] [--out PATH] [--dir PATH] [--only TEXT]
 //! ```
 //!
 //! `--apache-kafka` runs every case against Apache Kafka's own broker (one KRaft node with
@@ -66,6 +66,14 @@
 //! that the client ratios are also measured on the reference broker.
 //!
 //! `--only TEXT` runs only the cases whose name contains TEXT (e.g. `txns`).
+//!
+//! `--tls` gives the broker a second listener, `SSL` (a certificate made for the run, a PEM
+//! keystore), and runs every phase over plaintext and over TLS: ours with
+//! `security.protocol=SSL` and the run's CA as a PEM truststore, librdkafka with
+//! `security.protocol=ssl` and `ssl.ca.location`, every other setting the same. Within a round
+//! the two securities alternate which goes first, and within each the two clients as above;
+//! the table gives the TLS rows (each client's best round) next to the plaintext ones, with
+//! ours/librdkafka over TLS and TLS/plaintext per client.
 //!
 //! With `--json` the last line printed is the whole result as one JSON object; `--out` writes
 //! the same object to a file. For experiments: `PRODUCER_BENCH_RUNTIME=current` runs our
@@ -89,7 +97,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kafka_bench::harness::{Error, TempDir, run_self, start_apache_kafka, start_broker, topics};
+use kafka_bench::harness::{
+    Error, TempDir, run_self, start_apache_kafka, start_broker_with, topics,
+};
+use kafka_bench::tls::{BrokerTls, Security, tls_fetch_path};
 
 use cases::{Case, Client, Mode, cases};
 use phase::{PhaseResult, PhaseSpec, phase_main};
@@ -121,18 +132,45 @@ fn main() -> ExitCode {
     }
 }
 
-pub(crate) struct Row {
-    pub(crate) case: Case,
+/// One case over one security: each client's best round, and every round's records/s.
+pub(crate) struct Pair {
     pub(crate) ours: PhaseResult,
     pub(crate) librdkafka: PhaseResult,
     /// records/s of every round, ours and librdkafka.
     pub(crate) rounds: Vec<(f64, f64)>,
 }
 
+impl Pair {
+    /// ours/librdkafka records/s.
+    pub(crate) fn ratio(&self) -> f64 {
+        self.ours.per_sec() / self.librdkafka.per_sec().max(1e-9)
+    }
+
+    /// ours/librdkafka CPU per record.
+    pub(crate) fn cpu_ratio(&self) -> f64 {
+        self.ours.cpu_per_m() / self.librdkafka.cpu_per_m().max(1e-9)
+    }
+}
+
+pub(crate) struct Row {
+    pub(crate) case: Case,
+    pub(crate) ours: PhaseResult,
+    pub(crate) librdkafka: PhaseResult,
+    /// records/s of every round, ours and librdkafka.
+    pub(crate) rounds: Vec<(f64, f64)>,
+    /// `--tls`: the same case over TLS, in the same rounds.
+    pub(crate) tls: Option<Pair>,
+}
+
 impl Row {
     pub(crate) fn ratio(&self) -> f64 {
         self.ours.per_sec() / self.librdkafka.per_sec().max(1e-9)
     }
+}
+
+/// `a / b` of records/s (the TLS/plaintext ratio of one client).
+pub(crate) fn speed_ratio(a: &PhaseResult, b: &PhaseResult) -> f64 {
+    a.per_sec() / b.per_sec().max(1e-9)
 }
 
 fn bench(args: &[String]) -> Result<(), Error> {
@@ -144,6 +182,7 @@ fn bench(args: &[String]) -> Result<(), Error> {
     let mut dir = None;
     let mut rounds = 1usize;
     let mut only = None;
+    let mut tls = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -161,12 +200,16 @@ fn bench(args: &[String]) -> Result<(), Error> {
                 broker_path = Some(PathBuf::from(it.next().ok_or("--broker needs a path")?))
             }
             "--apache-kafka" => apache_kafka = true,
+            "--tls" => tls = true,
             "--dir" => dir = Some(PathBuf::from(it.next().ok_or("--dir needs a path")?)),
             "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
     let broker_path = broker_path.ok_or("say where the broker binary is: --broker PATH")?;
+    if tls && apache_kafka {
+        return Err("--tls runs against our broker only, not --apache-kafka".into());
+    }
     // The broker's data goes to memory (/dev/shm) when there is one: the clients are measured
     // here, not the disk, and a default run writes a few GB (each topic is deleted after its
     // phase, so at most one phase's records, up to about 1 GB, are held at a time).
@@ -183,13 +226,27 @@ fn bench(args: &[String]) -> Result<(), Error> {
         rdkafka::util::get_rdkafka_version().1,
         tmp.0.display()
     );
+    let tls = if tls {
+        Some(BrokerTls::new(&tmp.0)?)
+    } else {
+        None
+    };
     // `--apache-kafka`: the same cases against Apache Kafka's own broker instead of ours.
     let broker = if apache_kafka {
         start_apache_kafka(&tmp.0)?
     } else {
-        start_broker(&broker_path, &tmp.0)?
+        start_broker_with(&broker_path, &tmp.0, tls.as_ref())?
     };
     println!("  broker pid {} on {}", broker.pid, broker.addr);
+    // Each security with the address its clients bootstrap from.
+    let mut securities = vec![(Security::Plaintext, broker.addr.clone())];
+    if let (Some(files), Some(addr)) = (&tls, &broker.tls_addr) {
+        println!(
+            "  TLS listener on {addr} (certificate for localhost and 127.0.0.1); TLS fetch: {}",
+            tls_fetch_path()
+        );
+        securities.push((files.security(), addr.clone()));
+    }
 
     let cases: Vec<Case> = cases(mode)
         .into_iter()
@@ -209,66 +266,65 @@ fn bench(args: &[String]) -> Result<(), Error> {
             case.rate
                 .map_or_else(String::new, |r| format!(", paced at {r}/s"))
         );
-        let mut runs: Vec<(PhaseResult, PhaseResult)> = Vec::new();
+        // runs[s]: the rounds over securities[s].
+        let mut runs: Vec<Vec<(PhaseResult, PhaseResult)>> =
+            securities.iter().map(|_| Vec::new()).collect();
         for round in 0..rounds {
-            // Alternate who goes first, so neither always meets a warmer broker.
-            let order = if (i + round) % 2 == 0 {
-                [Client::Ours, Client::Librdkafka]
-            } else {
-                [Client::Librdkafka, Client::Ours]
-            };
-            let mut pair = (PhaseResult::default(), PhaseResult::default());
-            for client in order {
-                let topic = format!("pb-{i}-{round}-{}", client.name());
-                topics::create(&broker.addr, &topic, case.partitions)?;
-                print!("      {:<10} ", client.name());
-                std::io::stdout().flush()?;
-                let spec = PhaseSpec {
-                    client,
-                    addr: broker.addr.clone(),
-                    topic,
-                    case: *case,
-                    max_phase,
-                };
-                let r = run_phase(&spec, &broker.pid)?;
-                // Give the space back (a default run writes a few GB in all).
-                topics::delete(&broker.addr, &spec.topic)?;
-                println!(
-                    "{:>9.0} rec/s {:>7.1} MB/s{}, CPU {:.2} s/M records, RSS {:.1} MiB, \
-                     ack p50 {:.2} ms p99 {:.2} ms; other load {:.1} cores{}",
-                    r.per_sec(),
-                    r.mb_per_sec(case.size),
-                    if case.txn > 0 {
-                        format!(", {:.0} commits/s", r.commits_per_sec())
-                    } else {
-                        String::new()
-                    },
-                    r.cpu_per_m(),
-                    r.rss_kib as f64 / 1024.0,
-                    r.p50_ms,
-                    r.p99_ms,
-                    r.other_cores,
-                    problems(&r, case)
-                );
-                match client {
-                    Client::Ours => pair.0 = r,
-                    Client::Librdkafka => pair.1 = r,
-                }
+            // With --tls, alternate which security goes first too.
+            let mut sec_order: Vec<usize> = (0..securities.len()).collect();
+            if round % 2 == 1 {
+                sec_order.reverse();
             }
-            runs.push(pair);
+            for s in sec_order {
+                let (security, addr) = &securities[s];
+                let pair = run_pair(&RoundSpec {
+                    broker_pid: &broker.pid,
+                    admin_addr: &broker.addr,
+                    addr,
+                    security,
+                    case,
+                    i,
+                    round,
+                    max_phase,
+                    named: securities.len() > 1,
+                })?;
+                runs[s].push(pair);
+            }
         }
-        let row = best_row(*case, runs)?;
+        let mut pairs = runs.into_iter().map(best_pair);
+        let plain = pairs.next().ok_or("no rounds")??;
+        let over_tls = pairs.next().transpose()?;
         println!(
             "      ours/librdkafka: {:.2}x records/s, {:.2}x CPU per record",
-            row.ratio(),
-            row.ours.cpu_per_m() / row.librdkafka.cpu_per_m().max(1e-9)
+            plain.ratio(),
+            plain.cpu_ratio()
         );
-        rows.push(row);
+        if let Some(t) = &over_tls {
+            println!(
+                "      over TLS: ours/librdkafka {:.2}x records/s, {:.2}x CPU per record; \
+                 TLS/plaintext records/s: ours {:.2}x, librdkafka {:.2}x",
+                t.ratio(),
+                t.cpu_ratio(),
+                speed_ratio(&t.ours, &plain.ours),
+                speed_ratio(&t.librdkafka, &plain.librdkafka)
+            );
+        }
+        rows.push(Row {
+            case: *case,
+            ours: plain.ours,
+            librdkafka: plain.librdkafka,
+            rounds: plain.rounds,
+            tls: over_tls,
+        });
     }
     drop(broker);
 
     print_table(&rows);
-    let obj = to_json(&rows, mode, rounds);
+    let tls_fetch = tls.as_ref().map(|_| tls_fetch_path());
+    if let Some(path) = tls_fetch {
+        println!("TLS fetch: {path}");
+    }
+    let obj = to_json(&rows, mode, rounds, tls_fetch);
     if let Some(p) = &out_path {
         std::fs::write(p, format!("{obj}\n"))?;
         println!("JSON written to {p}");
@@ -300,9 +356,93 @@ fn problems(r: &PhaseResult, case: &Case) -> String {
     s
 }
 
+/// One round of one case over one security: both clients, alternating who goes first.
+struct RoundSpec<'a> {
+    broker_pid: &'a str,
+    /// The plaintext listener, for creating and deleting topics.
+    admin_addr: &'a str,
+    /// The listener the clients bootstrap from.
+    addr: &'a str,
+    security: &'a Security,
+    case: &'a Case,
+    /// The case's index.
+    i: usize,
+    round: usize,
+    max_phase: Duration,
+    /// Name the security in topics and progress lines (`--tls`).
+    named: bool,
+}
+
+/// Runs both clients' phases of one round (ours, librdkafka).
+fn run_pair(r: &RoundSpec<'_>) -> Result<(PhaseResult, PhaseResult), Error> {
+    // Alternate who goes first, so neither always meets a warmer broker.
+    let order = if (r.i + r.round) % 2 == 0 {
+        [Client::Ours, Client::Librdkafka]
+    } else {
+        [Client::Librdkafka, Client::Ours]
+    };
+    let mut pair = (PhaseResult::default(), PhaseResult::default());
+    for client in order {
+        let (topic, label) = if r.named {
+            (
+                format!(
+                    "pb-{}-{}-{}-{}",
+                    r.i,
+                    r.round,
+                    client.name(),
+                    r.security.name()
+                ),
+                format!("{} {}", client.name(), r.security.name()),
+            )
+        } else {
+            (
+                format!("pb-{}-{}-{}", r.i, r.round, client.name()),
+                client.name().to_owned(),
+            )
+        };
+        topics::create(r.admin_addr, &topic, r.case.partitions)?;
+        print!("      {label:<20} ");
+        std::io::stdout().flush()?;
+        let spec = PhaseSpec {
+            client,
+            addr: r.addr.to_owned(),
+            topic,
+            case: *r.case,
+            max_phase: r.max_phase,
+            security: r.security.clone(),
+        };
+        let res = run_phase(&spec, r.broker_pid)?;
+        // Give the space back (a default run writes a few GB in all).
+        topics::delete(r.admin_addr, &spec.topic)?;
+        let case = r.case;
+        println!(
+            "{:>9.0} rec/s {:>7.1} MB/s{}, CPU {:.2} s/M records, RSS {:.1} MiB, \
+             ack p50 {:.2} ms p99 {:.2} ms; other load {:.1} cores{}",
+            res.per_sec(),
+            res.mb_per_sec(case.size),
+            if case.txn > 0 {
+                format!(", {:.0} commits/s", res.commits_per_sec())
+            } else {
+                String::new()
+            },
+            res.cpu_per_m(),
+            res.rss_kib as f64 / 1024.0,
+            res.p50_ms,
+            res.p99_ms,
+            res.other_cores,
+            problems(&res, case)
+        );
+        match client {
+            Client::Ours => pair.0 = res,
+            Client::Librdkafka => pair.1 = res,
+        }
+    }
+    Ok(pair)
+}
+
 /// Each client's best round (highest records/s): on a shared machine other work only ever
 /// slows a phase down.
-fn best_row(case: Case, runs: Vec<(PhaseResult, PhaseResult)>) -> Result<Row, Error> {
+fn best_pair(runs: Vec<(PhaseResult, PhaseResult)>) -> Result<Pair, Error> {
     let rounds = runs
         .iter()
         .map(|(o, l)| (o.per_sec(), l.per_sec()))
@@ -313,8 +453,7 @@ fn best_row(case: Case, runs: Vec<(PhaseResult, PhaseResult)>) -> Result<Row, Er
             .max_by(|a, b| a.per_sec().total_cmp(&b.per_sec()))
             .ok_or("no rounds")
     };
-    Ok(Row {
-        case,
+    Ok(Pair {
         ours: best(ours)?,
         librdkafka: best(librdkafka)?,
         rounds,
@@ -375,6 +514,9 @@ mod tests {
             topic: "t".into(),
             case,
             max_phase: Duration::from_millis(5000),
+            security: Security::Ssl {
+                ca_file: "/tmp/ca.pem".into(),
+            },
         };
         let args = spec.to_args();
         let back = PhaseSpec::from_args(&args[1..]).unwrap();

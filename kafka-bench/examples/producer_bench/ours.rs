@@ -32,6 +32,9 @@ pub(crate) async fn ours(spec: &PhaseSpec) -> Result<PhaseResult, Error> {
     for (k, v) in &settings {
         builder = builder.set(k, v)?;
     }
+    for (k, v) in spec.security.ours_settings() {
+        builder = builder.set(&k, &v)?;
+    }
     let cfg = builder
         .delivery_handler(std::sync::Arc::new(OurReports { epoch }))
         .build()?;

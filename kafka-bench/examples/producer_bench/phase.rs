@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kafka_bench::harness::Error;
+use kafka_bench::tls::Security;
 use kafka_bench::{cpu_time_of, peak_rss_kib_of};
 
 use crate::KEYS;
@@ -21,6 +22,8 @@ pub(crate) struct PhaseSpec {
     pub(crate) topic: String,
     pub(crate) case: Case,
     pub(crate) max_phase: Duration,
+    /// Plaintext, or TLS to the broker's `SSL` listener (`addr` is then that listener's).
+    pub(crate) security: Security,
 }
 
 impl PhaseSpec {
@@ -39,6 +42,7 @@ impl PhaseSpec {
             c.rate.unwrap_or(0).to_string(),
             c.txn.to_string(),
             self.max_phase.as_millis().to_string(),
+            self.security.to_arg(),
         ]
     }
 
@@ -55,9 +59,10 @@ impl PhaseSpec {
             rate,
             txn,
             max_ms,
+            security,
         ] = args
         else {
-            return Err("--phase: expected 11 arguments".into());
+            return Err("--phase: expected 12 arguments".into());
         };
         let rate: u64 = rate.parse()?;
         Ok(Self {
@@ -74,6 +79,7 @@ impl PhaseSpec {
                 txn: txn.parse()?,
             },
             max_phase: Duration::from_millis(max_ms.parse()?),
+            security: Security::parse_arg(security)?,
         })
     }
 

@@ -2,13 +2,13 @@
 
 use kafka_bench::harness::num;
 
-use crate::Row;
 use crate::cases::Mode;
 use crate::phase::PhaseResult;
+use crate::{Pair, Row, speed_ratio};
 
 pub(crate) fn print_table(rows: &[Row]) {
     println!(
-        "\n| {:<34} | {:<10} | {:>9} | {:>10} | {:>7} | {:>9} | {:>11} | {:>9} | {:>8} | {:>8} | {:>7} | {:>9} | {:>8} |",
+        "\n| {:<34} | {:<14} | {:>9} | {:>10} | {:>7} | {:>9} | {:>11} | {:>9} | {:>8} | {:>8} | {:>7} | {:>9} | {:>8} |",
         "case",
         "client",
         "records",
@@ -24,13 +24,21 @@ pub(crate) fn print_table(rows: &[Row]) {
         "ours/rdk"
     );
     println!(
-        "|{:-<36}|{:-<12}|{:-<11}|{:-<12}|{:-<9}|{:-<11}|{:-<13}|{:-<11}|{:-<10}|{:-<10}|{:-<9}|{:-<11}|{:-<10}|",
+        "|{:-<36}|{:-<16}|{:-<11}|{:-<12}|{:-<9}|{:-<11}|{:-<13}|{:-<11}|{:-<10}|{:-<10}|{:-<9}|{:-<11}|{:-<10}|",
         "", "", "", "", "", "", "", "", "", "", "", "", ""
     );
     for row in rows {
-        for (client, r) in [("ours", &row.ours), ("librdkafka", &row.librdkafka)] {
-            let ratio = if client == "ours" {
-                format!("{:.2}x", row.ratio())
+        let mut lines = vec![
+            ("ours", &row.ours, row.ratio()),
+            ("librdkafka", &row.librdkafka, f64::NAN),
+        ];
+        if let Some(t) = &row.tls {
+            lines.push(("ours TLS", &t.ours, t.ratio()));
+            lines.push(("librdkafka TLS", &t.librdkafka, f64::NAN));
+        }
+        for (client, r, ratio) in lines {
+            let ratio = if ratio.is_finite() {
+                format!("{ratio:.2}x")
             } else {
                 String::new()
             };
@@ -40,7 +48,7 @@ pub(crate) fn print_table(rows: &[Row]) {
                 "-".into()
             };
             println!(
-                "| {:<34} | {:<10} | {:>9} | {:>10.0} | {:>7.1} | {:>9} | {:>11.2} | {:>5.1} MiB | {:>8.2} | {:>8.2} | {:>7.0} | {:>9.2} | {:>8} |",
+                "| {:<34} | {:<14} | {:>9} | {:>10.0} | {:>7.1} | {:>9} | {:>11.2} | {:>5.1} MiB | {:>8.2} | {:>8.2} | {:>7.0} | {:>9.2} | {:>8} |",
                 if client == "ours" {
                     row.case.name()
                 } else {
@@ -68,6 +76,47 @@ pub(crate) fn print_table(rows: &[Row]) {
          callback. rec/req: records per Produce request. broker µs: broker CPU per record \
          over the phase."
     );
+    if rows.iter().any(|r| r.tls.is_some()) {
+        println!(
+            "\nTLS rows: the same phases over the broker's SSL listener, in the same rounds. \
+             TLS/plaintext records/s (each client's best round):"
+        );
+        for row in rows {
+            if let Some(t) = &row.tls {
+                println!(
+                    "  {:<34} ours {:.2}x, librdkafka {:.2}x; broker µs/record over TLS: ours \
+                     {:.2}, librdkafka {:.2}",
+                    row.case.name(),
+                    speed_ratio(&t.ours, &row.ours),
+                    speed_ratio(&t.librdkafka, &row.librdkafka),
+                    t.ours.broker_us_per_record(),
+                    t.librdkafka.broker_us_per_record()
+                );
+            }
+        }
+    }
+}
+
+/// The `tls` object of a case: both clients over TLS, their ratio, and TLS/plaintext per
+/// client.
+fn tls_json(row: &Row, t: &Pair) -> String {
+    let all: Vec<String> = t
+        .rounds
+        .iter()
+        .map(|(o, l)| format!("[{},{}]", num(*o, 0), num(*l, 0)))
+        .collect();
+    format!(
+        "{{\"ratio\":{},\"cpu_ratio\":{},\"ours_tls_to_plaintext\":{},\
+         \"librdkafka_tls_to_plaintext\":{},\"rounds_records_per_s\":[{}],\"ours\":{},\
+         \"librdkafka\":{}}}",
+        num(t.ratio(), 3),
+        num(t.cpu_ratio(), 3),
+        num(speed_ratio(&t.ours, &row.ours), 3),
+        num(speed_ratio(&t.librdkafka, &row.librdkafka), 3),
+        all.join(","),
+        phase_json(&t.ours, row.case.size),
+        phase_json(&t.librdkafka, row.case.size)
+    )
 }
 
 pub(crate) fn phase_json(r: &PhaseResult, size: usize) -> String {
@@ -107,7 +156,7 @@ pub(crate) fn phase_json(r: &PhaseResult, size: usize) -> String {
 }
 
 /// The whole result as one line of JSON.
-pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
+pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize, tls_fetch: Option<&str>) -> String {
     let cases: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -122,7 +171,7 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                  \"partitions\":{},\"records\":{},\"rate_per_s\":{},\
                  \"records_per_transaction\":{},\"transactions\":{},\"ratio\":{},\
                  \"commits_ratio\":{},\"cpu_ratio\":{},\"rounds_records_per_s\":[{}],\
-                 \"ours\":{},\"librdkafka\":{}}}",
+                 \"ours\":{},\"librdkafka\":{},\"tls\":{}}}",
                 c.name(),
                 c.size,
                 if c.acks_all { "all" } else { "1" },
@@ -155,7 +204,10 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
                 ),
                 all.join(","),
                 phase_json(&row.ours, c.size),
-                phase_json(&row.librdkafka, c.size)
+                phase_json(&row.librdkafka, c.size),
+                row.tls
+                    .as_ref()
+                    .map_or_else(|| "null".into(), |t| tls_json(row, t))
             )
         })
         .collect();
@@ -170,7 +222,7 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
          \"headline\":\"100 B acks=1 unkeyed 8p\",\"ours_records_per_s\":{},\
          \"librdkafka_records_per_s\":{},\"ratio\":{},\"ours_cpu_s_per_million\":{},\
          \"librdkafka_cpu_s_per_million\":{},\"ours_p99_ms\":{},\"librdkafka_p99_ms\":{},\
-         \"cases\":[{}]}}",
+         \"tls\":{},\"tls_fetch\":{},\"cases\":[{}]}}",
         rdkafka::util::get_rdkafka_version().1,
         mode.name(),
         get(&|r| r.ours.per_sec()),
@@ -180,6 +232,8 @@ pub(crate) fn to_json(rows: &[Row], mode: Mode, rounds: usize) -> String {
         get(&|r| r.librdkafka.cpu_per_m()),
         get(&|r| r.ours.p99_ms),
         get(&|r| r.librdkafka.p99_ms),
+        tls_fetch.is_some(),
+        tls_fetch.map_or_else(|| "null".into(), |p| format!("\"{p}\"")),
         cases.join(",")
     )
 }
