@@ -19,9 +19,9 @@ fn usage() -> &'static str {
        fuzz <target|all> [--seconds N] [--smoke]  fuzz the decoders (libFuzzer; --smoke: stable, CI)\n  \
        bench codec [--quick]             criterion benchmarks, ours and kafka-protocol-rs side by side\n  \
        bench net [--quick] [--seconds N] round trips/s on one loopback connection, 1/5/32 in flight\n  \
-       bench broker [--baseline PATH [--rounds N]] [--quick]\n                                         produce/consume throughput and latency of kafka-broker (librdkafka),\n                                         against another broker binary in rounds; then bench replication\n  \
-       bench producer [--quick|--full] [--rounds N] [--json]\n                                         our producer vs librdkafka against our broker\n  \
-       bench consumer [--quick|--full] [--rounds N] [--json]\n                                         our consumer vs librdkafka reading from our broker\n  \
+       bench broker [--baseline PATH [--rounds N] | --tls] [--quick]\n                                         produce/consume throughput and latency of kafka-broker (librdkafka),\n                                         against another broker binary (or TLS against plaintext) in rounds;\n                                         then bench replication\n  \
+       bench producer [--quick|--full] [--rounds N] [--json] [--tls]\n                                         our producer vs librdkafka against our broker\n  \
+       bench consumer [--quick|--full] [--rounds N] [--json] [--tls]\n                                         our consumer vs librdkafka reading from our broker\n  \
        bench cluster [--quick] [--rounds N] [--session-timeout-ms MS] [--json]\n                                         failover and CreateTopics timings of 3 broker nodes\n  \
        bench replication [--quick] [--rounds N] [--session-timeout-ms MS] [--json]\n                                         replication: RF3 vs RF1 acks=all, latency, leader failover\n"
 }
