@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use kafka_peers::certs::TestCa;
 
-use crate::harness::Error;
+/// What goes wrong here (the same boxed error as the harness's, without importing it: the
+/// harness imports this file).
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Where the kernel lists the TCP upper-layer protocols it can attach (`tls` when kernel TLS
 /// is there).
