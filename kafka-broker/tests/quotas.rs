@@ -250,3 +250,33 @@ fn connection_creation_rate_refuses_a_burst() {
         assert!(refused >= 16, "{served} served, {refused} refused");
     });
 }
+
+#[path = "common/round_trip.rs"]
+#[allow(dead_code)]
+mod round_trip;
+
+/// A consumer whose quota is smaller than one record batch still reads on: an answer over what
+/// the quota lets through at once goes out with its throttle time (emptied and taken back, as
+/// Kafka does with a throttled fetch, it would be refused again every time).
+#[test]
+fn a_consumer_quota_smaller_than_a_batch_still_makes_progress() {
+    let broker = InProcessBroker::start(&[]);
+    let bootstrap = broker.bootstrap();
+    runtime().block_on(async {
+        let admin = admin(&bootstrap).await;
+        set_quota(
+            &admin,
+            QuotaEntity::client_id(Some("slow-reader")),
+            "consumer_byte_rate",
+            1_000.0,
+        )
+        .await;
+        // Records of about 3 KB each, three times the quota's bucket.
+        let prefix = "x".repeat(3_000);
+        let settings = [("client.id".to_owned(), "slow-reader".to_owned())];
+        let got = round_trip::round_trip_with(&prefix, &bootstrap, &settings, "big-records", 3)
+            .await
+            .unwrap();
+        assert_eq!(got, round_trip::values(&prefix, 3));
+    });
+}

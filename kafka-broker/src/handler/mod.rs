@@ -259,8 +259,9 @@ pub async fn answer(
             let (mut body, mut regions) = fetch::handle(broker, &ctx, &authz, *r, version).await;
             let mut mute_ms = 0;
             if consumer {
-                let t = throttle::fetch(broker, &ctx, &mut body, &regions, started, &waited);
-                if t > 0 {
+                let (t, emptied) =
+                    throttle::fetch(broker, &ctx, &mut body, &regions, started, &waited);
+                if emptied {
                     regions = crate::sendfile::Regions::default();
                 }
                 mute_ms = throttle::mute_ms(t);

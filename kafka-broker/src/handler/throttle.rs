@@ -97,9 +97,10 @@ pub(super) fn produce(
 }
 
 /// The throttle of a consumer's Fetch answered with `body` (records inline) and `regions`
-/// (records sent from files). When throttled, `body` is replaced by an answer without
-/// partitions carrying the throttle time (the caller drops the regions), and the answer's
-/// bytes are taken back from the client's use, as Kafka does.
+/// (records sent from files), and whether the answer was emptied. When throttled, `body` is
+/// replaced by an answer without partitions carrying the throttle time (the caller drops the
+/// regions) and the answer's bytes are taken back from the client's use, as Kafka does;
+/// except an answer over what the quota lets through at once, which goes out throttled.
 pub(super) fn fetch(
     broker: &Broker,
     ctx: &RequestContext<'_>,
@@ -107,9 +108,9 @@ pub(super) fn fetch(
     regions: &Regions,
     started: Instant,
     waited: &Waited,
-) -> i32 {
+) -> (i32, bool) {
     let ResponseBody::Fetch(response) = body else {
-        return 0;
+        return (0, false);
     };
     let inline: usize = response
         .responses
@@ -123,13 +124,25 @@ pub(super) fn fetch(
     let bandwidth = broker.quotas.record_fetch(who, bytes, now);
     let request = request(broker, ctx, ApiKey::Fetch, started, waited);
     let throttle = bandwidth.max(request);
-    if throttle > 0 {
-        broker.quotas.unrecord_fetch(who, bytes, now);
-        *response = FetchResponse {
-            throttle_time_ms: throttle,
-            error_code: response.error_code,
-            ..Default::default()
-        };
+    if throttle == 0 {
+        return (0, false);
     }
-    throttle
+    // An answer larger than the quota lets through at once (one batch over it: a fetch returns
+    // at least one) would be emptied and taken back every time, and the consumer would never
+    // read on: it goes out with its throttle instead.
+    let oversized = broker
+        .quotas
+        .fetch_window_bytes(who)
+        .is_some_and(|most| bytes > most);
+    if oversized {
+        response.throttle_time_ms = throttle;
+        return (throttle, false);
+    }
+    broker.quotas.unrecord_fetch(who, bytes, now);
+    *response = FetchResponse {
+        throttle_time_ms: throttle,
+        error_code: response.error_code,
+        ..Default::default()
+    };
+    (throttle, true)
 }
