@@ -25,6 +25,10 @@ use kafka_protocol::metadata::{MetadataRecord, UserScramCredentialRecord};
 use crate::error::BrokerError;
 use crate::sync::{read, write};
 
+/// SCRAM credentials by (mechanism, user): what a node checks logins against, and what a
+/// cluster's metadata image keeps.
+pub type ScramMap = BTreeMap<(ScramMechanism, String), ScramCredential>;
+
 /// The file of a node's SCRAM credentials.
 pub const FILE: &str = "scram-credentials.records";
 
@@ -55,7 +59,7 @@ impl ScramCredentials {
 
     /// Takes the credentials of the metadata image at `offset` (a node of a cluster): they
     /// replace every credential held. An image older than the last one taken changes nothing.
-    pub fn follow_image(&self, offset: u64, credentials: &crate::cluster::image::ScramMap) {
+    pub fn follow_image(&self, offset: u64, credentials: &ScramMap) {
         let mut map = write(&self.map);
         if self.image_offset.load(Ordering::Acquire) > offset {
             return;

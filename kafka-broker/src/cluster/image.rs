@@ -264,8 +264,7 @@ pub struct MetadataImage {
     quotas: crate::quota::QuotaStore,
 }
 
-/// SCRAM credentials by (mechanism, user), as the image and the node keep them.
-pub type ScramMap = BTreeMap<(ScramMechanism, String), ScramCredential>;
+pub use crate::credentials::ScramMap;
 
 impl MetadataImage {
     /// An empty image (offset 0, nothing applied).
