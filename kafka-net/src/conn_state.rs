@@ -72,6 +72,8 @@ pub struct ConnState<T> {
     events: VecDeque<(T, Outcome)>,
     /// Set once the connection failed or was closed.
     failed: Option<Arc<NetError>>,
+    /// A quota's throttle the broker asked for (KIP-219): nothing new is sent before.
+    throttled_until: Option<Instant>,
 }
 
 impl<T> std::fmt::Debug for ConnState<T> {
@@ -94,7 +96,15 @@ impl<T> ConnState<T> {
             transmit: VecDeque::new(),
             events: VecDeque::new(),
             failed: None,
+            throttled_until: None,
         }
+    }
+
+    /// Until when the broker asked this client to send nothing new (a quota's
+    /// `throttle_time_ms`, from the response versions that are answered before the broker
+    /// throttles, KIP-219), if that is still ahead of `now`.
+    pub fn throttled_until(&self, now: Instant) -> Option<Instant> {
+        self.throttled_until.filter(|t| *t > now)
     }
 
     pub fn config(&self) -> &ConnConfig {
@@ -206,7 +216,7 @@ impl<T> ConnState<T> {
     }
 
     /// A response frame (size prefix removed) arrived.
-    pub fn handle_frame(&mut self, frame: Bytes, _now: Instant) {
+    pub fn handle_frame(&mut self, frame: Bytes, now: Instant) {
         if self.failed.is_some() {
             return;
         }
@@ -241,7 +251,16 @@ impl<T> ConnState<T> {
             }
         });
         match decoded {
-            Ok(resp) => self.events.push_back((req.user, Ok(Some(resp)))),
+            Ok(resp) => {
+                if let Some(ms) = resp.body.throttle_time_ms().filter(|ms| *ms > 0)
+                    && client_throttles(req.api, req.version)
+                {
+                    let until = now + std::time::Duration::from_millis(ms.unsigned_abs().into());
+                    self.throttled_until =
+                        Some(self.throttled_until.map_or(until, |t| t.max(until)));
+                }
+                self.events.push_back((req.user, Ok(Some(resp))))
+            }
             Err(source) => {
                 let err = NetError::Decode {
                     api: req.api,
@@ -285,4 +304,49 @@ impl<T> ConnState<T> {
         self.transmit.clear();
         self.failed = Some(Arc::new(err));
     }
+}
+
+/// Whether a response of `api` at `version` is sent before the broker throttles its client,
+/// so that the client must hold back for its `throttle_time_ms` (KIP-219). Older versions are
+/// answered only once the throttle time has passed, so waiting again would double it. The
+/// first such version of each api, from the comments of Kafka's response schemas ("Starting in
+/// version N, on quota violation, brokers send out responses before throttling"); apis added
+/// after KIP-219 are answered first at every version.
+pub fn client_throttles(api: ApiKey, version: i16) -> bool {
+    let first = match api {
+        ApiKey::Produce => 6,
+        ApiKey::Fetch => 8,
+        ApiKey::Metadata => 6,
+        ApiKey::OffsetCommit | ApiKey::OffsetFetch => 4,
+        ApiKey::CreateTopics | ApiKey::JoinGroup | ApiKey::ListOffsets => 3,
+        ApiKey::ApiVersions
+        | ApiKey::DeleteTopics
+        | ApiKey::DescribeConfigs
+        | ApiKey::DescribeGroups
+        | ApiKey::FindCoordinator
+        | ApiKey::Heartbeat
+        | ApiKey::LeaveGroup
+        | ApiKey::ListGroups
+        | ApiKey::SyncGroup => 2,
+        ApiKey::AddOffsetsToTxn
+        | ApiKey::AddPartitionsToTxn
+        | ApiKey::AlterConfigs
+        | ApiKey::AlterReplicaLogDirs
+        | ApiKey::CreateAcls
+        | ApiKey::CreateDelegationToken
+        | ApiKey::CreatePartitions
+        | ApiKey::DeleteAcls
+        | ApiKey::DeleteGroups
+        | ApiKey::DeleteRecords
+        | ApiKey::DescribeAcls
+        | ApiKey::DescribeDelegationToken
+        | ApiKey::DescribeLogDirs
+        | ApiKey::EndTxn
+        | ApiKey::ExpireDelegationToken
+        | ApiKey::InitProducerId
+        | ApiKey::RenewDelegationToken
+        | ApiKey::TxnOffsetCommit => 1,
+        _ => 0,
+    };
+    version >= first
 }

@@ -523,12 +523,17 @@ impl Driver {
                 Interest::READABLE | Interest::WRITABLE
             };
             let timeout = self.state.poll_timeout().map(Instant::from_std);
+            // A quota's throttle (KIP-219): no new request before it ends.
+            let throttled = self
+                .state
+                .throttled_until(Instant::now().into_std())
+                .map(Instant::from_std);
             let idle_deadline = self
                 .idle_timeout
                 .filter(|_| self.state.in_flight() == 0)
                 .map(|d| last_busy + d);
             tokio::select! {
-                cmd = self.rx.recv(), if self.rx_open && self.state.can_send() => match cmd {
+                cmd = self.rx.recv(), if self.rx_open && self.state.can_send() && throttled.is_none() => match cmd {
                     Some(c) => {
                         if c.reply.is_closed() {
                             continue; // Caller gave up before it was sent.
@@ -551,6 +556,7 @@ impl Driver {
                     }
                     Err(e) => self.state.close(e.into()),
                 },
+                _ = sleep_until(throttled), if throttled.is_some() => {}
                 _ = sleep_until(timeout), if timeout.is_some() => {
                     self.state.handle_timeout(Instant::now().into_std());
                 }

@@ -297,3 +297,43 @@ fn close_fails_in_flight_with_closed() {
         "nothing is written after close"
     );
 }
+
+/// A Metadata answer with `throttle_time_ms` at `version`: from v6 the broker answers before it
+/// throttles (KIP-219), so the connection holds back new requests for that long; before v6 the
+/// broker has already waited, and the client does not wait again.
+#[test]
+fn a_throttled_answer_holds_back_new_requests_from_the_kip_219_versions() {
+    let t0 = Instant::now();
+    for (version, held) in [(12, true), (6, true), (5, false)] {
+        let mut s = ConnState::new(cfg(5));
+        let cid = s.send(&metadata(), version, 1u32, t0).unwrap();
+        let req = server_read(s.poll_transmit().unwrap());
+        let body = ResponseBody::Metadata(MetadataResponse {
+            throttle_time_ms: 700,
+            ..Default::default()
+        });
+        let header = ResponseHeader {
+            correlation_id: cid,
+            ..Default::default()
+        };
+        let frame = frame::encode_response(&header, &body, req.version())
+            .unwrap()
+            .into_bytes();
+        s.handle_frame(frame, t0);
+        assert_eq!(events(&mut s).len(), 1);
+        let until = s.throttled_until(t0);
+        if held {
+            assert_eq!(until, Some(t0 + Duration::from_millis(700)), "v{version}");
+            assert_eq!(s.throttled_until(t0 + Duration::from_millis(700)), None);
+        } else {
+            assert_eq!(until, None, "v{version}");
+        }
+    }
+    assert!(kafka_net::conn_state::client_throttles(ApiKey::Produce, 6));
+    assert!(!kafka_net::conn_state::client_throttles(ApiKey::Produce, 5));
+    assert!(!kafka_net::conn_state::client_throttles(ApiKey::Fetch, 7));
+    assert!(kafka_net::conn_state::client_throttles(
+        ApiKey::DescribeClientQuotas,
+        0
+    ));
+}
