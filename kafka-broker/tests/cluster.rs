@@ -34,6 +34,7 @@ use harness::{
 };
 use kafka_net::admin::{AlterConfigOp, ConfigResource, NewTopic};
 use kafka_net::cluster::ClusterConfig;
+use kafka_protocol::error_code::ErrorCode;
 
 const ADMIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/admin.py");
 
@@ -591,7 +592,83 @@ async fn consumer_groups_are_coordinated_by_the_offsets_partition_leader() {
             .unwrap();
         assert_eq!(coordinator, leader, "via broker {id}");
     }
+    // The other brokers serve nothing of the group, and create nothing for it: a JoinGroup,
+    // an OffsetCommit or a DescribeGroups sent to them is answered NOT_COORDINATOR (the
+    // client looks for the coordinator again), never with a group of their own.
+    for id in (1..=3).filter(|id| *id != leader) {
+        let codes = group_requests_at(&c.addr(id), "g-cluster").await;
+        assert_eq!(codes, [ErrorCode::NOT_COORDINATOR.0; 3], "broker {id}");
+    }
+    let codes = group_requests_at(&c.addr(leader), "g-cluster").await;
+    assert_eq!(
+        codes,
+        [ErrorCode::MEMBER_ID_REQUIRED.0, 0, 0],
+        "the coordinator"
+    );
     c.assert_running();
+}
+
+/// The error codes a broker answers a JoinGroup (v5: a new member, which the coordinator
+/// answers MEMBER_ID_REQUIRED), a simple consumer's OffsetCommit of `grouped`-0 and a
+/// DescribeGroups of `group`.
+async fn group_requests_at(addr: &str, group: &str) -> [i16; 3] {
+    use kafka_protocol::KStr;
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{
+        DescribeGroupsRequest, JoinGroupRequest, OffsetCommitRequest, RequestBody, ResponseBody,
+    };
+    let join = JoinGroupRequest {
+        group_id: KStr::from(group.to_owned()),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        protocol_type: KStr::from("consumer"),
+        protocols: vec![JoinGroupRequestProtocol {
+            name: KStr::from("range"),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Some(ResponseBody::JoinGroup(join)) =
+        harness::request(addr, RequestBody::JoinGroup(Box::new(join)), 5).await
+    else {
+        panic!("no JoinGroup answer from {addr}");
+    };
+    let commit = OffsetCommitRequest {
+        group_id: KStr::from(group.to_owned()),
+        generation_id_or_member_epoch: -1,
+        topics: vec![OffsetCommitRequestTopic {
+            name: KStr::from("grouped"),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 21,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Some(ResponseBody::OffsetCommit(commit)) =
+        harness::request(addr, RequestBody::OffsetCommit(Box::new(commit)), 8).await
+    else {
+        panic!("no OffsetCommit answer from {addr}");
+    };
+    let describe = DescribeGroupsRequest {
+        groups: vec![KStr::from(group.to_owned())],
+        ..Default::default()
+    };
+    let Some(ResponseBody::DescribeGroups(describe)) =
+        harness::request(addr, RequestBody::DescribeGroups(describe), 5).await
+    else {
+        panic!("no DescribeGroups answer from {addr}");
+    };
+    [
+        join.error_code,
+        commit.topics[0].partitions[0].error_code,
+        describe.groups[0].error_code,
+    ]
 }
 
 /// Replication between the brokers: a topic with replication factor 3 takes acks=all writes

@@ -47,7 +47,16 @@ impl GroupCoordinator {
         log: Arc<dyn RecordLog>,
         ids: MemberIdGen,
     ) -> Self {
-        let manager = GroupManager::new(config.clone(), ids);
+        Self::with_manager(GroupManager::new(config.clone(), ids), config, clock, log)
+    }
+
+    /// A coordinator around `manager`.
+    fn with_manager(
+        manager: GroupManager,
+        config: GroupConfig,
+        clock: Clock,
+        log: Arc<dyn RecordLog>,
+    ) -> Self {
         let machine = GroupMachine::new(manager, clock.now_ms());
         Self {
             shell: Shell::new(machine, clock, log),
@@ -57,12 +66,15 @@ impl GroupCoordinator {
 
     /// A coordinator keeping nothing, on a manual clock at `start_ms` (moved with
     /// [`GroupCoordinator::advance`]) with seeded member ids: for tests.
+    /// It serves every group at once (there is no log to load).
     pub fn with_manual_clock(config: GroupConfig, start_ms: i64, seed: u64) -> Self {
-        Self::with_ids(
+        let manager =
+            GroupManager::new(config.clone(), MemberIdGen::new(seed)).owning_every_partition();
+        Self::with_manager(
+            manager,
             config,
             Clock::manual(start_ms),
             Arc::new(DiscardRecords),
-            MemberIdGen::new(seed),
         )
     }
 
@@ -117,6 +129,12 @@ impl GroupCoordinator {
                 _ => SyncResponse::error(ErrorCode::NOT_COORDINATOR),
             }
         }
+    }
+
+    /// Whether this coordinator serves `group_id` now (see [`GroupManager::check_group`]):
+    /// the requests that only read (DescribeGroups, OffsetFetch) ask first.
+    pub fn check_group(&self, group_id: &str) -> Result<(), ErrorCode> {
+        self.shell.inspect(|m| m.manager.check_group(group_id))
     }
 
     pub fn heartbeat(&self, req: &HeartbeatRequest) -> ErrorCode {
@@ -274,8 +292,15 @@ impl PartitionOwner for GroupCoordinator {
         decode_batch(partition, batch, out);
     }
 
-    fn load(&self, _partition: i32, _epoch: i32, entries: Vec<LogEntry>) {
-        self.replay(entries);
+    fn begin_load(&self, partition: i32) {
+        self.shell.call(|m, _| m.manager.begin_load(partition));
+    }
+
+    fn load(&self, partition: i32, _epoch: i32, entries: Vec<LogEntry>) {
+        self.shell.call(|m, now| {
+            m.manager.replay(entries, now);
+            m.manager.finish_load(partition);
+        });
     }
 
     fn unload(&self, partition: i32) -> usize {

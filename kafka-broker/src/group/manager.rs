@@ -3,7 +3,7 @@
 //! partition's groups. Offsets are `offsets.rs` and `txn_offsets.rs`, rebuilding the state
 //! from `__consumer_offsets` records `replay.rs`.
 
-use std::collections::{BTreeMap, btree_map::Entry};
+use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
 
 use kafka_protocol::error_code::ErrorCode;
 
@@ -36,6 +36,10 @@ pub struct GroupManager {
     pub(super) pending_txn: PendingTxnOffsets,
     /// The count behind [`OffsetAndMetadata::log_order`](super::OffsetAndMetadata).
     pub(super) log_order: u64,
+    /// The `__consumer_offsets` partitions whose groups this coordinator serves (loaded).
+    owned: BTreeSet<i32>,
+    /// Those being read back: their groups answer COORDINATOR_LOAD_IN_PROGRESS.
+    loading: BTreeSet<i32>,
 }
 
 impl GroupManager {
@@ -58,6 +62,43 @@ impl GroupManager {
             fx: Effects::default(),
             pending_txn: PendingTxnOffsets::default(),
             log_order: 0,
+            owned: BTreeSet::new(),
+            loading: BTreeSet::new(),
+        }
+    }
+
+    /// Serves the groups of every `__consumer_offsets` partition at once, with nothing to
+    /// load (a coordinator without a log: tests).
+    #[must_use]
+    pub fn owning_every_partition(mut self) -> Self {
+        self.owned = (0..self.config.offsets_topic_num_partitions).collect();
+        self
+    }
+
+    /// `__consumer_offsets` partition `partition` is being read back: its groups answer
+    /// COORDINATOR_LOAD_IN_PROGRESS until [`GroupManager::finish_load`].
+    pub fn begin_load(&mut self, partition: i32) {
+        self.loading.insert(partition);
+    }
+
+    /// Partition `partition` is loaded (its records replayed): its groups are served here.
+    pub fn finish_load(&mut self, partition: i32) {
+        self.loading.remove(&partition);
+        self.owned.insert(partition);
+    }
+
+    /// Whether this coordinator serves `group_id` now (Kafka's order of checks): its
+    /// partition being loaded is COORDINATOR_LOAD_IN_PROGRESS, not loaded here at all (another
+    /// broker leads it, or this one has not caught up yet) NOT_COORDINATOR. Nothing about a
+    /// group is answered, let alone created, for a partition another broker may be writing.
+    pub fn check_group(&self, group_id: &str) -> Result<(), ErrorCode> {
+        let partition = self.config.partition_for(group_id);
+        if self.loading.contains(&partition) {
+            Err(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS)
+        } else if self.owned.contains(&partition) {
+            Ok(())
+        } else {
+            Err(ErrorCode::NOT_COORDINATOR)
         }
     }
 
@@ -123,6 +164,7 @@ impl GroupManager {
 
     /// JoinGroup; the answer comes out of [`GroupManager::poll_output`] under `request`.
     pub fn join(&mut self, request: RequestId, req: JoinRequest, now: i64) {
+        let served = self.check_group(&req.group_id);
         let mut cx = Cx {
             now,
             config: &self.config,
@@ -134,6 +176,10 @@ impl GroupManager {
                 request,
                 JoinResponse::error(req.member_id, ErrorCode::INVALID_GROUP_ID),
             );
+            return;
+        }
+        if let Err(e) = served {
+            cx.reply_join(request, JoinResponse::error(req.member_id, e));
             return;
         }
         if req.session_timeout_ms < cx.config.min_session_timeout_ms
@@ -163,6 +209,7 @@ impl GroupManager {
 
     /// SyncGroup; the answer comes out of [`GroupManager::poll_output`] under `request`.
     pub fn sync(&mut self, request: RequestId, req: SyncRequest, now: i64) {
+        let served = self.check_group(&req.group_id);
         let mut cx = Cx {
             now,
             config: &self.config,
@@ -171,6 +218,10 @@ impl GroupManager {
         };
         if req.group_id.is_empty() {
             cx.reply_sync(request, SyncResponse::error(ErrorCode::INVALID_GROUP_ID));
+            return;
+        }
+        if let Err(e) = served {
+            cx.reply_sync(request, SyncResponse::error(e));
             return;
         }
         match self.groups.get_mut(&req.group_id) {
@@ -183,6 +234,9 @@ impl GroupManager {
     pub fn heartbeat(&mut self, req: &HeartbeatRequest, now: i64) -> ErrorCode {
         if req.group_id.is_empty() {
             return ErrorCode::INVALID_GROUP_ID;
+        }
+        if let Err(e) = self.check_group(&req.group_id) {
+            return e;
         }
         let mut cx = Cx {
             now,
@@ -201,6 +255,12 @@ impl GroupManager {
         if group_id.is_empty() {
             return LeaveResponse {
                 error: ErrorCode::INVALID_GROUP_ID,
+                members: Vec::new(),
+            };
+        }
+        if let Err(error) = self.check_group(group_id) {
+            return LeaveResponse {
+                error,
                 members: Vec::new(),
             };
         }
@@ -298,6 +358,9 @@ impl GroupManager {
     pub fn delete_groups(&mut self, ids: &[String]) -> Vec<ErrorCode> {
         ids.iter()
             .map(|id| {
+                if let Err(e) = self.check_group(id) {
+                    return e;
+                }
                 let state = self.groups.get(id).map(|g| g.state);
                 match state {
                     None | Some(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
@@ -331,6 +394,8 @@ impl GroupManager {
     /// `partition`: this broker no longer coordinates them, and loads them anew from the log
     /// if it leads the partition again. Returns how many groups went.
     pub fn unload(&mut self, partition: i32) -> usize {
+        self.owned.remove(&partition);
+        self.loading.remove(&partition);
         let config = &self.config;
         let before = self.groups.len();
         self.groups

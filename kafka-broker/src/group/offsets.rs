@@ -37,6 +37,9 @@ impl GroupManager {
     /// caller's to check; `now` is the commit timestamp unless the request (v1) gives one.
     pub fn commit_offsets(&mut self, req: &CommitRequest, now: i64) -> Vec<ErrorCode> {
         let all = |e: ErrorCode| vec![e; req.partitions.len()];
+        if let Err(e) = self.check_group(&req.group_id) {
+            return all(e);
+        }
         if !self.groups.contains_key(&req.group_id) {
             if req.generation_id >= 0 {
                 // From an older generation of a group that is gone.
@@ -154,6 +157,7 @@ impl GroupManager {
         group_id: &str,
         partitions: &[(String, i32)],
     ) -> Result<Vec<ErrorCode>, ErrorCode> {
+        self.check_group(group_id)?;
         let Some(group) = self.groups.get(group_id) else {
             return Err(ErrorCode::GROUP_ID_NOT_FOUND);
         };

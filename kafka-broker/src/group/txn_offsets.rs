@@ -53,6 +53,9 @@ impl GroupManager {
         if req.group_id.is_empty() {
             return all(ErrorCode::INVALID_GROUP_ID);
         }
+        if let Err(e) = self.check_group(&req.group_id) {
+            return all(e);
+        }
         if !self.groups.contains_key(&req.group_id) {
             if req.generation_id >= 0 {
                 return all(ErrorCode::ILLEGAL_GENERATION);

@@ -127,7 +127,12 @@ impl Cluster {
     }
 
     fn build(roles: &[Role], extra: &[&str], place: impl Fn(usize) -> (Place, u16, u16)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let mut dir = tempfile::tempdir().unwrap();
+        // KAFKA_RS_KEEP_CLUSTER=1 leaves the data and logs behind for a look after the test.
+        if std::env::var_os("KAFKA_RS_KEEP_CLUSTER").is_some() {
+            dir.disable_cleanup(true);
+            eprintln!("cluster files kept in {}", dir.path().display());
+        }
         let mut nodes = BTreeMap::new();
         for (i, role) in roles.iter().enumerate() {
             let id = i as i32 + 1;
@@ -460,8 +465,9 @@ pub(crate) async fn describe_quorum(addr: &str) -> Option<(i32, Vec<i32>, Vec<i3
     Some((p.leader_id, voters, observers))
 }
 
-/// A Metadata request (v12) to one broker: every topic, or `topics`.
-pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<MetadataResponse> {
+/// One request at `version` to one broker, on a connection of its own; `None` if the broker
+/// cannot be reached or does not answer within 5 s.
+pub(crate) async fn request(addr: &str, body: RequestBody, version: i16) -> Option<ResponseBody> {
     let cfg = ConnectionConfig {
         connect_timeout: Duration::from_secs(2),
         handshake: false,
@@ -469,6 +475,14 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
         ..Default::default()
     };
     let conn = Connection::connect(addr, cfg).await.ok()?;
+    tokio::time::timeout(Duration::from_secs(5), conn.request_at(body, version))
+        .await
+        .ok()?
+        .ok()
+}
+
+/// A Metadata request (v12) to one broker: every topic, or `topics`.
+pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<MetadataResponse> {
     let req = MetadataRequest {
         topics: topics.map(|t| {
             t.iter()
@@ -481,14 +495,7 @@ pub(crate) async fn metadata(addr: &str, topics: Option<&[&str]>) -> Option<Meta
         allow_auto_topic_creation: false,
         ..Default::default()
     };
-    let answer = tokio::time::timeout(
-        Duration::from_secs(5),
-        conn.request_at(RequestBody::Metadata(req), 12),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    match answer {
+    match request(addr, RequestBody::Metadata(req), 12).await? {
         ResponseBody::Metadata(m) => Some(m),
         _ => None,
     }

@@ -9,15 +9,26 @@ use tokio::sync::oneshot;
 
 use super::*;
 use crate::clock::Clock;
-use crate::coordinator::{AckWait, KeyValue, Producer, RecordLog};
+use crate::coordinator::{AckWait, KeyValue, PartitionOwner, Producer, RecordLog};
 
-fn coordinator(log: impl RecordLog + 'static) -> GroupCoordinator {
+/// A coordinator that has loaded no partition yet.
+fn unloaded(log: impl RecordLog + 'static) -> GroupCoordinator {
     GroupCoordinator::with_ids(
         GroupConfig::default(),
         Clock::manual(1_700_000_000_000),
         Arc::new(log),
         MemberIdGen::new(1),
     )
+}
+
+/// A coordinator that has loaded every (empty) `__consumer_offsets` partition.
+fn coordinator(log: impl RecordLog + 'static) -> GroupCoordinator {
+    let c = unloaded(log);
+    for p in 0..c.config().offsets_topic_num_partitions {
+        PartitionOwner::begin_load(&c, p);
+        PartitionOwner::load(&c, p, 0, Vec::new());
+    }
+    c
 }
 
 /// A log that refuses records while `fail` is set, and counts what it took.
@@ -261,4 +272,57 @@ async fn unloading_answers_waiting_requests_and_orphans_pending_commits() {
     // The acknowledged commit does not bring the unloaded group back.
     assert!(c.inspect(|m| m.group("g").is_none()));
     assert_eq!(fetched(&c), vec![-1, -1]);
+}
+
+/// Every request about a group is answered NOT_COORDINATOR unless this coordinator has loaded
+/// the group's partition (COORDINATOR_LOAD_IN_PROGRESS while it reads it), and nothing is
+/// created for such a group: a broker that restarted and has not caught up with the metadata
+/// must not start a second copy of a group another broker coordinates.
+#[tokio::test]
+async fn groups_of_partitions_not_loaded_here_are_not_served() {
+    let c = unloaded(HeldLog::default());
+    let p = c.partition_for("g");
+    let not_here = |c: &GroupCoordinator, want: ErrorCode| {
+        let join = super::join_req("g", "", "client", &[("range", &["t"])]);
+        let answer = futures::executor::block_on(c.join(join));
+        assert_eq!(answer.error, want);
+        let beat = HeartbeatRequest {
+            group_id: "g".into(),
+            generation_id: 1,
+            member_id: "m".into(),
+            group_instance_id: None,
+        };
+        assert_eq!(c.heartbeat(&beat), want);
+        let codes = futures::executor::block_on(c.commit_offsets(&commit(&[(0, 5)])));
+        assert_eq!(codes, vec![want]);
+        let codes = futures::executor::block_on(c.txn_commit_offsets(&txn_commit(5)));
+        assert_eq!(codes, vec![want]);
+        assert_eq!(c.check_group("g"), Err(want));
+        assert_eq!(c.delete_groups(&["g".to_owned()]), vec![want]);
+        assert_eq!(c.delete_offsets("g", &[("t".to_owned(), 0)]), Err(want));
+        assert!(c.inspect(|m| m.group("g").is_none()), "nothing created");
+    };
+    not_here(&c, ErrorCode::NOT_COORDINATOR);
+    PartitionOwner::begin_load(&c, p);
+    not_here(&c, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+    PartitionOwner::load(&c, p, 0, Vec::new());
+    assert_eq!(c.check_group("g"), Ok(()));
+    let mut join = super::join_req("g", "", "client", &[("range", &["t"])]);
+    join.require_known_member_id = true;
+    assert_eq!(c.join(join).await.error, ErrorCode::MEMBER_ID_REQUIRED);
+    // A member joins (the answer waits for the rebalance): the group exists here now.
+    let join = super::join_req("g", "", "client", &[("range", &["t"])]);
+    let waiting = tokio::spawn(c.join(join));
+    tokio::task::yield_now().await;
+    assert!(c.inspect(|m| m.group("g").is_some()));
+    // Another partition's groups are still not served here.
+    let other = (0..100)
+        .map(|i| format!("other{i}"))
+        .find(|g| c.partition_for(g) != p)
+        .unwrap();
+    assert_eq!(c.check_group(&other), Err(ErrorCode::NOT_COORDINATOR));
+    // Given up, the partition's groups go and are not served any more.
+    assert_eq!(c.unload(p), 1);
+    assert_eq!(waiting.await.unwrap().error, ErrorCode::NOT_COORDINATOR);
+    not_here(&c, ErrorCode::NOT_COORDINATOR);
 }

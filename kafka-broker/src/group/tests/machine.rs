@@ -19,7 +19,10 @@ impl M {
     fn new(config: GroupConfig) -> Self {
         let now = 1_000_000;
         Self {
-            m: GroupMachine::new(GroupManager::new(config, MemberIdGen::new(1)), now),
+            m: GroupMachine::new(
+                GroupManager::new(config, MemberIdGen::new(1)).owning_every_partition(),
+                now,
+            ),
             now,
             next: 0,
             answers: BTreeMap::new(),

@@ -54,7 +54,7 @@ impl H {
 
     pub(super) fn with(config: GroupConfig) -> Self {
         Self {
-            m: GroupManager::new(config, MemberIdGen::new(1)),
+            m: GroupManager::new(config, MemberIdGen::new(1)).owning_every_partition(),
             now: 1_000_000,
             next: 0,
             joins: BTreeMap::new(),

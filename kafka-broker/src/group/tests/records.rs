@@ -319,7 +319,7 @@ fn replaying_the_records_rebuilds_the_coordinator() {
     let decoded = log
         .iter()
         .map(|(k, v)| OffsetsRecord::decode(k, v.as_ref()).unwrap().unwrap());
-    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2));
+    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2)).owning_every_partition();
     fresh.replay(decoded, h.now);
 
     for group in ["g", "s", "d", "e"] {

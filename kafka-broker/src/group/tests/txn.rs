@@ -321,7 +321,7 @@ fn replay_commits_and_aborts_by_marker_and_keeps_open_transactions_pending() {
     let elsewhere = (q + 1) % h.m.config().offsets_topic_num_partitions;
     log.marker(&mut h, elsewhere, PID, true);
 
-    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2));
+    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2)).owning_every_partition();
     fresh.replay(log.through_bytes(), h.now);
     assert_eq!(fetch(&fresh, "g", "t", 0, true), (10, ErrorCode::NONE));
     assert_eq!(fetch(&fresh, "g", "t", 1, true), (1, ErrorCode::NONE));
@@ -395,7 +395,7 @@ fn deletes_drop_pending_offsets_with_a_tombstone() {
     assert_eq!(fetch(&h.m, "g", "t", 0, true), (-1, ErrorCode::NONE));
 
     // Replayed, the tombstones drop the pending offsets as well.
-    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2));
+    let mut fresh = GroupManager::new(config(), MemberIdGen::new(2)).owning_every_partition();
     fresh.replay(log.through_bytes(), h.now);
     assert!(fresh.group("g").is_none());
     for (t, partition) in [("t", 0), ("t", 1), ("u", 0)] {

@@ -32,16 +32,23 @@ pub(crate) fn describe_groups(
         .groups
         .iter()
         .partition(|id| authz.group(AclOperation::Describe, id));
-    let refused = refused.into_iter().map(|id| DescribedGroup {
-        error_code: ErrorCode::GROUP_AUTHORIZATION_FAILED.0,
+    let failed = |id: &KStr, e: ErrorCode| DescribedGroup {
+        error_code: e.0,
         group_id: id.clone(),
         group_state: KStr::default(),
         protocol_type: KStr::default(),
         protocol_data: KStr::default(),
         authorized_operations: NOT_ASKED,
         ..Default::default()
-    });
+    };
+    let refused = refused
+        .into_iter()
+        .map(|id| failed(id, ErrorCode::GROUP_AUTHORIZATION_FAILED));
     let described = allowed.into_iter().map(|id| {
+        if let Err(e) = coordinator.check_group(id.as_str()) {
+            // Not coordinated here (or loading): the client asks the coordinator again.
+            return failed(id, e);
+        }
         let d = coordinator.describe(id.as_str());
         DescribedGroup {
             error_code: ErrorCode::NONE.0,

@@ -292,6 +292,7 @@ fn fetch_group(
     if !authz.group(AclOperation::Describe, group_id) {
         return Err(ErrorCode::GROUP_AUTHORIZATION_FAILED);
     }
+    coordinator.check_group(group_id)?;
     let may_describe = |topic: &str| authz.topic(AclOperation::Describe, topic);
     let Some(topics) = topics else {
         let mut all = coordinator.fetch_offsets(group_id, None, require_stable);
