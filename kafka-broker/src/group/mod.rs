@@ -39,6 +39,7 @@
 //! the partition layer or the broker.
 
 pub(crate) mod config;
+pub mod consumer;
 pub mod coordinator;
 mod join;
 mod machine;
