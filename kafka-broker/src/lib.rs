@@ -58,6 +58,7 @@ mod convert;
 pub mod coordinator;
 pub mod credentials;
 pub mod error;
+pub mod features;
 pub mod group;
 pub mod handler;
 pub mod log;

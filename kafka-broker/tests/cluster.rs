@@ -118,6 +118,8 @@ async fn three_combined_nodes_are_one_cluster_to_every_client() {
     until_brokers(&mut c, &[1, 2, 3]).await;
     let bootstrap = c.bootstrap();
 
+    features_through_every_broker(&c).await;
+
     // DescribeQuorum in every version, through every broker (forwarded to the leader).
     let mut leaders = BTreeSet::new();
     for id in [1, 2, 3] {
@@ -1075,4 +1077,93 @@ async fn a_follower_behind_the_leaders_log_start_starts_again_there() {
         "the follower started again at 15"
     );
     c.assert_running();
+}
+
+/// The finalized features of a cluster: the first active controller writes the bootstrap
+/// level (metadata.version 3.9-IV0) to the metadata log, every broker's ApiVersions v4 shows
+/// it (its epoch the broker's image offset), and UpdateFeatures sent to any broker is decided
+/// by the controller with the registered brokers' support.
+async fn features_through_every_broker(c: &Cluster) {
+    use kafka_protocol::KStr;
+    use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
+    use kafka_protocol::messages::{
+        ApiVersionsRequest, RequestBody, ResponseBody, UpdateFeaturesRequest,
+    };
+    let finalized = |addr: String| async move {
+        let Some(ResponseBody::ApiVersions(a)) = harness::request(
+            &addr,
+            RequestBody::ApiVersions(ApiVersionsRequest::default()),
+            4,
+        )
+        .await
+        else {
+            panic!("no ApiVersions answer from {addr}");
+        };
+        let levels: Vec<(String, i16, i16)> = a
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
+            .collect();
+        let supported: Vec<String> = a
+            .supported_features
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect();
+        (levels, a.finalized_features_epoch, supported)
+    };
+    for id in 1..=3 {
+        let (levels, epoch, supported) = finalized(c.addr(id)).await;
+        assert_eq!(
+            levels,
+            [("metadata.version".to_owned(), 21, 21)],
+            "broker {id}"
+        );
+        assert!(epoch > 0, "broker {id}: epoch {epoch}");
+        assert_eq!(
+            supported,
+            [
+                "metadata.version",
+                "kraft.version",
+                "transaction.version",
+                "group.version"
+            ]
+        );
+    }
+    let update = |feature: &str, level: i16, upgrade_type: i8, validate_only: bool| {
+        RequestBody::UpdateFeatures(UpdateFeaturesRequest {
+            feature_updates: vec![FeatureUpdateKey {
+                feature: KStr::from(feature.to_owned()),
+                max_version_level: level,
+                upgrade_type,
+                ..Default::default()
+            }],
+            validate_only,
+            ..Default::default()
+        })
+    };
+    let ask = |body: RequestBody| async move {
+        match harness::request(&c.addr(2), body, 1).await {
+            Some(ResponseBody::UpdateFeatures(r)) => (
+                r.error_code,
+                r.error_message.map(|m| m.to_string()).unwrap_or_default(),
+            ),
+            other => panic!("UpdateFeatures: {other:?}"),
+        }
+    };
+    let (code, message) = ask(update("group.version", 1, 1, false)).await;
+    assert_eq!(code, ErrorCode::INVALID_UPDATE_VERSION.0, "{message}");
+    assert!(
+        message.contains("does not support this feature"),
+        "{message}"
+    );
+    let (code, message) = ask(update("metadata.version", 20, 2, false)).await;
+    assert_eq!(code, ErrorCode::INVALID_UPDATE_VERSION.0, "{message}");
+    assert_eq!(ask(update("metadata.version", 21, 1, true)).await.0, 0);
+    // Accepted and written: the broker answers once its image has the record, which moves
+    // its epoch on.
+    let (_, before, _) = finalized(c.addr(2)).await;
+    assert_eq!(ask(update("group.version", 0, 2, false)).await.0, 0);
+    let (levels, after, _) = finalized(c.addr(2)).await;
+    assert!(after > before, "epoch {before} -> {after}");
+    assert_eq!(levels, [("metadata.version".to_owned(), 21, 21)]);
 }

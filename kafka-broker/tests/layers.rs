@@ -19,6 +19,7 @@ const STRATA: &[(&str, u8)] = &[
     ("record_file", 1),
     ("quota", 1),
     ("quotas", 1),
+    ("features", 1),
     ("log", 2),
     ("replica", 3),
     ("convert", 3),

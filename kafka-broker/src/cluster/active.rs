@@ -172,6 +172,15 @@ impl Task {
                 return;
             }
         }
+        // A new cluster finalizes its bootstrap feature levels once (Kafka writes them when
+        // the first controller formats the log).
+        let bootstrap = Controller::bootstrap_features(&self.quorum.current().state.image);
+        if !bootstrap.is_empty() {
+            if let Err(e) = self.quorum.propose(Payload::Records(bootstrap)).await {
+                tracing::warn!(error = %e, "the bootstrap feature levels were not committed");
+                return;
+            }
+        }
         let current = self.quorum.current();
         let Some(cluster_id) = current.state.cluster_id.clone() else {
             return;

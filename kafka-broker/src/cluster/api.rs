@@ -48,6 +48,7 @@ pub const CONTROLLER_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 0, 3),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::AlterClientQuotas, 0, 1),
+    (ApiKey::UpdateFeatures, 0, 1),
 ];
 
 /// The handler for the controller listener of a controller node.
@@ -111,7 +112,23 @@ pub async fn handle(
 ) -> Option<ResponseBody> {
     let refused = refusal(&body);
     let answer = match body {
-        RequestBody::ApiVersions(_) => return Some(api_versions(ErrorCode::NONE)),
+        RequestBody::ApiVersions(_) => {
+            // With the features of this node's image, as Kafka's controllers answer.
+            let mut answer = api_versions(ErrorCode::NONE);
+            if let ResponseBody::ApiVersions(a) = &mut answer {
+                let image = &active.quorum().current().state.image;
+                let finalized = crate::features::Finalized {
+                    epoch: i64::try_from(image.offset()).unwrap_or(i64::MAX),
+                    levels: image.features().map(|(n, l)| (n.to_owned(), l)).collect(),
+                };
+                let (supported, epoch, levels) =
+                    crate::features::api_versions_fields(version, &finalized);
+                a.supported_features = supported;
+                a.finalized_features_epoch = epoch;
+                a.finalized_features = levels;
+            }
+            return Some(answer);
+        }
         RequestBody::DescribeQuorum(_) => {
             return Some(describe_quorum(active, config, version).await);
         }
@@ -181,6 +198,10 @@ pub async fn handle(
             .run(move |c, image, _| c.alter_client_quotas(image, &r))
             .await
             .map(ResponseBody::AlterClientQuotas),
+        RequestBody::UpdateFeatures(r) => active
+            .run(move |c, image, _| c.update_features(image, &r, version))
+            .await
+            .map(ResponseBody::UpdateFeatures),
         _ => return None,
     };
     Some(
@@ -398,6 +419,10 @@ pub fn refusal(body: &RequestBody) -> Option<ResponseBody> {
             let results = vec![(ErrorCode::NOT_CONTROLLER, message); r.entries.len()];
             ResponseBody::AlterClientQuotas(crate::quotas::alter_response(r, results))
         }
+        RequestBody::UpdateFeatures(_) => ResponseBody::UpdateFeatures(crate::features::refused(
+            ErrorCode::NOT_CONTROLLER,
+            "this node is not the active controller",
+        )),
         _ => return None,
     })
 }
@@ -424,6 +449,7 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
             r.results.iter().any(|t| t.error_code == code)
         }
         ResponseBody::AlterClientQuotas(r) => r.entries.iter().any(|t| t.error_code == code),
+        ResponseBody::UpdateFeatures(r) => r.error_code == code,
         _ => false,
     }
 }

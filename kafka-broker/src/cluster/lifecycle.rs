@@ -25,9 +25,6 @@ use crate::config::BrokerConfig;
 /// Versions sent (our controller takes every version; Kafka's too).
 const REGISTRATION_VERSION: i16 = 4;
 const HEARTBEAT_VERSION: i16 = 1;
-/// Kafka's `metadata.version` feature range a broker of Kafka 3.9 / 4.0 announces; our
-/// controller records it, a Kafka controller checks it.
-const METADATA_VERSION: (i16, i16) = (7, 21);
 
 /// What the broker's registration looks like now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,12 +167,15 @@ fn registration(
         cluster_id: KStr::from(cluster_id.to_owned()),
         incarnation_id: incarnation,
         listeners,
-        features: vec![Feature {
-            name: KStr::from_static("metadata.version"),
-            min_supported_version: METADATA_VERSION.0,
-            max_supported_version: METADATA_VERSION.1,
-            ..Default::default()
-        }],
+        features: crate::features::KNOWN
+            .iter()
+            .map(|k| Feature {
+                name: KStr::from_static(k.name),
+                min_supported_version: k.min,
+                max_supported_version: k.max,
+                ..Default::default()
+            })
+            .collect(),
         rack: config.network.rack.clone().map(KStr::from),
         log_dirs: vec![directory_id],
         ..Default::default()

@@ -5,6 +5,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseBody};
 
 use super::SUPPORTED;
+use crate::features::Finalized;
 
 fn table() -> Vec<ApiVersion> {
     SUPPORTED
@@ -18,8 +19,9 @@ fn table() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// The table; a broker of a cluster also takes DescribeQuorum (forwarded).
-pub(super) fn handle(_version: i16, clustered: bool) -> ResponseBody {
+/// The table and the features (v3+); a broker of a cluster also takes DescribeQuorum
+/// (forwarded).
+pub(super) fn handle(version: i16, clustered: bool, finalized: &Finalized) -> ResponseBody {
     let mut api_keys = table();
     if clustered {
         let (lo, hi) = super::CLUSTER_DESCRIBE_QUORUM;
@@ -30,8 +32,13 @@ pub(super) fn handle(_version: i16, clustered: bool) -> ResponseBody {
             ..Default::default()
         });
     }
+    let (supported_features, finalized_features_epoch, finalized_features) =
+        crate::features::api_versions_fields(version, finalized);
     ResponseBody::ApiVersions(ApiVersionsResponse {
         api_keys,
+        supported_features,
+        finalized_features_epoch,
+        finalized_features,
         ..Default::default()
     })
 }

@@ -104,6 +104,34 @@ pub(super) async fn handle(
                 None => Some(forward_security(broker, link, body.clone(), version).await),
             }
         }
+        RequestBody::UpdateFeatures(r) => {
+            let authz = super::authz::Authz::new(broker, ctx);
+            if let Some(refused) = super::features::refuse_update(&authz) {
+                return Some(refused);
+            }
+            let answer = forward(link, body.clone(), version).await;
+            let changed = matches!(&answer, ResponseBody::UpdateFeatures(a) if a.error_code == 0);
+            if changed && !r.validate_only {
+                // The client's next ApiVersions here shows the new levels.
+                let want: Vec<(String, i16)> = r
+                    .feature_updates
+                    .iter()
+                    .map(|u| (u.feature.to_string(), u.max_version_level.max(0)))
+                    .collect();
+                link.wait_for(CATCH_UP, |s| {
+                    want.iter().all(|(name, level)| {
+                        let now = s.image.features().find(|(n, _)| n == name);
+                        now.map_or(0, |(_, l)| l) == *level
+                    })
+                })
+                .await;
+                let image = &link.current().state.image;
+                broker
+                    .features
+                    .follow_image(image.offset(), image.features());
+            }
+            Some(answer)
+        }
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ mod delete_records;
 mod describe_cluster;
 mod describe_log_dirs;
 mod describe_producers;
+mod features;
 mod fetch;
 mod groups;
 mod incoming;
@@ -113,6 +114,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
+    (ApiKey::UpdateFeatures, 0, 1),
     (ApiKey::DescribeAcls, 0, 3),
     (ApiKey::CreateAcls, 0, 3),
     (ApiKey::DeleteAcls, 0, 3),
@@ -298,7 +300,9 @@ pub async fn answer(
         RequestBody::DescribeTransactions(r) => txn::describe(broker, &authz, r),
         RequestBody::ListTransactions(r) => txn::list(broker, &authz, r, version),
         RequestBody::OffsetForLeaderEpoch(r) => offset_for_leader_epoch::handle(broker, &authz, r),
-        RequestBody::ApiVersions(_) => api_versions::handle(version, broker.is_clustered()),
+        RequestBody::ApiVersions(_) => {
+            api_versions::handle(version, broker.is_clustered(), &broker.features.finalized())
+        }
         RequestBody::Metadata(r) => metadata::handle(broker, &ctx, &authz, r, version),
         RequestBody::CreateTopics(r) => topics::create_topics(broker, &authz, r, version),
         RequestBody::DeleteTopics(r) => topics::delete_topics(broker, &authz, r, version),
@@ -354,6 +358,7 @@ pub async fn answer(
         RequestBody::AlterUserScramCredentials(r) => scram::alter(broker, &authz, r),
         RequestBody::DescribeClientQuotas(r) => quotas::describe(broker, &authz, r),
         RequestBody::AlterClientQuotas(r) => quotas::alter(broker, &authz, r),
+        RequestBody::UpdateFeatures(r) => features::update(broker, &authz, &r, version),
         // SASL requests reach the handlers only on listeners without SASL (a SASL listener's
         // gate answers them, server/sasl.rs).
         RequestBody::SaslHandshake(_) => {

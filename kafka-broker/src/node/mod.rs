@@ -72,6 +72,8 @@ pub struct Broker {
     pub acls: crate::acls::Acls,
     /// Client quotas and connection-creation limits (`client-quotas.records`).
     pub quotas: crate::quotas::Quotas,
+    /// The finalized feature levels (`features.records`; in a cluster the metadata image's).
+    pub features: crate::features::Features,
 }
 
 impl Broker {
@@ -117,17 +119,19 @@ impl Broker {
         let topics = TopicRegistry::load(&config.server.data_dir)?;
         // In a cluster ACLs, SCRAM credentials and quotas come from the metadata image
         // (`node/publish.rs`), not from their files.
-        let (scram_credentials, acls, quotas) = if clustered {
+        let (scram_credentials, acls, quotas, features) = if clustered {
             (
                 crate::credentials::ScramCredentials::clustered(),
                 crate::acls::Acls::clustered(&config.security)?,
                 crate::quotas::Quotas::clustered(&config),
+                crate::features::Features::clustered(),
             )
         } else {
             (
                 crate::credentials::ScramCredentials::open(&config.server.data_dir)?,
                 crate::acls::Acls::open(&config.server.data_dir, &config.security)?,
                 crate::quotas::Quotas::open(&config.server.data_dir, &config)?,
+                crate::features::Features::open(&config.server.data_dir)?,
             )
         };
         // In a cluster producer ids come from the controller, not from `producer.ids`.
@@ -227,6 +231,7 @@ impl Broker {
             scram_credentials,
             acls,
             quotas,
+            features,
             topic_configs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),

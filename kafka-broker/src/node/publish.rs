@@ -39,6 +39,10 @@ pub fn apply(
     if security_changed {
         follow_security(broker, image);
     }
+    // ApiVersions' finalized features, at the image's offset (Kafka's epoch).
+    broker
+        .features
+        .follow_image(image.offset(), image.features());
     for topic in image.topics() {
         let before = previous.and_then(|p| p.topic(&topic.name));
         let configs: BTreeMap<String, String> = image

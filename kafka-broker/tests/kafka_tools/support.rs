@@ -14,11 +14,7 @@ pub(crate) const TOOL_TIMEOUT: Duration = Duration::from_secs(90);
 /// Known differences from Apache Kafka (see `tests/kafka_tools/FINDINGS.md`): a check with
 /// one of these names that fails is reported, not failed; one that passes is reported so
 /// that it can leave the list.
-pub(crate) const KNOWN_GAPS: &[&str] = &[
-    "configs.broker-alter",
-    "features.describe",
-    "dump-log.producer-snapshot",
-];
+pub(crate) const KNOWN_GAPS: &[&str] = &["configs.broker-alter", "dump-log.producer-snapshot"];
 
 /// A known gap's check: `Ok` when it behaves as Apache Kafka does.
 pub(crate) fn gap(name: &str, outcome: Result<(), String>) {

@@ -24,12 +24,14 @@
 //! | `acls.rs` | CreateAcls, DeleteAcls: AccessControlEntryRecord / RemoveAccessControlEntryRecord |
 //! | `scram.rs` | AlterUserScramCredentials: UserScramCredentialRecord / RemoveUserScramCredentialRecord |
 //! | `quotas.rs` | AlterClientQuotas: ClientQuotaRecord |
+//! | `features.rs` | UpdateFeatures and the bootstrap levels: FeatureLevelRecord |
 
 mod acls;
 mod alter_partition;
 mod brokers;
 mod configs;
 mod election;
+mod features;
 mod placement;
 mod producer_ids;
 mod quotas;
