@@ -75,7 +75,9 @@ pub struct GroupSpec {
 impl GroupSpec {
     /// A spec of `members`, its subscription type found from them.
     pub fn new(members: BTreeMap<String, AssignmentMember>) -> Self {
-        let mut subscriptions = members.values().map(|m| &m.subscription.subscribed_topic_ids);
+        let mut subscriptions = members
+            .values()
+            .map(|m| &m.subscription.subscribed_topic_ids);
         let first = subscriptions.next();
         let same = first.is_none_or(|f| subscriptions.all(|s| s == f));
         Self {

@@ -73,9 +73,12 @@ impl TopicRanges {
 
     /// Fixes the quotas once the subscribers are counted.
     fn start(&mut self) {
-        if self.subscribers > 0 {
-            self.min_quota = self.count / self.subscribers;
-            self.extra = self.count % self.subscribers;
+        if let (Some(min_quota), Some(extra)) = (
+            self.count.checked_div(self.subscribers),
+            self.count.checked_rem(self.subscribers),
+        ) {
+            self.min_quota = min_quota;
+            self.extra = extra;
         }
     }
 
@@ -109,14 +112,14 @@ impl RangeAssignor {
         let mut order: Vec<(&String, &AssignmentMember)> = group.members.iter().collect();
         // Static members (Some) first by instance id, then dynamic members by member id (the
         // map's order, kept by the stable sort).
-        order.sort_by(|(a, _), (b, _)| {
-            match (instance_ids.get(*a), instance_ids.get(*b)) {
+        order.sort_by(
+            |(a, _), (b, _)| match (instance_ids.get(*a), instance_ids.get(*b)) {
                 (Some(x), Some(y)) => x.cmp(y),
                 (Some(_), None) => std::cmp::Ordering::Less,
                 (None, Some(_)) => std::cmp::Ordering::Greater,
                 (None, None) => std::cmp::Ordering::Equal,
-            }
-        });
+            },
+        );
 
         let mut topics: Vec<TopicRanges> = Vec::new();
         let mut topic_index: HashMap<Uuid, usize> = HashMap::new();

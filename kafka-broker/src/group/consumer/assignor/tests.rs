@@ -66,7 +66,10 @@ impl TopicDescriber for Topics {
     }
 
     fn racks(&self, topic: Uuid, partition: i32) -> BTreeSet<String> {
-        self.racks.get(&(topic, partition)).cloned().unwrap_or_default()
+        self.racks
+            .get(&(topic, partition))
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -178,7 +181,11 @@ fn fewest_moves(held: &[usize], total: usize) -> usize {
     }
     let min = total / held.len();
     let extra = total % held.len();
-    let over: Vec<usize> = held.iter().filter(|&&c| c > min).map(|&c| c - min).collect();
+    let over: Vec<usize> = held
+        .iter()
+        .filter(|&&c| c > min)
+        .map(|&c| c - min)
+        .collect();
     over.iter().sum::<usize>() - over.len().min(extra)
 }
 
@@ -258,7 +265,10 @@ fn by_names_takes_names_and_kafka_class_names_in_order() {
     let names = |r: Vec<std::sync::Arc<dyn Assignor>>| -> Vec<&'static str> {
         r.iter().map(|a| a.name()).collect()
     };
-    assert_eq!(names(by_names(&list(&["range", "uniform"])).unwrap()), ["range", "uniform"]);
+    assert_eq!(
+        names(by_names(&list(&["range", "uniform"])).unwrap()),
+        ["range", "uniform"]
+    );
     assert_eq!(names(by_names(&list(&[" uniform "])).unwrap()), ["uniform"]);
     assert_eq!(
         names(
@@ -294,7 +304,10 @@ fn uniform_homogeneous_first_assignment_two_members_two_topics() {
     assert_eq!(g.subscription_type, SubscriptionType::Homogeneous);
     // 5 partitions: A holds nothing, so it leaves the extra slot to B, the last member.
     let out = uniform(&g, &topics);
-    assert_eq!(out, expected(&[("A", &[(t3, &[0, 1])]), ("B", &[(t1, &[0, 1, 2])])]));
+    assert_eq!(
+        out,
+        expected(&[("A", &[(t3, &[0, 1])]), ("B", &[(t1, &[0, 1, 2])])])
+    );
 }
 
 #[test]
@@ -307,7 +320,10 @@ fn uniform_homogeneous_more_members_than_partitions() {
         ("C", member(&[t3], &[])),
     ]);
     let out = uniform(&g, &topics);
-    assert_eq!(out, expected(&[("A", &[]), ("B", &[(t3, &[0])]), ("C", &[(t3, &[1])])]));
+    assert_eq!(
+        out,
+        expected(&[("A", &[]), ("B", &[(t3, &[0])]), ("C", &[(t3, &[1])])])
+    );
 }
 
 #[test]
@@ -413,7 +429,10 @@ fn uniform_homogeneous_topic_deleted() {
         ("B", member(&[t1], &[(t1, &[2, 3]), (t2, &[2])])),
     ]);
     let out = uniform(&g, &topics);
-    assert_eq!(out, expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t1, &[2, 3])])]));
+    assert_eq!(
+        out,
+        expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t1, &[2, 3])])])
+    );
 }
 
 #[test]
@@ -426,8 +445,14 @@ fn uniform_homogeneous_balanced_assignment_is_kept_whatever_the_member_order() {
     let subs = [t1, t2, t3];
     let g = group(vec![
         ("A", member(&subs, &[(t2, &[0, 1]), (t3, &[0, 1])])),
-        ("B", member(&subs, &[(t1, &[0]), (t2, &[2, 3]), (t3, &[2, 3])])),
-        ("C", member(&subs, &[(t1, &[1]), (t2, &[4]), (t3, &[4, 5, 6])])),
+        (
+            "B",
+            member(&subs, &[(t1, &[0]), (t2, &[2, 3]), (t3, &[2, 3])]),
+        ),
+        (
+            "C",
+            member(&subs, &[(t1, &[1]), (t2, &[4]), (t3, &[4, 5, 6])]),
+        ),
     ]);
     let out = uniform(&g, &topics);
     for (id, m) in &g.members {
@@ -478,7 +503,10 @@ fn uniform_heterogeneous_nonexistent_topics_are_an_error() {
 fn uniform_heterogeneous_first_assignment() {
     let (t1, t3) = (tid(1), tid(3));
     let topics = Topics::new(&[(t1, 3), (t3, 6)]);
-    let g = group(vec![("A", member(&[t1, t3], &[])), ("B", member(&[t3], &[]))]);
+    let g = group(vec![
+        ("A", member(&[t1, t3], &[])),
+        ("B", member(&[t3], &[])),
+    ]);
     assert_eq!(g.subscription_type, SubscriptionType::Heterogeneous);
     assert_eq!(
         uniform(&g, &topics),
@@ -537,7 +565,10 @@ fn uniform_heterogeneous_partitions_added() {
     let (t1, t2, t3, t4) = (tid(1), tid(2), tid(3), tid(4));
     let topics = Topics::new(&[(t1, 6), (t2, 5), (t3, 3), (t4, 3)]);
     let g = group(vec![
-        ("A", member(&[t1, t3], &[(t1, &[0, 1, 2, 3]), (t3, &[0, 1])])),
+        (
+            "A",
+            member(&[t1, t3], &[(t1, &[0, 1, 2, 3]), (t3, &[0, 1])]),
+        ),
         (
             "B",
             member(&[t1, t2, t3, t4], &[(t2, &[0, 1, 2]), (t4, &[0, 1, 2])]),
@@ -614,7 +645,10 @@ fn uniform_heterogeneous_topic_partitions_run_out_before_balance() {
     let g = hetero(vec![
         (
             "A",
-            member(&[t1, t2, t3], &[(t1, &[0, 1]), (t2, &[0, 1]), (t3, &[0, 1])]),
+            member(
+                &[t1, t2, t3],
+                &[(t1, &[0, 1]), (t2, &[0, 1]), (t3, &[0, 1])],
+            ),
         ),
         ("B", member(&[t1, t2, t3], &[])),
     ]);
@@ -632,7 +666,10 @@ fn uniform_heterogeneous_member_without_subscriptions() {
     let t1 = tid(1);
     let topics = Topics::new(&[(t1, 3)]);
     let g = group(vec![("A", member(&[t1], &[])), ("B", member(&[], &[]))]);
-    assert_eq!(uniform(&g, &topics), expected(&[("A", &[(t1, &[0, 1, 2])]), ("B", &[])]));
+    assert_eq!(
+        uniform(&g, &topics),
+        expected(&[("A", &[(t1, &[0, 1, 2])]), ("B", &[])])
+    );
 }
 
 #[test]
@@ -646,6 +683,29 @@ fn uniform_heterogeneous_topic_deleted() {
     assert_eq!(
         uniform(&g, &topics),
         expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t3, &[0, 1])])])
+    );
+}
+
+#[test]
+fn uniform_heterogeneous_topic_ties_follow_javas_uuid_order() {
+    // Equal partitions per subscriber and subscriber counts: Kafka breaks the tie with
+    // Uuid.compareTo, which compares signed halves, so an id with its top bit set comes first.
+    let mut high = [0u8; 16];
+    high[0] = 0x80;
+    let (t_high, t_low, t_c) = (Uuid(high), tid(1), tid(2));
+    let topics = Topics::new(&[(t_high, 1), (t_low, 1), (t_c, 1)]);
+    let g = group(vec![
+        ("A", member(&[t_high, t_low], &[])),
+        ("B", member(&[t_high, t_low], &[])),
+        ("C", member(&[t_c], &[])),
+    ]);
+    assert_eq!(
+        uniform(&g, &topics),
+        expected(&[
+            ("A", &[(t_high, &[0])]),
+            ("B", &[(t_low, &[0])]),
+            ("C", &[(t_c, &[0])])
+        ])
     );
 }
 
@@ -691,7 +751,10 @@ fn range_nonexistent_topic_is_an_error() {
             topic: t2,
         })
     );
-    let g = group(vec![("A", member(&[t1], &[])), ("B", member(&[t1, t2], &[]))]);
+    let g = group(vec![
+        ("A", member(&[t1], &[])),
+        ("B", member(&[t1, t2], &[])),
+    ]);
     assert_eq!(
         RangeAssignor.assign(&g, &topics),
         Err(AssignorError::UnknownTopic {
@@ -705,7 +768,10 @@ fn range_nonexistent_topic_is_an_error() {
 fn range_first_assignment_same_subscriptions() {
     let (t1, t3) = (tid(1), tid(3));
     let topics = Topics::new(&[(t1, 3), (t3, 2)]);
-    let g = group(vec![("A", member(&[t1, t3], &[])), ("B", member(&[t1, t3], &[]))]);
+    let g = group(vec![
+        ("A", member(&[t1, t3], &[])),
+        ("B", member(&[t1, t3], &[])),
+    ]);
     assert_eq!(
         range(&g, &topics),
         expected(&[
@@ -768,9 +834,15 @@ fn range_static_member_rejoining_with_a_new_member_id_keeps_its_ranges() {
     let first = RangeAssignor
         .assign_with_instance_ids(&g, &topics, &ids(&[("A", "instanceA"), ("B", "instanceB")]))
         .unwrap();
-    assert_eq!(first, expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t1, &[2])])]));
+    assert_eq!(
+        first,
+        expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t1, &[2])])])
+    );
     // A rejoins as "memberA1", which sorts after "B": the instance id keeps it first.
-    let g = group(vec![("memberA1", member(&[t1], &[])), ("B", member(&[t1], &[]))]);
+    let g = group(vec![
+        ("memberA1", member(&[t1], &[])),
+        ("B", member(&[t1], &[])),
+    ]);
     let again = RangeAssignor
         .assign_with_instance_ids(
             &g,
@@ -803,7 +875,11 @@ fn range_static_members_come_before_dynamic_ones() {
     // Order A, C (static), then B (dynamic).
     assert_eq!(
         first,
-        expected(&[("A", &[(t1, &[0, 1])]), ("B", &[(t1, &[4])]), ("C", &[(t1, &[2, 3])])])
+        expected(&[
+            ("A", &[(t1, &[0, 1])]),
+            ("B", &[(t1, &[4])]),
+            ("C", &[(t1, &[2, 3])])
+        ])
     );
     let g = group(vec![
         ("memberA1", member(&[t1], &[])),
@@ -972,7 +1048,12 @@ fn no_members_give_an_empty_assignment() {
     let topics = Topics::new(&[(tid(1), 3)]);
     let g = group(vec![]);
     for a in default_assignors() {
-        assert_eq!(a.assign(&g, &topics).unwrap(), BTreeMap::new(), "{}", a.name());
+        assert_eq!(
+            a.assign(&g, &topics).unwrap(),
+            BTreeMap::new(),
+            "{}",
+            a.name()
+        );
     }
 }
 
@@ -981,8 +1062,14 @@ fn empty_subscriptions_give_every_member_nothing() {
     let t1 = tid(1);
     let topics = Topics::new(&[(t1, 3)]);
     for g in [
-        group(vec![("A", member(&[], &[(t1, &[0])])), ("B", member(&[], &[]))]),
-        hetero(vec![("A", member(&[], &[(t1, &[0])])), ("B", member(&[], &[]))]),
+        group(vec![
+            ("A", member(&[], &[(t1, &[0])])),
+            ("B", member(&[], &[])),
+        ]),
+        hetero(vec![
+            ("A", member(&[], &[(t1, &[0])])),
+            ("B", member(&[], &[])),
+        ]),
     ] {
         for a in default_assignors() {
             assert_eq!(
@@ -1000,8 +1087,14 @@ fn zero_partition_topics_are_assigned_nothing() {
     let (t1, t2) = (tid(1), tid(2));
     let topics = Topics::new(&[(t1, 0), (t2, 3)]);
     for g in [
-        group(vec![("A", member(&[t1, t2], &[])), ("B", member(&[t1, t2], &[]))]),
-        group(vec![("A", member(&[t1], &[])), ("B", member(&[t1, t2], &[]))]),
+        group(vec![
+            ("A", member(&[t1, t2], &[])),
+            ("B", member(&[t1, t2], &[])),
+        ]),
+        group(vec![
+            ("A", member(&[t1], &[])),
+            ("B", member(&[t1, t2], &[])),
+        ]),
     ] {
         for a in default_assignors() {
             let out = a.assign(&g, &topics).unwrap();
@@ -1101,7 +1194,10 @@ impl Rng {
     }
 
     fn subset(&mut self, of: &[Uuid], percent: usize) -> Vec<Uuid> {
-        of.iter().copied().filter(|_| self.chance(percent)).collect()
+        of.iter()
+            .copied()
+            .filter(|_| self.chance(percent))
+            .collect()
     }
 }
 
@@ -1145,7 +1241,10 @@ fn random_case(rng: &mut Rng, shape: Shape, assignor: &dyn Assignor) -> (GroupSp
     for _ in 0..1 + rng.below(10) {
         let cluster = rng.below(clusters.len());
         let subs = subscription(rng, cluster);
-        members.insert(format!("m{:04}-{cluster}", rng.below(10_000)), member(&subs, &[]));
+        members.insert(
+            format!("m{:04}-{cluster}", rng.below(10_000)),
+            member(&subs, &[]),
+        );
     }
     let first = GroupSpec::new(members.clone());
     let previous = assignor.assign(&first, &topics).unwrap();
@@ -1156,12 +1255,16 @@ fn random_case(rng: &mut Rng, shape: Shape, assignor: &dyn Assignor) -> (GroupSp
     for _ in 0..rng.below(4) {
         let cluster = rng.below(clusters.len());
         let subs = subscription(rng, cluster);
-        members.insert(format!("m{:04}-{cluster}", rng.below(10_000)), member(&subs, &[]));
+        members.insert(
+            format!("m{:04}-{cluster}", rng.below(10_000)),
+            member(&subs, &[]),
+        );
     }
     if shape == Shape::Heterogeneous {
         for m in members.values_mut() {
             if rng.chance(20) {
-                m.subscription.subscribed_topic_ids = rng.subset(&topic_ids, 50).into_iter().collect();
+                m.subscription.subscribed_topic_ids =
+                    rng.subset(&topic_ids, 50).into_iter().collect();
             }
         }
     }
@@ -1183,9 +1286,19 @@ fn random_case(rng: &mut Rng, shape: Shape, assignor: &dyn Assignor) -> (GroupSp
         let ids: Vec<String> = members.keys().cloned().collect();
         for id in ids {
             if rng.chance(50) {
-                let t = if rng.chance(20) { rng.uuid() } else { topic_ids[rng.below(topic_ids.len())] };
+                let t = if rng.chance(20) {
+                    rng.uuid()
+                } else {
+                    topic_ids[rng.below(topic_ids.len())]
+                };
                 let p = rng.below(20) as i32 - 3;
-                members.get_mut(&id).unwrap().current.entry(t).or_default().insert(p);
+                members
+                    .get_mut(&id)
+                    .unwrap()
+                    .current
+                    .entry(t)
+                    .or_default()
+                    .insert(p);
             }
         }
     }
@@ -1207,7 +1320,10 @@ fn uniform_random_homogeneous_groups() {
         assert_eq!(uniform(&g, &topics), out, "case {case}: deterministic");
         if g.subscription_type == SubscriptionType::Homogeneous {
             check_homogeneous_balance(&out);
-            let held: Vec<usize> = valid_current(&g, &topics).values().map(BTreeSet::len).collect();
+            let held: Vec<usize> = valid_current(&g, &topics)
+                .values()
+                .map(BTreeSet::len)
+                .collect();
             let total: usize = g
                 .members
                 .values()
@@ -1220,12 +1336,20 @@ fn uniform_random_homogeneous_groups() {
                         .sum()
                 })
                 .unwrap_or(0);
-            assert_eq!(moves(&g, &topics, &out), fewest_moves(&held, total), "case {case}");
+            assert_eq!(
+                moves(&g, &topics, &out),
+                fewest_moves(&held, total),
+                "case {case}"
+            );
         } else {
             check_topic_balance(&g, &out);
         }
         // A balanced assignment is kept as it is.
-        assert_eq!(uniform(&with_current(&g, &out), &topics), out, "case {case}: stable");
+        assert_eq!(
+            uniform(&with_current(&g, &out), &topics),
+            out,
+            "case {case}: stable"
+        );
     }
 }
 
@@ -1238,7 +1362,11 @@ fn uniform_random_heterogeneous_groups() {
         check_valid(&g, &topics, &out);
         check_topic_balance(&g, &out);
         assert_eq!(uniform(&g, &topics), out, "case {case}: deterministic");
-        assert_eq!(uniform(&with_current(&g, &out), &topics), out, "case {case}: stable");
+        assert_eq!(
+            uniform(&with_current(&g, &out), &topics),
+            out,
+            "case {case}: stable"
+        );
     }
 }
 
@@ -1254,7 +1382,10 @@ fn uniform_random_clustered_groups_move_the_fewest_partitions() {
         let valid = valid_current(&g, &topics);
         let mut clusters: BTreeMap<&BTreeSet<Uuid>, Vec<&String>> = BTreeMap::new();
         for (id, m) in &g.members {
-            clusters.entry(&m.subscription.subscribed_topic_ids).or_default().push(id);
+            clusters
+                .entry(&m.subscription.subscribed_topic_ids)
+                .or_default()
+                .push(id);
         }
         let mut fewest = 0;
         for (subs, ids) in clusters {
@@ -1286,7 +1417,11 @@ fn check_range_rules(g: &GroupSpec, topics: &Topics, out: &BTreeMap<String, Topi
         for (i, id) in subscribers.iter().enumerate() {
             let len = n / k + usize::from(i < n % k);
             let want: BTreeSet<i32> = (next..next + len).map(|p| p as i32).collect();
-            assert_eq!(out[*id].get(t).cloned().unwrap_or_default(), want, "{id} {t}");
+            assert_eq!(
+                out[*id].get(t).cloned().unwrap_or_default(),
+                want,
+                "{id} {t}"
+            );
             next += len;
         }
     }
@@ -1294,7 +1429,11 @@ fn check_range_rules(g: &GroupSpec, topics: &Topics, out: &BTreeMap<String, Topi
         for (b, sb) in &by_topic {
             if a < b && sa == sb && topics.partitions[a] == topics.partitions[b] {
                 for id in sa {
-                    assert_eq!(out[*id].get(a), out[*id].get(b), "{a} and {b} co-partitioned");
+                    assert_eq!(
+                        out[*id].get(a),
+                        out[*id].get(b),
+                        "{a} and {b} co-partitioned"
+                    );
                 }
             }
         }
@@ -1344,7 +1483,11 @@ fn large_groups_are_assigned() {
     let mut rng = Rng(0x5eed_0005);
     for heterogeneous in [false, true] {
         let (g, topics, ids) = large_group(&mut rng, heterogeneous);
-        let kind = if heterogeneous { "heterogeneous" } else { "homogeneous" };
+        let kind = if heterogeneous {
+            "heterogeneous"
+        } else {
+            "homogeneous"
+        };
 
         let start = Instant::now();
         let first = uniform(&g, &topics);
@@ -1354,7 +1497,8 @@ fn large_groups_are_assigned() {
         // One member leaves, one joins.
         let mut next = with_current(&g, &first);
         next.members.remove("member-00007");
-        next.members.insert("member-99999".to_owned(), member(&ids, &[]));
+        next.members
+            .insert("member-99999".to_owned(), member(&ids, &[]));
         let next = GroupSpec::new(next.members);
         let start = Instant::now();
         let second = uniform(&next, &topics);
@@ -1366,7 +1510,10 @@ fn large_groups_are_assigned() {
         } else {
             check_homogeneous_balance(&first);
             check_homogeneous_balance(&second);
-            let held: Vec<usize> = valid_current(&next, &topics).values().map(BTreeSet::len).collect();
+            let held: Vec<usize> = valid_current(&next, &topics)
+                .values()
+                .map(BTreeSet::len)
+                .collect();
             assert_eq!(moves(&next, &topics, &second), fewest_moves(&held, 10_000));
         }
 

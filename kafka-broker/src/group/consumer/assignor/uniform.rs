@@ -6,18 +6,24 @@
 //! - every member subscribes to the same topics (Kafka's `UniformHomogeneousAssignmentBuilder`):
 //!   member counts differ by at most one, and the fewest partitions move. Each member keeps its
 //!   current partitions up to its quota (`total / members`, plus one for `total % members` of
-//!   them); the extra slots go first to members that already hold more than the minimum (Kafka
-//!   4.1's rule, KAFKA-18688: a balanced assignment is left as it is whatever the member order),
-//!   and the partitions nobody keeps are handed out in topic and partition order to the members
-//!   below quota, in member order. Time and memory linear in partitions + members.
+//!   them). The one-more quotas are handed out in member order as Kafka does since 4.1
+//!   (KAFKA-18688): a member that holds more than the minimum takes one while any are left; a
+//!   member that does not leaves it to a later member, unless every member left must take one.
+//!   So a balanced assignment is kept whatever the member order, and the members that must lose
+//!   partitions are exactly those above their quota. The partitions nobody keeps (never held,
+//!   then revoked) are handed out in topic and partition order to the members below quota, in
+//!   member order. Time and memory linear in partitions + members.
 //! - subscriptions differ (Kafka's `UniformHeterogeneousAssignmentBuilder`): every member keeps
 //!   all its current partitions of topics it still subscribes to; the partitions nobody holds go,
 //!   topic by topic, to the topic's least loaded subscribers; then, for each topic with two or
 //!   more subscribers, partitions move from its most loaded subscribers to its least loaded ones
 //!   until their counts differ by at most one, repeating over the topics until a whole pass moves
 //!   nothing (at most 16 passes, Kafka's limit). Topics are taken by partitions per subscriber,
-//!   descending, then subscriber count, then topic id. With overlapping subscriptions the result
-//!   is balanced per topic, not always across the group (Kafka's documented limit).
+//!   descending, then subscriber count, then topic id (compared as Java's `Uuid.compareTo` does:
+//!   two signed 64-bit halves). With overlapping subscriptions the result is balanced per topic
+//!   (no partition can go to another subscriber of its topic with two fewer partitions), not
+//!   always across the group (Kafka's documented limit). Time about passes × (partitions ×
+//!   log partitions + subscribers × log subscribers) per topic; no members × partitions loop.
 //!
 //! Racks are not used: Kafka's uniform assignor has not been rack-aware since 3.8.
 
@@ -253,7 +259,8 @@ impl<'a> Heterogeneous<'a> {
                 let t = match topic_index.get(&id) {
                     Some(&t) => t,
                     None => {
-                        let count = partition_count(UNIFORM_ASSIGNOR_NAME, describer, member_id, id)?;
+                        let count =
+                            partition_count(UNIFORM_ASSIGNOR_NAME, describer, member_id, id)?;
                         topic_index.insert(id, topics.len());
                         topics.push(Topic { id, count });
                         subscribers.push(Vec::new());
@@ -293,8 +300,12 @@ impl<'a> Heterogeneous<'a> {
 
     /// Every member keeps its current partitions of the topics it still subscribes to.
     fn keep_current(&mut self) {
-        let topic_index: HashMap<Uuid, usize> =
-            self.topics.iter().enumerate().map(|(t, topic)| (topic.id, t)).collect();
+        let topic_index: HashMap<Uuid, usize> = self
+            .topics
+            .iter()
+            .enumerate()
+            .map(|(t, topic)| (topic.id, t))
+            .collect();
         for (i, member) in self.group.members.values().enumerate() {
             let subscribed = &member.subscription.subscribed_topic_ids;
             let mut claimed = 0;
@@ -318,14 +329,17 @@ impl<'a> Heterogeneous<'a> {
         let key = |t: usize| {
             let count = self.topics.get(t).map_or(0, |x| x.count) as u128;
             let subs = self.subscribers.get(t).map_or(0, Vec::len) as u128;
-            let id = self.topics.get(t).map(|x| x.id);
+            let id = self.topics.get(t).map(|x| java_order(x.id));
             (count, subs, id)
         };
         indices.sort_by(|&a, &b| {
             let (ca, sa, ia) = key(a);
             let (cb, sb, ib) = key(b);
             // ca / sa > cb / sb first, without division.
-            (cb * sa).cmp(&(ca * sb)).then(sa.cmp(&sb)).then(ia.cmp(&ib))
+            (cb * sa)
+                .cmp(&(ca * sb))
+                .then(sa.cmp(&sb))
+                .then(ia.cmp(&ib))
         });
         indices
     }
@@ -455,6 +469,33 @@ impl<'a> Heterogeneous<'a> {
         }
         moved
     }
+}
+
+/// A topic id as Java's `Uuid.compareTo` orders it: most then least significant 64 bits, each
+/// signed.
+fn java_order(id: Uuid) -> (i64, i64) {
+    let [
+        a0,
+        a1,
+        a2,
+        a3,
+        a4,
+        a5,
+        a6,
+        a7,
+        b0,
+        b1,
+        b2,
+        b3,
+        b4,
+        b5,
+        b6,
+        b7,
+    ] = id.0;
+    (
+        i64::from_be_bytes([a0, a1, a2, a3, a4, a5, a6, a7]),
+        i64::from_be_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
+    )
 }
 
 /// Buffers reused across [`Heterogeneous::balance_topic`] calls.
