@@ -7,15 +7,33 @@
 //! partition's replicas) in, every member's new target assignment out. Assignors are pure and
 //! deterministic: the same inputs give the same assignment.
 //!
+//! Neither assignor is rack-aware, as in Kafka: Kafka took the rack-aware code out of its
+//! server-side assignors in 3.8 (KAFKA-16694) and has not put it back (KAFKA-19909 is still an
+//! open proposal), so a member's `rack_id` and the replicas' racks do not change an assignment.
+//!
+//! Where Kafka walks a `HashMap`/`HashSet` (members, topics), these assignors walk member ids
+//! and topic ids in ascending order, so an assignment is a function of the inputs alone.
+//!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | the interface, and the assignors by name |
+//! | `mod.rs` | the interface, the assignors by name ([`default_assignors`], [`by_names`]) |
 //! | `uniform.rs` | `uniform`: balanced and sticky (Kafka's default) |
-//! | `range.rs` | `range`: co-partitioned ranges per topic, sticky where it can be |
+//! | `range.rs` | `range`: co-partitioned ranges per topic, recomputed from the member order |
+//! | `tests.rs` | Kafka's known answers, seeded random invariants, hostile inputs, a large group |
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kafka_protocol::Uuid;
+
+pub mod range;
+pub mod uniform;
+
+#[cfg(test)]
+mod tests;
+
+pub use range::RangeAssignor;
+pub use uniform::UniformAssignor;
 
 /// Partitions by topic id.
 pub type TopicPartitions = BTreeMap<Uuid, BTreeSet<i32>>;
@@ -113,4 +131,93 @@ pub trait Assignor: std::fmt::Debug + Send + Sync {
         group: &GroupSpec,
         topics: &dyn TopicDescriber,
     ) -> Result<BTreeMap<String, TopicPartitions>, AssignorError>;
+}
+
+/// The value of `group.consumer.assignors` when it is not set: `uniform` then `range`, Kafka's
+/// default order (the first one is used by members that name no `server_assignor`).
+pub fn default_assignors() -> Vec<Arc<dyn Assignor>> {
+    vec![Arc::new(UniformAssignor), Arc::new(RangeAssignor)]
+}
+
+/// The assignors of a `group.consumer.assignors` list, in its order. Each entry is an
+/// assignor's name (`uniform`, `range`) or, as Kafka 3.7-3.9 configurations spell them, the
+/// class name of Kafka's built-in one (`org.apache.kafka.coordinator.group.assignor.UniformAssignor`
+/// and `...RangeAssignor`); surrounding blanks are ignored. An unknown entry, an empty list and a
+/// name given twice are errors naming what is wrong.
+pub fn by_names(names: &[String]) -> Result<Vec<Arc<dyn Assignor>>, AssignorError> {
+    const CONFIG: &str = "group.consumer.assignors";
+    if names.is_empty() {
+        return Err(AssignorError::Failed {
+            assignor: CONFIG,
+            reason: "the list names no assignor (known: uniform, range)".to_owned(),
+        });
+    }
+    let mut out: Vec<Arc<dyn Assignor>> = Vec::with_capacity(names.len());
+    for raw in names {
+        let name = raw.trim();
+        let assignor: Arc<dyn Assignor> = match name {
+            uniform::UNIFORM_ASSIGNOR_NAME | uniform::KAFKA_CLASS_NAME => Arc::new(UniformAssignor),
+            range::RANGE_ASSIGNOR_NAME | range::KAFKA_CLASS_NAME => Arc::new(RangeAssignor),
+            _ => {
+                return Err(AssignorError::Failed {
+                    assignor: CONFIG,
+                    reason: format!("unknown assignor {name:?} (known: uniform, range)"),
+                });
+            }
+        };
+        if out.iter().any(|a| a.name() == assignor.name()) {
+            return Err(AssignorError::Failed {
+                assignor: CONFIG,
+                reason: format!("assignor {:?} is listed twice", assignor.name()),
+            });
+        }
+        out.push(assignor);
+    }
+    Ok(out)
+}
+
+/// The partition count of `topic`, which `member` subscribes to: Kafka's
+/// `PartitionAssignorException` when the topic is unknown (a member subscribed to a topic that
+/// was deleted: the coordinator keeps the previous target assignment until the subscription is
+/// resolved again), and an error for a negative count.
+fn partition_count(
+    assignor: &'static str,
+    topics: &dyn TopicDescriber,
+    member: &str,
+    topic: Uuid,
+) -> Result<usize, AssignorError> {
+    let Some(count) = topics.partitions(topic) else {
+        return Err(AssignorError::UnknownTopic {
+            member: member.to_owned(),
+            topic,
+        });
+    };
+    usize::try_from(count).map_err(|_| AssignorError::Failed {
+        assignor,
+        reason: format!("topic {topic} has a negative partition count ({count})"),
+    })
+}
+
+/// Every member of `group` with an empty assignment.
+fn empty_assignment(group: &GroupSpec) -> BTreeMap<String, TopicPartitions> {
+    group
+        .members
+        .keys()
+        .map(|id| (id.clone(), TopicPartitions::new()))
+        .collect()
+}
+
+/// Whether every member really subscribes to the same topics: a spec that says
+/// [`SubscriptionType::Homogeneous`] wrongly is assigned by the heterogeneous path, so that a
+/// partition never goes to a member that does not subscribe to its topic.
+fn is_homogeneous(group: &GroupSpec) -> bool {
+    if group.subscription_type != SubscriptionType::Homogeneous {
+        return false;
+    }
+    let mut subscriptions = group
+        .members
+        .values()
+        .map(|m| &m.subscription.subscribed_topic_ids);
+    let first = subscriptions.next();
+    first.is_none_or(|f| subscriptions.all(|s| s == f))
 }
