@@ -1,0 +1,1 @@
+//! Tests of KIP-848 groups.
