@@ -93,7 +93,10 @@ impl ConsumerGroupConfig {
                 self.min_heartbeat_interval_ms >= 1 && self.min_session_timeout_ms >= 1,
                 "group.consumer timeouts must be at least 1 ms",
             ),
-            (self.max_size >= 1, "group.consumer.max.size must be at least 1"),
+            (
+                self.max_size >= 1,
+                "group.consumer.max.size must be at least 1",
+            ),
             (
                 !self.assignors.is_empty(),
                 "group.consumer.assignors must name at least one assignor",

@@ -179,8 +179,11 @@ impl ConsumerGroups {
             group.resolved_regexes = resolve_all(group, image, limit);
             for m in group.members.values() {
                 let key = |kind| (group_id.clone(), m.member_id.clone(), kind);
-                self.timers
-                    .arm(key(TimerKind::Session), now.saturating_add(session), m.member_epoch);
+                self.timers.arm(
+                    key(TimerKind::Session),
+                    now.saturating_add(session),
+                    m.member_epoch,
+                );
                 if m.state == MemberState::UnrevokedPartitions {
                     let deadline = now.saturating_add(i64::from(m.rebalance_timeout_ms.max(0)));
                     self.timers
@@ -232,7 +235,9 @@ impl ConsumerGroups {
         if size >= self.config.max_size
             && (req.member_id.is_empty() || !group.members.contains_key(&req.member_id))
         {
-            return Err(ConsumerGroupError::GroupMaxSizeReached(self.config.max_size));
+            return Err(ConsumerGroupError::GroupMaxSizeReached(
+                self.config.max_size,
+            ));
         }
         let generated;
         let member_id = if req.member_id.is_empty() {
@@ -355,7 +360,11 @@ impl ConsumerGroups {
     /// one that did not revoke its partitions within its rebalance timeout.
     pub fn handle_timeout(&mut self, now: i64) {
         while let Some(((group_id, member_id, kind), epoch)) = self.timers.pop_due(now) {
-            let Some(member) = self.groups.get(&group_id).and_then(|g| g.member(&member_id)) else {
+            let Some(member) = self
+                .groups
+                .get(&group_id)
+                .and_then(|g| g.member(&member_id))
+            else {
                 continue;
             };
             match kind {
@@ -404,8 +413,14 @@ impl ConsumerGroups {
                     (id.as_str(), (m, current))
                 })
                 .collect();
-            let target =
-                heartbeat::compute_target(group, &self.config, epoch, &metadata, &resolutions, &members);
+            let target = heartbeat::compute_target(
+                group,
+                &self.config,
+                epoch,
+                &metadata,
+                &resolutions,
+                &members,
+            );
             let mut records = Vec::new();
             if metadata_changed {
                 records.push(heartbeat::metadata_record(&group_id, &metadata));

@@ -49,7 +49,10 @@ pub(super) fn validate(
     let invalid = |s: &str| Err(ConsumerGroupError::InvalidRequest(s.to_owned()));
     let blank = |s: &Option<String>| s.as_ref().is_some_and(|v| v.trim().is_empty());
     let epoch = req.member_epoch;
-    if (req.version >= 1 || epoch > 0 || epoch == LEAVE_GROUP_MEMBER_EPOCH || epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+    if (req.version >= 1
+        || epoch > 0
+        || epoch == LEAVE_GROUP_MEMBER_EPOCH
+        || epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         && req.member_id.trim().is_empty()
     {
         return invalid("MemberId can't be empty.");
@@ -67,7 +70,11 @@ pub(super) fn validate(
         if req.rebalance_timeout_ms == -1 {
             return invalid("RebalanceTimeoutMs must be provided in first request.");
         }
-        if req.topic_partitions.as_ref().is_none_or(|tp| tp.values().any(|p| !p.is_empty())) {
+        if req
+            .topic_partitions
+            .as_ref()
+            .is_none_or(|tp| tp.values().any(|p| !p.is_empty()))
+        {
             return invalid("TopicPartitions must be empty when (re-)joining.");
         }
         if req.subscribed_topic_names.is_none() && req.subscribed_topic_regex.is_none() {
@@ -134,7 +141,10 @@ pub(super) fn check_epoch(
 }
 
 /// The topics `member` subscribes to: its names and its regex's topics.
-pub(super) fn member_topics(member: &ConsumerGroupMember, resolutions: &Resolutions) -> BTreeSet<String> {
+pub(super) fn member_topics(
+    member: &ConsumerGroupMember,
+    resolutions: &Resolutions,
+) -> BTreeSet<String> {
     let mut topics = member.subscribed_topic_names.clone();
     if member.has_regex() {
         if let Some(resolved) = resolutions.get(&member.subscribed_topic_regex) {
@@ -167,11 +177,16 @@ pub(super) fn subscribed_topics<'a>(
     members: impl Iterator<Item = &'a ConsumerGroupMember>,
     resolutions: &Resolutions,
 ) -> BTreeSet<String> {
-    members.flat_map(|m| member_topics(m, resolutions)).collect()
+    members
+        .flat_map(|m| member_topics(m, resolutions))
+        .collect()
 }
 
 /// The metadata of `topics` in `image` (topics it does not know are left out).
-pub(super) fn compute_metadata(topics: &BTreeSet<String>, image: &dyn TopicsImage) -> SubscriptionMetadata {
+pub(super) fn compute_metadata(
+    topics: &BTreeSet<String>,
+    image: &dyn TopicsImage,
+) -> SubscriptionMetadata {
     let mut out = SubscriptionMetadata::new();
     for name in topics {
         let Some(id) = image.topic_id(name) else {
@@ -263,8 +278,10 @@ pub(super) fn compute_target(
 
     // Kept to what the assignor may give: subscribed topics, existing partitions, each
     // partition once (an assignor that breaks its contract cannot break the group's).
-    let partitions: BTreeMap<kafka_protocol::Uuid, i32> =
-        metadata.values().map(|t| (t.id, t.num_partitions)).collect();
+    let partitions: BTreeMap<kafka_protocol::Uuid, i32> = metadata
+        .values()
+        .map(|t| (t.id, t.num_partitions))
+        .collect();
     let mut taken = BTreeSet::new();
     let mut targets = BTreeMap::new();
     let mut records = Vec::new();
@@ -353,7 +370,9 @@ pub(super) fn assignment_record(group_id: &str, m: &ConsumerGroupMember) -> Cons
             group_id: group_id.to_owned(),
             member_id: m.member_id.clone(),
         },
-        value: Some(RecordValue::CurrentMemberAssignment(CurrentAssignment::of(m))),
+        value: Some(RecordValue::CurrentMemberAssignment(CurrentAssignment::of(
+            m,
+        ))),
     }
 }
 
@@ -368,7 +387,10 @@ pub(super) fn epoch_record(group_id: &str, epoch: i32) -> ConsumerGroupRecord {
 }
 
 /// The subscription metadata record.
-pub(super) fn metadata_record(group_id: &str, metadata: &SubscriptionMetadata) -> ConsumerGroupRecord {
+pub(super) fn metadata_record(
+    group_id: &str,
+    metadata: &SubscriptionMetadata,
+) -> ConsumerGroupRecord {
     ConsumerGroupRecord {
         key: RecordKey::PartitionMetadata {
             group_id: group_id.to_owned(),
@@ -426,7 +448,11 @@ pub(super) fn plan(
                         member_id: m.member_id.clone(),
                     },
                     value: Some(RecordValue::TargetAssignmentMember(
-                        group.target.get(&old.member_id).cloned().unwrap_or_default(),
+                        group
+                            .target
+                            .get(&old.member_id)
+                            .cloned()
+                            .unwrap_or_default(),
                     )),
                 });
                 records.push(assignment_record(gid, &m));
@@ -464,7 +490,11 @@ pub(super) fn plan(
     let mut resolutions = group.resolved_regexes.clone();
     let mut new_resolutions = Resolutions::new();
     if updated.has_regex() && !resolutions.contains_key(&updated.subscribed_topic_regex) {
-        let topics = regex::resolve(&updated.subscribed_topic_regex, image, config.regex_size_limit)?;
+        let topics = regex::resolve(
+            &updated.subscribed_topic_regex,
+            image,
+            config.regex_size_limit,
+        )?;
         new_resolutions.insert(updated.subscribed_topic_regex.clone(), topics.clone());
         resolutions.insert(updated.subscribed_topic_regex.clone(), topics);
     }
@@ -497,10 +527,19 @@ pub(super) fn plan(
                 (*id, (*m, current))
             })
             .collect();
-        let (recs, mut targets) =
-            compute_target(group, config, group_epoch, &metadata, &resolutions, &members)?;
+        let (recs, mut targets) = compute_target(
+            group,
+            config,
+            group_epoch,
+            &metadata,
+            &resolutions,
+            &members,
+        )?;
         records.extend(recs);
-        (group_epoch, targets.remove(&updated.member_id).unwrap_or_default())
+        (
+            group_epoch,
+            targets.remove(&updated.member_id).unwrap_or_default(),
+        )
     } else {
         let target = group.target_of(&updated.member_id, updated.instance_id.as_deref());
         (group.assignment_epoch, target)
@@ -533,7 +572,8 @@ pub(super) fn plan(
         || (req.rebalance_timeout_ms != -1
             && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
             && owned.is_some());
-    let assignment = (full || current.assigned != member.assigned).then(|| current.assigned.clone());
+    let assignment =
+        (full || current.assigned != member.assigned).then(|| current.assigned.clone());
     Ok(Plan {
         records,
         response: HeartbeatResponse {

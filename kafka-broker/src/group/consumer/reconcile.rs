@@ -36,7 +36,10 @@ pub(super) struct Reconcile<'a> {
 
 impl Reconcile<'_> {
     /// The member after this reconciliation step.
-    pub(super) fn apply(&self, member: &ConsumerGroupMember) -> Result<ConsumerGroupMember, ConsumerGroupError> {
+    pub(super) fn apply(
+        &self,
+        member: &ConsumerGroupMember,
+    ) -> Result<ConsumerGroupMember, ConsumerGroupError> {
         match member.state {
             MemberState::Stable => {
                 if member.member_epoch != self.target_epoch {
@@ -89,8 +92,10 @@ impl Reconcile<'_> {
         for topic in topics {
             let target = self.target.get(topic).unwrap_or(&empty);
             let current = member.assigned.get(topic).unwrap_or(&empty);
-            let kept: std::collections::BTreeSet<i32> = current.intersection(target).copied().collect();
-            let revoked: std::collections::BTreeSet<i32> = current.difference(&kept).copied().collect();
+            let kept: std::collections::BTreeSet<i32> =
+                current.intersection(target).copied().collect();
+            let revoked: std::collections::BTreeSet<i32> =
+                current.difference(&kept).copied().collect();
             let own_pending = member.pending_revocation.get(topic);
             let mut assignable = std::collections::BTreeSet::new();
             for &p in target.difference(&kept) {

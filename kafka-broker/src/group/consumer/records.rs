@@ -17,17 +17,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use kafka_protocol::coordinator::{
-    consumer_group_current_member_assignment_value as current_value,
-    consumer_group_partition_metadata_value as partition_value,
-    consumer_group_target_assignment_member_value as target_value,
-};
-use kafka_protocol::coordinator::{
     ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue, ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue, GroupCoordinatorKey, GroupCoordinatorValue,
+};
+use kafka_protocol::coordinator::{
+    consumer_group_current_member_assignment_value as current_value,
+    consumer_group_partition_metadata_value as partition_value,
+    consumer_group_target_assignment_member_value as target_value,
 };
 use kafka_protocol::{DecodeError, EncodeError, KStr, UnknownTags, Uuid};
 
@@ -181,11 +181,15 @@ impl RecordKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordValue {
     /// The group epoch.
-    GroupMetadata { epoch: i32 },
+    GroupMetadata {
+        epoch: i32,
+    },
     PartitionMetadata(SubscriptionMetadata),
     MemberMetadata(MemberSubscription),
     /// The target assignment epoch.
-    TargetAssignmentMetadata { assignment_epoch: i32 },
+    TargetAssignmentMetadata {
+        assignment_epoch: i32,
+    },
     TargetAssignmentMember(TopicPartitions),
     CurrentMemberAssignment(CurrentAssignment),
 }

@@ -171,10 +171,14 @@ pub enum ConsumerGroupError {
     UnknownMemberId(String),
     /// The member's epoch is neither the current one nor the tolerated previous one
     /// (FENCED_MEMBER_EPOCH): it must give up its partitions and rejoin.
-    #[error("member epoch {received} does not match the coordinator's {expected}; the member must rejoin")]
+    #[error(
+        "member epoch {received} does not match the coordinator's {expected}; the member must rejoin"
+    )]
     FencedMemberEpoch { received: i32, expected: i32 },
     /// Another member holds the instance id (FENCED_INSTANCE_ID).
-    #[error("static member {member_id} with instance id {instance_id} was fenced by member {owner}")]
+    #[error(
+        "static member {member_id} with instance id {instance_id} was fenced by member {owner}"
+    )]
     FencedInstanceId {
         member_id: String,
         instance_id: String,

@@ -16,7 +16,14 @@ fn first_member_joins_and_gets_every_partition_in_one_heartbeat() {
     // current assignment.
     assert_eq!(
         kinds(&env.take()),
-        ["Member(a)", "PartitionMetadata", "Epoch", "Target(a)", "TargetEpoch", "Current(a)"]
+        [
+            "Member(a)",
+            "PartitionMetadata",
+            "Epoch",
+            "Target(a)",
+            "TargetEpoch",
+            "Current(a)"
+        ]
     );
     let g = env.group();
     assert_eq!((g.group_epoch(), g.assignment_epoch()), (1, 1));
@@ -102,7 +109,10 @@ fn leave_removes_the_member_and_the_next_heartbeat_reassigns() {
     env.take();
 
     let r = env.hb(HeartbeatRequest::new(GROUP, "a", -1)).unwrap();
-    assert_eq!((r.member_id.as_str(), r.member_epoch, r.assignment), ("a", -1, None));
+    assert_eq!(
+        (r.member_id.as_str(), r.member_epoch, r.assignment),
+        ("a", -1, None)
+    );
     assert_eq!(
         kinds(&env.take()),
         ["-Current(a)", "-Target(a)", "-Member(a)", "Epoch"]
@@ -116,7 +126,10 @@ fn leave_removes_the_member_and_the_next_heartbeat_reassigns() {
     let err = env.hb(HeartbeatRequest::new(GROUP, "a", -1)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::UNKNOWN_MEMBER_ID);
     // The last member leaves: the group is empty, and deletable.
-    assert_eq!(env.cg.delete(GROUP).unwrap_err().code(), ErrorCode::NON_EMPTY_GROUP);
+    assert_eq!(
+        env.cg.delete(GROUP).unwrap_err().code(),
+        ErrorCode::NON_EMPTY_GROUP
+    );
     env.hb(HeartbeatRequest::new(GROUP, "b", -1)).unwrap();
     assert_eq!(env.group().state(), ConsumerGroupState::Empty);
     env.check_replay();
@@ -128,7 +141,10 @@ fn leave_removes_the_member_and_the_next_heartbeat_reassigns() {
         ["-TargetEpoch", "-PartitionMetadata", "-Epoch"]
     );
     assert!(env.cg.group(GROUP).is_none());
-    assert_eq!(env.cg.delete(GROUP).unwrap_err().code(), ErrorCode::GROUP_ID_NOT_FOUND);
+    assert_eq!(
+        env.cg.delete(GROUP).unwrap_err().code(),
+        ErrorCode::GROUP_ID_NOT_FOUND
+    );
     env.check_replay();
 }
 
@@ -136,7 +152,10 @@ fn leave_removes_the_member_and_the_next_heartbeat_reassigns() {
 fn epochs_ahead_or_behind_are_fenced_but_the_previous_one_with_a_subset_is_tolerated() {
     let mut env = Env::new();
     let a = env.join("a", &["foo"]).assignment.unwrap();
-    assert_eq!(env.beat("a", 2, a.clone()).unwrap_err().code(), ErrorCode::FENCED_MEMBER_EPOCH);
+    assert_eq!(
+        env.beat("a", 2, a.clone()).unwrap_err().code(),
+        ErrorCode::FENCED_MEMBER_EPOCH
+    );
     // Epoch 1, previous 0. The join's answer lost: a joins again with the same id, owning
     // nothing, and is answered as if it had just joined.
     let r = env.hb(Env::join_req("a", &["foo"])).unwrap();
@@ -164,7 +183,10 @@ fn epochs_ahead_or_behind_are_fenced_but_the_previous_one_with_a_subset_is_toler
     assert_eq!(err.code(), ErrorCode::UNKNOWN_MEMBER_ID);
     let mut req = HeartbeatRequest::new("nope", "a", 1);
     req.topic_partitions = Some(TopicPartitions::new());
-    assert_eq!(env.hb(req).unwrap_err().code(), ErrorCode::GROUP_ID_NOT_FOUND);
+    assert_eq!(
+        env.hb(req).unwrap_err().code(),
+        ErrorCode::GROUP_ID_NOT_FOUND
+    );
     env.check_replay();
 }
 
@@ -228,7 +250,10 @@ fn bad_field_combinations_are_invalid_requests_and_write_nothing() {
             },
             "RackId",
         ),
-        (HeartbeatRequest::new(GROUP, "a", -2), "InstanceId can't be null"),
+        (
+            HeartbeatRequest::new(GROUP, "a", -2),
+            "InstanceId can't be null",
+        ),
         (HeartbeatRequest::new(GROUP, "a", -3), "MemberEpoch"),
         (HeartbeatRequest::new(GROUP, "", 3), "MemberId"),
     ];
@@ -241,7 +266,10 @@ fn bad_field_combinations_are_invalid_requests_and_write_nothing() {
     assert!(env.cg.group(GROUP).is_none());
     // A member joining with an empty subscription is accepted (Kafka 4), owns nothing.
     let r = env.join("a", &[]);
-    assert_eq!((r.member_epoch, r.assignment), (1, Some(TopicPartitions::new())));
+    assert_eq!(
+        (r.member_epoch, r.assignment),
+        (1, Some(TopicPartitions::new()))
+    );
 }
 
 #[test]
@@ -314,10 +342,16 @@ fn the_assignor_sees_racks_subscriptions_and_current_targets() {
     let last = specs.last().unwrap();
     let a = &last.members["a"];
     assert_eq!(a.subscription.rack_id.as_deref(), Some("r1"));
-    assert_eq!(a.subscription.subscribed_topic_ids, BTreeSet::from([FOO, BAR]));
+    assert_eq!(
+        a.subscription.subscribed_topic_ids,
+        BTreeSet::from([FOO, BAR])
+    );
     assert_eq!(a.current, tp(&[(FOO, &[0, 1, 2]), (BAR, &[0, 1, 2])]));
     assert_eq!(last.members["b"].current, TopicPartitions::new());
-    assert_eq!(last.subscription_type, assignor::SubscriptionType::Heterogeneous);
+    assert_eq!(
+        last.subscription_type,
+        assignor::SubscriptionType::Heterogeneous
+    );
     drop(specs);
     let meta = &env.group().subscription_metadata()["foo"];
     assert_eq!(meta.racks[&1], racks("r2"));
@@ -380,18 +414,35 @@ fn describe_list_and_offset_commit_checks() {
     let cg = &env.cg;
     cg.validate_offset_commit(GROUP, "a", 1, false, 9).unwrap();
     let code = |r: Result<(), ConsumerGroupError>| r.unwrap_err().code();
-    assert_eq!(code(cg.validate_offset_commit(GROUP, "a", 0, false, 9)), ErrorCode::STALE_MEMBER_EPOCH);
-    assert_eq!(code(cg.validate_offset_commit(GROUP, "a", 1, false, 8)), ErrorCode::UNSUPPORTED_VERSION);
+    assert_eq!(
+        code(cg.validate_offset_commit(GROUP, "a", 0, false, 9)),
+        ErrorCode::STALE_MEMBER_EPOCH
+    );
+    assert_eq!(
+        code(cg.validate_offset_commit(GROUP, "a", 1, false, 8)),
+        ErrorCode::UNSUPPORTED_VERSION
+    );
     cg.validate_offset_commit(GROUP, "a", 1, true, 3).unwrap();
-    assert_eq!(code(cg.validate_offset_commit(GROUP, "x", 1, false, 9)), ErrorCode::UNKNOWN_MEMBER_ID);
-    assert_eq!(code(cg.validate_offset_commit(GROUP, "", -1, false, 9)), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        code(cg.validate_offset_commit(GROUP, "x", 1, false, 9)),
+        ErrorCode::UNKNOWN_MEMBER_ID
+    );
+    assert_eq!(
+        code(cg.validate_offset_commit(GROUP, "", -1, false, 9)),
+        ErrorCode::UNKNOWN_MEMBER_ID
+    );
     cg.validate_offset_fetch(GROUP, None, -1).unwrap();
     cg.validate_offset_fetch(GROUP, Some("b"), 2).unwrap();
-    assert_eq!(code(cg.validate_offset_fetch(GROUP, Some("b"), 1)), ErrorCode::STALE_MEMBER_EPOCH);
+    assert_eq!(
+        code(cg.validate_offset_fetch(GROUP, Some("b"), 1)),
+        ErrorCode::STALE_MEMBER_EPOCH
+    );
     // An empty group takes commits without a member (admin tools).
     env.hb(HeartbeatRequest::new(GROUP, "b", -1)).unwrap();
     let mut leave = HeartbeatRequest::new(GROUP, "a", -1);
     leave.instance_id = Some("i-a".into());
     env.hb(leave).unwrap();
-    env.cg.validate_offset_commit(GROUP, "", -1, false, 9).unwrap();
+    env.cg
+        .validate_offset_commit(GROUP, "", -1, false, 9)
+        .unwrap();
 }

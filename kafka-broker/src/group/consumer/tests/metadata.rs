@@ -23,7 +23,10 @@ fn a_topic_created_later_is_assigned_without_a_rejoin() {
         kinds(&env.take()),
         ["PartitionMetadata", "Epoch", "Target(a)", "TargetEpoch"]
     );
-    assert_eq!((env.group().group_epoch(), env.group().assignment_epoch()), (2, 2));
+    assert_eq!(
+        (env.group().group_epoch(), env.group().assignment_epoch()),
+        (2, 2)
+    );
     let r = env.beat("a", 1, a).unwrap();
     assert_eq!(r.member_epoch, 2);
     assert_eq!(
@@ -69,7 +72,10 @@ fn a_metadata_change_with_a_failing_assignor_keeps_the_target_until_a_heartbeat(
     }));
     env.metadata();
     assert_eq!(kinds(&env.take()).last().unwrap(), "Epoch");
-    assert_eq!((env.group().group_epoch(), env.group().assignment_epoch()), (2, 1));
+    assert_eq!(
+        (env.group().group_epoch(), env.group().assignment_epoch()),
+        (2, 1)
+    );
     assert_eq!(env.group().state(), ConsumerGroupState::Assigning);
     let r = env.beat("a", 1, a).unwrap();
     assert_eq!(r.member_epoch, 2);
@@ -97,7 +103,10 @@ fn regex_subscriptions_match_whole_names_and_follow_topic_creation() {
     // Internal topics never match.
     env.hb(regex_join("b", "__.*|fo+")).unwrap();
     assert_eq!(
-        env.group().subscription_metadata().keys().collect::<Vec<_>>(),
+        env.group()
+            .subscription_metadata()
+            .keys()
+            .collect::<Vec<_>>(),
         ["foo", "t-1"]
     );
 
@@ -161,7 +170,10 @@ fn invalid_and_hostile_regexes_are_refused() {
     env.image.add("xfoo", Uuid([20; 16]), 1);
     env.hb(regex_join("a", "foo|bar")).unwrap();
     assert_eq!(
-        env.group().subscription_metadata().keys().collect::<Vec<_>>(),
+        env.group()
+            .subscription_metadata()
+            .keys()
+            .collect::<Vec<_>>(),
         ["bar", "foo"]
     );
 }
@@ -174,7 +186,10 @@ fn regex_module_resolves_against_an_image() {
     image.add("orders", Uuid([3; 16]), 1);
     image.add("__transaction_state", Uuid([4; 16]), 1);
     let got = regex::resolve("orders-(eu|us)", &image, 1 << 20).unwrap();
-    assert_eq!(got, BTreeSet::from(["orders-eu".to_owned(), "orders-us".to_owned()]));
+    assert_eq!(
+        got,
+        BTreeSet::from(["orders-eu".to_owned(), "orders-us".to_owned()])
+    );
     let got = regex::resolve(".*", &image, 1 << 20).unwrap();
     assert_eq!(got.len(), 3);
 }

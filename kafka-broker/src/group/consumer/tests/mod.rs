@@ -68,8 +68,11 @@ impl Assignor for TestAssignor {
         if let Some(prepared) = self.prepared.lock().unwrap().take() {
             return prepared;
         }
-        let mut out: BTreeMap<String, TopicPartitions> =
-            group.members.keys().map(|id| (id.clone(), TopicPartitions::new())).collect();
+        let mut out: BTreeMap<String, TopicPartitions> = group
+            .members
+            .keys()
+            .map(|id| (id.clone(), TopicPartitions::new()))
+            .collect();
         let all: BTreeSet<Uuid> = group
             .members
             .values()
@@ -85,7 +88,11 @@ impl Assignor for TestAssignor {
             let count = topics.partitions(topic).unwrap_or(0);
             for p in 0..count {
                 let owner = subscribers[usize::try_from(p).unwrap() % subscribers.len()];
-                out.get_mut(owner).unwrap().entry(topic).or_default().insert(p);
+                out.get_mut(owner)
+                    .unwrap()
+                    .entry(topic)
+                    .or_default()
+                    .insert(p);
             }
         }
         Ok(out)
@@ -150,7 +157,10 @@ impl Env {
         std::mem::take(&mut self.fresh)
     }
 
-    pub(super) fn hb(&mut self, req: HeartbeatRequest) -> Result<HeartbeatResponse, ConsumerGroupError> {
+    pub(super) fn hb(
+        &mut self,
+        req: HeartbeatRequest,
+    ) -> Result<HeartbeatResponse, ConsumerGroupError> {
         let r = self.cg.heartbeat(&req, &self.image, self.now);
         self.collect();
         r
@@ -233,7 +243,9 @@ impl Env {
         let mut rebuilt = ConsumerGroups::new(self.cg.config().clone(), MemberIdGen::new(1));
         for record in &self.log {
             let (key, value) = record.encode().unwrap();
-            let back = ConsumerGroupRecord::decode(&key, value.as_ref()).unwrap().unwrap();
+            let back = ConsumerGroupRecord::decode(&key, value.as_ref())
+                .unwrap()
+                .unwrap();
             assert_eq!(&back, record);
             rebuilt.replay(&back);
         }
@@ -262,7 +274,11 @@ pub(super) fn kinds(records: &[ConsumerGroupRecord]) -> Vec<String> {
                     format!("Current({member_id})")
                 }
             };
-            if r.value.is_none() { format!("-{k}") } else { k }
+            if r.value.is_none() {
+                format!("-{k}")
+            } else {
+                k
+            }
         })
         .collect()
 }

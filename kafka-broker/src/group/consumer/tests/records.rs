@@ -31,13 +31,15 @@ fn current_assignment_record_bytes_follow_the_schema() {
             group_id: "g".into(),
             member_id: "m".into(),
         },
-        Some(RecordValue::CurrentMemberAssignment(cgr::CurrentAssignment {
-            member_epoch: 2,
-            previous_member_epoch: 1,
-            state: MemberState::UnrevokedPartitions,
-            assigned: tp(&[(FOO, &[0])]),
-            pending_revocation: TopicPartitions::new(),
-        })),
+        Some(RecordValue::CurrentMemberAssignment(
+            cgr::CurrentAssignment {
+                member_epoch: 2,
+                previous_member_epoch: 1,
+                state: MemberState::UnrevokedPartitions,
+                assigned: tp(&[(FOO, &[0])]),
+                pending_revocation: TopicPartitions::new(),
+            },
+        )),
     );
     let (key, value) = r.encode().unwrap();
     assert_eq!(&key[..], &[0, 8, 0, 1, b'g', 0, 1, b'm']);
@@ -71,32 +73,56 @@ fn every_record_type_round_trips_and_tombstones_have_no_value() {
     };
     let g = || "g".to_owned();
     let all = [
-        rec(RecordKey::GroupMetadata { group_id: g() }, Some(RecordValue::GroupMetadata { epoch: 3 })),
         rec(
-            RecordKey::PartitionMetadata { group_id: g() },
-            Some(RecordValue::PartitionMetadata(BTreeMap::from([("foo".to_owned(), meta)]))),
+            RecordKey::GroupMetadata { group_id: g() },
+            Some(RecordValue::GroupMetadata { epoch: 3 }),
         ),
         rec(
-            RecordKey::MemberMetadata { group_id: g(), member_id: "m".into() },
-            Some(RecordValue::MemberMetadata(cgr::MemberSubscription::of(&member("m")))),
+            RecordKey::PartitionMetadata { group_id: g() },
+            Some(RecordValue::PartitionMetadata(BTreeMap::from([(
+                "foo".to_owned(),
+                meta,
+            )]))),
+        ),
+        rec(
+            RecordKey::MemberMetadata {
+                group_id: g(),
+                member_id: "m".into(),
+            },
+            Some(RecordValue::MemberMetadata(cgr::MemberSubscription::of(
+                &member("m"),
+            ))),
         ),
         rec(
             RecordKey::TargetAssignmentMetadata { group_id: g() },
-            Some(RecordValue::TargetAssignmentMetadata { assignment_epoch: 3 }),
+            Some(RecordValue::TargetAssignmentMetadata {
+                assignment_epoch: 3,
+            }),
         ),
         rec(
-            RecordKey::TargetAssignmentMember { group_id: g(), member_id: "m".into() },
-            Some(RecordValue::TargetAssignmentMember(tp(&[(FOO, &[0, 2]), (BAR, &[1])]))),
+            RecordKey::TargetAssignmentMember {
+                group_id: g(),
+                member_id: "m".into(),
+            },
+            Some(RecordValue::TargetAssignmentMember(tp(&[
+                (FOO, &[0, 2]),
+                (BAR, &[1]),
+            ]))),
         ),
         rec(
-            RecordKey::CurrentMemberAssignment { group_id: g(), member_id: "m".into() },
-            Some(RecordValue::CurrentMemberAssignment(cgr::CurrentAssignment {
-                member_epoch: 3,
-                previous_member_epoch: 2,
-                state: MemberState::UnreleasedPartitions,
-                assigned: tp(&[(FOO, &[0])]),
-                pending_revocation: tp(&[(BAR, &[1, 2])]),
-            })),
+            RecordKey::CurrentMemberAssignment {
+                group_id: g(),
+                member_id: "m".into(),
+            },
+            Some(RecordValue::CurrentMemberAssignment(
+                cgr::CurrentAssignment {
+                    member_epoch: 3,
+                    previous_member_epoch: 2,
+                    state: MemberState::UnreleasedPartitions,
+                    assigned: tp(&[(FOO, &[0])]),
+                    pending_revocation: tp(&[(BAR, &[1, 2])]),
+                },
+            )),
         ),
     ];
     for r in all {
@@ -104,7 +130,12 @@ fn every_record_type_round_trips_and_tombstones_have_no_value() {
         assert_eq!(i16::from_be_bytes([key[0], key[1]]), r.key.version());
         let value = value.unwrap();
         assert_eq!(&value[..2], &[0, 0]);
-        assert_eq!(ConsumerGroupRecord::decode(&key, Some(&value)).unwrap().unwrap(), r);
+        assert_eq!(
+            ConsumerGroupRecord::decode(&key, Some(&value))
+                .unwrap()
+                .unwrap(),
+            r
+        );
         let tomb = ConsumerGroupRecord::decode(&key, None).unwrap().unwrap();
         assert_eq!(tomb, rec(r.key.clone(), None));
         assert_eq!(tomb.encode().unwrap().1, None);
@@ -115,14 +146,35 @@ fn every_record_type_round_trips_and_tombstones_have_no_value() {
 fn other_keys_are_left_to_the_caller_and_garbage_is_an_error() {
     // An OffsetCommitKey (version 1) and a classic GroupMetadataKey (version 2).
     let offset_key = Bytes::from_static(&[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 0]);
-    assert!(ConsumerGroupRecord::decode(&offset_key, None).unwrap().is_none());
+    assert!(
+        ConsumerGroupRecord::decode(&offset_key, None)
+            .unwrap()
+            .is_none()
+    );
     let classic = Bytes::from_static(&[0, 2, 0, 1, b'g']);
-    assert!(ConsumerGroupRecord::decode(&classic, None).unwrap().is_none());
-    for bad in [&[][..], &[0, 3], &[0, 3, 0, 9, b'g'], &[0, 99, 0, 1, b'g'], &[0, 3, 0, 1, b'g', 0]] {
-        assert!(ConsumerGroupRecord::decode(&Bytes::copy_from_slice(bad), None).is_err(), "{bad:?}");
+    assert!(
+        ConsumerGroupRecord::decode(&classic, None)
+            .unwrap()
+            .is_none()
+    );
+    for bad in [
+        &[][..],
+        &[0, 3],
+        &[0, 3, 0, 9, b'g'],
+        &[0, 99, 0, 1, b'g'],
+        &[0, 3, 0, 1, b'g', 0],
+    ] {
+        assert!(
+            ConsumerGroupRecord::decode(&Bytes::copy_from_slice(bad), None).is_err(),
+            "{bad:?}"
+        );
     }
     let key = Bytes::from_static(&[0, 3, 0, 1, b'g']);
-    for bad in [&[0, 0, 0][..], &[0, 1, 0, 0, 0, 5, 0], &[0, 0, 0, 0, 0, 5, 0, 7]] {
+    for bad in [
+        &[0, 0, 0][..],
+        &[0, 1, 0, 0, 0, 5, 0],
+        &[0, 0, 0, 0, 0, 5, 0, 7],
+    ] {
         assert!(
             ConsumerGroupRecord::decode(&key, Some(&Bytes::copy_from_slice(bad))).is_err(),
             "{bad:?}"
@@ -139,11 +191,17 @@ fn an_unknown_member_state_byte_is_unknown_and_such_a_member_must_rejoin_empty()
     let mut current = cgr::CurrentAssignment::of(env.member("a"));
     current.state = MemberState::Unknown;
     env.cg.replay(&rec(
-        RecordKey::CurrentMemberAssignment { group_id: GROUP.into(), member_id: "a".into() },
+        RecordKey::CurrentMemberAssignment {
+            group_id: GROUP.into(),
+            member_id: "a".into(),
+        },
         Some(RecordValue::CurrentMemberAssignment(current)),
     ));
     let err = env.beat("a", 1, a).unwrap_err();
-    assert_eq!(err.code(), kafka_protocol::error_code::ErrorCode::FENCED_MEMBER_EPOCH);
+    assert_eq!(
+        err.code(),
+        kafka_protocol::error_code::ErrorCode::FENCED_MEMBER_EPOCH
+    );
     let r = env.beat("a", 1, TopicPartitions::new()).unwrap();
     assert_eq!(r.member_epoch, 1);
     assert_eq!(env.member("a").state, MemberState::Stable);
@@ -152,15 +210,31 @@ fn an_unknown_member_state_byte_is_unknown_and_such_a_member_must_rejoin_empty()
 #[test]
 fn replaying_tombstones_of_unknown_groups_and_members_is_harmless() {
     let mut cg = ConsumerGroups::new(Env::new().cg.config().clone(), MemberIdGen::new(1));
-    cg.replay(&rec(RecordKey::GroupMetadata { group_id: "x".into() }, None));
     cg.replay(&rec(
-        RecordKey::MemberMetadata { group_id: "x".into(), member_id: "m".into() },
+        RecordKey::GroupMetadata {
+            group_id: "x".into(),
+        },
+        None,
+    ));
+    cg.replay(&rec(
+        RecordKey::MemberMetadata {
+            group_id: "x".into(),
+            member_id: "m".into(),
+        },
         None,
     ));
     assert!(cg.group("x").is_none());
-    cg.replay(&rec(RecordKey::GroupMetadata { group_id: "x".into() }, Some(RecordValue::GroupMetadata { epoch: 4 })));
     cg.replay(&rec(
-        RecordKey::CurrentMemberAssignment { group_id: "x".into(), member_id: "m".into() },
+        RecordKey::GroupMetadata {
+            group_id: "x".into(),
+        },
+        Some(RecordValue::GroupMetadata { epoch: 4 }),
+    ));
+    cg.replay(&rec(
+        RecordKey::CurrentMemberAssignment {
+            group_id: "x".into(),
+            member_id: "m".into(),
+        },
         None,
     ));
     assert_eq!(cg.group("x").unwrap().group_epoch(), 4);

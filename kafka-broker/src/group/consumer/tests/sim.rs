@@ -26,7 +26,9 @@ impl Rng {
 }
 
 /// A client as the KIP-848 consumer behaves: it owns what the last answer assigned, acks
-/// revocations on its next heartbeat, and rejoins empty when fenced.
+/// revocations on its next heartbeat, and rejoins empty when fenced. While `away` (paused, or
+/// restarting as a static member) it is not counted as owning anything: a paused client
+/// learns it was fenced from its first heartbeat back, as a real one does.
 #[derive(Debug, Clone)]
 struct Client {
     member_id: String,
@@ -37,13 +39,19 @@ struct Client {
     regex: Option<String>,
     /// Whether it must (re)join with epoch 0.
     joining: bool,
-    /// Away after a static leave (-2), for this many more rounds.
+    /// Away (paused, or restarting as a static member) for this many more rounds.
     away: u32,
+    /// Stopped after a fatal error.
+    dead: bool,
 }
 
 impl Client {
     fn request(&self) -> HeartbeatRequest {
-        let mut req = HeartbeatRequest::new(GROUP, &self.member_id, if self.joining { 0 } else { self.epoch });
+        let mut req = HeartbeatRequest::new(
+            GROUP,
+            &self.member_id,
+            if self.joining { 0 } else { self.epoch },
+        );
         req.instance_id = self.instance_id.clone();
         req.topic_partitions = Some(self.owned.clone());
         if self.joining {
@@ -67,9 +75,22 @@ impl Client {
                     self.owned = a;
                 }
             }
-            Err(e) if matches!(e.code(), ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::UNKNOWN_MEMBER_ID) => {
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::UNKNOWN_MEMBER_ID
+                ) =>
+            {
                 self.owned.clear();
                 self.joining = true;
+            }
+            // A fenced static member rejoining while its instance id is still held (Kafka's
+            // rule): fatal for the client, which stops.
+            Err(e)
+                if e.code() == ErrorCode::UNRELEASED_INSTANCE_ID && self.instance_id.is_some() =>
+            {
+                self.owned.clear();
+                self.dead = true;
             }
             Err(e) => panic!("{} got {e}", self.member_id),
         }
@@ -89,7 +110,17 @@ fn check_clients(clients: &[Client]) {
     }
 }
 
-fn run(seed: u64) {
+/// What a run went through, so that the test can tell it exercised every path.
+#[derive(Debug, Default)]
+struct Seen {
+    revocations: usize,
+    unreleased: usize,
+    static_leaves: usize,
+    removals: usize,
+    fenced_answers: usize,
+}
+
+fn run(seed: u64, seen: &mut Seen) {
     let mut rng = Rng(seed);
     let mut env = Env::new();
     env.image.add("t-1", Uuid([11; 16]), 4);
@@ -104,10 +135,15 @@ fn run(seed: u64) {
             instance_id: (rng.below(3) == 0).then(|| format!("i{next_id}")),
             epoch: 0,
             owned: TopicPartitions::new(),
-            topics: if kind == 0 { vec!["foo".into()] } else { vec!["foo".into(), "bar".into()] },
+            topics: if kind == 0 {
+                vec!["foo".into()]
+            } else {
+                vec!["foo".into(), "bar".into()]
+            },
             regex: (kind == 2).then(|| "t-.*|foo".to_owned()),
             joining: true,
             away: 0,
+            dead: false,
         }
     };
 
@@ -145,14 +181,33 @@ fn run(seed: u64) {
                     c.joining = true;
                 }
             }
+            6 if !clients.is_empty() => {
+                // An answer lost: the client retries with what it had.
+                let i = rng.below(clients.len());
+                if clients[i].away == 0 && !clients[i].joining {
+                    let _ = env.hb(clients[i].request());
+                }
+            }
+            7 if !clients.is_empty() => {
+                // A long pause (a GC, a stalled host): its session may expire meanwhile.
+                let i = rng.below(clients.len());
+                if clients[i].away == 0 && !clients[i].joining {
+                    clients[i].away = 10 + u32::try_from(rng.below(30)).unwrap();
+                }
+            }
             5 => {
                 // Topics grow or appear.
                 if rng.below(2) == 0 {
                     let n = i32::try_from(4 + rng.below(4)).unwrap();
-                    env.image.add("t-1", Uuid([11; 16]), n.max(env.image.partition_count(Uuid([11; 16])).unwrap_or(0)));
+                    env.image.add(
+                        "t-1",
+                        Uuid([11; 16]),
+                        n.max(env.image.partition_count(Uuid([11; 16])).unwrap_or(0)),
+                    );
                 } else if next_topic < 6 {
                     next_topic += 1;
-                    env.image.add(&format!("t-{next_topic}"), Uuid([10 + next_topic; 16]), 2);
+                    env.image
+                        .add(&format!("t-{next_topic}"), Uuid([10 + next_topic; 16]), 2);
                 }
                 env.metadata();
             }
@@ -167,11 +222,17 @@ fn run(seed: u64) {
             let c = &mut clients[i];
             if c.away > 0 {
                 c.away -= 1;
-                continue;
+                if c.away > 0 {
+                    continue;
+                }
             }
             let r = env.hb(c.request());
+            if r.is_err() {
+                seen.fenced_answers += 1;
+            }
             c.handle(r);
         }
+        clients.retain(|c| !c.dead);
         check_clients(&clients);
         env.advance(1_000 + i64::try_from(rng.below(2_000)).unwrap());
     }
@@ -185,8 +246,21 @@ fn run(seed: u64) {
             let r = env.hb(c.request());
             c.handle(r);
         }
+        clients.retain(|c| !c.dead);
         check_clients(&clients);
         env.advance(1_000);
+    }
+    for r in &env.log {
+        match (&r.key, &r.value) {
+            (_, Some(RecordValue::CurrentMemberAssignment(a))) => match a.state {
+                MemberState::UnrevokedPartitions => seen.revocations += 1,
+                MemberState::UnreleasedPartitions => seen.unreleased += 1,
+                _ if a.member_epoch == -2 => seen.static_leaves += 1,
+                _ => {}
+            },
+            (RecordKey::MemberMetadata { .. }, None) => seen.removals += 1,
+            _ => {}
+        }
     }
     if clients.is_empty() {
         env.check_replay();
@@ -197,7 +271,11 @@ fn run(seed: u64) {
     assert_eq!(group.members().len(), clients.len(), "seed {seed}");
     let mut owned = BTreeSet::new();
     for c in &clients {
-        assert_eq!(group.member(&c.member_id).unwrap().assigned, c.owned, "seed {seed}");
+        assert_eq!(
+            group.member(&c.member_id).unwrap().assigned,
+            c.owned,
+            "seed {seed}"
+        );
         for (t, ps) in &c.owned {
             owned.extend(ps.iter().map(|p| (*t, *p)));
         }
@@ -206,13 +284,22 @@ fn run(seed: u64) {
     for meta in group.subscription_metadata().values() {
         expected.extend((0..meta.num_partitions).map(|p| (meta.id, p)));
     }
-    assert_eq!(owned, expected, "seed {seed}: every subscribed partition owned once");
+    assert_eq!(
+        owned, expected,
+        "seed {seed}: every subscribed partition owned once"
+    );
     env.check_replay();
 }
 
 #[test]
 fn random_membership_keeps_ownership_exclusive_and_converges() {
+    let mut seen = Seen::default();
     for seed in 1..=12 {
-        run(seed);
+        run(seed, &mut seen);
     }
+    assert!(seen.revocations > 10, "{seen:?}");
+    assert!(seen.unreleased > 10, "{seen:?}");
+    assert!(seen.static_leaves > 3, "{seen:?}");
+    assert!(seen.removals > 10, "{seen:?}");
+    assert!(seen.fenced_answers > 0, "{seen:?}");
 }

@@ -84,7 +84,11 @@ fn static_join(member: &str, instance: &str) -> HeartbeatRequest {
 #[test]
 fn a_static_member_leaving_with_minus_two_keeps_its_partitions_for_its_replacement() {
     let mut env = Env::new();
-    let a = env.hb(static_join("a1", "i-a")).unwrap().assignment.unwrap();
+    let a = env
+        .hb(static_join("a1", "i-a"))
+        .unwrap()
+        .assignment
+        .unwrap();
     env.join("b", &["foo"]);
     env.beat("a1", 1, a).unwrap();
     env.beat("a1", 1, tp(&[(FOO, &[0, 2, 4])])).unwrap();
@@ -145,13 +149,22 @@ fn an_instance_id_still_held_is_unreleased_and_a_stranger_with_it_is_fenced() {
     // A heartbeat of another member id with the instance id: fenced instance.
     let mut req = HeartbeatRequest::new(GROUP, "a2", 1);
     req.instance_id = Some("i-a".into());
-    assert_eq!(env.hb(req).unwrap_err().code(), ErrorCode::FENCED_INSTANCE_ID);
+    assert_eq!(
+        env.hb(req).unwrap_err().code(),
+        ErrorCode::FENCED_INSTANCE_ID
+    );
     let mut leave = HeartbeatRequest::new(GROUP, "a2", -2);
     leave.instance_id = Some("i-a".into());
-    assert_eq!(env.hb(leave).unwrap_err().code(), ErrorCode::FENCED_INSTANCE_ID);
+    assert_eq!(
+        env.hb(leave).unwrap_err().code(),
+        ErrorCode::FENCED_INSTANCE_ID
+    );
     let mut leave = HeartbeatRequest::new(GROUP, "a1", -2);
     leave.instance_id = Some("i-other".into());
-    assert_eq!(env.hb(leave).unwrap_err().code(), ErrorCode::UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        env.hb(leave).unwrap_err().code(),
+        ErrorCode::UNKNOWN_MEMBER_ID
+    );
     // Leaving for good with -1 frees the instance id at once.
     let mut leave = HeartbeatRequest::new(GROUP, "a1", -1);
     leave.instance_id = Some("i-a".into());
@@ -166,7 +179,8 @@ fn a_static_member_not_replaced_within_the_session_timeout_is_removed() {
     let mut env = Env::new();
     env.hb(static_join("a1", "i-a")).unwrap();
     env.advance(5_000);
-    env.beat("a1", 1, tp(&[(FOO, &[0, 1, 2, 3, 4, 5])])).unwrap();
+    env.beat("a1", 1, tp(&[(FOO, &[0, 1, 2, 3, 4, 5])]))
+        .unwrap();
     let mut leave = HeartbeatRequest::new(GROUP, "a1", -2);
     leave.instance_id = Some("i-a".into());
     env.hb(leave).unwrap();
@@ -198,7 +212,11 @@ fn loading_restarts_sessions_and_rebalance_timeouts() {
     let other = (crate::coordinator::partition_for(GROUP, 50) + 1) % 50;
     rebuilt.on_loaded(Some(other), &env.image, now);
     assert_eq!(rebuilt.poll_timeout(), None);
-    rebuilt.on_loaded(Some(crate::coordinator::partition_for(GROUP, 50)), &env.image, now);
+    rebuilt.on_loaded(
+        Some(crate::coordinator::partition_for(GROUP, 50)),
+        &env.image,
+        now,
+    );
     assert_eq!(rebuilt.poll_timeout(), Some(now + i64::from(REBALANCE_MS)));
     rebuilt.handle_timeout(now + i64::from(REBALANCE_MS));
     assert!(rebuilt.group(GROUP).unwrap().member("a").is_none());
