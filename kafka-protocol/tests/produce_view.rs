@@ -13,7 +13,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestBody, RequestHeader};
 use kafka_protocol::view::{ProduceRequestView, TaggedFields};
 use kafka_protocol::{
-    Codec, DecodeError, KStr, Message, RawTaggedField, Reader, UnknownTags, frame,
+    Codec, DecodeError, KStr, Message, RawTaggedField, Reader, UnknownTags, Uuid, frame,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -564,6 +564,7 @@ fn layout_request() -> ProduceRequest {
         timeout_ms: 1500,
         topic_data: vec![TopicProduceData {
             name: KStr::from_static("t"),
+            topic_id: Uuid::ZERO,
             partition_data: vec![PartitionProduceData {
                 index: 2,
                 records: Some(Bytes::from_static(b"abc")),
