@@ -20,7 +20,7 @@ pub struct RequestHeader {
     pub request_api_version: i16,
     /// `CorrelationId`: versions 0+.
     pub correlation_id: i32,
-    /// `ClientId`: versions 1+, nullable 1+.
+    /// `ClientId`: versions 1+, nullable 1+, ignorable.
     pub client_id: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
@@ -69,13 +69,6 @@ impl Codec for RequestHeader {
         w.i32(self.correlation_id);
         if v >= 1 {
             w.nullable_string("RequestHeader.ClientId", false, self.client_id.as_ref())?;
-        } else {
-            if self.client_id != Some(KStr::default()) {
-                return Err(EncodeError::FieldNotAvailable {
-                    field: "RequestHeader.ClientId",
-                    version: v,
-                });
-            }
         }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);

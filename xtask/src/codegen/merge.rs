@@ -31,8 +31,13 @@
 //! - Field order: the newer set's, with each older-only field placed after the field that
 //!   precedes it in the older set. Every version is then checked against the definition it came
 //!   from: the same fields, untagged ones in the same order.
-//! - Defaults, ignorable, entity types and `latestVersionUnstable` are the newer set's where
-//!   both have them.
+//! - Defaults, entity types and `latestVersionUnstable` are the newer set's where both have
+//!   them. `ignorable` (whether a version without the field drops a non-default value instead
+//!   of refusing it) is taken from the side with versions lacking the field: the newer set's
+//!   when some version from `m` lacks it, else the older set's when some version below `m`
+//!   does (4.4's RequestHeader drops `ignorable` from `ClientId` because its v0 is gone; the
+//!   merged v0 keeps 3.9's), else the newer set's. Both sides lacking it with different flags
+//!   is an error.
 
 use std::collections::BTreeMap;
 
@@ -136,7 +141,12 @@ fn merge_spec(old: Spec, new: Spec) -> Result<Spec, Error> {
         m,
         &format!("{name} flexibleVersions"),
     )?;
-    let fields = merge_fields(&old.fields, new.fields.clone(), m, &name)?;
+    let ranges = Ranges {
+        m,
+        older: old.valid.intersect(halves(m).0),
+        newer: new.valid,
+    };
+    let fields = merge_fields(&old.fields, new.fields.clone(), &ranges, &name)?;
     let mut common_structs = Vec::new();
     for ns in &new.common_structs {
         match old.common_structs.iter().find(|s| s.name == ns.name) {
@@ -145,7 +155,7 @@ fn merge_spec(old: Spec, new: Spec) -> Result<Spec, Error> {
                 common_structs.push(StructDef {
                     name: ns.name.clone(),
                     versions: combine(os.versions, ns.versions, m, &what)?,
-                    fields: merge_fields(&os.fields, ns.fields.clone(), m, &what)?,
+                    fields: merge_fields(&os.fields, ns.fields.clone(), &ranges, &what)?,
                 });
             }
             None => common_structs.push(ns.clone()),
@@ -170,20 +180,42 @@ fn merge_spec(old: Spec, new: Spec) -> Result<Spec, Error> {
     Ok(merged)
 }
 
+/// The versions a merged message takes from each side.
+struct Ranges {
+    /// The newer set's lowest version.
+    m: i16,
+    /// The older set's versions below `m`.
+    older: Versions,
+    /// The newer set's versions.
+    newer: Versions,
+}
+
+/// Whether some version of `within` lacks a field present in `versions`.
+fn lacks(within: Versions, versions: Versions) -> bool {
+    !within.is_none() && !versions.covers(within)
+}
+
 /// Merges one list of fields (a message's, an inline struct's or a common struct's).
-fn merge_fields(old: &[Field], new: Vec<Field>, m: i16, path: &str) -> Result<Vec<Field>, Error> {
+fn merge_fields(
+    old: &[Field],
+    new: Vec<Field>,
+    ranges: &Ranges,
+    path: &str,
+) -> Result<Vec<Field>, Error> {
+    let m = ranges.m;
     let (below, from) = halves(m);
     let mut out = Vec::with_capacity(new.len());
     for mut n in new {
         let what = format!("{path}.{}", n.name);
-        let o = old
-            .iter()
-            .find(|o| o.name == n.name && !o.versions.intersect(below).is_none());
-        let Some(o) = o else {
+        let named = old.iter().find(|o| o.name == n.name);
+        let Some(o) = named.filter(|o| !o.versions.intersect(below).is_none()) else {
             // Only in the newer set (or only from `m` in both): its versions from `m`.
             n.versions = n.versions.intersect(from);
             n.nullable = n.nullable.intersect(from);
             n.flexible = n.flexible.map(|f| f.intersect(from));
+            if let Some(o) = named {
+                n.ignorable = ignorable(o, &n, ranges, &what)?;
+            }
             out.push(n);
             continue;
         };
@@ -198,6 +230,7 @@ fn merge_fields(old: &[Field], new: Vec<Field>, m: i16, path: &str) -> Result<Ve
         if o.tag != n.tag {
             return Err(format!("{what}: tag {:?} below v{m}, {:?} from v{m}", o.tag, n.tag).into());
         }
+        n.ignorable = ignorable(o, &n, ranges, &what)?;
         n.versions = combine(o.versions, n.versions, m, &what)?;
         n.nullable = combine(o.nullable, n.nullable, m, &format!("{what} nullableVersions"))?;
         n.flexible = match (o.flexible, n.flexible) {
@@ -209,7 +242,7 @@ fn merge_fields(old: &[Field], new: Vec<Field>, m: i16, path: &str) -> Result<Ve
         };
         n.fields = match (&o.fields, n.fields.take()) {
             (None, None) => None,
-            (Some(of), Some(nf)) => Some(merge_fields(of, nf, m, &what)?),
+            (Some(of), Some(nf)) => Some(merge_fields(of, nf, ranges, &what)?),
             _ => return Err(format!("{what}: inline struct on one side only").into()),
         };
         out.push(n);
@@ -226,6 +259,20 @@ fn merge_fields(old: &[Field], new: Vec<Field>, m: i16, path: &str) -> Result<Ve
         }
     }
     Ok(out)
+}
+
+/// The merged `ignorable` of a field both sides have (see the module documentation).
+fn ignorable(o: &Field, n: &Field, ranges: &Ranges, what: &str) -> Result<bool, Error> {
+    let m = ranges.m;
+    match (lacks(ranges.older, o.versions), lacks(ranges.newer, n.versions)) {
+        (true, true) if o.ignorable != n.ignorable => Err(format!(
+            "{what}: ignorable {} below v{m}, {} from v{m}",
+            o.ignorable, n.ignorable
+        )
+        .into()),
+        (true, false) => Ok(o.ignorable),
+        _ => Ok(n.ignorable),
+    }
 }
 
 /// An older field kept for the versions below `m` only.
