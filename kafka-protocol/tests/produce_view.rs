@@ -397,7 +397,7 @@ fn generated_produce_requests_of_every_version_read_the_same_as_decode_request()
             }
         }
     }
-    assert_eq!(seen.versions, (0..=11).collect::<Vec<i16>>());
+    assert_eq!(seen.versions, (0..=13).collect::<Vec<i16>>());
     assert!(
         seen.several_topics
             && seen.several_partitions
@@ -939,7 +939,7 @@ fn other_apis_unknown_keys_and_versions_are_rejected() {
         *e == DecodeError::UnknownApiKey { api_key: 999 }
     });
 
-    for version in [-1i16, 12, i16::MAX] {
+    for version in [-1i16, 14, i16::MAX] {
         let frame = Layout::classic()
             .with("version", &version.to_be_bytes())
             .frame();

@@ -1319,12 +1319,12 @@ pub enum RequestBody {
     WriteShareGroupState(WriteShareGroupStateRequest),
     DeleteShareGroupState(DeleteShareGroupStateRequest),
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryRequest),
-    StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest),
+    StreamsGroupHeartbeat(Box<StreamsGroupHeartbeatRequest>),
     StreamsGroupDescribe(StreamsGroupDescribeRequest),
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest),
     AlterShareGroupOffsets(AlterShareGroupOffsetsRequest),
     DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest),
-    StreamsGroupTopologyDescriptionUpdate(StreamsGroupTopologyDescriptionUpdateRequest),
+    StreamsGroupTopologyDescriptionUpdate(Box<StreamsGroupTopologyDescriptionUpdateRequest>),
     UnregisterController(UnregisterControllerRequest),
 }
 
@@ -1640,9 +1640,9 @@ impl RequestBody {
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryRequest::decode(r, version)?,
             ),
-            ApiKey::StreamsGroupHeartbeat => {
-                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::decode(r, version)?)
-            }
+            ApiKey::StreamsGroupHeartbeat => Self::StreamsGroupHeartbeat(Box::new(
+                StreamsGroupHeartbeatRequest::decode(r, version)?,
+            )),
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::decode(r, version)?)
             }
@@ -1656,9 +1656,9 @@ impl RequestBody {
                 Self::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::decode(r, version)?)
             }
             ApiKey::StreamsGroupTopologyDescriptionUpdate => {
-                Self::StreamsGroupTopologyDescriptionUpdate(
+                Self::StreamsGroupTopologyDescriptionUpdate(Box::new(
                     StreamsGroupTopologyDescriptionUpdateRequest::decode(r, version)?,
-                )
+                ))
             }
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequest::decode(r, version)?)
@@ -2094,9 +2094,9 @@ impl RequestBody {
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryRequest::arbitrary(u, version)?,
             ),
-            ApiKey::StreamsGroupHeartbeat => {
-                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatRequest::arbitrary(u, version)?)
-            }
+            ApiKey::StreamsGroupHeartbeat => Self::StreamsGroupHeartbeat(Box::new(
+                StreamsGroupHeartbeatRequest::arbitrary(u, version)?,
+            )),
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeRequest::arbitrary(u, version)?)
             }
@@ -2110,9 +2110,9 @@ impl RequestBody {
                 DeleteShareGroupOffsetsRequest::arbitrary(u, version)?,
             ),
             ApiKey::StreamsGroupTopologyDescriptionUpdate => {
-                Self::StreamsGroupTopologyDescriptionUpdate(
+                Self::StreamsGroupTopologyDescriptionUpdate(Box::new(
                     StreamsGroupTopologyDescriptionUpdateRequest::arbitrary(u, version)?,
-                )
+                ))
             }
             ApiKey::UnregisterController => {
                 Self::UnregisterController(UnregisterControllerRequest::arbitrary(u, version)?)
@@ -2651,7 +2651,7 @@ impl From<ReadShareGroupStateSummaryRequest> for RequestBody {
 
 impl From<StreamsGroupHeartbeatRequest> for RequestBody {
     fn from(m: StreamsGroupHeartbeatRequest) -> Self {
-        Self::StreamsGroupHeartbeat(m)
+        Self::StreamsGroupHeartbeat(Box::new(m))
     }
 }
 
@@ -2681,7 +2681,7 @@ impl From<DeleteShareGroupOffsetsRequest> for RequestBody {
 
 impl From<StreamsGroupTopologyDescriptionUpdateRequest> for RequestBody {
     fn from(m: StreamsGroupTopologyDescriptionUpdateRequest) -> Self {
-        Self::StreamsGroupTopologyDescriptionUpdate(m)
+        Self::StreamsGroupTopologyDescriptionUpdate(Box::new(m))
     }
 }
 
@@ -2783,7 +2783,7 @@ pub enum ResponseBody {
     WriteShareGroupState(WriteShareGroupStateResponse),
     DeleteShareGroupState(DeleteShareGroupStateResponse),
     ReadShareGroupStateSummary(ReadShareGroupStateSummaryResponse),
-    StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse),
+    StreamsGroupHeartbeat(Box<StreamsGroupHeartbeatResponse>),
     StreamsGroupDescribe(StreamsGroupDescribeResponse),
     DescribeShareGroupOffsets(DescribeShareGroupOffsetsResponse),
     AlterShareGroupOffsets(AlterShareGroupOffsetsResponse),
@@ -3108,9 +3108,9 @@ impl ResponseBody {
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryResponse::decode(r, version)?,
             ),
-            ApiKey::StreamsGroupHeartbeat => {
-                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::decode(r, version)?)
-            }
+            ApiKey::StreamsGroupHeartbeat => Self::StreamsGroupHeartbeat(Box::new(
+                StreamsGroupHeartbeatResponse::decode(r, version)?,
+            )),
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::decode(r, version)?)
             }
@@ -3576,9 +3576,9 @@ impl ResponseBody {
             ApiKey::ReadShareGroupStateSummary => Self::ReadShareGroupStateSummary(
                 ReadShareGroupStateSummaryResponse::arbitrary(u, version)?,
             ),
-            ApiKey::StreamsGroupHeartbeat => {
-                Self::StreamsGroupHeartbeat(StreamsGroupHeartbeatResponse::arbitrary(u, version)?)
-            }
+            ApiKey::StreamsGroupHeartbeat => Self::StreamsGroupHeartbeat(Box::new(
+                StreamsGroupHeartbeatResponse::arbitrary(u, version)?,
+            )),
             ApiKey::StreamsGroupDescribe => {
                 Self::StreamsGroupDescribe(StreamsGroupDescribeResponse::arbitrary(u, version)?)
             }
@@ -4305,7 +4305,7 @@ impl From<ReadShareGroupStateSummaryResponse> for ResponseBody {
 
 impl From<StreamsGroupHeartbeatResponse> for ResponseBody {
     fn from(m: StreamsGroupHeartbeatResponse) -> Self {
-        Self::StreamsGroupHeartbeat(m)
+        Self::StreamsGroupHeartbeat(Box::new(m))
     }
 }
 

@@ -986,6 +986,9 @@ const BOXED: &[&str] = &[
     "OffsetCommitRequest",
     "ShareFetchRequest",
     "ShareGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
+    "StreamsGroupTopologyDescriptionUpdateRequest",
     "SyncGroupRequest",
     "TxnOffsetCommitRequest",
 ];
