@@ -346,6 +346,108 @@ mod tests {
         Versions::parse(s).unwrap()
     }
 
+    fn field(name: &str, ty: &str, versions: &str) -> Field {
+        Field {
+            name: name.into(),
+            ty: if ty == "string" {
+                super::super::schema::Ty::String
+            } else {
+                super::super::schema::Ty::Int32
+            },
+            versions: v(versions),
+            nullable: Versions::NONE,
+            tag: None,
+            default: None,
+            ignorable: false,
+            flexible: None,
+            entity_type: None,
+            fields: None,
+        }
+    }
+
+    fn spec(valid: &str, fields: Vec<Field>) -> Spec {
+        Spec {
+            api_key: Some(0),
+            kind: "request".into(),
+            name: "XRequest".into(),
+            valid: v(valid),
+            flexible: v("none"),
+            latest_unstable: false,
+            fields,
+            common_structs: Vec::new(),
+        }
+    }
+
+    fn names(s: &Spec) -> Vec<(String, Versions)> {
+        s.fields.iter().map(|f| (f.name.clone(), f.versions)).collect()
+    }
+
+    #[test]
+    fn older_only_fields_keep_their_place_and_old_versions() {
+        // 3.9: A 0+, Old 0-1, B 0+ (v0-3); 4.4 (v2-5): A, B, New 5+.
+        let old = spec(
+            "0-3",
+            vec![field("A", "int32", "0+"), field("Old", "int32", "0-1"), field("B", "int32", "0+")],
+        );
+        let new = spec(
+            "2-5",
+            vec![field("A", "int32", "0+"), field("B", "int32", "0+"), field("New", "int32", "5+")],
+        );
+        let m = merge(vec![old], vec![new]).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].valid, v("0-5"));
+        assert_eq!(
+            names(&m[0]),
+            vec![
+                ("A".into(), v("0+")),
+                ("Old".into(), v("0-1")),
+                ("B".into(), v("0+")),
+                ("New".into(), v("5+")),
+            ]
+        );
+    }
+
+    #[test]
+    fn conflicts_are_errors_naming_the_field() {
+        // The type changes across m.
+        let old = spec("0-3", vec![field("A", "int32", "0+")]);
+        let new = spec("2-5", vec![field("A", "string", "0+")]);
+        let e = merge(vec![old], vec![new]).unwrap_err().to_string();
+        assert!(e.contains("XRequest.A") && e.contains("type"), "{e}");
+        // A gap: 3.9 has it at v0 only, 4.4 from v4 (m = 2).
+        let old = spec("0-3", vec![field("A", "int32", "0")]);
+        let new = spec("2-5", vec![field("A", "int32", "4+")]);
+        let e = merge(vec![old], vec![new]).unwrap_err().to_string();
+        assert!(e.contains("XRequest.A") && e.contains("not one range"), "{e}");
+    }
+
+    #[test]
+    fn removed_apis_stay_and_unstable_versions_go() {
+        // 4.4 keeps the file with no versions: 3.9's definition stays.
+        let old = spec("0-7", vec![field("A", "int32", "0+")]);
+        let mut new = spec("none", Vec::new());
+        new.flexible = Versions::NONE;
+        let m = merge(vec![old], vec![new]).unwrap();
+        assert_eq!(m[0].valid, v("0-7"));
+        // 3.9's unstable latest version that 4.4 does not keep is dropped.
+        let mut old = spec("0", vec![field("A", "int32", "0+")]);
+        old.latest_unstable = true;
+        let new = spec("1", vec![field("A", "int32", "0+")]);
+        let m = merge(vec![old], vec![new]).unwrap();
+        assert_eq!(m[0].valid, v("1"));
+    }
+
+    #[test]
+    fn the_layout_check_catches_a_wrong_order() {
+        let old = spec("0-3", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
+        let new = spec("2-5", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
+        let swapped = spec("0-5", vec![field("B", "int32", "0+"), field("A", "int32", "0+")]);
+        let e = check_layout(&swapped, &old, &new, 2).unwrap_err().to_string();
+        assert!(e.contains("XRequest v0"), "{e}");
+        let right = spec("0-5", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
+        check_layout(&right, &old, &new, 2).unwrap();
+    }
+
     #[test]
     fn unions_must_be_contiguous() {
         assert_eq!(union(v("0-2"), v("3+")), Some(v("0+")));
