@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::VersionRange;
+use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 use crate::error::{NetError, check};
@@ -274,7 +274,10 @@ mod tests {
             (ApiKey::ApiVersions, 4),
             (ApiKey::InitProducerId, 5),
         ] {
-            assert!(api.versions().max > want, "{api:?}: the codec should know more");
+            assert!(
+                api.versions().max > want,
+                "{api:?}: the codec should know more"
+            );
             assert_eq!(v.version_for(api).unwrap(), want, "{api:?}");
         }
         // A broker below the table: the broker's maximum.

@@ -29,7 +29,8 @@ use std::iter::FusedIterator;
 use bytes::Bytes;
 
 use crate::codec::{
-    KStr, Message, RawTaggedField, UnknownTags, Uuid, invalid, null_not_allowed, too_large, truncated,
+    KStr, Message, RawTaggedField, UnknownTags, Uuid, invalid, null_not_allowed, too_large,
+    truncated,
 };
 use crate::error::DecodeError;
 use crate::frame::request_header_version;

@@ -108,21 +108,8 @@ fn produce_v12_names_topics_and_v13_identifies_them() {
     // TransactionalId, Acks, TimeoutMs, TopicData [Name | TopicId, PartitionData [Index,
     // Records]]: v12 has v11's layout (it only tells the broker the producer runs
     // transactions v2); v13 replaces Name with TopicId.
-    let head = || {
-        Spelled::default()
-            .cstr("tx")
-            .i16(-1)
-            .i32(30_000)
-            .carr(1)
-    };
-    let tail = |b: Spelled| {
-        b.carr(1)
-            .i32(0)
-            .cstr("abc")
-            .no_tags()
-            .no_tags()
-            .no_tags()
-    };
+    let head = || Spelled::default().cstr("tx").i16(-1).i32(30_000).carr(1);
+    let tail = |b: Spelled| b.carr(1).i32(0).cstr("abc").no_tags().no_tags().no_tags();
     let v12 = tail(head().cstr("t")).b;
     known(&produce(Uuid::ZERO), 12, &v12);
     let v13 = tail(head().raw(&TOPIC_ID)).b;
@@ -204,7 +191,11 @@ fn fetch_v18_with_its_tagged_fields() {
     v17.topics[0].partitions[0].high_watermark = i64::MAX;
     let bytes = encode(&v17, 17);
     assert_eq!(bytes.len(), want.len() - 10, "tag, size and 8 bytes fewer");
-    assert_eq!(encode(&m, 17), bytes, "HighWatermark is ignorable before v18");
+    assert_eq!(
+        encode(&m, 17),
+        bytes,
+        "HighWatermark is ignorable before v18"
+    );
 }
 
 #[test]
@@ -217,11 +208,7 @@ fn api_versions_v4_request_and_response_with_features() {
     known(
         &req,
         4,
-        &Spelled::default()
-            .cstr("kafka-rs")
-            .cstr("1.0")
-            .no_tags()
-            .b,
+        &Spelled::default().cstr("kafka-rs").cstr("1.0").no_tags().b,
     );
 
     let name = "transaction.version";
@@ -358,7 +345,10 @@ fn end_txn_v5_returns_the_new_producer_id_and_epoch() {
         .b;
     known(&resp, 5, &want);
     // v4 has neither (ignorable): ThrottleTimeMs, ErrorCode and the tags only.
-    assert_eq!(encode(&resp, 4), Spelled::default().i32(0).i16(0).no_tags().b);
+    assert_eq!(
+        encode(&resp, 4),
+        Spelled::default().i32(0).i16(0).no_tags().b
+    );
 }
 
 #[test]
@@ -411,5 +401,8 @@ fn the_versions_kafka_4_removed_are_still_there() {
     assert_eq!(ApiKey::InitProducerId.versions().max, 6);
     assert_eq!(ApiKey::InitProducerId.stable_versions().max, 5);
     assert!(ApiKey::InitProducerId.latest_version_unstable());
-    assert_eq!(ApiKey::Produce.stable_versions(), ApiKey::Produce.versions());
+    assert_eq!(
+        ApiKey::Produce.stable_versions(),
+        ApiKey::Produce.versions()
+    );
 }

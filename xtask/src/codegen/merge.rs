@@ -228,11 +228,18 @@ fn merge_fields(
             return Err(format!("{what}: type {:?} below v{m}, {:?} from v{m}", o.ty, n.ty).into());
         }
         if o.tag != n.tag {
-            return Err(format!("{what}: tag {:?} below v{m}, {:?} from v{m}", o.tag, n.tag).into());
+            return Err(
+                format!("{what}: tag {:?} below v{m}, {:?} from v{m}", o.tag, n.tag).into(),
+            );
         }
         n.ignorable = ignorable(o, &n, ranges, &what)?;
         n.versions = combine(o.versions, n.versions, m, &what)?;
-        n.nullable = combine(o.nullable, n.nullable, m, &format!("{what} nullableVersions"))?;
+        n.nullable = combine(
+            o.nullable,
+            n.nullable,
+            m,
+            &format!("{what} nullableVersions"),
+        )?;
         n.flexible = match (o.flexible, n.flexible) {
             (None, None) => None,
             (Some(a), Some(b)) => Some(combine(a, b, m, &format!("{what} flexibleVersions"))?),
@@ -264,7 +271,10 @@ fn merge_fields(
 /// The merged `ignorable` of a field both sides have (see the module documentation).
 fn ignorable(o: &Field, n: &Field, ranges: &Ranges, what: &str) -> Result<bool, Error> {
     let m = ranges.m;
-    match (lacks(ranges.older, o.versions), lacks(ranges.newer, n.versions)) {
+    match (
+        lacks(ranges.older, o.versions),
+        lacks(ranges.newer, n.versions),
+    ) {
         (true, true) if o.ignorable != n.ignorable => Err(format!(
             "{what}: ignorable {} below v{m}, {} from v{m}",
             o.ignorable, n.ignorable
@@ -324,7 +334,10 @@ fn same_layout(merged: &[Field], source: &[Field], v: i16, what: &str) -> Result
     if a != b {
         return Err(format!("{what}: merged fields {a:?} differ from the schema's {b:?}").into());
     }
-    for f in merged.iter().filter(|f| !f.versions.intersect(at).is_none()) {
+    for f in merged
+        .iter()
+        .filter(|f| !f.versions.intersect(at).is_none())
+    {
         let Some(s) = source.iter().find(|s| s.name == f.name) else {
             continue;
         };
@@ -379,7 +392,10 @@ mod tests {
     }
 
     fn names(s: &Spec) -> Vec<(String, Versions)> {
-        s.fields.iter().map(|f| (f.name.clone(), f.versions)).collect()
+        s.fields
+            .iter()
+            .map(|f| (f.name.clone(), f.versions))
+            .collect()
     }
 
     #[test]
@@ -387,11 +403,19 @@ mod tests {
         // 3.9: A 0+, Old 0-1, B 0+ (v0-3); 4.4 (v2-5): A, B, New 5+.
         let old = spec(
             "0-3",
-            vec![field("A", "int32", "0+"), field("Old", "int32", "0-1"), field("B", "int32", "0+")],
+            vec![
+                field("A", "int32", "0+"),
+                field("Old", "int32", "0-1"),
+                field("B", "int32", "0+"),
+            ],
         );
         let new = spec(
             "2-5",
-            vec![field("A", "int32", "0+"), field("B", "int32", "0+"), field("New", "int32", "5+")],
+            vec![
+                field("A", "int32", "0+"),
+                field("B", "int32", "0+"),
+                field("New", "int32", "5+"),
+            ],
         );
         let m = merge(vec![old], vec![new]).unwrap();
         assert_eq!(m.len(), 1);
@@ -418,7 +442,10 @@ mod tests {
         let old = spec("0-3", vec![field("A", "int32", "0")]);
         let new = spec("2-5", vec![field("A", "int32", "4+")]);
         let e = merge(vec![old], vec![new]).unwrap_err().to_string();
-        assert!(e.contains("XRequest.A") && e.contains("not one range"), "{e}");
+        assert!(
+            e.contains("XRequest.A") && e.contains("not one range"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -439,12 +466,26 @@ mod tests {
 
     #[test]
     fn the_layout_check_catches_a_wrong_order() {
-        let old = spec("0-3", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
-        let new = spec("2-5", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
-        let swapped = spec("0-5", vec![field("B", "int32", "0+"), field("A", "int32", "0+")]);
-        let e = check_layout(&swapped, &old, &new, 2).unwrap_err().to_string();
+        let old = spec(
+            "0-3",
+            vec![field("A", "int32", "0+"), field("B", "int32", "0+")],
+        );
+        let new = spec(
+            "2-5",
+            vec![field("A", "int32", "0+"), field("B", "int32", "0+")],
+        );
+        let swapped = spec(
+            "0-5",
+            vec![field("B", "int32", "0+"), field("A", "int32", "0+")],
+        );
+        let e = check_layout(&swapped, &old, &new, 2)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("XRequest v0"), "{e}");
-        let right = spec("0-5", vec![field("A", "int32", "0+"), field("B", "int32", "0+")]);
+        let right = spec(
+            "0-5",
+            vec![field("A", "int32", "0+"), field("B", "int32", "0+")],
+        );
         check_layout(&right, &old, &new, 2).unwrap();
     }
 
