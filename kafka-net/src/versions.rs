@@ -71,13 +71,13 @@ pub fn client_versions(api: ApiKey) -> VersionRange {
     }
 }
 
-/// The highest version of `api` that this crate's clients implement: what [`ApiVersions::version_for`]
-/// negotiates at most, whatever the codec and the broker know.
+/// The highest version of `api` that this crate's clients implement: what
+/// [`ApiVersions::version_for`] negotiates at most, whatever the codec and the broker know.
 ///
 /// The codec decodes and encodes every version of Kafka 3.9 and 4.4, but a newer version of an
-/// api often means new semantics (Produce v12 signals transactions v2 and v13 names topics by id,
-/// EndTxn v5 bumps the producer epoch at every end, ListOffsets v10 adds a timeout, ...), which the code
-/// building the requests must implement first. So this table holds the versions the clients
+/// api often means new semantics (Produce v12 signals transactions v2 and v13 names topics by
+/// id, EndTxn v5 bumps the producer epoch at every end, ListOffsets v10 adds a timeout, ...),
+/// which the code building the requests must implement first. So this table holds the versions the clients
 /// implement: Kafka 3.9's maxima, the versions the client code was written for. Raising one is
 /// work on that api, with its semantics and tests. The apis the clients never build themselves
 /// (share groups, Streams groups, the 4.x controller apis) stay at the first version Kafka 4.4

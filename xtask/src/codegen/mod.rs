@@ -1,10 +1,10 @@
 //! `cargo xtask codegen [--specs DIR] [--new-specs DIR] [--internal DIR] [--check]`: Kafka's
 //! message schemas -> Rust modules in `kafka-protocol/src/messages/` (Kafka 3.9's and 4.4's
-//! schemas merged into one module per message, covering every version of both: [`merge`]), and Kafka's internal record schemas -> Rust
-//! modules in `kafka-protocol/src/metadata/` (KRaft metadata records) and
-//! `kafka-protocol/src/coordinator/` (`__consumer_offsets` and `__transaction_state` keys and
-//! values), formatted with rustfmt. `--check` fails when the committed
-//! code differs from what the schemas give.
+//! schemas merged into one module per message, covering every version of both: [`merge`]),
+//! and Kafka's internal record schemas -> Rust modules in `kafka-protocol/src/metadata/`
+//! (KRaft metadata records) and `kafka-protocol/src/coordinator/` (`__consumer_offsets` and
+//! `__transaction_state` keys and values), formatted with rustfmt. `--check` fails when the
+//! committed code differs from what the schemas give.
 
 mod emit;
 mod merge;
