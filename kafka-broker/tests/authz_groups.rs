@@ -571,7 +571,7 @@ async fn txn_commit(
         group_id: KStr::from(group.to_owned()),
         producer_id,
         producer_epoch: epoch,
-        generation_id: -1,
+        generation_id_or_member_epoch: -1,
         member_id: KStr::default(),
         group_instance_id: None,
         topics: topics

@@ -217,7 +217,7 @@ impl Connection {
     pub fn version_for(&self, api: ApiKey) -> Result<i16, NetError> {
         match &self.versions {
             Some(v) => v.version_for(api),
-            None => Ok(api.versions().max),
+            None => Ok(crate::versions::client_max(api)),
         }
     }
 
@@ -908,7 +908,7 @@ fn api_versions_request(cfg: &ConnectionConfig) -> RequestBody {
 /// Sends ApiVersions at our newest version, then at the version each answer asks for
 /// ([`on_answer`]) until the broker tells its versions.
 async fn negotiate(conn: &Connection, cfg: &ConnectionConfig) -> Result<ApiVersions, NetError> {
-    let mut version = ApiKey::ApiVersions.versions().max;
+    let mut version = crate::versions::client_max(ApiKey::ApiVersions);
     loop {
         let body = conn.request_at(api_versions_request(cfg), version).await?;
         let ResponseBody::ApiVersions(resp) = body else {

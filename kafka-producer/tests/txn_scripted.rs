@@ -705,7 +705,7 @@ async fn offsets_are_committed_at_the_group_coordinator_with_the_member() {
         );
         assert!(commit[0].version() >= 3);
         let r = body!(commit[0].request, TxnOffsetCommit);
-        assert_eq!(r.generation_id, 7);
+        assert_eq!(r.generation_id_or_member_epoch, 7);
         assert_eq!(&*r.member_id, "member-a");
         assert_eq!(r.group_instance_id.as_deref(), Some("instance-a"));
         assert_eq!(&*r.transactional_id, TXN_ID);

@@ -29,19 +29,20 @@ use std::iter::FusedIterator;
 use bytes::Bytes;
 
 use crate::codec::{
-    KStr, Message, RawTaggedField, UnknownTags, invalid, null_not_allowed, too_large, truncated,
+    KStr, Message, RawTaggedField, UnknownTags, Uuid, invalid, null_not_allowed, too_large,
+    truncated,
 };
 use crate::error::DecodeError;
 use crate::frame::request_header_version;
 use crate::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use crate::messages::{ApiKey, ProduceRequest, RequestHeader};
 
-// The view follows ProduceRequest's schema as the generated code knows it (versions 0-11,
-// topics by name). A schema update that adds versions (v13 identifies topics by id) must update
+// The view follows ProduceRequest's schema as the generated code knows it (versions 0-13:
+// topics by name up to v12, by id from v13). A schema update that adds versions must update
 // the view too: this stops the build until it does.
 const _: () = assert!(
     <ProduceRequest as Message>::VERSIONS.min == 0
-        && <ProduceRequest as Message>::VERSIONS.max == 11
+        && <ProduceRequest as Message>::VERSIONS.max == 13
         && matches!(<ProduceRequest as Message>::FLEXIBLE_MIN, Some(9)),
     "ProduceRequest's schema changed: update kafka-protocol/src/view.rs"
 );
@@ -51,6 +52,9 @@ const VARINT_TOO_LONG: &str = "varint is longer than its type allows";
 
 /// The first version of ProduceRequest with a transactional id.
 const TRANSACTIONAL_ID_MIN: i16 = 3;
+
+/// The first version of ProduceRequest naming topics by id (`TopicId`) instead of by name.
+const TOPIC_ID_MIN: i16 = 13;
 
 // Field names, as the generated decoder reports them.
 const API_KEY: &str = "RequestHeader.RequestApiKey";
@@ -64,6 +68,7 @@ const TIMEOUT_MS: &str = "ProduceRequest.TimeoutMs";
 const TOPIC_DATA: &str = "ProduceRequest.TopicData";
 const REQUEST_TAGS: &str = "ProduceRequest._tagged_fields";
 const TOPIC_NAME: &str = "TopicProduceData.Name";
+const TOPIC_ID: &str = "TopicProduceData.TopicId";
 const PARTITION_DATA: &str = "TopicProduceData.PartitionData";
 const TOPIC_TAGS: &str = "TopicProduceData._tagged_fields";
 const PARTITION_INDEX: &str = "PartitionProduceData.Index";
@@ -558,7 +563,7 @@ impl<'a> RequestHeaderView<'a> {
 // ---------------------------------------------------------------------------------------------
 // Produce request
 
-/// A Produce request (api key 0, every version the codec supports: 0-11), borrowed from its
+/// A Produce request (api key 0, every version the codec supports: 0-13), borrowed from its
 /// frame; see the [module documentation](self).
 ///
 /// ```
@@ -852,6 +857,7 @@ impl<'a> Element<'a> for PartitionView<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopicView<'a> {
     name: &'a str,
+    topic_id: Uuid,
     partitions: Partitions<'a>,
     tagged: TaggedFields<'a>,
 }
@@ -863,7 +869,11 @@ impl<'a> TopicView<'a> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn check(c: &mut Cursor<'a>, v: i16) -> Result<(), DecodeError> {
         let flex = is_flexible(v);
-        c.check_string(TOPIC_NAME, flex, v)?;
+        if v < TOPIC_ID_MIN {
+            c.check_string(TOPIC_NAME, flex, v)?;
+        } else {
+            c.fixed::<16>(TOPIC_ID)?;
+        }
         c.array(PARTITION_DATA, flex, v, |c| {
             PartitionView::parse(c, flex).map(drop)
         })?;
@@ -878,7 +888,11 @@ impl<'a> TopicView<'a> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn parse(c: &mut Cursor<'a>, v: i16) -> Result<Self, DecodeError> {
         let flex = is_flexible(v);
-        let name = c.string(TOPIC_NAME, flex, v)?;
+        let (name, topic_id) = if v < TOPIC_ID_MIN {
+            (c.string(TOPIC_NAME, flex, v)?, Uuid::ZERO)
+        } else {
+            ("", Uuid(c.fixed::<16>(TOPIC_ID)?))
+        };
         let (raw, count) = c.array(PARTITION_DATA, flex, v, |c| {
             PartitionView::parse(c, flex).map(drop)
         })?;
@@ -889,15 +903,22 @@ impl<'a> TopicView<'a> {
         };
         Ok(Self {
             name,
+            topic_id,
             partitions: Partitions::new(raw, count, v),
             tagged,
         })
     }
 
-    /// `Name`: the topic name.
+    /// `Name`: the topic name (versions 0-12; empty from v13, which names the topic by id).
     #[inline]
     pub fn name(&self) -> &'a str {
         self.name
+    }
+
+    /// `TopicId`: the topic id (versions 13+; [`Uuid::ZERO`] before).
+    #[inline]
+    pub fn topic_id(&self) -> Uuid {
+        self.topic_id
     }
 
     /// `PartitionData`: each partition to produce to.
@@ -916,6 +937,7 @@ impl<'a> TopicView<'a> {
     pub fn to_message(&self, frame: &Bytes) -> TopicProduceData {
         TopicProduceData {
             name: share_str(frame, self.name),
+            topic_id: self.topic_id,
             partition_data: self
                 .partitions
                 .iter()

@@ -44,6 +44,14 @@ fn specs_dir() -> PathBuf {
     )
 }
 
+/// Kafka 4.4's schemas, merged with [`specs_dir`]'s as the generator merges them.
+fn new_specs_dir() -> PathBuf {
+    std::env::var_os("KAFKA_PROTOCOL_SPECS_4").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/kafka-protocol-specs-4.4.0"),
+        PathBuf::from,
+    )
+}
+
 /// The number after `label` on a line of the script's summary.
 fn summary_number(out: &str, label: &str) -> Option<usize> {
     out.lines().rev().find_map(|line| {
@@ -74,6 +82,13 @@ fn kafka_python_decodes_what_we_encode() {
     if !specs.is_dir() {
         return unavailable(&format!("Kafka's schemas not found at {}", specs.display()));
     }
+    let new_specs = new_specs_dir();
+    if !new_specs.is_dir() {
+        return unavailable(&format!(
+            "Kafka 4.4's schemas not found at {}",
+            new_specs.display()
+        ));
+    }
 
     let dir = std::env::temp_dir().join(format!("kafka-crosscheck-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -90,6 +105,8 @@ fn kafka_python_decodes_what_we_encode() {
         .arg(&dir)
         .arg("--specs")
         .arg(&specs)
+        .arg("--new-specs")
+        .arg(&new_specs)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -13,7 +13,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestBody, RequestHeader};
 use kafka_protocol::view::{ProduceRequestView, TaggedFields};
 use kafka_protocol::{
-    Codec, DecodeError, KStr, Message, RawTaggedField, Reader, UnknownTags, frame,
+    Codec, DecodeError, KStr, Message, RawTaggedField, Reader, UnknownTags, Uuid, frame,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -397,7 +397,7 @@ fn generated_produce_requests_of_every_version_read_the_same_as_decode_request()
             }
         }
     }
-    assert_eq!(seen.versions, (0..=11).collect::<Vec<i16>>());
+    assert_eq!(seen.versions, (0..=13).collect::<Vec<i16>>());
     assert!(
         seen.several_topics
             && seen.several_partitions
@@ -564,6 +564,7 @@ fn layout_request() -> ProduceRequest {
         timeout_ms: 1500,
         topic_data: vec![TopicProduceData {
             name: KStr::from_static("t"),
+            topic_id: Uuid::ZERO,
             partition_data: vec![PartitionProduceData {
                 index: 2,
                 records: Some(Bytes::from_static(b"abc")),
@@ -938,7 +939,7 @@ fn other_apis_unknown_keys_and_versions_are_rejected() {
         *e == DecodeError::UnknownApiKey { api_key: 999 }
     });
 
-    for version in [-1i16, 12, i16::MAX] {
+    for version in [-1i16, 14, i16::MAX] {
         let frame = Layout::classic()
             .with("version", &version.to_be_bytes())
             .frame();

@@ -12,8 +12,9 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 fn usage() -> &'static str {
     "usage: cargo xtask <command>\n\
      commands:\n  \
-       codegen [--specs DIR] [--internal DIR] [--check]\n                                    \
-     generate the protocol code from Kafka's message and internal record schemas\n  \
+       codegen [--specs DIR] [--new-specs DIR] [--internal DIR] [--check]\n                                    \
+     generate the protocol code from Kafka's message schemas (3.9's and 4.4's, merged)\n                                    \
+     and internal record schemas\n  \
        decode [FILE|-] [--response --api-key K --api-version V] [--roundtrip]\n                                    \
      decode one frame (raw or hex, with or without size prefix) and print it\n  \
        fuzz <target|all> [--seconds N] [--smoke]  fuzz the decoders (libFuzzer; --smoke: stable, CI)\n  \
@@ -50,6 +51,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         "codegen" => {
             let mut opts = codegen::Options {
                 specs: root.join("../shared/kafka-protocol-specs"),
+                new_specs: root.join("../shared/kafka-protocol-specs-4.4.0"),
                 internal: root.join("../shared/kafka-internal-schemas"),
                 check: false,
             };
@@ -58,6 +60,9 @@ fn run(args: &[String]) -> Result<(), Error> {
                 match a.as_str() {
                     "--check" => opts.check = true,
                     "--specs" => opts.specs = it.next().ok_or("--specs needs a directory")?.into(),
+                    "--new-specs" => {
+                        opts.new_specs = it.next().ok_or("--new-specs needs a directory")?.into()
+                    }
                     "--internal" => {
                         opts.internal = it.next().ok_or("--internal needs a directory")?.into()
                     }

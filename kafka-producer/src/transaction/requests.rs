@@ -206,7 +206,7 @@ impl Outgoing {
                 };
                 // v3 (KIP-447) lets the group coordinator check the member's generation.
                 if version >= 3 {
-                    req.generation_id = group.generation_id;
+                    req.generation_id_or_member_epoch = group.generation_id;
                     req.member_id = KStr::from(group.member_id.clone());
                     req.group_instance_id = group.group_instance_id.clone().map(KStr::from);
                 }

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `AddRaftVoterRequest` (api key 80): versions 0, flexible 0+.
+/// `AddRaftVoterRequest` (api key 80): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddRaftVoterRequest {
     /// `ClusterId`: versions 0+, nullable 0+.
@@ -24,6 +24,8 @@ pub struct AddRaftVoterRequest {
     pub voter_directory_id: Uuid,
     /// `Listeners`: versions 0+.
     pub listeners: Vec<Listener>,
+    /// `AckWhenCommitted`: versions 1+, default `true`.
+    pub ack_when_committed: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -36,6 +38,7 @@ impl Default for AddRaftVoterRequest {
             voter_id: 0i32,
             voter_directory_id: Uuid::ZERO,
             listeners: Vec::new(),
+            ack_when_committed: true,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -51,6 +54,11 @@ impl Codec for AddRaftVoterRequest {
             listeners: r.array("AddRaftVoterRequest.Listeners", true, v, |r| {
                 Listener::decode(r, v)
             })?,
+            ack_when_committed: if v >= 1 {
+                r.bool("AddRaftVoterRequest.AckWhenCommitted")?
+            } else {
+                true
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -78,6 +86,16 @@ impl Codec for AddRaftVoterRequest {
             &self.listeners,
             |w, e| e.encode(w, v),
         )?;
+        if v >= 1 {
+            w.bool(self.ack_when_committed);
+        } else {
+            if self.ack_when_committed != true {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "AddRaftVoterRequest.AckWhenCommitted",
+                    version: v,
+                });
+            }
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -92,6 +110,7 @@ impl Codec for AddRaftVoterRequest {
             voter_id: u.arbitrary()?,
             voter_directory_id: arb::uuid(u)?,
             listeners: arb::vec(u, |u| Listener::arbitrary(u, v))?,
+            ack_when_committed: if v >= 1 { u.arbitrary()? } else { true },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
@@ -99,7 +118,7 @@ impl Codec for AddRaftVoterRequest {
 
 impl Message for AddRaftVoterRequest {
     const NAME: &'static str = "AddRaftVoterRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -108,7 +127,7 @@ impl AddRaftVoterRequest {
     pub const API_KEY: i16 = 80;
 }
 
-/// `Listener`, in versions 0 of `AddRaftVoterRequest`.
+/// `Listener`, in versions 0-1 of `AddRaftVoterRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
     /// `Name`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `AddRaftVoterResponse` (api key 80): versions 0, flexible 0+.
+/// `AddRaftVoterResponse` (api key 80): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddRaftVoterResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -80,7 +80,7 @@ impl Codec for AddRaftVoterResponse {
 
 impl Message for AddRaftVoterResponse {
     const NAME: &'static str = "AddRaftVoterResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

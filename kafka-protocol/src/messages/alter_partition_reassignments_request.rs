@@ -11,11 +11,13 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `AlterPartitionReassignmentsRequest` (api key 45): versions 0, flexible 0+.
+/// `AlterPartitionReassignmentsRequest` (api key 45): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterPartitionReassignmentsRequest {
     /// `TimeoutMs`: versions 0+, default `60000`.
     pub timeout_ms: i32,
+    /// `AllowReplicationFactorChange`: versions 1+, default `true`.
+    pub allow_replication_factor_change: bool,
     /// `Topics`: versions 0+.
     pub topics: Vec<ReassignableTopic>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -26,6 +28,7 @@ impl Default for AlterPartitionReassignmentsRequest {
     fn default() -> Self {
         Self {
             timeout_ms: 60000i32,
+            allow_replication_factor_change: true,
             topics: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -36,6 +39,11 @@ impl Codec for AlterPartitionReassignmentsRequest {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             timeout_ms: r.i32("AlterPartitionReassignmentsRequest.TimeoutMs")?,
+            allow_replication_factor_change: if v >= 1 {
+                r.bool("AlterPartitionReassignmentsRequest.AllowReplicationFactorChange")?
+            } else {
+                true
+            },
             topics: r.array("AlterPartitionReassignmentsRequest.Topics", true, v, |r| {
                 ReassignableTopic::decode(r, v)
             })?,
@@ -53,6 +61,16 @@ impl Codec for AlterPartitionReassignmentsRequest {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.timeout_ms);
+        if v >= 1 {
+            w.bool(self.allow_replication_factor_change);
+        } else {
+            if self.allow_replication_factor_change != true {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "AlterPartitionReassignmentsRequest.AllowReplicationFactorChange",
+                    version: v,
+                });
+            }
+        }
         w.array(
             "AlterPartitionReassignmentsRequest.Topics",
             true,
@@ -69,6 +87,7 @@ impl Codec for AlterPartitionReassignmentsRequest {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             timeout_ms: u.arbitrary()?,
+            allow_replication_factor_change: if v >= 1 { u.arbitrary()? } else { true },
             topics: arb::vec(u, |u| ReassignableTopic::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
@@ -77,7 +96,7 @@ impl Codec for AlterPartitionReassignmentsRequest {
 
 impl Message for AlterPartitionReassignmentsRequest {
     const NAME: &'static str = "AlterPartitionReassignmentsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -86,7 +105,7 @@ impl AlterPartitionReassignmentsRequest {
     pub const API_KEY: i16 = 45;
 }
 
-/// `ReassignableTopic`, in versions 0 of `AlterPartitionReassignmentsRequest`.
+/// `ReassignableTopic`, in versions 0-1 of `AlterPartitionReassignmentsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignableTopic {
     /// `Name`: versions 0+, entity topicName.
@@ -150,7 +169,7 @@ impl Codec for ReassignableTopic {
     }
 }
 
-/// `ReassignablePartition`, in versions 0 of `AlterPartitionReassignmentsRequest`.
+/// `ReassignablePartition`, in versions 0-1 of `AlterPartitionReassignmentsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignablePartition {
     /// `PartitionIndex`: versions 0+.

@@ -11,11 +11,13 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `AlterPartitionReassignmentsResponse` (api key 45): versions 0, flexible 0+.
+/// `AlterPartitionReassignmentsResponse` (api key 45): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterPartitionReassignmentsResponse {
     /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
+    /// `AllowReplicationFactorChange`: versions 1+, default `true`, ignorable.
+    pub allow_replication_factor_change: bool,
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// `ErrorMessage`: versions 0+, nullable 0+.
@@ -30,6 +32,7 @@ impl Default for AlterPartitionReassignmentsResponse {
     fn default() -> Self {
         Self {
             throttle_time_ms: 0i32,
+            allow_replication_factor_change: true,
             error_code: 0i16,
             error_message: Some(KStr::default()),
             responses: Vec::new(),
@@ -42,6 +45,11 @@ impl Codec for AlterPartitionReassignmentsResponse {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             throttle_time_ms: r.i32("AlterPartitionReassignmentsResponse.ThrottleTimeMs")?,
+            allow_replication_factor_change: if v >= 1 {
+                r.bool("AlterPartitionReassignmentsResponse.AllowReplicationFactorChange")?
+            } else {
+                true
+            },
             error_code: r.i16("AlterPartitionReassignmentsResponse.ErrorCode")?,
             error_message: r
                 .nullable_string("AlterPartitionReassignmentsResponse.ErrorMessage", true)?,
@@ -65,6 +73,9 @@ impl Codec for AlterPartitionReassignmentsResponse {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.throttle_time_ms);
+        if v >= 1 {
+            w.bool(self.allow_replication_factor_change);
+        }
         w.i16(self.error_code);
         w.nullable_string(
             "AlterPartitionReassignmentsResponse.ErrorMessage",
@@ -87,6 +98,7 @@ impl Codec for AlterPartitionReassignmentsResponse {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             throttle_time_ms: u.arbitrary()?,
+            allow_replication_factor_change: if v >= 1 { u.arbitrary()? } else { true },
             error_code: u.arbitrary()?,
             error_message: arb::maybe(u, true, |u| arb::string(u))?,
             responses: arb::vec(u, |u| ReassignableTopicResponse::arbitrary(u, v))?,
@@ -97,7 +109,7 @@ impl Codec for AlterPartitionReassignmentsResponse {
 
 impl Message for AlterPartitionReassignmentsResponse {
     const NAME: &'static str = "AlterPartitionReassignmentsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -106,7 +118,7 @@ impl AlterPartitionReassignmentsResponse {
     pub const API_KEY: i16 = 45;
 }
 
-/// `ReassignableTopicResponse`, in versions 0 of `AlterPartitionReassignmentsResponse`.
+/// `ReassignableTopicResponse`, in versions 0-1 of `AlterPartitionReassignmentsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignableTopicResponse {
     /// `Name`: versions 0+, entity topicName.
@@ -170,7 +182,7 @@ impl Codec for ReassignableTopicResponse {
     }
 }
 
-/// `ReassignablePartitionResponse`, in versions 0 of `AlterPartitionReassignmentsResponse`.
+/// `ReassignablePartitionResponse`, in versions 0-1 of `AlterPartitionReassignmentsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignablePartitionResponse {
     /// `PartitionIndex`: versions 0+.

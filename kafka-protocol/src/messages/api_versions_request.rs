@@ -11,13 +11,17 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ApiVersionsRequest` (api key 18): versions 0-4, flexible 3+.
+/// `ApiVersionsRequest` (api key 18): versions 0-5, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersionsRequest {
     /// `ClientSoftwareName`: versions 3+, ignorable.
     pub client_software_name: KStr,
     /// `ClientSoftwareVersion`: versions 3+, ignorable.
     pub client_software_version: KStr,
+    /// `ClusterId`: versions 5+, nullable 5+, default `null`, ignorable.
+    pub cluster_id: Option<KStr>,
+    /// `NodeId`: versions 5+, default `-1`, ignorable.
+    pub node_id: i32,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -27,6 +31,8 @@ impl Default for ApiVersionsRequest {
         Self {
             client_software_name: KStr::default(),
             client_software_version: KStr::default(),
+            cluster_id: None,
+            node_id: -1i32,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -45,6 +51,16 @@ impl Codec for ApiVersionsRequest {
                 r.string("ApiVersionsRequest.ClientSoftwareVersion", flex, v)?
             } else {
                 KStr::default()
+            },
+            cluster_id: if v >= 5 {
+                r.nullable_string("ApiVersionsRequest.ClusterId", flex)?
+            } else {
+                None
+            },
+            node_id: if v >= 5 {
+                r.i32("ApiVersionsRequest.NodeId")?
+            } else {
+                -1i32
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -74,6 +90,16 @@ impl Codec for ApiVersionsRequest {
                 &self.client_software_version,
             )?;
         }
+        if v >= 5 {
+            w.nullable_string(
+                "ApiVersionsRequest.ClusterId",
+                flex,
+                self.cluster_id.as_ref(),
+            )?;
+        }
+        if v >= 5 {
+            w.i32(self.node_id);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -101,6 +127,12 @@ impl Codec for ApiVersionsRequest {
             } else {
                 KStr::default()
             },
+            cluster_id: if v >= 5 {
+                arb::maybe(u, true, |u| arb::string(u))?
+            } else {
+                None
+            },
+            node_id: if v >= 5 { u.arbitrary()? } else { -1i32 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -112,7 +144,7 @@ impl Codec for ApiVersionsRequest {
 
 impl Message for ApiVersionsRequest {
     const NAME: &'static str = "ApiVersionsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ApiVersionsResponse` (api key 18): versions 0-4, flexible 3+.
+/// `ApiVersionsResponse` (api key 18): versions 0-5, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersionsResponse {
     /// `ErrorCode`: versions 0+.
@@ -199,7 +199,7 @@ impl Codec for ApiVersionsResponse {
 
 impl Message for ApiVersionsResponse {
     const NAME: &'static str = "ApiVersionsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 
@@ -208,7 +208,7 @@ impl ApiVersionsResponse {
     pub const API_KEY: i16 = 18;
 }
 
-/// `ApiVersion`, in versions 0-4 of `ApiVersionsResponse`.
+/// `ApiVersion`, in versions 0-5 of `ApiVersionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersion {
     /// `ApiKey`: versions 0+.
@@ -285,7 +285,7 @@ impl Codec for ApiVersion {
     }
 }
 
-/// `SupportedFeatureKey`, in versions 3-4 of `ApiVersionsResponse`.
+/// `SupportedFeatureKey`, in versions 3-5 of `ApiVersionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SupportedFeatureKey {
     /// `Name`: versions 3+.
@@ -348,7 +348,7 @@ impl Codec for SupportedFeatureKey {
     }
 }
 
-/// `FinalizedFeatureKey`, in versions 3-4 of `ApiVersionsResponse`.
+/// `FinalizedFeatureKey`, in versions 3-5 of `ApiVersionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
     /// `Name`: versions 3+.

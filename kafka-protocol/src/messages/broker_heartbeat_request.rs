@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `BrokerHeartbeatRequest` (api key 63): versions 0-1, flexible 0+.
+/// `BrokerHeartbeatRequest` (api key 63): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerHeartbeatRequest {
     /// `BrokerId`: versions 0+, entity brokerId.
@@ -26,6 +26,8 @@ pub struct BrokerHeartbeatRequest {
     pub want_shut_down: bool,
     /// `OfflineLogDirs`: versions 1+, tagged (tag 0).
     pub offline_log_dirs: Vec<Uuid>,
+    /// `CordonedLogDirs`: versions 2+, nullable 2+, tagged (tag 1), default `null`.
+    pub cordoned_log_dirs: Option<Vec<Uuid>>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -39,6 +41,7 @@ impl Default for BrokerHeartbeatRequest {
             want_fence: false,
             want_shut_down: false,
             offline_log_dirs: Vec::new(),
+            cordoned_log_dirs: None,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -53,6 +56,7 @@ impl Codec for BrokerHeartbeatRequest {
             want_fence: r.bool("BrokerHeartbeatRequest.WantFence")?,
             want_shut_down: r.bool("BrokerHeartbeatRequest.WantShutDown")?,
             offline_log_dirs: Vec::new(),
+            cordoned_log_dirs: None,
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -66,6 +70,13 @@ impl Codec for BrokerHeartbeatRequest {
                                 r.array("BrokerHeartbeatRequest.OfflineLogDirs", true, v, |r| {
                                     r.uuid("BrokerHeartbeatRequest.OfflineLogDirs")
                                 })?
+                        }
+                        1 if v >= 2 => {
+                            this.cordoned_log_dirs = r.nullable_array(
+                                "BrokerHeartbeatRequest.CordonedLogDirs",
+                                true,
+                                |r| r.uuid("BrokerHeartbeatRequest.CordonedLogDirs"),
+                            )?
                         }
                         _ => return Ok(false),
                     }
@@ -98,6 +109,20 @@ impl Codec for BrokerHeartbeatRequest {
                     Ok(())
                 })?;
             }
+            if v >= 2 && self.cordoned_log_dirs != None {
+                Writer::tagged_value(&mut tags, 1, |w| {
+                    w.nullable_array(
+                        "BrokerHeartbeatRequest.CordonedLogDirs",
+                        true,
+                        self.cordoned_log_dirs.as_deref(),
+                        |w, e| {
+                            w.uuid(e);
+                            Ok(())
+                        },
+                    )?;
+                    Ok(())
+                })?;
+            }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         }
         Ok(())
@@ -116,6 +141,11 @@ impl Codec for BrokerHeartbeatRequest {
             } else {
                 Vec::new()
             },
+            cordoned_log_dirs: if v >= 2 {
+                arb::maybe(u, true, |u| arb::vec(u, |u| arb::uuid(u)))?
+            } else {
+                None
+            },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
@@ -123,7 +153,7 @@ impl Codec for BrokerHeartbeatRequest {
 
 impl Message for BrokerHeartbeatRequest {
     const NAME: &'static str = "BrokerHeartbeatRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

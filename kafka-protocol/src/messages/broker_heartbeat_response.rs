@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `BrokerHeartbeatResponse` (api key 63): versions 0-1, flexible 0+.
+/// `BrokerHeartbeatResponse` (api key 63): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerHeartbeatResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -88,7 +88,7 @@ impl Codec for BrokerHeartbeatResponse {
 
 impl Message for BrokerHeartbeatResponse {
     const NAME: &'static str = "BrokerHeartbeatResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

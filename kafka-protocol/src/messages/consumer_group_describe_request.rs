@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ConsumerGroupDescribeRequest` (api key 69): versions 0, flexible 0+.
+/// `ConsumerGroupDescribeRequest` (api key 69): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupDescribeRequest {
     /// `GroupIds`: versions 0+, entity groupId.
@@ -78,7 +78,7 @@ impl Codec for ConsumerGroupDescribeRequest {
 
 impl Message for ConsumerGroupDescribeRequest {
     const NAME: &'static str = "ConsumerGroupDescribeRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

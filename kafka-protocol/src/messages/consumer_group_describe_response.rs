@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ConsumerGroupDescribeResponse` (api key 69): versions 0, flexible 0+.
+/// `ConsumerGroupDescribeResponse` (api key 69): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupDescribeResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -77,7 +77,7 @@ impl Codec for ConsumerGroupDescribeResponse {
 
 impl Message for ConsumerGroupDescribeResponse {
     const NAME: &'static str = "ConsumerGroupDescribeResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -86,7 +86,7 @@ impl ConsumerGroupDescribeResponse {
     pub const API_KEY: i16 = 69;
 }
 
-/// `DescribedGroup`, in versions 0 of `ConsumerGroupDescribeResponse`.
+/// `DescribedGroup`, in versions 0-1 of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroup {
     /// `ErrorCode`: versions 0+.
@@ -191,7 +191,7 @@ impl Codec for DescribedGroup {
     }
 }
 
-/// `Member`, in versions 0 of `ConsumerGroupDescribeResponse`.
+/// `Member`, in versions 0-1 of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     /// `MemberId`: versions 0+.
@@ -214,6 +214,8 @@ pub struct Member {
     pub assignment: Assignment,
     /// `TargetAssignment`: versions 0+.
     pub target_assignment: Assignment,
+    /// `MemberType`: versions 1+, default `-1`, ignorable.
+    pub member_type: i8,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -231,6 +233,7 @@ impl Default for Member {
             subscribed_topic_regex: None,
             assignment: Assignment::default(),
             target_assignment: Assignment::default(),
+            member_type: -1i8,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -251,6 +254,11 @@ impl Codec for Member {
             subscribed_topic_regex: r.nullable_string("Member.SubscribedTopicRegex", true)?,
             assignment: Assignment::decode(r, v)?,
             target_assignment: Assignment::decode(r, v)?,
+            member_type: if v >= 1 {
+                r.i8("Member.MemberType")?
+            } else {
+                -1i8
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -283,6 +291,9 @@ impl Codec for Member {
         )?;
         self.assignment.encode(w, v)?;
         self.target_assignment.encode(w, v)?;
+        if v >= 1 {
+            w.i8(self.member_type);
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -302,12 +313,13 @@ impl Codec for Member {
             subscribed_topic_regex: arb::maybe(u, true, |u| arb::string(u))?,
             assignment: Assignment::arbitrary(u, v)?,
             target_assignment: Assignment::arbitrary(u, v)?,
+            member_type: if v >= 1 { u.arbitrary()? } else { -1i8 },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
 }
 
-/// `TopicPartitions`, in versions 0 of `ConsumerGroupDescribeResponse`.
+/// `TopicPartitions`, in versions 0-1 of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// `TopicId`: versions 0+.
@@ -380,7 +392,7 @@ impl Codec for TopicPartitions {
     }
 }
 
-/// `Assignment`, in versions 0 of `ConsumerGroupDescribeResponse`.
+/// `Assignment`, in versions 0-1 of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// `TopicPartitions`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ConsumerGroupHeartbeatRequest` (api key 68): versions 0, flexible 0+.
+/// `ConsumerGroupHeartbeatRequest` (api key 68): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupHeartbeatRequest {
     /// `GroupId`: versions 0+, entity groupId.
@@ -28,6 +28,8 @@ pub struct ConsumerGroupHeartbeatRequest {
     pub rebalance_timeout_ms: i32,
     /// `SubscribedTopicNames`: versions 0+, nullable 0+, default `null`, entity topicName.
     pub subscribed_topic_names: Option<Vec<KStr>>,
+    /// `SubscribedTopicRegex`: versions 1+, nullable 1+, default `null`.
+    pub subscribed_topic_regex: Option<KStr>,
     /// `ServerAssignor`: versions 0+, nullable 0+, default `null`.
     pub server_assignor: Option<KStr>,
     /// `TopicPartitions`: versions 0+, nullable 0+, default `null`.
@@ -46,6 +48,7 @@ impl Default for ConsumerGroupHeartbeatRequest {
             rack_id: None,
             rebalance_timeout_ms: -1i32,
             subscribed_topic_names: None,
+            subscribed_topic_regex: None,
             server_assignor: None,
             topic_partitions: None,
             unknown_tagged_fields: UnknownTags::new(),
@@ -73,6 +76,11 @@ impl Codec for ConsumerGroupHeartbeatRequest {
                     )
                 },
             )?,
+            subscribed_topic_regex: if v >= 1 {
+                r.nullable_string("ConsumerGroupHeartbeatRequest.SubscribedTopicRegex", true)?
+            } else {
+                None
+            },
             server_assignor: r
                 .nullable_string("ConsumerGroupHeartbeatRequest.ServerAssignor", true)?,
             topic_partitions: r.nullable_array(
@@ -127,6 +135,20 @@ impl Codec for ConsumerGroupHeartbeatRequest {
                 )
             },
         )?;
+        if v >= 1 {
+            w.nullable_string(
+                "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
+                true,
+                self.subscribed_topic_regex.as_ref(),
+            )?;
+        } else {
+            if self.subscribed_topic_regex != None {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "ConsumerGroupHeartbeatRequest.SubscribedTopicRegex",
+                    version: v,
+                });
+            }
+        }
         w.nullable_string(
             "ConsumerGroupHeartbeatRequest.ServerAssignor",
             true,
@@ -154,6 +176,11 @@ impl Codec for ConsumerGroupHeartbeatRequest {
             rack_id: arb::maybe(u, true, |u| arb::string(u))?,
             rebalance_timeout_ms: u.arbitrary()?,
             subscribed_topic_names: arb::maybe(u, true, |u| arb::vec(u, |u| arb::string(u)))?,
+            subscribed_topic_regex: if v >= 1 {
+                arb::maybe(u, true, |u| arb::string(u))?
+            } else {
+                None
+            },
             server_assignor: arb::maybe(u, true, |u| arb::string(u))?,
             topic_partitions: arb::maybe(u, true, |u| {
                 arb::vec(u, |u| TopicPartitions::arbitrary(u, v))
@@ -165,7 +192,7 @@ impl Codec for ConsumerGroupHeartbeatRequest {
 
 impl Message for ConsumerGroupHeartbeatRequest {
     const NAME: &'static str = "ConsumerGroupHeartbeatRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -174,7 +201,7 @@ impl ConsumerGroupHeartbeatRequest {
     pub const API_KEY: i16 = 68;
 }
 
-/// `TopicPartitions`, in versions 0 of `ConsumerGroupHeartbeatRequest`.
+/// `TopicPartitions`, in versions 0-1 of `ConsumerGroupHeartbeatRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// `TopicId`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ConsumerGroupHeartbeatResponse` (api key 68): versions 0, flexible 0+.
+/// `ConsumerGroupHeartbeatResponse` (api key 68): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerGroupHeartbeatResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -119,7 +119,7 @@ impl Codec for ConsumerGroupHeartbeatResponse {
 
 impl Message for ConsumerGroupHeartbeatResponse {
     const NAME: &'static str = "ConsumerGroupHeartbeatResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -128,7 +128,7 @@ impl ConsumerGroupHeartbeatResponse {
     pub const API_KEY: i16 = 68;
 }
 
-/// `Assignment`, in versions 0 of `ConsumerGroupHeartbeatResponse`.
+/// `Assignment`, in versions 0-1 of `ConsumerGroupHeartbeatResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// `TopicPartitions`: versions 0+.
@@ -186,7 +186,7 @@ impl Codec for Assignment {
     }
 }
 
-/// `TopicPartitions`, in versions 0 of `ConsumerGroupHeartbeatResponse`.
+/// `TopicPartitions`, in versions 0-1 of `ConsumerGroupHeartbeatResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// `TopicId`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DeleteGroupsRequest` (api key 42): versions 0-2, flexible 2+.
+/// `DeleteGroupsRequest` (api key 42): versions 0-3, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteGroupsRequest {
     /// `GroupsNames`: versions 0+, entity groupId.
@@ -85,7 +85,7 @@ impl Codec for DeleteGroupsRequest {
 
 impl Message for DeleteGroupsRequest {
     const NAME: &'static str = "DeleteGroupsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 

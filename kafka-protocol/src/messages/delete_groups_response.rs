@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DeleteGroupsResponse` (api key 42): versions 0-2, flexible 2+.
+/// `DeleteGroupsResponse` (api key 42): versions 0-3, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteGroupsResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -91,7 +91,7 @@ impl Codec for DeleteGroupsResponse {
 
 impl Message for DeleteGroupsResponse {
     const NAME: &'static str = "DeleteGroupsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 
@@ -100,13 +100,15 @@ impl DeleteGroupsResponse {
     pub const API_KEY: i16 = 42;
 }
 
-/// `DeletableGroupResult`, in versions 0-2 of `DeleteGroupsResponse`.
+/// `DeletableGroupResult`, in versions 0-3 of `DeleteGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeletableGroupResult {
     /// `GroupId`: versions 0+, entity groupId.
     pub group_id: KStr,
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
+    /// `ErrorMessage`: versions 3+, nullable 3+, default `null`, ignorable.
+    pub error_message: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -116,6 +118,7 @@ impl Default for DeletableGroupResult {
         Self {
             group_id: KStr::default(),
             error_code: 0i16,
+            error_message: None,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -127,6 +130,11 @@ impl Codec for DeletableGroupResult {
         let mut this = Self {
             group_id: r.string("DeletableGroupResult.GroupId", flex, v)?,
             error_code: r.i16("DeletableGroupResult.ErrorCode")?,
+            error_message: if v >= 3 {
+                r.nullable_string("DeletableGroupResult.ErrorMessage", flex)?
+            } else {
+                None
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -143,6 +151,13 @@ impl Codec for DeletableGroupResult {
         let flex = v >= 2;
         w.string("DeletableGroupResult.GroupId", flex, &self.group_id)?;
         w.i16(self.error_code);
+        if v >= 3 {
+            w.nullable_string(
+                "DeletableGroupResult.ErrorMessage",
+                flex,
+                self.error_message.as_ref(),
+            )?;
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -162,6 +177,11 @@ impl Codec for DeletableGroupResult {
         Ok(Self {
             group_id: arb::string(u)?,
             error_code: u.arbitrary()?,
+            error_message: if v >= 3 {
+                arb::maybe(u, true, |u| arb::string(u))?
+            } else {
+                None
+            },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {

@@ -11,13 +11,15 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeClusterRequest` (api key 60): versions 0-1, flexible 0+.
+/// `DescribeClusterRequest` (api key 60): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeClusterRequest {
     /// `IncludeClusterAuthorizedOperations`: versions 0+.
     pub include_cluster_authorized_operations: bool,
     /// `EndpointType`: versions 1+, default `1`.
     pub endpoint_type: i8,
+    /// `IncludeFencedBrokers`: versions 2+.
+    pub include_fenced_brokers: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -27,6 +29,7 @@ impl Default for DescribeClusterRequest {
         Self {
             include_cluster_authorized_operations: false,
             endpoint_type: 1i8,
+            include_fenced_brokers: false,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -41,6 +44,11 @@ impl Codec for DescribeClusterRequest {
                 r.i8("DescribeClusterRequest.EndpointType")?
             } else {
                 1i8
+            },
+            include_fenced_brokers: if v >= 2 {
+                r.bool("DescribeClusterRequest.IncludeFencedBrokers")?
+            } else {
+                false
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -66,6 +74,16 @@ impl Codec for DescribeClusterRequest {
                 });
             }
         }
+        if v >= 2 {
+            w.bool(self.include_fenced_brokers);
+        } else {
+            if self.include_fenced_brokers != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "DescribeClusterRequest.IncludeFencedBrokers",
+                    version: v,
+                });
+            }
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -77,6 +95,7 @@ impl Codec for DescribeClusterRequest {
         Ok(Self {
             include_cluster_authorized_operations: u.arbitrary()?,
             endpoint_type: if v >= 1 { u.arbitrary()? } else { 1i8 },
+            include_fenced_brokers: if v >= 2 { u.arbitrary()? } else { false },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
@@ -84,7 +103,7 @@ impl Codec for DescribeClusterRequest {
 
 impl Message for DescribeClusterRequest {
     const NAME: &'static str = "DescribeClusterRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeClusterResponse` (api key 60): versions 0-1, flexible 0+.
+/// `DescribeClusterResponse` (api key 60): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeClusterResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -131,7 +131,7 @@ impl Codec for DescribeClusterResponse {
 
 impl Message for DescribeClusterResponse {
     const NAME: &'static str = "DescribeClusterResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -140,7 +140,7 @@ impl DescribeClusterResponse {
     pub const API_KEY: i16 = 60;
 }
 
-/// `DescribeClusterBroker`, in versions 0-1 of `DescribeClusterResponse`.
+/// `DescribeClusterBroker`, in versions 0-2 of `DescribeClusterResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeClusterBroker {
     /// `BrokerId`: versions 0+, entity brokerId.
@@ -151,6 +151,8 @@ pub struct DescribeClusterBroker {
     pub port: i32,
     /// `Rack`: versions 0+, nullable 0+, default `null`.
     pub rack: Option<KStr>,
+    /// `IsFenced`: versions 2+.
+    pub is_fenced: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -162,6 +164,7 @@ impl Default for DescribeClusterBroker {
             host: KStr::default(),
             port: 0i32,
             rack: None,
+            is_fenced: false,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -174,6 +177,11 @@ impl Codec for DescribeClusterBroker {
             host: r.string("DescribeClusterBroker.Host", true, v)?,
             port: r.i32("DescribeClusterBroker.Port")?,
             rack: r.nullable_string("DescribeClusterBroker.Rack", true)?,
+            is_fenced: if v >= 2 {
+                r.bool("DescribeClusterBroker.IsFenced")?
+            } else {
+                false
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -186,11 +194,21 @@ impl Codec for DescribeClusterBroker {
         Ok(this)
     }
 
-    fn encode(&self, w: &mut Writer, _v: i16) -> Result<(), EncodeError> {
+    fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.broker_id);
         w.string("DescribeClusterBroker.Host", true, &self.host)?;
         w.i32(self.port);
         w.nullable_string("DescribeClusterBroker.Rack", true, self.rack.as_ref())?;
+        if v >= 2 {
+            w.bool(self.is_fenced);
+        } else {
+            if self.is_fenced != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "DescribeClusterBroker.IsFenced",
+                    version: v,
+                });
+            }
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -198,12 +216,13 @@ impl Codec for DescribeClusterBroker {
     }
 
     #[cfg(feature = "arbitrary")]
-    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, _v: i16) -> arbitrary::Result<Self> {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             broker_id: u.arbitrary()?,
             host: arb::string(u)?,
             port: u.arbitrary()?,
             rack: arb::maybe(u, true, |u| arb::string(u))?,
+            is_fenced: if v >= 2 { u.arbitrary()? } else { false },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }

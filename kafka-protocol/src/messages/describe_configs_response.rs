@@ -223,7 +223,7 @@ pub struct DescribeConfigsResourceResult {
     pub synonyms: Vec<DescribeConfigsSynonym>,
     /// `ConfigType`: versions 3+, default `0`, ignorable.
     pub config_type: i8,
-    /// `Documentation`: versions 3+, nullable 0+, ignorable.
+    /// `Documentation`: versions 3+, nullable 1+, ignorable.
     pub documentation: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,

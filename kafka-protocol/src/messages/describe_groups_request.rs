@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeGroupsRequest` (api key 15): versions 0-5, flexible 5+.
+/// `DescribeGroupsRequest` (api key 15): versions 0-6, flexible 5+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeGroupsRequest {
     /// `Groups`: versions 0+, entity groupId.
@@ -104,7 +104,7 @@ impl Codec for DescribeGroupsRequest {
 
 impl Message for DescribeGroupsRequest {
     const NAME: &'static str = "DescribeGroupsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(5);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeGroupsResponse` (api key 15): versions 0-5, flexible 5+.
+/// `DescribeGroupsResponse` (api key 15): versions 0-6, flexible 5+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeGroupsResponse {
     /// `ThrottleTimeMs`: versions 1+, ignorable.
@@ -97,7 +97,7 @@ impl Codec for DescribeGroupsResponse {
 
 impl Message for DescribeGroupsResponse {
     const NAME: &'static str = "DescribeGroupsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(5);
 }
 
@@ -106,11 +106,13 @@ impl DescribeGroupsResponse {
     pub const API_KEY: i16 = 15;
 }
 
-/// `DescribedGroup`, in versions 0-5 of `DescribeGroupsResponse`.
+/// `DescribedGroup`, in versions 0-6 of `DescribeGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroup {
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
+    /// `ErrorMessage`: versions 6+, nullable 6+, default `null`.
+    pub error_message: Option<KStr>,
     /// `GroupId`: versions 0+, entity groupId.
     pub group_id: KStr,
     /// `GroupState`: versions 0+.
@@ -131,6 +133,7 @@ impl Default for DescribedGroup {
     fn default() -> Self {
         Self {
             error_code: 0i16,
+            error_message: None,
             group_id: KStr::default(),
             group_state: KStr::default(),
             protocol_type: KStr::default(),
@@ -147,6 +150,11 @@ impl Codec for DescribedGroup {
         let flex = v >= 5;
         let mut this = Self {
             error_code: r.i16("DescribedGroup.ErrorCode")?,
+            error_message: if v >= 6 {
+                r.nullable_string("DescribedGroup.ErrorMessage", flex)?
+            } else {
+                None
+            },
             group_id: r.string("DescribedGroup.GroupId", flex, v)?,
             group_state: r.string("DescribedGroup.GroupState", flex, v)?,
             protocol_type: r.string("DescribedGroup.ProtocolType", flex, v)?,
@@ -174,6 +182,20 @@ impl Codec for DescribedGroup {
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 5;
         w.i16(self.error_code);
+        if v >= 6 {
+            w.nullable_string(
+                "DescribedGroup.ErrorMessage",
+                flex,
+                self.error_message.as_ref(),
+            )?;
+        } else {
+            if self.error_message != None {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "DescribedGroup.ErrorMessage",
+                    version: v,
+                });
+            }
+        }
         w.string("DescribedGroup.GroupId", flex, &self.group_id)?;
         w.string("DescribedGroup.GroupState", flex, &self.group_state)?;
         w.string("DescribedGroup.ProtocolType", flex, &self.protocol_type)?;
@@ -209,6 +231,11 @@ impl Codec for DescribedGroup {
         let flex = v >= 5;
         Ok(Self {
             error_code: u.arbitrary()?,
+            error_message: if v >= 6 {
+                arb::maybe(u, true, |u| arb::string(u))?
+            } else {
+                None
+            },
             group_id: arb::string(u)?,
             group_state: arb::string(u)?,
             protocol_type: arb::string(u)?,
@@ -228,7 +255,7 @@ impl Codec for DescribedGroup {
     }
 }
 
-/// `DescribedGroupMember`, in versions 0-5 of `DescribeGroupsResponse`.
+/// `DescribedGroupMember`, in versions 0-6 of `DescribeGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroupMember {
     /// `MemberId`: versions 0+.

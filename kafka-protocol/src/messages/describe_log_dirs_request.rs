@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeLogDirsRequest` (api key 35): versions 0-4, flexible 2+.
+/// `DescribeLogDirsRequest` (api key 35): versions 0-5, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsRequest {
     /// `Topics`: versions 0+, nullable 0+.
@@ -87,7 +87,7 @@ impl Codec for DescribeLogDirsRequest {
 
 impl Message for DescribeLogDirsRequest {
     const NAME: &'static str = "DescribeLogDirsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 
@@ -96,7 +96,7 @@ impl DescribeLogDirsRequest {
     pub const API_KEY: i16 = 35;
 }
 
-/// `DescribableLogDirTopic`, in versions 0-4 of `DescribeLogDirsRequest`.
+/// `DescribableLogDirTopic`, in versions 0-5 of `DescribeLogDirsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribableLogDirTopic {
     /// `Topic`: versions 0+, entity topicName.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `DescribeLogDirsResponse` (api key 35): versions 0-4, flexible 2+.
+/// `DescribeLogDirsResponse` (api key 35): versions 0-5, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -103,7 +103,7 @@ impl Codec for DescribeLogDirsResponse {
 
 impl Message for DescribeLogDirsResponse {
     const NAME: &'static str = "DescribeLogDirsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 
@@ -112,7 +112,7 @@ impl DescribeLogDirsResponse {
     pub const API_KEY: i16 = 35;
 }
 
-/// `DescribeLogDirsResult`, in versions 0-4 of `DescribeLogDirsResponse`.
+/// `DescribeLogDirsResult`, in versions 0-5 of `DescribeLogDirsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsResult {
     /// `ErrorCode`: versions 0+.
@@ -125,6 +125,8 @@ pub struct DescribeLogDirsResult {
     pub total_bytes: i64,
     /// `UsableBytes`: versions 4+, default `-1`, ignorable.
     pub usable_bytes: i64,
+    /// `IsCordoned`: versions 5+, default `false`, ignorable.
+    pub is_cordoned: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -137,6 +139,7 @@ impl Default for DescribeLogDirsResult {
             topics: Vec::new(),
             total_bytes: -1i64,
             usable_bytes: -1i64,
+            is_cordoned: false,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -160,6 +163,11 @@ impl Codec for DescribeLogDirsResult {
                 r.i64("DescribeLogDirsResult.UsableBytes")?
             } else {
                 -1i64
+            },
+            is_cordoned: if v >= 5 {
+                r.bool("DescribeLogDirsResult.IsCordoned")?
+            } else {
+                false
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -189,6 +197,9 @@ impl Codec for DescribeLogDirsResult {
         if v >= 4 {
             w.i64(self.usable_bytes);
         }
+        if v >= 5 {
+            w.bool(self.is_cordoned);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -211,6 +222,7 @@ impl Codec for DescribeLogDirsResult {
             topics: arb::vec(u, |u| DescribeLogDirsTopic::arbitrary(u, v))?,
             total_bytes: if v >= 4 { u.arbitrary()? } else { -1i64 },
             usable_bytes: if v >= 4 { u.arbitrary()? } else { -1i64 },
+            is_cordoned: if v >= 5 { u.arbitrary()? } else { false },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -220,7 +232,7 @@ impl Codec for DescribeLogDirsResult {
     }
 }
 
-/// `DescribeLogDirsTopic`, in versions 0-4 of `DescribeLogDirsResponse`.
+/// `DescribeLogDirsTopic`, in versions 0-5 of `DescribeLogDirsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsTopic {
     /// `Name`: versions 0+, entity topicName.
@@ -298,7 +310,7 @@ impl Codec for DescribeLogDirsTopic {
     }
 }
 
-/// `DescribeLogDirsPartition`, in versions 0-4 of `DescribeLogDirsResponse`.
+/// `DescribeLogDirsPartition`, in versions 0-5 of `DescribeLogDirsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsPartition {
     /// `PartitionIndex`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `EndTxnRequest` (api key 26): versions 0-4, flexible 3+.
+/// `EndTxnRequest` (api key 26): versions 0-5, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndTxnRequest {
     /// `TransactionalId`: versions 0+, entity transactionalId.
@@ -100,7 +100,7 @@ impl Codec for EndTxnRequest {
 
 impl Message for EndTxnRequest {
     const NAME: &'static str = "EndTxnRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 

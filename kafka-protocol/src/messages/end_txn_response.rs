@@ -11,13 +11,17 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `EndTxnResponse` (api key 26): versions 0-4, flexible 3+.
+/// `EndTxnResponse` (api key 26): versions 0-5, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndTxnResponse {
     /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
     /// `ErrorCode`: versions 0+.
     pub error_code: i16,
+    /// `ProducerId`: versions 5+, default `-1`, ignorable, entity producerId.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: versions 5+, default `-1`, ignorable.
+    pub producer_epoch: i16,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -27,6 +31,8 @@ impl Default for EndTxnResponse {
         Self {
             throttle_time_ms: 0i32,
             error_code: 0i16,
+            producer_id: -1i64,
+            producer_epoch: -1i16,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -38,6 +44,16 @@ impl Codec for EndTxnResponse {
         let mut this = Self {
             throttle_time_ms: r.i32("EndTxnResponse.ThrottleTimeMs")?,
             error_code: r.i16("EndTxnResponse.ErrorCode")?,
+            producer_id: if v >= 5 {
+                r.i64("EndTxnResponse.ProducerId")?
+            } else {
+                -1i64
+            },
+            producer_epoch: if v >= 5 {
+                r.i16("EndTxnResponse.ProducerEpoch")?
+            } else {
+                -1i16
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -54,6 +70,12 @@ impl Codec for EndTxnResponse {
         let flex = v >= 3;
         w.i32(self.throttle_time_ms);
         w.i16(self.error_code);
+        if v >= 5 {
+            w.i64(self.producer_id);
+        }
+        if v >= 5 {
+            w.i16(self.producer_epoch);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -73,6 +95,8 @@ impl Codec for EndTxnResponse {
         Ok(Self {
             throttle_time_ms: u.arbitrary()?,
             error_code: u.arbitrary()?,
+            producer_id: if v >= 5 { u.arbitrary()? } else { -1i64 },
+            producer_epoch: if v >= 5 { u.arbitrary()? } else { -1i16 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -84,7 +108,7 @@ impl Codec for EndTxnResponse {
 
 impl Message for EndTxnResponse {
     const NAME: &'static str = "EndTxnResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 

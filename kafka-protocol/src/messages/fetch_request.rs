@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `FetchRequest` (api key 1): versions 0-17, flexible 12+.
+/// `FetchRequest` (api key 1): versions 0-18, flexible 12+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchRequest {
     /// `ClusterId`: versions 12+, nullable 12+, tagged (tag 0), default `null`, ignorable.
@@ -255,7 +255,7 @@ impl Codec for FetchRequest {
 
 impl Message for FetchRequest {
     const NAME: &'static str = "FetchRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 17 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const FLEXIBLE_MIN: Option<i16> = Some(12);
 }
 
@@ -264,7 +264,7 @@ impl FetchRequest {
     pub const API_KEY: i16 = 1;
 }
 
-/// `ReplicaState`, in versions 15-17 of `FetchRequest`.
+/// `ReplicaState`, in versions 15-18 of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaState {
     /// `ReplicaId`: versions 15+, default `-1`, entity brokerId.
@@ -321,7 +321,7 @@ impl Codec for ReplicaState {
     }
 }
 
-/// `FetchTopic`, in versions 0-17 of `FetchRequest`.
+/// `FetchTopic`, in versions 0-18 of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchTopic {
     /// `Topic`: versions 0-12, ignorable, entity topicName.
@@ -418,7 +418,7 @@ impl Codec for FetchTopic {
     }
 }
 
-/// `FetchPartition`, in versions 0-17 of `FetchRequest`.
+/// `FetchPartition`, in versions 0-18 of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchPartition {
     /// `Partition`: versions 0+.
@@ -435,6 +435,8 @@ pub struct FetchPartition {
     pub partition_max_bytes: i32,
     /// `ReplicaDirectoryId`: versions 17+, tagged (tag 0), ignorable.
     pub replica_directory_id: Uuid,
+    /// `HighWatermark`: versions 18+, tagged (tag 1), default `9223372036854775807`, ignorable.
+    pub high_watermark: i64,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -449,6 +451,7 @@ impl Default for FetchPartition {
             log_start_offset: -1i64,
             partition_max_bytes: 0i32,
             replica_directory_id: Uuid::ZERO,
+            high_watermark: 9223372036854775807i64,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -477,6 +480,7 @@ impl Codec for FetchPartition {
             },
             partition_max_bytes: r.i32("FetchPartition.PartitionMaxBytes")?,
             replica_directory_id: Uuid::ZERO,
+            high_watermark: 9223372036854775807i64,
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -488,6 +492,9 @@ impl Codec for FetchPartition {
                         0 if v >= 17 => {
                             this.replica_directory_id =
                                 r.uuid("FetchPartition.ReplicaDirectoryId")?
+                        }
+                        1 if v >= 18 => {
+                            this.high_watermark = r.i64("FetchPartition.HighWatermark")?
                         }
                         _ => return Ok(false),
                     }
@@ -527,6 +534,12 @@ impl Codec for FetchPartition {
                     Ok(())
                 })?;
             }
+            if v >= 18 && self.high_watermark != 9223372036854775807i64 {
+                Writer::tagged_value(&mut tags, 1, |w| {
+                    w.i64(self.high_watermark);
+                    Ok(())
+                })?;
+            }
             w.tagged_fields(tags, &self.unknown_tagged_fields);
         } else {
             if !self.unknown_tagged_fields.is_empty() {
@@ -554,6 +567,11 @@ impl Codec for FetchPartition {
             } else {
                 Uuid::ZERO
             },
+            high_watermark: if flex && v >= 18 {
+                u.arbitrary()?
+            } else {
+                9223372036854775807i64
+            },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -563,7 +581,7 @@ impl Codec for FetchPartition {
     }
 }
 
-/// `ForgottenTopic`, in versions 7-17 of `FetchRequest`.
+/// `ForgottenTopic`, in versions 7-18 of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForgottenTopic {
     /// `Topic`: versions 7-12, ignorable, entity topicName.

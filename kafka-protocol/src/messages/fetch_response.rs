@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `FetchResponse` (api key 1): versions 0-17, flexible 12+.
+/// `FetchResponse` (api key 1): versions 0-18, flexible 12+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchResponse {
     /// `ThrottleTimeMs`: versions 1+, ignorable.
@@ -163,7 +163,7 @@ impl Codec for FetchResponse {
 
 impl Message for FetchResponse {
     const NAME: &'static str = "FetchResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 17 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const FLEXIBLE_MIN: Option<i16> = Some(12);
 }
 
@@ -172,7 +172,7 @@ impl FetchResponse {
     pub const API_KEY: i16 = 1;
 }
 
-/// `FetchableTopicResponse`, in versions 0-17 of `FetchResponse`.
+/// `FetchableTopicResponse`, in versions 0-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchableTopicResponse {
     /// `Topic`: versions 0-12, ignorable, entity topicName.
@@ -272,7 +272,7 @@ impl Codec for FetchableTopicResponse {
     }
 }
 
-/// `PartitionData`, in versions 0-17 of `FetchResponse`.
+/// `PartitionData`, in versions 0-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
@@ -495,7 +495,7 @@ impl Codec for PartitionData {
     }
 }
 
-/// `EpochEndOffset`, in versions 12-17 of `FetchResponse`.
+/// `EpochEndOffset`, in versions 12-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
     /// `Epoch`: versions 12+, default `-1`.
@@ -552,7 +552,7 @@ impl Codec for EpochEndOffset {
     }
 }
 
-/// `LeaderIdAndEpoch`, in versions 12-17 of `FetchResponse`.
+/// `LeaderIdAndEpoch`, in versions 12-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// `LeaderId`: versions 12+, default `-1`, entity brokerId.
@@ -609,7 +609,7 @@ impl Codec for LeaderIdAndEpoch {
     }
 }
 
-/// `SnapshotId`, in versions 12-17 of `FetchResponse`.
+/// `SnapshotId`, in versions 12-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
     /// `EndOffset`: versions 0+, default `-1`.
@@ -666,7 +666,7 @@ impl Codec for SnapshotId {
     }
 }
 
-/// `AbortedTransaction`, in versions 4-17 of `FetchResponse`.
+/// `AbortedTransaction`, in versions 4-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AbortedTransaction {
     /// `ProducerId`: versions 4+, entity producerId.
@@ -737,7 +737,7 @@ impl Codec for AbortedTransaction {
     }
 }
 
-/// `NodeEndpoint`, in versions 16-17 of `FetchResponse`.
+/// `NodeEndpoint`, in versions 16-18 of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeEndpoint {
     /// `NodeId`: versions 16+, entity brokerId.

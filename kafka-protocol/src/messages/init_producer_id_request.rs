@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `InitProducerIdRequest` (api key 22): versions 0-5, flexible 2+.
+/// `InitProducerIdRequest` (api key 22): versions 0-6, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitProducerIdRequest {
     /// `TransactionalId`: versions 0+, nullable 0+, entity transactionalId.
@@ -22,6 +22,10 @@ pub struct InitProducerIdRequest {
     pub producer_id: i64,
     /// `ProducerEpoch`: versions 3+, default `-1`.
     pub producer_epoch: i16,
+    /// `Enable2Pc`: versions 6+, default `false`.
+    pub enable2_pc: bool,
+    /// `KeepPreparedTxn`: versions 6+, default `false`.
+    pub keep_prepared_txn: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -33,6 +37,8 @@ impl Default for InitProducerIdRequest {
             transaction_timeout_ms: 0i32,
             producer_id: -1i64,
             producer_epoch: -1i16,
+            enable2_pc: false,
+            keep_prepared_txn: false,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -53,6 +59,16 @@ impl Codec for InitProducerIdRequest {
                 r.i16("InitProducerIdRequest.ProducerEpoch")?
             } else {
                 -1i16
+            },
+            enable2_pc: if v >= 6 {
+                r.bool("InitProducerIdRequest.Enable2Pc")?
+            } else {
+                false
+            },
+            keep_prepared_txn: if v >= 6 {
+                r.bool("InitProducerIdRequest.KeepPreparedTxn")?
+            } else {
+                false
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -94,6 +110,26 @@ impl Codec for InitProducerIdRequest {
                 });
             }
         }
+        if v >= 6 {
+            w.bool(self.enable2_pc);
+        } else {
+            if self.enable2_pc != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "InitProducerIdRequest.Enable2Pc",
+                    version: v,
+                });
+            }
+        }
+        if v >= 6 {
+            w.bool(self.keep_prepared_txn);
+        } else {
+            if self.keep_prepared_txn != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "InitProducerIdRequest.KeepPreparedTxn",
+                    version: v,
+                });
+            }
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -115,6 +151,8 @@ impl Codec for InitProducerIdRequest {
             transaction_timeout_ms: u.arbitrary()?,
             producer_id: if v >= 3 { u.arbitrary()? } else { -1i64 },
             producer_epoch: if v >= 3 { u.arbitrary()? } else { -1i16 },
+            enable2_pc: if v >= 6 { u.arbitrary()? } else { false },
+            keep_prepared_txn: if v >= 6 { u.arbitrary()? } else { false },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -126,7 +164,7 @@ impl Codec for InitProducerIdRequest {
 
 impl Message for InitProducerIdRequest {
     const NAME: &'static str = "InitProducerIdRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `InitProducerIdResponse` (api key 22): versions 0-5, flexible 2+.
+/// `InitProducerIdResponse` (api key 22): versions 0-6, flexible 2+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitProducerIdResponse {
     /// `ThrottleTimeMs`: versions 0+, ignorable.
@@ -22,6 +22,10 @@ pub struct InitProducerIdResponse {
     pub producer_id: i64,
     /// `ProducerEpoch`: versions 0+.
     pub producer_epoch: i16,
+    /// `OngoingTxnProducerId`: versions 6+, default `-1`, entity producerId.
+    pub ongoing_txn_producer_id: i64,
+    /// `OngoingTxnProducerEpoch`: versions 6+, default `-1`.
+    pub ongoing_txn_producer_epoch: i16,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -33,6 +37,8 @@ impl Default for InitProducerIdResponse {
             error_code: 0i16,
             producer_id: -1i64,
             producer_epoch: 0i16,
+            ongoing_txn_producer_id: -1i64,
+            ongoing_txn_producer_epoch: -1i16,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -46,6 +52,16 @@ impl Codec for InitProducerIdResponse {
             error_code: r.i16("InitProducerIdResponse.ErrorCode")?,
             producer_id: r.i64("InitProducerIdResponse.ProducerId")?,
             producer_epoch: r.i16("InitProducerIdResponse.ProducerEpoch")?,
+            ongoing_txn_producer_id: if v >= 6 {
+                r.i64("InitProducerIdResponse.OngoingTxnProducerId")?
+            } else {
+                -1i64
+            },
+            ongoing_txn_producer_epoch: if v >= 6 {
+                r.i16("InitProducerIdResponse.OngoingTxnProducerEpoch")?
+            } else {
+                -1i16
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -64,6 +80,26 @@ impl Codec for InitProducerIdResponse {
         w.i16(self.error_code);
         w.i64(self.producer_id);
         w.i16(self.producer_epoch);
+        if v >= 6 {
+            w.i64(self.ongoing_txn_producer_id);
+        } else {
+            if self.ongoing_txn_producer_id != -1i64 {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "InitProducerIdResponse.OngoingTxnProducerId",
+                    version: v,
+                });
+            }
+        }
+        if v >= 6 {
+            w.i16(self.ongoing_txn_producer_epoch);
+        } else {
+            if self.ongoing_txn_producer_epoch != -1i16 {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "InitProducerIdResponse.OngoingTxnProducerEpoch",
+                    version: v,
+                });
+            }
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -85,6 +121,8 @@ impl Codec for InitProducerIdResponse {
             error_code: u.arbitrary()?,
             producer_id: u.arbitrary()?,
             producer_epoch: u.arbitrary()?,
+            ongoing_txn_producer_id: if v >= 6 { u.arbitrary()? } else { -1i64 },
+            ongoing_txn_producer_epoch: if v >= 6 { u.arbitrary()? } else { -1i16 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -96,7 +134,7 @@ impl Codec for InitProducerIdResponse {
 
 impl Message for InitProducerIdResponse {
     const NAME: &'static str = "InitProducerIdResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(2);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ListOffsetsRequest` (api key 2): versions 0-9, flexible 6+.
+/// `ListOffsetsRequest` (api key 2): versions 0-11, flexible 6+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsRequest {
     /// `ReplicaId`: versions 0+, entity brokerId.
@@ -20,6 +20,8 @@ pub struct ListOffsetsRequest {
     pub isolation_level: i8,
     /// `Topics`: versions 0+.
     pub topics: Vec<ListOffsetsTopic>,
+    /// `TimeoutMs`: versions 10+, ignorable.
+    pub timeout_ms: i32,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -30,6 +32,7 @@ impl Default for ListOffsetsRequest {
             replica_id: 0i32,
             isolation_level: 0i8,
             topics: Vec::new(),
+            timeout_ms: 0i32,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -48,6 +51,11 @@ impl Codec for ListOffsetsRequest {
             topics: r.array("ListOffsetsRequest.Topics", flex, v, |r| {
                 ListOffsetsTopic::decode(r, v)
             })?,
+            timeout_ms: if v >= 10 {
+                r.i32("ListOffsetsRequest.TimeoutMs")?
+            } else {
+                0i32
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -76,6 +84,9 @@ impl Codec for ListOffsetsRequest {
         w.array("ListOffsetsRequest.Topics", flex, &self.topics, |w, e| {
             e.encode(w, v)
         })?;
+        if v >= 10 {
+            w.i32(self.timeout_ms);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -96,6 +107,7 @@ impl Codec for ListOffsetsRequest {
             replica_id: u.arbitrary()?,
             isolation_level: if v >= 2 { u.arbitrary()? } else { 0i8 },
             topics: arb::vec(u, |u| ListOffsetsTopic::arbitrary(u, v))?,
+            timeout_ms: if v >= 10 { u.arbitrary()? } else { 0i32 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -107,7 +119,7 @@ impl Codec for ListOffsetsRequest {
 
 impl Message for ListOffsetsRequest {
     const NAME: &'static str = "ListOffsetsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
     const FLEXIBLE_MIN: Option<i16> = Some(6);
 }
 
@@ -116,7 +128,7 @@ impl ListOffsetsRequest {
     pub const API_KEY: i16 = 2;
 }
 
-/// `ListOffsetsTopic`, in versions 0-9 of `ListOffsetsRequest`.
+/// `ListOffsetsTopic`, in versions 0-11 of `ListOffsetsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopic {
     /// `Name`: versions 0+, entity topicName.
@@ -194,7 +206,7 @@ impl Codec for ListOffsetsTopic {
     }
 }
 
-/// `ListOffsetsPartition`, in versions 0-9 of `ListOffsetsRequest`.
+/// `ListOffsetsPartition`, in versions 0-11 of `ListOffsetsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartition {
     /// `PartitionIndex`: versions 0+.

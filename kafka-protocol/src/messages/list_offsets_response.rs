@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ListOffsetsResponse` (api key 2): versions 0-9, flexible 6+.
+/// `ListOffsetsResponse` (api key 2): versions 0-11, flexible 6+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsResponse {
     /// `ThrottleTimeMs`: versions 2+, ignorable.
@@ -94,7 +94,7 @@ impl Codec for ListOffsetsResponse {
 
 impl Message for ListOffsetsResponse {
     const NAME: &'static str = "ListOffsetsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
     const FLEXIBLE_MIN: Option<i16> = Some(6);
 }
 
@@ -103,7 +103,7 @@ impl ListOffsetsResponse {
     pub const API_KEY: i16 = 2;
 }
 
-/// `ListOffsetsTopicResponse`, in versions 0-9 of `ListOffsetsResponse`.
+/// `ListOffsetsTopicResponse`, in versions 0-11 of `ListOffsetsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopicResponse {
     /// `Name`: versions 0+, entity topicName.
@@ -181,7 +181,7 @@ impl Codec for ListOffsetsTopicResponse {
     }
 }
 
-/// `ListOffsetsPartitionResponse`, in versions 0-9 of `ListOffsetsResponse`.
+/// `ListOffsetsPartitionResponse`, in versions 0-11 of `ListOffsetsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartitionResponse {
     /// `PartitionIndex`: versions 0+.

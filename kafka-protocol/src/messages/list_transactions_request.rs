@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ListTransactionsRequest` (api key 66): versions 0-1, flexible 0+.
+/// `ListTransactionsRequest` (api key 66): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListTransactionsRequest {
     /// `StateFilters`: versions 0+.
@@ -20,6 +20,8 @@ pub struct ListTransactionsRequest {
     pub producer_id_filters: Vec<i64>,
     /// `DurationFilter`: versions 1+, default `-1`.
     pub duration_filter: i64,
+    /// `TransactionalIdPattern`: versions 2+, nullable 2+, default `null`.
+    pub transactional_id_pattern: Option<KStr>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -30,6 +32,7 @@ impl Default for ListTransactionsRequest {
             state_filters: Vec::new(),
             producer_id_filters: Vec::new(),
             duration_filter: -1i64,
+            transactional_id_pattern: None,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -51,6 +54,11 @@ impl Codec for ListTransactionsRequest {
                 r.i64("ListTransactionsRequest.DurationFilter")?
             } else {
                 -1i64
+            },
+            transactional_id_pattern: if v >= 2 {
+                r.nullable_string("ListTransactionsRequest.TransactionalIdPattern", true)?
+            } else {
+                None
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -90,6 +98,20 @@ impl Codec for ListTransactionsRequest {
                 });
             }
         }
+        if v >= 2 {
+            w.nullable_string(
+                "ListTransactionsRequest.TransactionalIdPattern",
+                true,
+                self.transactional_id_pattern.as_ref(),
+            )?;
+        } else {
+            if self.transactional_id_pattern != None {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "ListTransactionsRequest.TransactionalIdPattern",
+                    version: v,
+                });
+            }
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -102,6 +124,11 @@ impl Codec for ListTransactionsRequest {
             state_filters: arb::vec(u, |u| arb::string(u))?,
             producer_id_filters: arb::vec(u, |u| u.arbitrary())?,
             duration_filter: if v >= 1 { u.arbitrary()? } else { -1i64 },
+            transactional_id_pattern: if v >= 2 {
+                arb::maybe(u, true, |u| arb::string(u))?
+            } else {
+                None
+            },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
@@ -109,7 +136,7 @@ impl Codec for ListTransactionsRequest {
 
 impl Message for ListTransactionsRequest {
     const NAME: &'static str = "ListTransactionsRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

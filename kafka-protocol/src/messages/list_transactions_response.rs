@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ListTransactionsResponse` (api key 66): versions 0-1, flexible 0+.
+/// `ListTransactionsResponse` (api key 66): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListTransactionsResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -102,7 +102,7 @@ impl Codec for ListTransactionsResponse {
 
 impl Message for ListTransactionsResponse {
     const NAME: &'static str = "ListTransactionsResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -111,7 +111,7 @@ impl ListTransactionsResponse {
     pub const API_KEY: i16 = 66;
 }
 
-/// `TransactionState`, in versions 0-1 of `ListTransactionsResponse`.
+/// `TransactionState`, in versions 0-2 of `ListTransactionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransactionState {
     /// `TransactionalId`: versions 0+, entity transactionalId.

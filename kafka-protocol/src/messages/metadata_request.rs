@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `MetadataRequest` (api key 3): versions 0-12, flexible 9+.
+/// `MetadataRequest` (api key 3): versions 0-13, flexible 9+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataRequest {
     /// `Topics`: versions 0+, nullable 1+.
@@ -160,7 +160,7 @@ impl Codec for MetadataRequest {
 
 impl Message for MetadataRequest {
     const NAME: &'static str = "MetadataRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const FLEXIBLE_MIN: Option<i16> = Some(9);
 }
 
@@ -169,7 +169,7 @@ impl MetadataRequest {
     pub const API_KEY: i16 = 3;
 }
 
-/// `MetadataRequestTopic`, in versions 0-12 of `MetadataRequest`.
+/// `MetadataRequestTopic`, in versions 0-13 of `MetadataRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataRequestTopic {
     /// `TopicId`: versions 10+, ignorable.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `MetadataResponse` (api key 3): versions 0-12, flexible 9+.
+/// `MetadataResponse` (api key 3): versions 0-13, flexible 9+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponse {
     /// `ThrottleTimeMs`: versions 3+, ignorable.
@@ -26,6 +26,8 @@ pub struct MetadataResponse {
     pub topics: Vec<MetadataResponseTopic>,
     /// `ClusterAuthorizedOperations`: versions 8-10, default `-2147483648`.
     pub cluster_authorized_operations: i32,
+    /// `ErrorCode`: versions 13+, ignorable.
+    pub error_code: i16,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -39,6 +41,7 @@ impl Default for MetadataResponse {
             controller_id: -1i32,
             topics: Vec::new(),
             cluster_authorized_operations: -2147483648i32,
+            error_code: 0i16,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -73,6 +76,11 @@ impl Codec for MetadataResponse {
                 r.i32("MetadataResponse.ClusterAuthorizedOperations")?
             } else {
                 -2147483648i32
+            },
+            error_code: if v >= 13 {
+                r.i16("MetadataResponse.ErrorCode")?
+            } else {
+                0i16
             },
             unknown_tagged_fields: UnknownTags::new(),
         };
@@ -113,6 +121,9 @@ impl Codec for MetadataResponse {
                 });
             }
         }
+        if v >= 13 {
+            w.i16(self.error_code);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -144,6 +155,7 @@ impl Codec for MetadataResponse {
             } else {
                 -2147483648i32
             },
+            error_code: if v >= 13 { u.arbitrary()? } else { 0i16 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -155,7 +167,7 @@ impl Codec for MetadataResponse {
 
 impl Message for MetadataResponse {
     const NAME: &'static str = "MetadataResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const FLEXIBLE_MIN: Option<i16> = Some(9);
 }
 
@@ -164,7 +176,7 @@ impl MetadataResponse {
     pub const API_KEY: i16 = 3;
 }
 
-/// `MetadataResponseBroker`, in versions 0-12 of `MetadataResponse`.
+/// `MetadataResponseBroker`, in versions 0-13 of `MetadataResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponseBroker {
     /// `NodeId`: versions 0+, entity brokerId.
@@ -257,7 +269,7 @@ impl Codec for MetadataResponseBroker {
     }
 }
 
-/// `MetadataResponseTopic`, in versions 0-12 of `MetadataResponse`.
+/// `MetadataResponseTopic`, in versions 0-13 of `MetadataResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponseTopic {
     /// `ErrorCode`: versions 0+.
@@ -398,7 +410,7 @@ impl Codec for MetadataResponseTopic {
     }
 }
 
-/// `MetadataResponsePartition`, in versions 0-12 of `MetadataResponse`.
+/// `MetadataResponsePartition`, in versions 0-13 of `MetadataResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponsePartition {
     /// `ErrorCode`: versions 0+.

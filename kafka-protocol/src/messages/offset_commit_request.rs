@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `OffsetCommitRequest` (api key 8): versions 0-9, flexible 8+.
+/// `OffsetCommitRequest` (api key 8): versions 0-10, flexible 8+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitRequest {
     /// `GroupId`: versions 0+, entity groupId.
@@ -159,7 +159,7 @@ impl Codec for OffsetCommitRequest {
 
 impl Message for OffsetCommitRequest {
     const NAME: &'static str = "OffsetCommitRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_MIN: Option<i16> = Some(8);
 }
 
@@ -168,11 +168,13 @@ impl OffsetCommitRequest {
     pub const API_KEY: i16 = 8;
 }
 
-/// `OffsetCommitRequestTopic`, in versions 0-9 of `OffsetCommitRequest`.
+/// `OffsetCommitRequestTopic`, in versions 0-10 of `OffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitRequestTopic {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-9, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 10+, ignorable.
+    pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OffsetCommitRequestPartition>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -183,6 +185,7 @@ impl Default for OffsetCommitRequestTopic {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -193,7 +196,16 @@ impl Codec for OffsetCommitRequestTopic {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {
-            name: r.string("OffsetCommitRequestTopic.Name", flex, v)?,
+            name: if v <= 9 {
+                r.string("OffsetCommitRequestTopic.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 {
+                r.uuid("OffsetCommitRequestTopic.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partitions: r.array("OffsetCommitRequestTopic.Partitions", flex, v, |r| {
                 OffsetCommitRequestPartition::decode(r, v)
             })?,
@@ -211,7 +223,12 @@ impl Codec for OffsetCommitRequestTopic {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 8;
-        w.string("OffsetCommitRequestTopic.Name", flex, &self.name)?;
+        if v <= 9 {
+            w.string("OffsetCommitRequestTopic.Name", flex, &self.name)?;
+        }
+        if v >= 10 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "OffsetCommitRequestTopic.Partitions",
             flex,
@@ -235,7 +252,12 @@ impl Codec for OffsetCommitRequestTopic {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 8;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 9 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 { arb::uuid(u)? } else { Uuid::ZERO },
             partitions: arb::vec(u, |u| OffsetCommitRequestPartition::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -246,7 +268,7 @@ impl Codec for OffsetCommitRequestTopic {
     }
 }
 
-/// `OffsetCommitRequestPartition`, in versions 0-9 of `OffsetCommitRequest`.
+/// `OffsetCommitRequestPartition`, in versions 0-10 of `OffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitRequestPartition {
     /// `PartitionIndex`: versions 0+.

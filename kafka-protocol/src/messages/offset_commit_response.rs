@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `OffsetCommitResponse` (api key 8): versions 0-9, flexible 8+.
+/// `OffsetCommitResponse` (api key 8): versions 0-10, flexible 8+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitResponse {
     /// `ThrottleTimeMs`: versions 3+, ignorable.
@@ -94,7 +94,7 @@ impl Codec for OffsetCommitResponse {
 
 impl Message for OffsetCommitResponse {
     const NAME: &'static str = "OffsetCommitResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_MIN: Option<i16> = Some(8);
 }
 
@@ -103,11 +103,13 @@ impl OffsetCommitResponse {
     pub const API_KEY: i16 = 8;
 }
 
-/// `OffsetCommitResponseTopic`, in versions 0-9 of `OffsetCommitResponse`.
+/// `OffsetCommitResponseTopic`, in versions 0-10 of `OffsetCommitResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitResponseTopic {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-9, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 10+, ignorable.
+    pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<OffsetCommitResponsePartition>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -118,6 +120,7 @@ impl Default for OffsetCommitResponseTopic {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -128,7 +131,16 @@ impl Codec for OffsetCommitResponseTopic {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 8;
         let mut this = Self {
-            name: r.string("OffsetCommitResponseTopic.Name", flex, v)?,
+            name: if v <= 9 {
+                r.string("OffsetCommitResponseTopic.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 {
+                r.uuid("OffsetCommitResponseTopic.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partitions: r.array("OffsetCommitResponseTopic.Partitions", flex, v, |r| {
                 OffsetCommitResponsePartition::decode(r, v)
             })?,
@@ -146,7 +158,12 @@ impl Codec for OffsetCommitResponseTopic {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 8;
-        w.string("OffsetCommitResponseTopic.Name", flex, &self.name)?;
+        if v <= 9 {
+            w.string("OffsetCommitResponseTopic.Name", flex, &self.name)?;
+        }
+        if v >= 10 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "OffsetCommitResponseTopic.Partitions",
             flex,
@@ -170,7 +187,12 @@ impl Codec for OffsetCommitResponseTopic {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 8;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 9 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 { arb::uuid(u)? } else { Uuid::ZERO },
             partitions: arb::vec(u, |u| OffsetCommitResponsePartition::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -181,7 +203,7 @@ impl Codec for OffsetCommitResponseTopic {
     }
 }
 
-/// `OffsetCommitResponsePartition`, in versions 0-9 of `OffsetCommitResponse`.
+/// `OffsetCommitResponsePartition`, in versions 0-10 of `OffsetCommitResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitResponsePartition {
     /// `PartitionIndex`: versions 0+.

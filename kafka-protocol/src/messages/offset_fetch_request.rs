@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `OffsetFetchRequest` (api key 9): versions 0-9, flexible 6+.
+/// `OffsetFetchRequest` (api key 9): versions 0-10, flexible 6+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequest {
     /// `GroupId`: versions 0-7, entity groupId.
@@ -185,7 +185,7 @@ impl Codec for OffsetFetchRequest {
 
 impl Message for OffsetFetchRequest {
     const NAME: &'static str = "OffsetFetchRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_MIN: Option<i16> = Some(6);
 }
 
@@ -278,7 +278,7 @@ impl Codec for OffsetFetchRequestTopic {
     }
 }
 
-/// `OffsetFetchRequestGroup`, in versions 8-9 of `OffsetFetchRequest`.
+/// `OffsetFetchRequestGroup`, in versions 8-10 of `OffsetFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestGroup {
     /// `GroupId`: versions 8+, entity groupId.
@@ -376,11 +376,13 @@ impl Codec for OffsetFetchRequestGroup {
     }
 }
 
-/// `OffsetFetchRequestTopics`, in versions 8-9 of `OffsetFetchRequest`.
+/// `OffsetFetchRequestTopics`, in versions 8-10 of `OffsetFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopics {
-    /// `Name`: versions 8+, entity topicName.
+    /// `Name`: versions 8-9, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 10+, ignorable.
+    pub topic_id: Uuid,
     /// `PartitionIndexes`: versions 8+.
     pub partition_indexes: Vec<i32>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -391,6 +393,7 @@ impl Default for OffsetFetchRequestTopics {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partition_indexes: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -400,7 +403,16 @@ impl Default for OffsetFetchRequestTopics {
 impl Codec for OffsetFetchRequestTopics {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
-            name: r.string("OffsetFetchRequestTopics.Name", true, v)?,
+            name: if v <= 9 {
+                r.string("OffsetFetchRequestTopics.Name", true, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 {
+                r.uuid("OffsetFetchRequestTopics.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partition_indexes: r.array(
                 "OffsetFetchRequestTopics.PartitionIndexes",
                 true,
@@ -419,8 +431,13 @@ impl Codec for OffsetFetchRequestTopics {
         Ok(this)
     }
 
-    fn encode(&self, w: &mut Writer, _v: i16) -> Result<(), EncodeError> {
-        w.string("OffsetFetchRequestTopics.Name", true, &self.name)?;
+    fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
+        if v <= 9 {
+            w.string("OffsetFetchRequestTopics.Name", true, &self.name)?;
+        }
+        if v >= 10 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "OffsetFetchRequestTopics.PartitionIndexes",
             true,
@@ -437,9 +454,14 @@ impl Codec for OffsetFetchRequestTopics {
     }
 
     #[cfg(feature = "arbitrary")]
-    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, _v: i16) -> arbitrary::Result<Self> {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 9 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 { arb::uuid(u)? } else { Uuid::ZERO },
             partition_indexes: arb::vec(u, |u| u.arbitrary())?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })

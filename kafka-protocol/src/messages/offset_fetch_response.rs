@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `OffsetFetchResponse` (api key 9): versions 0-9, flexible 6+.
+/// `OffsetFetchResponse` (api key 9): versions 0-10, flexible 6+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponse {
     /// `ThrottleTimeMs`: versions 3+, ignorable.
@@ -154,7 +154,7 @@ impl Codec for OffsetFetchResponse {
 
 impl Message for OffsetFetchResponse {
     const NAME: &'static str = "OffsetFetchResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_MIN: Option<i16> = Some(6);
 }
 
@@ -340,7 +340,7 @@ impl Codec for OffsetFetchResponsePartition {
     }
 }
 
-/// `OffsetFetchResponseGroup`, in versions 8-9 of `OffsetFetchResponse`.
+/// `OffsetFetchResponseGroup`, in versions 8-10 of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseGroup {
     /// `GroupId`: versions 8+, entity groupId.
@@ -410,11 +410,13 @@ impl Codec for OffsetFetchResponseGroup {
     }
 }
 
-/// `OffsetFetchResponseTopics`, in versions 8-9 of `OffsetFetchResponse`.
+/// `OffsetFetchResponseTopics`, in versions 8-10 of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseTopics {
-    /// `Name`: versions 8+, entity topicName.
+    /// `Name`: versions 8-9, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 10+, ignorable.
+    pub topic_id: Uuid,
     /// `Partitions`: versions 8+.
     pub partitions: Vec<OffsetFetchResponsePartitions>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -425,6 +427,7 @@ impl Default for OffsetFetchResponseTopics {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -434,7 +437,16 @@ impl Default for OffsetFetchResponseTopics {
 impl Codec for OffsetFetchResponseTopics {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
-            name: r.string("OffsetFetchResponseTopics.Name", true, v)?,
+            name: if v <= 9 {
+                r.string("OffsetFetchResponseTopics.Name", true, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 {
+                r.uuid("OffsetFetchResponseTopics.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partitions: r.array("OffsetFetchResponseTopics.Partitions", true, v, |r| {
                 OffsetFetchResponsePartitions::decode(r, v)
             })?,
@@ -451,7 +463,12 @@ impl Codec for OffsetFetchResponseTopics {
     }
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
-        w.string("OffsetFetchResponseTopics.Name", true, &self.name)?;
+        if v <= 9 {
+            w.string("OffsetFetchResponseTopics.Name", true, &self.name)?;
+        }
+        if v >= 10 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "OffsetFetchResponseTopics.Partitions",
             true,
@@ -467,14 +484,19 @@ impl Codec for OffsetFetchResponseTopics {
     #[cfg(feature = "arbitrary")]
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 9 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 10 { arb::uuid(u)? } else { Uuid::ZERO },
             partitions: arb::vec(u, |u| OffsetFetchResponsePartitions::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
 }
 
-/// `OffsetFetchResponsePartitions`, in versions 8-9 of `OffsetFetchResponse`.
+/// `OffsetFetchResponsePartitions`, in versions 8-10 of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponsePartitions {
     /// `PartitionIndex`: versions 8+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ProduceRequest` (api key 0): versions 0-11, flexible 9+.
+/// `ProduceRequest` (api key 0): versions 0-13, flexible 9+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProduceRequest {
     /// `TransactionalId`: versions 3+, nullable 3+, default `null`, entity transactionalId.
@@ -124,7 +124,7 @@ impl Codec for ProduceRequest {
 
 impl Message for ProduceRequest {
     const NAME: &'static str = "ProduceRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const FLEXIBLE_MIN: Option<i16> = Some(9);
 }
 
@@ -133,11 +133,13 @@ impl ProduceRequest {
     pub const API_KEY: i16 = 0;
 }
 
-/// `TopicProduceData`, in versions 0-11 of `ProduceRequest`.
+/// `TopicProduceData`, in versions 0-13 of `ProduceRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicProduceData {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-12, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 13+, ignorable.
+    pub topic_id: Uuid,
     /// `PartitionData`: versions 0+.
     pub partition_data: Vec<PartitionProduceData>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -148,6 +150,7 @@ impl Default for TopicProduceData {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partition_data: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -158,7 +161,16 @@ impl Codec for TopicProduceData {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
-            name: r.string("TopicProduceData.Name", flex, v)?,
+            name: if v <= 12 {
+                r.string("TopicProduceData.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 13 {
+                r.uuid("TopicProduceData.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partition_data: r.array("TopicProduceData.PartitionData", flex, v, |r| {
                 PartitionProduceData::decode(r, v)
             })?,
@@ -176,7 +188,12 @@ impl Codec for TopicProduceData {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 9;
-        w.string("TopicProduceData.Name", flex, &self.name)?;
+        if v <= 12 {
+            w.string("TopicProduceData.Name", flex, &self.name)?;
+        }
+        if v >= 13 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "TopicProduceData.PartitionData",
             flex,
@@ -200,7 +217,12 @@ impl Codec for TopicProduceData {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 9;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 12 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 13 { arb::uuid(u)? } else { Uuid::ZERO },
             partition_data: arb::vec(u, |u| PartitionProduceData::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -211,7 +233,7 @@ impl Codec for TopicProduceData {
     }
 }
 
-/// `PartitionProduceData`, in versions 0-11 of `ProduceRequest`.
+/// `PartitionProduceData`, in versions 0-13 of `ProduceRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionProduceData {
     /// `Index`: versions 0+.

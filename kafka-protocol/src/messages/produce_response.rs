@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ProduceResponse` (api key 0): versions 0-11, flexible 9+.
+/// `ProduceResponse` (api key 0): versions 0-13, flexible 9+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProduceResponse {
     /// `Responses`: versions 0+.
@@ -135,7 +135,7 @@ impl Codec for ProduceResponse {
 
 impl Message for ProduceResponse {
     const NAME: &'static str = "ProduceResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const FLEXIBLE_MIN: Option<i16> = Some(9);
 }
 
@@ -144,11 +144,13 @@ impl ProduceResponse {
     pub const API_KEY: i16 = 0;
 }
 
-/// `TopicProduceResponse`, in versions 0-11 of `ProduceResponse`.
+/// `TopicProduceResponse`, in versions 0-13 of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicProduceResponse {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-12, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 13+, ignorable.
+    pub topic_id: Uuid,
     /// `PartitionResponses`: versions 0+.
     pub partition_responses: Vec<PartitionProduceResponse>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -159,6 +161,7 @@ impl Default for TopicProduceResponse {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partition_responses: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -169,7 +172,16 @@ impl Codec for TopicProduceResponse {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 9;
         let mut this = Self {
-            name: r.string("TopicProduceResponse.Name", flex, v)?,
+            name: if v <= 12 {
+                r.string("TopicProduceResponse.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 13 {
+                r.uuid("TopicProduceResponse.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partition_responses: r.array(
                 "TopicProduceResponse.PartitionResponses",
                 flex,
@@ -190,7 +202,12 @@ impl Codec for TopicProduceResponse {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 9;
-        w.string("TopicProduceResponse.Name", flex, &self.name)?;
+        if v <= 12 {
+            w.string("TopicProduceResponse.Name", flex, &self.name)?;
+        }
+        if v >= 13 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "TopicProduceResponse.PartitionResponses",
             flex,
@@ -214,7 +231,12 @@ impl Codec for TopicProduceResponse {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 9;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 12 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 13 { arb::uuid(u)? } else { Uuid::ZERO },
             partition_responses: arb::vec(u, |u| PartitionProduceResponse::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -225,7 +247,7 @@ impl Codec for TopicProduceResponse {
     }
 }
 
-/// `PartitionProduceResponse`, in versions 0-11 of `ProduceResponse`.
+/// `PartitionProduceResponse`, in versions 0-13 of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionProduceResponse {
     /// `Index`: versions 0+.
@@ -397,7 +419,7 @@ impl Codec for PartitionProduceResponse {
     }
 }
 
-/// `BatchIndexAndErrorMessage`, in versions 8-11 of `ProduceResponse`.
+/// `BatchIndexAndErrorMessage`, in versions 8-13 of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchIndexAndErrorMessage {
     /// `BatchIndex`: versions 8+.
@@ -473,7 +495,7 @@ impl Codec for BatchIndexAndErrorMessage {
     }
 }
 
-/// `LeaderIdAndEpoch`, in versions 10-11 of `ProduceResponse`.
+/// `LeaderIdAndEpoch`, in versions 10-13 of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// `LeaderId`: versions 10+, default `-1`, entity brokerId.
@@ -530,7 +552,7 @@ impl Codec for LeaderIdAndEpoch {
     }
 }
 
-/// `NodeEndpoint`, in versions 10-11 of `ProduceResponse`.
+/// `NodeEndpoint`, in versions 10-13 of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeEndpoint {
     /// `NodeId`: versions 10+, entity brokerId.

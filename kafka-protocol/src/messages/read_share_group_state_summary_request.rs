@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ReadShareGroupStateSummaryRequest` (api key 87): versions 0, flexible 0+.
+/// `ReadShareGroupStateSummaryRequest` (api key 87): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadShareGroupStateSummaryRequest {
     /// `GroupId`: versions 0+.
@@ -81,7 +81,7 @@ impl Codec for ReadShareGroupStateSummaryRequest {
 
 impl Message for ReadShareGroupStateSummaryRequest {
     const NAME: &'static str = "ReadShareGroupStateSummaryRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -90,7 +90,7 @@ impl ReadShareGroupStateSummaryRequest {
     pub const API_KEY: i16 = 87;
 }
 
-/// `ReadStateSummaryData`, in versions 0 of `ReadShareGroupStateSummaryRequest`.
+/// `ReadStateSummaryData`, in versions 0-1 of `ReadShareGroupStateSummaryRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadStateSummaryData {
     /// `TopicId`: versions 0+.
@@ -154,7 +154,7 @@ impl Codec for ReadStateSummaryData {
     }
 }
 
-/// `PartitionData`, in versions 0 of `ReadShareGroupStateSummaryRequest`.
+/// `PartitionData`, in versions 0-1 of `ReadShareGroupStateSummaryRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `Partition`: versions 0+.

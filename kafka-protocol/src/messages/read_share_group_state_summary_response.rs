@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ReadShareGroupStateSummaryResponse` (api key 87): versions 0, flexible 0+.
+/// `ReadShareGroupStateSummaryResponse` (api key 87): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadShareGroupStateSummaryResponse {
     /// `Results`: versions 0+.
@@ -71,7 +71,7 @@ impl Codec for ReadShareGroupStateSummaryResponse {
 
 impl Message for ReadShareGroupStateSummaryResponse {
     const NAME: &'static str = "ReadShareGroupStateSummaryResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -80,7 +80,7 @@ impl ReadShareGroupStateSummaryResponse {
     pub const API_KEY: i16 = 87;
 }
 
-/// `ReadStateSummaryResult`, in versions 0 of `ReadShareGroupStateSummaryResponse`.
+/// `ReadStateSummaryResult`, in versions 0-1 of `ReadShareGroupStateSummaryResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadStateSummaryResult {
     /// `TopicId`: versions 0+.
@@ -144,7 +144,7 @@ impl Codec for ReadStateSummaryResult {
     }
 }
 
-/// `PartitionResult`, in versions 0 of `ReadShareGroupStateSummaryResponse`.
+/// `PartitionResult`, in versions 0-1 of `ReadShareGroupStateSummaryResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionResult {
     /// `Partition`: versions 0+.
@@ -155,8 +155,12 @@ pub struct PartitionResult {
     pub error_message: Option<KStr>,
     /// `StateEpoch`: versions 0+.
     pub state_epoch: i32,
+    /// `LeaderEpoch`: versions 0+.
+    pub leader_epoch: i32,
     /// `StartOffset`: versions 0+.
     pub start_offset: i64,
+    /// `DeliveryCompleteCount`: versions 1+, default `-1`, ignorable.
+    pub delivery_complete_count: i32,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -168,20 +172,28 @@ impl Default for PartitionResult {
             error_code: 0i16,
             error_message: None,
             state_epoch: 0i32,
+            leader_epoch: 0i32,
             start_offset: 0i64,
+            delivery_complete_count: -1i32,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
 }
 
 impl Codec for PartitionResult {
-    fn decode(r: &mut Reader<'_>, _v: i16) -> Result<Self, DecodeError> {
+    fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition: r.i32("PartitionResult.Partition")?,
             error_code: r.i16("PartitionResult.ErrorCode")?,
             error_message: r.nullable_string("PartitionResult.ErrorMessage", true)?,
             state_epoch: r.i32("PartitionResult.StateEpoch")?,
+            leader_epoch: r.i32("PartitionResult.LeaderEpoch")?,
             start_offset: r.i64("PartitionResult.StartOffset")?,
+            delivery_complete_count: if v >= 1 {
+                r.i32("PartitionResult.DeliveryCompleteCount")?
+            } else {
+                -1i32
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -194,7 +206,7 @@ impl Codec for PartitionResult {
         Ok(this)
     }
 
-    fn encode(&self, w: &mut Writer, _v: i16) -> Result<(), EncodeError> {
+    fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.partition);
         w.i16(self.error_code);
         w.nullable_string(
@@ -203,7 +215,11 @@ impl Codec for PartitionResult {
             self.error_message.as_ref(),
         )?;
         w.i32(self.state_epoch);
+        w.i32(self.leader_epoch);
         w.i64(self.start_offset);
+        if v >= 1 {
+            w.i32(self.delivery_complete_count);
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -211,13 +227,15 @@ impl Codec for PartitionResult {
     }
 
     #[cfg(feature = "arbitrary")]
-    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, _v: i16) -> arbitrary::Result<Self> {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             partition: u.arbitrary()?,
             error_code: u.arbitrary()?,
             error_message: arb::maybe(u, true, |u| arb::string(u))?,
             state_epoch: u.arbitrary()?,
+            leader_epoch: u.arbitrary()?,
             start_offset: u.arbitrary()?,
+            delivery_complete_count: if v >= 1 { u.arbitrary()? } else { -1i32 },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }

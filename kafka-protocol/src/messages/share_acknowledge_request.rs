@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareAcknowledgeRequest` (api key 79): versions 0, flexible 0+.
+/// `ShareAcknowledgeRequest` (api key 79): versions 1-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareAcknowledgeRequest {
     /// `GroupId`: versions 0+, nullable 0+, default `null`, entity groupId.
@@ -20,6 +20,8 @@ pub struct ShareAcknowledgeRequest {
     pub member_id: Option<KStr>,
     /// `ShareSessionEpoch`: versions 0+.
     pub share_session_epoch: i32,
+    /// `IsRenewAck`: versions 2+, default `false`.
+    pub is_renew_ack: bool,
     /// `Topics`: versions 0+.
     pub topics: Vec<AcknowledgeTopic>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -32,6 +34,7 @@ impl Default for ShareAcknowledgeRequest {
             group_id: None,
             member_id: Some(KStr::default()),
             share_session_epoch: 0i32,
+            is_renew_ack: false,
             topics: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -44,6 +47,11 @@ impl Codec for ShareAcknowledgeRequest {
             group_id: r.nullable_string("ShareAcknowledgeRequest.GroupId", true)?,
             member_id: r.nullable_string("ShareAcknowledgeRequest.MemberId", true)?,
             share_session_epoch: r.i32("ShareAcknowledgeRequest.ShareSessionEpoch")?,
+            is_renew_ack: if v >= 2 {
+                r.bool("ShareAcknowledgeRequest.IsRenewAck")?
+            } else {
+                false
+            },
             topics: r.array("ShareAcknowledgeRequest.Topics", true, v, |r| {
                 AcknowledgeTopic::decode(r, v)
             })?,
@@ -71,6 +79,16 @@ impl Codec for ShareAcknowledgeRequest {
             self.member_id.as_ref(),
         )?;
         w.i32(self.share_session_epoch);
+        if v >= 2 {
+            w.bool(self.is_renew_ack);
+        } else {
+            if self.is_renew_ack != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "ShareAcknowledgeRequest.IsRenewAck",
+                    version: v,
+                });
+            }
+        }
         w.array(
             "ShareAcknowledgeRequest.Topics",
             true,
@@ -89,6 +107,7 @@ impl Codec for ShareAcknowledgeRequest {
             group_id: arb::maybe(u, true, |u| arb::string(u))?,
             member_id: arb::maybe(u, true, |u| arb::string(u))?,
             share_session_epoch: u.arbitrary()?,
+            is_renew_ack: if v >= 2 { u.arbitrary()? } else { false },
             topics: arb::vec(u, |u| AcknowledgeTopic::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
@@ -97,7 +116,7 @@ impl Codec for ShareAcknowledgeRequest {
 
 impl Message for ShareAcknowledgeRequest {
     const NAME: &'static str = "ShareAcknowledgeRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -106,7 +125,7 @@ impl ShareAcknowledgeRequest {
     pub const API_KEY: i16 = 79;
 }
 
-/// `AcknowledgeTopic`, in versions 0 of `ShareAcknowledgeRequest`.
+/// `AcknowledgeTopic`, in versions 1-2 of `ShareAcknowledgeRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgeTopic {
     /// `TopicId`: versions 0+.
@@ -170,7 +189,7 @@ impl Codec for AcknowledgeTopic {
     }
 }
 
-/// `AcknowledgePartition`, in versions 0 of `ShareAcknowledgeRequest`.
+/// `AcknowledgePartition`, in versions 1-2 of `ShareAcknowledgeRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgePartition {
     /// `PartitionIndex`: versions 0+.
@@ -237,7 +256,7 @@ impl Codec for AcknowledgePartition {
     }
 }
 
-/// `AcknowledgementBatch`, in versions 0 of `ShareAcknowledgeRequest`.
+/// `AcknowledgementBatch`, in versions 1-2 of `ShareAcknowledgeRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgementBatch {
     /// `FirstOffset`: versions 0+.

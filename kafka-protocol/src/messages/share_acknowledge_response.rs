@@ -11,15 +11,17 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareAcknowledgeResponse` (api key 79): versions 0, flexible 0+.
+/// `ShareAcknowledgeResponse` (api key 79): versions 1-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareAcknowledgeResponse {
-    /// `ThrottleTimeMs`: versions 0+, ignorable.
+    /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
-    /// `ErrorCode`: versions 0+, ignorable.
+    /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// `ErrorMessage`: versions 0+, nullable 0+, default `null`.
     pub error_message: Option<KStr>,
+    /// `AcquisitionLockTimeoutMs`: versions 2+, ignorable.
+    pub acquisition_lock_timeout_ms: i32,
     /// `Responses`: versions 0+.
     pub responses: Vec<ShareAcknowledgeTopicResponse>,
     /// `NodeEndpoints`: versions 0+.
@@ -34,6 +36,7 @@ impl Default for ShareAcknowledgeResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             error_message: None,
+            acquisition_lock_timeout_ms: 0i32,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
@@ -47,6 +50,11 @@ impl Codec for ShareAcknowledgeResponse {
             throttle_time_ms: r.i32("ShareAcknowledgeResponse.ThrottleTimeMs")?,
             error_code: r.i16("ShareAcknowledgeResponse.ErrorCode")?,
             error_message: r.nullable_string("ShareAcknowledgeResponse.ErrorMessage", true)?,
+            acquisition_lock_timeout_ms: if v >= 2 {
+                r.i32("ShareAcknowledgeResponse.AcquisitionLockTimeoutMs")?
+            } else {
+                0i32
+            },
             responses: r.array("ShareAcknowledgeResponse.Responses", true, v, |r| {
                 ShareAcknowledgeTopicResponse::decode(r, v)
             })?,
@@ -73,6 +81,9 @@ impl Codec for ShareAcknowledgeResponse {
             true,
             self.error_message.as_ref(),
         )?;
+        if v >= 2 {
+            w.i32(self.acquisition_lock_timeout_ms);
+        }
         w.array(
             "ShareAcknowledgeResponse.Responses",
             true,
@@ -97,6 +108,7 @@ impl Codec for ShareAcknowledgeResponse {
             throttle_time_ms: u.arbitrary()?,
             error_code: u.arbitrary()?,
             error_message: arb::maybe(u, true, |u| arb::string(u))?,
+            acquisition_lock_timeout_ms: if v >= 2 { u.arbitrary()? } else { 0i32 },
             responses: arb::vec(u, |u| ShareAcknowledgeTopicResponse::arbitrary(u, v))?,
             node_endpoints: arb::vec(u, |u| NodeEndpoint::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
@@ -106,7 +118,7 @@ impl Codec for ShareAcknowledgeResponse {
 
 impl Message for ShareAcknowledgeResponse {
     const NAME: &'static str = "ShareAcknowledgeResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -115,10 +127,10 @@ impl ShareAcknowledgeResponse {
     pub const API_KEY: i16 = 79;
 }
 
-/// `ShareAcknowledgeTopicResponse`, in versions 0 of `ShareAcknowledgeResponse`.
+/// `ShareAcknowledgeTopicResponse`, in versions 1-2 of `ShareAcknowledgeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareAcknowledgeTopicResponse {
-    /// `TopicId`: versions 0+, ignorable.
+    /// `TopicId`: versions 0+.
     pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
@@ -179,7 +191,7 @@ impl Codec for ShareAcknowledgeTopicResponse {
     }
 }
 
-/// `PartitionData`, in versions 0 of `ShareAcknowledgeResponse`.
+/// `PartitionData`, in versions 1-2 of `ShareAcknowledgeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
@@ -252,7 +264,7 @@ impl Codec for PartitionData {
     }
 }
 
-/// `LeaderIdAndEpoch`, in versions 0 of `ShareAcknowledgeResponse`.
+/// `LeaderIdAndEpoch`, in versions 1-2 of `ShareAcknowledgeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// `LeaderId`: versions 0+.
@@ -309,7 +321,7 @@ impl Codec for LeaderIdAndEpoch {
     }
 }
 
-/// `NodeEndpoint`, in versions 0 of `ShareAcknowledgeResponse`.
+/// `NodeEndpoint`, in versions 1-2 of `ShareAcknowledgeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeEndpoint {
     /// `NodeId`: versions 0+, entity brokerId.

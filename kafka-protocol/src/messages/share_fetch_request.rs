@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareFetchRequest` (api key 78): versions 0, flexible 0+.
+/// `ShareFetchRequest` (api key 78): versions 1-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareFetchRequest {
     /// `GroupId`: versions 0+, nullable 0+, default `null`, entity groupId.
@@ -24,8 +24,16 @@ pub struct ShareFetchRequest {
     pub max_wait_ms: i32,
     /// `MinBytes`: versions 0+.
     pub min_bytes: i32,
-    /// `MaxBytes`: versions 0+, default `0x7fffffff`, ignorable.
+    /// `MaxBytes`: versions 0+, default `0x7fffffff`.
     pub max_bytes: i32,
+    /// `MaxRecords`: versions 1+.
+    pub max_records: i32,
+    /// `BatchSize`: versions 1+.
+    pub batch_size: i32,
+    /// `ShareAcquireMode`: versions 2+, default `0`, ignorable.
+    pub share_acquire_mode: i8,
+    /// `IsRenewAck`: versions 2+, default `false`.
+    pub is_renew_ack: bool,
     /// `Topics`: versions 0+.
     pub topics: Vec<FetchTopic>,
     /// `ForgottenTopicsData`: versions 0+.
@@ -43,6 +51,10 @@ impl Default for ShareFetchRequest {
             max_wait_ms: 0i32,
             min_bytes: 0i32,
             max_bytes: 2147483647i32,
+            max_records: 0i32,
+            batch_size: 0i32,
+            share_acquire_mode: 0i8,
+            is_renew_ack: false,
             topics: Vec::new(),
             forgotten_topics_data: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
@@ -59,6 +71,18 @@ impl Codec for ShareFetchRequest {
             max_wait_ms: r.i32("ShareFetchRequest.MaxWaitMs")?,
             min_bytes: r.i32("ShareFetchRequest.MinBytes")?,
             max_bytes: r.i32("ShareFetchRequest.MaxBytes")?,
+            max_records: r.i32("ShareFetchRequest.MaxRecords")?,
+            batch_size: r.i32("ShareFetchRequest.BatchSize")?,
+            share_acquire_mode: if v >= 2 {
+                r.i8("ShareFetchRequest.ShareAcquireMode")?
+            } else {
+                0i8
+            },
+            is_renew_ack: if v >= 2 {
+                r.bool("ShareFetchRequest.IsRenewAck")?
+            } else {
+                false
+            },
             topics: r.array("ShareFetchRequest.Topics", true, v, |r| {
                 FetchTopic::decode(r, v)
             })?,
@@ -87,6 +111,21 @@ impl Codec for ShareFetchRequest {
         w.i32(self.max_wait_ms);
         w.i32(self.min_bytes);
         w.i32(self.max_bytes);
+        w.i32(self.max_records);
+        w.i32(self.batch_size);
+        if v >= 2 {
+            w.i8(self.share_acquire_mode);
+        }
+        if v >= 2 {
+            w.bool(self.is_renew_ack);
+        } else {
+            if self.is_renew_ack != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "ShareFetchRequest.IsRenewAck",
+                    version: v,
+                });
+            }
+        }
         w.array("ShareFetchRequest.Topics", true, &self.topics, |w, e| {
             e.encode(w, v)
         })?;
@@ -111,6 +150,10 @@ impl Codec for ShareFetchRequest {
             max_wait_ms: u.arbitrary()?,
             min_bytes: u.arbitrary()?,
             max_bytes: u.arbitrary()?,
+            max_records: u.arbitrary()?,
+            batch_size: u.arbitrary()?,
+            share_acquire_mode: if v >= 2 { u.arbitrary()? } else { 0i8 },
+            is_renew_ack: if v >= 2 { u.arbitrary()? } else { false },
             topics: arb::vec(u, |u| FetchTopic::arbitrary(u, v))?,
             forgotten_topics_data: arb::vec(u, |u| ForgottenTopic::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
@@ -120,7 +163,7 @@ impl Codec for ShareFetchRequest {
 
 impl Message for ShareFetchRequest {
     const NAME: &'static str = "ShareFetchRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -129,10 +172,10 @@ impl ShareFetchRequest {
     pub const API_KEY: i16 = 78;
 }
 
-/// `FetchTopic`, in versions 0 of `ShareFetchRequest`.
+/// `FetchTopic`, in versions 1-2 of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchTopic {
-    /// `TopicId`: versions 0+, ignorable.
+    /// `TopicId`: versions 0+.
     pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<FetchPartition>,
@@ -190,12 +233,12 @@ impl Codec for FetchTopic {
     }
 }
 
-/// `FetchPartition`, in versions 0 of `ShareFetchRequest`.
+/// `FetchPartition`, in versions 1-2 of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchPartition {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
-    /// `PartitionMaxBytes`: versions 0+.
+    /// `PartitionMaxBytes`: versions 0.
     pub partition_max_bytes: i32,
     /// `AcknowledgementBatches`: versions 0+.
     pub acknowledgement_batches: Vec<AcknowledgementBatch>,
@@ -218,7 +261,7 @@ impl Codec for FetchPartition {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("FetchPartition.PartitionIndex")?,
-            partition_max_bytes: r.i32("FetchPartition.PartitionMaxBytes")?,
+            partition_max_bytes: 0i32,
             acknowledgement_batches: r.array(
                 "FetchPartition.AcknowledgementBatches",
                 true,
@@ -239,7 +282,12 @@ impl Codec for FetchPartition {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.partition_index);
-        w.i32(self.partition_max_bytes);
+        if self.partition_max_bytes != 0i32 {
+            return Err(EncodeError::FieldNotAvailable {
+                field: "FetchPartition.PartitionMaxBytes",
+                version: v,
+            });
+        }
         w.array(
             "FetchPartition.AcknowledgementBatches",
             true,
@@ -256,14 +304,14 @@ impl Codec for FetchPartition {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             partition_index: u.arbitrary()?,
-            partition_max_bytes: u.arbitrary()?,
+            partition_max_bytes: 0i32,
             acknowledgement_batches: arb::vec(u, |u| AcknowledgementBatch::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
 }
 
-/// `AcknowledgementBatch`, in versions 0 of `ShareFetchRequest`.
+/// `AcknowledgementBatch`, in versions 1-2 of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgementBatch {
     /// `FirstOffset`: versions 0+.
@@ -336,10 +384,10 @@ impl Codec for AcknowledgementBatch {
     }
 }
 
-/// `ForgottenTopic`, in versions 0 of `ShareFetchRequest`.
+/// `ForgottenTopic`, in versions 1-2 of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForgottenTopic {
-    /// `TopicId`: versions 0+, ignorable.
+    /// `TopicId`: versions 0+.
     pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<i32>,

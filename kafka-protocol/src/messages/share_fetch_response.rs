@@ -11,15 +11,17 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareFetchResponse` (api key 78): versions 0, flexible 0+.
+/// `ShareFetchResponse` (api key 78): versions 1-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareFetchResponse {
-    /// `ThrottleTimeMs`: versions 0+, ignorable.
+    /// `ThrottleTimeMs`: versions 0+.
     pub throttle_time_ms: i32,
-    /// `ErrorCode`: versions 0+, ignorable.
+    /// `ErrorCode`: versions 0+.
     pub error_code: i16,
     /// `ErrorMessage`: versions 0+, nullable 0+, default `null`.
     pub error_message: Option<KStr>,
+    /// `AcquisitionLockTimeoutMs`: versions 1+.
+    pub acquisition_lock_timeout_ms: i32,
     /// `Responses`: versions 0+.
     pub responses: Vec<ShareFetchableTopicResponse>,
     /// `NodeEndpoints`: versions 0+.
@@ -34,6 +36,7 @@ impl Default for ShareFetchResponse {
             throttle_time_ms: 0i32,
             error_code: 0i16,
             error_message: None,
+            acquisition_lock_timeout_ms: 0i32,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
@@ -47,6 +50,7 @@ impl Codec for ShareFetchResponse {
             throttle_time_ms: r.i32("ShareFetchResponse.ThrottleTimeMs")?,
             error_code: r.i16("ShareFetchResponse.ErrorCode")?,
             error_message: r.nullable_string("ShareFetchResponse.ErrorMessage", true)?,
+            acquisition_lock_timeout_ms: r.i32("ShareFetchResponse.AcquisitionLockTimeoutMs")?,
             responses: r.array("ShareFetchResponse.Responses", true, v, |r| {
                 ShareFetchableTopicResponse::decode(r, v)
             })?,
@@ -73,6 +77,7 @@ impl Codec for ShareFetchResponse {
             true,
             self.error_message.as_ref(),
         )?;
+        w.i32(self.acquisition_lock_timeout_ms);
         w.array(
             "ShareFetchResponse.Responses",
             true,
@@ -97,6 +102,7 @@ impl Codec for ShareFetchResponse {
             throttle_time_ms: u.arbitrary()?,
             error_code: u.arbitrary()?,
             error_message: arb::maybe(u, true, |u| arb::string(u))?,
+            acquisition_lock_timeout_ms: u.arbitrary()?,
             responses: arb::vec(u, |u| ShareFetchableTopicResponse::arbitrary(u, v))?,
             node_endpoints: arb::vec(u, |u| NodeEndpoint::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
@@ -106,7 +112,7 @@ impl Codec for ShareFetchResponse {
 
 impl Message for ShareFetchResponse {
     const NAME: &'static str = "ShareFetchResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -115,10 +121,10 @@ impl ShareFetchResponse {
     pub const API_KEY: i16 = 78;
 }
 
-/// `ShareFetchableTopicResponse`, in versions 0 of `ShareFetchResponse`.
+/// `ShareFetchableTopicResponse`, in versions 1-2 of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareFetchableTopicResponse {
-    /// `TopicId`: versions 0+, ignorable.
+    /// `TopicId`: versions 0+.
     pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<PartitionData>,
@@ -179,7 +185,7 @@ impl Codec for ShareFetchableTopicResponse {
     }
 }
 
-/// `PartitionData`, in versions 0 of `ShareFetchResponse`.
+/// `PartitionData`, in versions 1-2 of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
@@ -194,8 +200,8 @@ pub struct PartitionData {
     pub acknowledge_error_message: Option<KStr>,
     /// `CurrentLeader`: versions 0+.
     pub current_leader: LeaderIdAndEpoch,
-    /// `Records`: versions 0+, nullable 0+.
-    pub records: Option<Bytes>,
+    /// `Records`: versions 0+, nullable 0.
+    pub records: Bytes,
     /// `AcquiredRecords`: versions 0+.
     pub acquired_records: Vec<AcquiredRecords>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -211,7 +217,7 @@ impl Default for PartitionData {
             acknowledge_error_code: 0i16,
             acknowledge_error_message: None,
             current_leader: LeaderIdAndEpoch::default(),
-            records: None,
+            records: Bytes::new(),
             acquired_records: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -228,7 +234,7 @@ impl Codec for PartitionData {
             acknowledge_error_message: r
                 .nullable_string("PartitionData.AcknowledgeErrorMessage", true)?,
             current_leader: LeaderIdAndEpoch::decode(r, v)?,
-            records: r.nullable_bytes("PartitionData.Records", true)?,
+            records: r.bytes("PartitionData.Records", true, v)?,
             acquired_records: r.array("PartitionData.AcquiredRecords", true, v, |r| {
                 AcquiredRecords::decode(r, v)
             })?,
@@ -259,7 +265,7 @@ impl Codec for PartitionData {
             self.acknowledge_error_message.as_ref(),
         )?;
         self.current_leader.encode(w, v)?;
-        w.records("PartitionData.Records", true, self.records.as_ref())?;
+        w.records("PartitionData.Records", true, Some(&self.records))?;
         w.array(
             "PartitionData.AcquiredRecords",
             true,
@@ -281,14 +287,14 @@ impl Codec for PartitionData {
             acknowledge_error_code: u.arbitrary()?,
             acknowledge_error_message: arb::maybe(u, true, |u| arb::string(u))?,
             current_leader: LeaderIdAndEpoch::arbitrary(u, v)?,
-            records: arb::maybe(u, true, |u| arb::bytes(u))?,
+            records: arb::bytes(u)?,
             acquired_records: arb::vec(u, |u| AcquiredRecords::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
 }
 
-/// `LeaderIdAndEpoch`, in versions 0 of `ShareFetchResponse`.
+/// `LeaderIdAndEpoch`, in versions 1-2 of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// `LeaderId`: versions 0+.
@@ -345,7 +351,7 @@ impl Codec for LeaderIdAndEpoch {
     }
 }
 
-/// `AcquiredRecords`, in versions 0 of `ShareFetchResponse`.
+/// `AcquiredRecords`, in versions 1-2 of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcquiredRecords {
     /// `FirstOffset`: versions 0+.
@@ -408,7 +414,7 @@ impl Codec for AcquiredRecords {
     }
 }
 
-/// `NodeEndpoint`, in versions 0 of `ShareFetchResponse`.
+/// `NodeEndpoint`, in versions 1-2 of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeEndpoint {
     /// `NodeId`: versions 0+, entity brokerId.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareGroupDescribeRequest` (api key 77): versions 0, flexible 0+.
+/// `ShareGroupDescribeRequest` (api key 77): versions 1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareGroupDescribeRequest {
     /// `GroupIds`: versions 0+, entity groupId.
@@ -78,7 +78,7 @@ impl Codec for ShareGroupDescribeRequest {
 
 impl Message for ShareGroupDescribeRequest {
     const NAME: &'static str = "ShareGroupDescribeRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareGroupDescribeResponse` (api key 77): versions 0, flexible 0+.
+/// `ShareGroupDescribeResponse` (api key 77): versions 1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareGroupDescribeResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -77,7 +77,7 @@ impl Codec for ShareGroupDescribeResponse {
 
 impl Message for ShareGroupDescribeResponse {
     const NAME: &'static str = "ShareGroupDescribeResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -86,7 +86,7 @@ impl ShareGroupDescribeResponse {
     pub const API_KEY: i16 = 77;
 }
 
-/// `DescribedGroup`, in versions 0 of `ShareGroupDescribeResponse`.
+/// `DescribedGroup`, in versions 1 of `ShareGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroup {
     /// `ErrorCode`: versions 0+.
@@ -191,7 +191,7 @@ impl Codec for DescribedGroup {
     }
 }
 
-/// `Member`, in versions 0 of `ShareGroupDescribeResponse`.
+/// `Member`, in versions 1 of `ShareGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
     /// `MemberId`: versions 0+.
@@ -285,7 +285,7 @@ impl Codec for Member {
     }
 }
 
-/// `TopicPartitions`, in versions 0 of `ShareGroupDescribeResponse`.
+/// `TopicPartitions`, in versions 1 of `ShareGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// `TopicId`: versions 0+.
@@ -358,7 +358,7 @@ impl Codec for TopicPartitions {
     }
 }
 
-/// `Assignment`, in versions 0 of `ShareGroupDescribeResponse`.
+/// `Assignment`, in versions 1 of `ShareGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// `TopicPartitions`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareGroupHeartbeatRequest` (api key 76): versions 0, flexible 0+.
+/// `ShareGroupHeartbeatRequest` (api key 76): versions 1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareGroupHeartbeatRequest {
     /// `GroupId`: versions 0+, entity groupId.
@@ -22,7 +22,7 @@ pub struct ShareGroupHeartbeatRequest {
     pub member_epoch: i32,
     /// `RackId`: versions 0+, nullable 0+, default `null`.
     pub rack_id: Option<KStr>,
-    /// `SubscribedTopicNames`: versions 0+, nullable 0+, default `null`.
+    /// `SubscribedTopicNames`: versions 0+, nullable 0+, default `null`, entity topicName.
     pub subscribed_topic_names: Option<Vec<KStr>>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
@@ -101,7 +101,7 @@ impl Codec for ShareGroupHeartbeatRequest {
 
 impl Message for ShareGroupHeartbeatRequest {
     const NAME: &'static str = "ShareGroupHeartbeatRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

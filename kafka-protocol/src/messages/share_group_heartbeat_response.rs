@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `ShareGroupHeartbeatResponse` (api key 76): versions 0, flexible 0+.
+/// `ShareGroupHeartbeatResponse` (api key 76): versions 1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareGroupHeartbeatResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -118,7 +118,7 @@ impl Codec for ShareGroupHeartbeatResponse {
 
 impl Message for ShareGroupHeartbeatResponse {
     const NAME: &'static str = "ShareGroupHeartbeatResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -127,7 +127,7 @@ impl ShareGroupHeartbeatResponse {
     pub const API_KEY: i16 = 76;
 }
 
-/// `Assignment`, in versions 0 of `ShareGroupHeartbeatResponse`.
+/// `Assignment`, in versions 1 of `ShareGroupHeartbeatResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// `TopicPartitions`: versions 0+.
@@ -185,7 +185,7 @@ impl Codec for Assignment {
     }
 }
 
-/// `TopicPartitions`, in versions 0 of `ShareGroupHeartbeatResponse`.
+/// `TopicPartitions`, in versions 1 of `ShareGroupHeartbeatResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// `TopicId`: versions 0+.

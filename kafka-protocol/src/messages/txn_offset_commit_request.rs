@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `TxnOffsetCommitRequest` (api key 28): versions 0-4, flexible 3+.
+/// `TxnOffsetCommitRequest` (api key 28): versions 0-6, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequest {
     /// `TransactionalId`: versions 0+, entity transactionalId.
@@ -22,8 +22,8 @@ pub struct TxnOffsetCommitRequest {
     pub producer_id: i64,
     /// `ProducerEpoch`: versions 0+.
     pub producer_epoch: i16,
-    /// `GenerationId`: versions 3+, default `-1`.
-    pub generation_id: i32,
+    /// `GenerationIdOrMemberEpoch`: versions 3+, default `-1`.
+    pub generation_id_or_member_epoch: i32,
     /// `MemberId`: versions 3+, default ``.
     pub member_id: KStr,
     /// `GroupInstanceId`: versions 3+, nullable 3+, default `null`.
@@ -41,7 +41,7 @@ impl Default for TxnOffsetCommitRequest {
             group_id: KStr::default(),
             producer_id: 0i64,
             producer_epoch: 0i16,
-            generation_id: -1i32,
+            generation_id_or_member_epoch: -1i32,
             member_id: KStr::default(),
             group_instance_id: None,
             topics: Vec::new(),
@@ -58,8 +58,8 @@ impl Codec for TxnOffsetCommitRequest {
             group_id: r.string("TxnOffsetCommitRequest.GroupId", flex, v)?,
             producer_id: r.i64("TxnOffsetCommitRequest.ProducerId")?,
             producer_epoch: r.i16("TxnOffsetCommitRequest.ProducerEpoch")?,
-            generation_id: if v >= 3 {
-                r.i32("TxnOffsetCommitRequest.GenerationId")?
+            generation_id_or_member_epoch: if v >= 3 {
+                r.i32("TxnOffsetCommitRequest.GenerationIdOrMemberEpoch")?
             } else {
                 -1i32
             },
@@ -99,11 +99,11 @@ impl Codec for TxnOffsetCommitRequest {
         w.i64(self.producer_id);
         w.i16(self.producer_epoch);
         if v >= 3 {
-            w.i32(self.generation_id);
+            w.i32(self.generation_id_or_member_epoch);
         } else {
-            if self.generation_id != -1i32 {
+            if self.generation_id_or_member_epoch != -1i32 {
                 return Err(EncodeError::FieldNotAvailable {
-                    field: "TxnOffsetCommitRequest.GenerationId",
+                    field: "TxnOffsetCommitRequest.GenerationIdOrMemberEpoch",
                     version: v,
                 });
             }
@@ -159,7 +159,7 @@ impl Codec for TxnOffsetCommitRequest {
             group_id: arb::string(u)?,
             producer_id: u.arbitrary()?,
             producer_epoch: u.arbitrary()?,
-            generation_id: if v >= 3 { u.arbitrary()? } else { -1i32 },
+            generation_id_or_member_epoch: if v >= 3 { u.arbitrary()? } else { -1i32 },
             member_id: if v >= 3 {
                 arb::string(u)?
             } else {
@@ -182,7 +182,7 @@ impl Codec for TxnOffsetCommitRequest {
 
 impl Message for TxnOffsetCommitRequest {
     const NAME: &'static str = "TxnOffsetCommitRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 
@@ -191,11 +191,13 @@ impl TxnOffsetCommitRequest {
     pub const API_KEY: i16 = 28;
 }
 
-/// `TxnOffsetCommitRequestTopic`, in versions 0-4 of `TxnOffsetCommitRequest`.
+/// `TxnOffsetCommitRequestTopic`, in versions 0-6 of `TxnOffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestTopic {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-5, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 6+, ignorable.
+    pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<TxnOffsetCommitRequestPartition>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -206,6 +208,7 @@ impl Default for TxnOffsetCommitRequestTopic {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -216,7 +219,16 @@ impl Codec for TxnOffsetCommitRequestTopic {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
-            name: r.string("TxnOffsetCommitRequestTopic.Name", flex, v)?,
+            name: if v <= 5 {
+                r.string("TxnOffsetCommitRequestTopic.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 6 {
+                r.uuid("TxnOffsetCommitRequestTopic.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partitions: r.array("TxnOffsetCommitRequestTopic.Partitions", flex, v, |r| {
                 TxnOffsetCommitRequestPartition::decode(r, v)
             })?,
@@ -234,7 +246,12 @@ impl Codec for TxnOffsetCommitRequestTopic {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 3;
-        w.string("TxnOffsetCommitRequestTopic.Name", flex, &self.name)?;
+        if v <= 5 {
+            w.string("TxnOffsetCommitRequestTopic.Name", flex, &self.name)?;
+        }
+        if v >= 6 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "TxnOffsetCommitRequestTopic.Partitions",
             flex,
@@ -258,7 +275,12 @@ impl Codec for TxnOffsetCommitRequestTopic {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 3;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 5 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 6 { arb::uuid(u)? } else { Uuid::ZERO },
             partitions: arb::vec(u, |u| TxnOffsetCommitRequestPartition::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -269,7 +291,7 @@ impl Codec for TxnOffsetCommitRequestTopic {
     }
 }
 
-/// `TxnOffsetCommitRequestPartition`, in versions 0-4 of `TxnOffsetCommitRequest`.
+/// `TxnOffsetCommitRequestPartition`, in versions 0-6 of `TxnOffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestPartition {
     /// `PartitionIndex`: versions 0+.

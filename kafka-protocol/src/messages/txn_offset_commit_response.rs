@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `TxnOffsetCommitResponse` (api key 28): versions 0-4, flexible 3+.
+/// `TxnOffsetCommitResponse` (api key 28): versions 0-6, flexible 3+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -91,7 +91,7 @@ impl Codec for TxnOffsetCommitResponse {
 
 impl Message for TxnOffsetCommitResponse {
     const NAME: &'static str = "TxnOffsetCommitResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_MIN: Option<i16> = Some(3);
 }
 
@@ -100,11 +100,13 @@ impl TxnOffsetCommitResponse {
     pub const API_KEY: i16 = 28;
 }
 
-/// `TxnOffsetCommitResponseTopic`, in versions 0-4 of `TxnOffsetCommitResponse`.
+/// `TxnOffsetCommitResponseTopic`, in versions 0-6 of `TxnOffsetCommitResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponseTopic {
-    /// `Name`: versions 0+, entity topicName.
+    /// `Name`: versions 0-5, ignorable, entity topicName.
     pub name: KStr,
+    /// `TopicId`: versions 6+, ignorable.
+    pub topic_id: Uuid,
     /// `Partitions`: versions 0+.
     pub partitions: Vec<TxnOffsetCommitResponsePartition>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -115,6 +117,7 @@ impl Default for TxnOffsetCommitResponseTopic {
     fn default() -> Self {
         Self {
             name: KStr::default(),
+            topic_id: Uuid::ZERO,
             partitions: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -125,7 +128,16 @@ impl Codec for TxnOffsetCommitResponseTopic {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let flex = v >= 3;
         let mut this = Self {
-            name: r.string("TxnOffsetCommitResponseTopic.Name", flex, v)?,
+            name: if v <= 5 {
+                r.string("TxnOffsetCommitResponseTopic.Name", flex, v)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 6 {
+                r.uuid("TxnOffsetCommitResponseTopic.TopicId")?
+            } else {
+                Uuid::ZERO
+            },
             partitions: r.array("TxnOffsetCommitResponseTopic.Partitions", flex, v, |r| {
                 TxnOffsetCommitResponsePartition::decode(r, v)
             })?,
@@ -143,7 +155,12 @@ impl Codec for TxnOffsetCommitResponseTopic {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         let flex = v >= 3;
-        w.string("TxnOffsetCommitResponseTopic.Name", flex, &self.name)?;
+        if v <= 5 {
+            w.string("TxnOffsetCommitResponseTopic.Name", flex, &self.name)?;
+        }
+        if v >= 6 {
+            w.uuid(&self.topic_id);
+        }
         w.array(
             "TxnOffsetCommitResponseTopic.Partitions",
             flex,
@@ -167,7 +184,12 @@ impl Codec for TxnOffsetCommitResponseTopic {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         let flex = v >= 3;
         Ok(Self {
-            name: arb::string(u)?,
+            name: if v <= 5 {
+                arb::string(u)?
+            } else {
+                KStr::default()
+            },
+            topic_id: if v >= 6 { arb::uuid(u)? } else { Uuid::ZERO },
             partitions: arb::vec(u, |u| TxnOffsetCommitResponsePartition::arbitrary(u, v))?,
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
@@ -178,7 +200,7 @@ impl Codec for TxnOffsetCommitResponseTopic {
     }
 }
 
-/// `TxnOffsetCommitResponsePartition`, in versions 0-4 of `TxnOffsetCommitResponse`.
+/// `TxnOffsetCommitResponsePartition`, in versions 0-6 of `TxnOffsetCommitResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponsePartition {
     /// `PartitionIndex`: versions 0+.

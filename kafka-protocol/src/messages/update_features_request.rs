@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `UpdateFeaturesRequest` (api key 57): versions 0-1, flexible 0+.
+/// `UpdateFeaturesRequest` (api key 57): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateFeaturesRequest {
     /// `timeoutMs`: versions 0+, default `60000`.
@@ -96,7 +96,7 @@ impl Codec for UpdateFeaturesRequest {
 
 impl Message for UpdateFeaturesRequest {
     const NAME: &'static str = "UpdateFeaturesRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -105,7 +105,7 @@ impl UpdateFeaturesRequest {
     pub const API_KEY: i16 = 57;
 }
 
-/// `FeatureUpdateKey`, in versions 0-1 of `UpdateFeaturesRequest`.
+/// `FeatureUpdateKey`, in versions 0-2 of `UpdateFeaturesRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeatureUpdateKey {
     /// `Feature`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `UpdateFeaturesResponse` (api key 57): versions 0-1, flexible 0+.
+/// `UpdateFeaturesResponse` (api key 57): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateFeaturesResponse {
     /// `ThrottleTimeMs`: versions 0+.
@@ -20,7 +20,7 @@ pub struct UpdateFeaturesResponse {
     pub error_code: i16,
     /// `ErrorMessage`: versions 0+, nullable 0+.
     pub error_message: Option<KStr>,
-    /// `Results`: versions 0+.
+    /// `Results`: versions 0-1, ignorable.
     pub results: Vec<UpdatableFeatureResult>,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
@@ -44,9 +44,13 @@ impl Codec for UpdateFeaturesResponse {
             throttle_time_ms: r.i32("UpdateFeaturesResponse.ThrottleTimeMs")?,
             error_code: r.i16("UpdateFeaturesResponse.ErrorCode")?,
             error_message: r.nullable_string("UpdateFeaturesResponse.ErrorMessage", true)?,
-            results: r.array("UpdateFeaturesResponse.Results", true, v, |r| {
-                UpdatableFeatureResult::decode(r, v)
-            })?,
+            results: if v <= 1 {
+                r.array("UpdateFeaturesResponse.Results", true, v, |r| {
+                    UpdatableFeatureResult::decode(r, v)
+                })?
+            } else {
+                Vec::new()
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -67,12 +71,14 @@ impl Codec for UpdateFeaturesResponse {
             true,
             self.error_message.as_ref(),
         )?;
-        w.array(
-            "UpdateFeaturesResponse.Results",
-            true,
-            &self.results,
-            |w, e| e.encode(w, v),
-        )?;
+        if v <= 1 {
+            w.array(
+                "UpdateFeaturesResponse.Results",
+                true,
+                &self.results,
+                |w, e| e.encode(w, v),
+            )?;
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -85,7 +91,11 @@ impl Codec for UpdateFeaturesResponse {
             throttle_time_ms: u.arbitrary()?,
             error_code: u.arbitrary()?,
             error_message: arb::maybe(u, true, |u| arb::string(u))?,
-            results: arb::vec(u, |u| UpdatableFeatureResult::arbitrary(u, v))?,
+            results: if v <= 1 {
+                arb::vec(u, |u| UpdatableFeatureResult::arbitrary(u, v))?
+            } else {
+                Vec::new()
+            },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
@@ -93,7 +103,7 @@ impl Codec for UpdateFeaturesResponse {
 
 impl Message for UpdateFeaturesResponse {
     const NAME: &'static str = "UpdateFeaturesResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 

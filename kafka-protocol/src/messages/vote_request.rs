@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `VoteRequest` (api key 52): versions 0-1, flexible 0+.
+/// `VoteRequest` (api key 52): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoteRequest {
     /// `ClusterId`: versions 0+, nullable 0+, default `null`.
@@ -84,7 +84,7 @@ impl Codec for VoteRequest {
 
 impl Message for VoteRequest {
     const NAME: &'static str = "VoteRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -93,7 +93,7 @@ impl VoteRequest {
     pub const API_KEY: i16 = 52;
 }
 
-/// `TopicData`, in versions 0-1 of `VoteRequest`.
+/// `TopicData`, in versions 0-2 of `VoteRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
     /// `TopicName`: versions 0+, entity topicName.
@@ -154,23 +154,25 @@ impl Codec for TopicData {
     }
 }
 
-/// `PartitionData`, in versions 0-1 of `VoteRequest`.
+/// `PartitionData`, in versions 0-2 of `VoteRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
     pub partition_index: i32,
-    /// `CandidateEpoch`: versions 0+.
-    pub candidate_epoch: i32,
-    /// `CandidateId`: versions 0+, entity brokerId.
-    pub candidate_id: i32,
-    /// `CandidateDirectoryId`: versions 1+, ignorable.
-    pub candidate_directory_id: Uuid,
+    /// `ReplicaEpoch`: versions 0+.
+    pub replica_epoch: i32,
+    /// `ReplicaId`: versions 0+, entity brokerId.
+    pub replica_id: i32,
+    /// `ReplicaDirectoryId`: versions 1+, ignorable.
+    pub replica_directory_id: Uuid,
     /// `VoterDirectoryId`: versions 1+, ignorable.
     pub voter_directory_id: Uuid,
     /// `LastOffsetEpoch`: versions 0+.
     pub last_offset_epoch: i32,
     /// `LastOffset`: versions 0+.
     pub last_offset: i64,
+    /// `PreVote`: versions 2+.
+    pub pre_vote: bool,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -179,12 +181,13 @@ impl Default for PartitionData {
     fn default() -> Self {
         Self {
             partition_index: 0i32,
-            candidate_epoch: 0i32,
-            candidate_id: 0i32,
-            candidate_directory_id: Uuid::ZERO,
+            replica_epoch: 0i32,
+            replica_id: 0i32,
+            replica_directory_id: Uuid::ZERO,
             voter_directory_id: Uuid::ZERO,
             last_offset_epoch: 0i32,
             last_offset: 0i64,
+            pre_vote: false,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -194,10 +197,10 @@ impl Codec for PartitionData {
     fn decode(r: &mut Reader<'_>, v: i16) -> Result<Self, DecodeError> {
         let mut this = Self {
             partition_index: r.i32("PartitionData.PartitionIndex")?,
-            candidate_epoch: r.i32("PartitionData.CandidateEpoch")?,
-            candidate_id: r.i32("PartitionData.CandidateId")?,
-            candidate_directory_id: if v >= 1 {
-                r.uuid("PartitionData.CandidateDirectoryId")?
+            replica_epoch: r.i32("PartitionData.ReplicaEpoch")?,
+            replica_id: r.i32("PartitionData.ReplicaId")?,
+            replica_directory_id: if v >= 1 {
+                r.uuid("PartitionData.ReplicaDirectoryId")?
             } else {
                 Uuid::ZERO
             },
@@ -208,6 +211,11 @@ impl Codec for PartitionData {
             },
             last_offset_epoch: r.i32("PartitionData.LastOffsetEpoch")?,
             last_offset: r.i64("PartitionData.LastOffset")?,
+            pre_vote: if v >= 2 {
+                r.bool("PartitionData.PreVote")?
+            } else {
+                false
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if true {
@@ -222,16 +230,26 @@ impl Codec for PartitionData {
 
     fn encode(&self, w: &mut Writer, v: i16) -> Result<(), EncodeError> {
         w.i32(self.partition_index);
-        w.i32(self.candidate_epoch);
-        w.i32(self.candidate_id);
+        w.i32(self.replica_epoch);
+        w.i32(self.replica_id);
         if v >= 1 {
-            w.uuid(&self.candidate_directory_id);
+            w.uuid(&self.replica_directory_id);
         }
         if v >= 1 {
             w.uuid(&self.voter_directory_id);
         }
         w.i32(self.last_offset_epoch);
         w.i64(self.last_offset);
+        if v >= 2 {
+            w.bool(self.pre_vote);
+        } else {
+            if self.pre_vote != false {
+                return Err(EncodeError::FieldNotAvailable {
+                    field: "PartitionData.PreVote",
+                    version: v,
+                });
+            }
+        }
         if true {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         }
@@ -242,12 +260,13 @@ impl Codec for PartitionData {
     fn arbitrary(u: &mut arbitrary::Unstructured<'_>, v: i16) -> arbitrary::Result<Self> {
         Ok(Self {
             partition_index: u.arbitrary()?,
-            candidate_epoch: u.arbitrary()?,
-            candidate_id: u.arbitrary()?,
-            candidate_directory_id: if v >= 1 { arb::uuid(u)? } else { Uuid::ZERO },
+            replica_epoch: u.arbitrary()?,
+            replica_id: u.arbitrary()?,
+            replica_directory_id: if v >= 1 { arb::uuid(u)? } else { Uuid::ZERO },
             voter_directory_id: if v >= 1 { arb::uuid(u)? } else { Uuid::ZERO },
             last_offset_epoch: u.arbitrary()?,
             last_offset: u.arbitrary()?,
+            pre_vote: if v >= 2 { u.arbitrary()? } else { false },
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }

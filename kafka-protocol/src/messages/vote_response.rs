@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `VoteResponse` (api key 52): versions 0-1, flexible 0+.
+/// `VoteResponse` (api key 52): versions 0-2, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoteResponse {
     /// `ErrorCode`: versions 0+.
@@ -104,7 +104,7 @@ impl Codec for VoteResponse {
 
 impl Message for VoteResponse {
     const NAME: &'static str = "VoteResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -113,7 +113,7 @@ impl VoteResponse {
     pub const API_KEY: i16 = 52;
 }
 
-/// `TopicData`, in versions 0-1 of `VoteResponse`.
+/// `TopicData`, in versions 0-2 of `VoteResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
     /// `TopicName`: versions 0+, entity topicName.
@@ -174,7 +174,7 @@ impl Codec for TopicData {
     }
 }
 
-/// `PartitionData`, in versions 0-1 of `VoteResponse`.
+/// `PartitionData`, in versions 0-2 of `VoteResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `PartitionIndex`: versions 0+.
@@ -249,7 +249,7 @@ impl Codec for PartitionData {
     }
 }
 
-/// `NodeEndpoint`, in versions 1 of `VoteResponse`.
+/// `NodeEndpoint`, in versions 1-2 of `VoteResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeEndpoint {
     /// `NodeId`: versions 1+, entity brokerId.

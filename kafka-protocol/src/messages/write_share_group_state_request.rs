@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `WriteShareGroupStateRequest` (api key 85): versions 0, flexible 0+.
+/// `WriteShareGroupStateRequest` (api key 85): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteShareGroupStateRequest {
     /// `GroupId`: versions 0+.
@@ -77,7 +77,7 @@ impl Codec for WriteShareGroupStateRequest {
 
 impl Message for WriteShareGroupStateRequest {
     const NAME: &'static str = "WriteShareGroupStateRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -86,7 +86,7 @@ impl WriteShareGroupStateRequest {
     pub const API_KEY: i16 = 85;
 }
 
-/// `WriteStateData`, in versions 0 of `WriteShareGroupStateRequest`.
+/// `WriteStateData`, in versions 0-1 of `WriteShareGroupStateRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteStateData {
     /// `TopicId`: versions 0+.
@@ -150,7 +150,7 @@ impl Codec for WriteStateData {
     }
 }
 
-/// `PartitionData`, in versions 0 of `WriteShareGroupStateRequest`.
+/// `PartitionData`, in versions 0-1 of `WriteShareGroupStateRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// `Partition`: versions 0+.
@@ -161,6 +161,8 @@ pub struct PartitionData {
     pub leader_epoch: i32,
     /// `StartOffset`: versions 0+.
     pub start_offset: i64,
+    /// `DeliveryCompleteCount`: versions 1+, default `-1`, ignorable.
+    pub delivery_complete_count: i32,
     /// `StateBatches`: versions 0+.
     pub state_batches: Vec<StateBatch>,
     /// Tagged fields this code does not know, kept to be written back.
@@ -174,6 +176,7 @@ impl Default for PartitionData {
             state_epoch: 0i32,
             leader_epoch: 0i32,
             start_offset: 0i64,
+            delivery_complete_count: -1i32,
             state_batches: Vec::new(),
             unknown_tagged_fields: UnknownTags::new(),
         }
@@ -187,6 +190,11 @@ impl Codec for PartitionData {
             state_epoch: r.i32("PartitionData.StateEpoch")?,
             leader_epoch: r.i32("PartitionData.LeaderEpoch")?,
             start_offset: r.i64("PartitionData.StartOffset")?,
+            delivery_complete_count: if v >= 1 {
+                r.i32("PartitionData.DeliveryCompleteCount")?
+            } else {
+                -1i32
+            },
             state_batches: r.array("PartitionData.StateBatches", true, v, |r| {
                 StateBatch::decode(r, v)
             })?,
@@ -207,6 +215,9 @@ impl Codec for PartitionData {
         w.i32(self.state_epoch);
         w.i32(self.leader_epoch);
         w.i64(self.start_offset);
+        if v >= 1 {
+            w.i32(self.delivery_complete_count);
+        }
         w.array(
             "PartitionData.StateBatches",
             true,
@@ -226,13 +237,14 @@ impl Codec for PartitionData {
             state_epoch: u.arbitrary()?,
             leader_epoch: u.arbitrary()?,
             start_offset: u.arbitrary()?,
+            delivery_complete_count: if v >= 1 { u.arbitrary()? } else { -1i32 },
             state_batches: arb::vec(u, |u| StateBatch::arbitrary(u, v))?,
             unknown_tagged_fields: arb::unknown_tags(u)?,
         })
     }
 }
 
-/// `StateBatch`, in versions 0 of `WriteShareGroupStateRequest`.
+/// `StateBatch`, in versions 0-1 of `WriteShareGroupStateRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateBatch {
     /// `FirstOffset`: versions 0+.

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `WriteShareGroupStateResponse` (api key 85): versions 0, flexible 0+.
+/// `WriteShareGroupStateResponse` (api key 85): versions 0-1, flexible 0+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteShareGroupStateResponse {
     /// `Results`: versions 0+.
@@ -71,7 +71,7 @@ impl Codec for WriteShareGroupStateResponse {
 
 impl Message for WriteShareGroupStateResponse {
     const NAME: &'static str = "WriteShareGroupStateResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_MIN: Option<i16> = Some(0);
 }
 
@@ -80,7 +80,7 @@ impl WriteShareGroupStateResponse {
     pub const API_KEY: i16 = 85;
 }
 
-/// `WriteStateResult`, in versions 0 of `WriteShareGroupStateResponse`.
+/// `WriteStateResult`, in versions 0-1 of `WriteShareGroupStateResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteStateResult {
     /// `TopicId`: versions 0+.
@@ -144,7 +144,7 @@ impl Codec for WriteStateResult {
     }
 }
 
-/// `PartitionResult`, in versions 0 of `WriteShareGroupStateResponse`.
+/// `PartitionResult`, in versions 0-1 of `WriteShareGroupStateResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionResult {
     /// `Partition`: versions 0+.

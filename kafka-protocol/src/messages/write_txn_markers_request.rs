@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `WriteTxnMarkersRequest` (api key 27): versions 0-1, flexible 1+.
+/// `WriteTxnMarkersRequest` (api key 27): versions 0-2, flexible 1+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteTxnMarkersRequest {
     /// `Markers`: versions 0+.
@@ -85,7 +85,7 @@ impl Codec for WriteTxnMarkersRequest {
 
 impl Message for WriteTxnMarkersRequest {
     const NAME: &'static str = "WriteTxnMarkersRequest";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(1);
 }
 
@@ -94,7 +94,7 @@ impl WriteTxnMarkersRequest {
     pub const API_KEY: i16 = 27;
 }
 
-/// `WritableTxnMarker`, in versions 0-1 of `WriteTxnMarkersRequest`.
+/// `WritableTxnMarker`, in versions 0-2 of `WriteTxnMarkersRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarker {
     /// `ProducerId`: versions 0+, entity producerId.
@@ -107,6 +107,8 @@ pub struct WritableTxnMarker {
     pub topics: Vec<WritableTxnMarkerTopic>,
     /// `CoordinatorEpoch`: versions 0+.
     pub coordinator_epoch: i32,
+    /// `TransactionVersion`: versions 2+, default `0`, ignorable.
+    pub transaction_version: i8,
     /// Tagged fields this code does not know, kept to be written back.
     pub unknown_tagged_fields: UnknownTags,
 }
@@ -119,6 +121,7 @@ impl Default for WritableTxnMarker {
             transaction_result: false,
             topics: Vec::new(),
             coordinator_epoch: 0i32,
+            transaction_version: 0i8,
             unknown_tagged_fields: UnknownTags::new(),
         }
     }
@@ -135,6 +138,11 @@ impl Codec for WritableTxnMarker {
                 WritableTxnMarkerTopic::decode(r, v)
             })?,
             coordinator_epoch: r.i32("WritableTxnMarker.CoordinatorEpoch")?,
+            transaction_version: if v >= 2 {
+                r.i8("WritableTxnMarker.TransactionVersion")?
+            } else {
+                0i8
+            },
             unknown_tagged_fields: UnknownTags::new(),
         };
         if flex {
@@ -156,6 +164,9 @@ impl Codec for WritableTxnMarker {
             e.encode(w, v)
         })?;
         w.i32(self.coordinator_epoch);
+        if v >= 2 {
+            w.i8(self.transaction_version);
+        }
         if flex {
             w.tagged_fields(Vec::new(), &self.unknown_tagged_fields);
         } else {
@@ -178,6 +189,7 @@ impl Codec for WritableTxnMarker {
             transaction_result: u.arbitrary()?,
             topics: arb::vec(u, |u| WritableTxnMarkerTopic::arbitrary(u, v))?,
             coordinator_epoch: u.arbitrary()?,
+            transaction_version: if v >= 2 { u.arbitrary()? } else { 0i8 },
             unknown_tagged_fields: if flex {
                 arb::unknown_tags(u)?
             } else {
@@ -187,7 +199,7 @@ impl Codec for WritableTxnMarker {
     }
 }
 
-/// `WritableTxnMarkerTopic`, in versions 0-1 of `WriteTxnMarkersRequest`.
+/// `WritableTxnMarkerTopic`, in versions 0-2 of `WriteTxnMarkersRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerTopic {
     /// `Name`: versions 0+, entity topicName.

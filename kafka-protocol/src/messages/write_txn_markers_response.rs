@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError};
 #[allow(unused_imports)]
 use bytes::Bytes;
 
-/// `WriteTxnMarkersResponse` (api key 27): versions 0-1, flexible 1+.
+/// `WriteTxnMarkersResponse` (api key 27): versions 0-2, flexible 1+.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteTxnMarkersResponse {
     /// `Markers`: versions 0+.
@@ -85,7 +85,7 @@ impl Codec for WriteTxnMarkersResponse {
 
 impl Message for WriteTxnMarkersResponse {
     const NAME: &'static str = "WriteTxnMarkersResponse";
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_MIN: Option<i16> = Some(1);
 }
 
@@ -94,7 +94,7 @@ impl WriteTxnMarkersResponse {
     pub const API_KEY: i16 = 27;
 }
 
-/// `WritableTxnMarkerResult`, in versions 0-1 of `WriteTxnMarkersResponse`.
+/// `WritableTxnMarkerResult`, in versions 0-2 of `WriteTxnMarkersResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerResult {
     /// `ProducerId`: versions 0+, entity producerId.
@@ -172,7 +172,7 @@ impl Codec for WritableTxnMarkerResult {
     }
 }
 
-/// `WritableTxnMarkerTopicResult`, in versions 0-1 of `WriteTxnMarkersResponse`.
+/// `WritableTxnMarkerTopicResult`, in versions 0-2 of `WriteTxnMarkersResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerTopicResult {
     /// `Name`: versions 0+, entity topicName.
@@ -250,7 +250,7 @@ impl Codec for WritableTxnMarkerTopicResult {
     }
 }
 
-/// `WritableTxnMarkerPartitionResult`, in versions 0-1 of `WriteTxnMarkersResponse`.
+/// `WritableTxnMarkerPartitionResult`, in versions 0-2 of `WriteTxnMarkersResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerPartitionResult {
     /// `PartitionIndex`: versions 0+.

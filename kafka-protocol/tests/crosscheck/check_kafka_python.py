@@ -58,14 +58,13 @@ KNOWN_HEADER_QUIRKS = {
     ('DescribeAclsResponse', 2): 'FLEXIBLE_VERSION not set: header v0 instead of v1',
 }
 
-# Fields kafka-python's schema-driven classes renamed (by their json_patch hooks, or because
-# Kafka renamed them after the 3.9 schemas our code is generated from): ours -> theirs.
+# Fields kafka-python's schema-driven classes name differently (by their json_patch hooks, or
+# because their schemas predate a rename in Kafka 4.4's, which our code follows): ours -> theirs.
 FIELD_ALIASES = {
     ('MetadataResponse', 'ClusterAuthorizedOperations'): 'authorized_operations',
     ('MetadataResponse', 'TopicAuthorizedOperations'): 'authorized_operations',
     ('DescribeClusterResponse', 'ClusterAuthorizedOperations'): 'authorized_operations',
-    ('ListClientMetricsResourcesResponse', 'ClientMetricsResources'): 'ConfigResources',
-    ('ListClientMetricsResourcesResponse', 'Name'): 'ResourceName',
+    ('TxnOffsetCommitRequest', 'GenerationIdOrMemberEpoch'): 'GenerationId',
 }
 
 
@@ -184,12 +183,97 @@ def is_default(field, value):
     return value == d
 
 
+def fmt_versions(r):
+    if r is None:
+        return 'none'
+    return '%d+' % r[0] if r[1] == 32767 else '%d-%d' % r
+
+
+def cut(r, lo, hi):
+    if r is None or max(r[0], lo) > min(r[1], hi):
+        return None
+    return (max(r[0], lo), min(r[1], hi))
+
+
+def join(a, b):
+    """The union of two adjacent ranges (the generator refuses gaps)."""
+    if a is None or b is None:
+        return a or b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def merge_fields(old, new, m):
+    """xtask/src/codegen/merge.rs's rule, on JSON fields: versions below m from the older
+    schema, from m from the newer; older-only fields after their older predecessor."""
+    keys = ('versions', 'nullableVersions', 'taggedVersions', 'flexibleVersions')
+    old_by = {f['name']: f for f in old}
+    out = []
+    for f in new:
+        f = dict(f)
+        o = old_by.get(f['name'])
+        if f.get('versions') is None and f.get('taggedVersions') is not None:
+            f['versions'] = f['taggedVersions']
+        for k in keys:
+            below = cut(parse_versions(o.get(k) if k != 'versions' or o.get(k) else
+                                       o.get('taggedVersions')), 0, m - 1) if o else None
+            mine = cut(parse_versions(f.get(k)), m, 32767)
+            if f.get(k) is not None or below is not None:
+                f[k] = fmt_versions(join(below, mine))
+        if o is not None and 'fields' in o and 'fields' in f:
+            f['fields'] = merge_fields(o['fields'], f['fields'], m)
+        out.append(f)
+    after = -1
+    for o in old:
+        names = [f['name'] for f in out]
+        if o['name'] in names:
+            after = names.index(o['name'])
+        elif cut(parse_versions(o.get('versions') or o.get('taggedVersions')), 0, m - 1):
+            f = dict(o)
+            for k in keys:
+                if f.get(k) is not None:
+                    f[k] = fmt_versions(cut(parse_versions(f[k]), 0, m - 1))
+            after += 1
+            out.insert(after, f)
+    return out
+
+
+def merge_spec(old, new):
+    valid = parse_versions(new.get('validVersions'))
+    if valid is None:
+        return old
+    if old.get('latestVersionUnstable'):
+        return new
+    m = valid[0]
+    spec = dict(new)
+    spec['fields'] = merge_fields(old.get('fields', []), new.get('fields', []), m)
+    commons = {c['name']: c for c in old.get('commonStructs', [])}
+    spec['commonStructs'] = [
+        dict(c, fields=merge_fields(commons[c['name']]['fields'], c['fields'], m))
+        if c['name'] in commons else c for c in new.get('commonStructs', [])]
+    spec['flexibleVersions'] = fmt_versions(join(
+        cut(parse_versions(old.get('flexibleVersions')), 0, m - 1),
+        cut(parse_versions(new.get('flexibleVersions')), m, 32767)))
+    return spec
+
+
 class Specs:
-    def __init__(self, directory):
+    """Kafka's schemas as our codec has them: 3.9's merged with 4.4's (when given) by the
+    generator's rule (xtask/src/codegen/merge.rs)."""
+
+    def __init__(self, directory, newer=None):
         self.by_name = {}
         for path in glob.glob(os.path.join(directory, '*.json')):
             spec = load_spec(path)
             self.by_name[spec['name']] = spec
+        if newer is None:
+            return
+        by_key = {(s.get('apiKey'), s['type']): n for n, s in self.by_name.items()
+                  if s.get('apiKey') is not None}
+        for path in glob.glob(os.path.join(newer, '*.json')):
+            spec = load_spec(path)
+            name = by_key.get((spec.get('apiKey'), spec['type']), spec['name'])
+            old = self.by_name.pop(name, None)
+            self.by_name[spec['name']] = merge_spec(old, spec) if old else spec
 
     def message(self, name):
         """(fields, flexible versions) of a message schema."""
@@ -630,6 +714,8 @@ def main():
     ap.add_argument('--specs', default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'shared',
         'kafka-protocol-specs'))
+    ap.add_argument('--new-specs', default=None,
+                    help="Kafka 4.4's schemas, merged with --specs as the generator does")
     ap.add_argument('--verbose', action='store_true')
     args = ap.parse_args()
 
@@ -641,7 +727,10 @@ def main():
     if not os.path.isdir(args.specs):
         print('Kafka schemas not found at %s (pass --specs)' % args.specs, file=sys.stderr)
         return 2
-    specs = Specs(args.specs)
+    if args.new_specs is not None and not os.path.isdir(args.new_specs):
+        print('Kafka 4.4 schemas not found at %s' % args.new_specs, file=sys.stderr)
+        return 2
+    specs = Specs(args.specs, args.new_specs)
     structs = find_struct_classes()
     schemas = find_schema_classes()
     print('kafka-python %s: %d hand-written struct classes, %d schema-driven messages' % (

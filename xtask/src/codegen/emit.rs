@@ -815,6 +815,18 @@ pub(crate) fn mod_rs(specs: &[Spec]) -> Result<String, Error> {
             a.name
         );
     }
+    out.push_str("        }\n    }\n\n    /// The versions that may be advertised and used: [`Self::versions`] without the latest\n    /// when the schema marks it unstable (`latestVersionUnstable`: still changing in Kafka, never\n    /// advertised by a release).\n    pub fn stable_versions(self) -> VersionRange {\n        match self {\n");
+    for a in &list {
+        let (lo, mut hi) = a.req.valid.0.unwrap_or((0, -1));
+        if a.req.latest_unstable {
+            hi -= 1;
+        }
+        let _ = writeln!(
+            out,
+            "            Self::{} => VersionRange {{ min: {lo}, max: {hi} }},",
+            a.name
+        );
+    }
     out.push_str("        }\n    }\n\n    /// First flexible version of the request, if any.\n    pub fn request_flexible_min(self) -> Option<i16> {\n        match self {\n");
     for a in &list {
         let _ = writeln!(
@@ -974,6 +986,9 @@ const BOXED: &[&str] = &[
     "OffsetCommitRequest",
     "ShareFetchRequest",
     "ShareGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
+    "StreamsGroupTopologyDescriptionUpdateRequest",
     "SyncGroupRequest",
     "TxnOffsetCommitRequest",
 ];

@@ -1,11 +1,13 @@
-//! `cargo xtask codegen [--specs DIR] [--internal DIR] [--check]`: Kafka's message schemas ->
-//! Rust modules in `kafka-protocol/src/messages/`, and Kafka's internal record schemas -> Rust
-//! modules in `kafka-protocol/src/metadata/` (KRaft metadata records) and
-//! `kafka-protocol/src/coordinator/` (`__consumer_offsets` and `__transaction_state` keys and
-//! values), formatted with rustfmt. `--check` fails when the committed
-//! code differs from what the schemas give.
+//! `cargo xtask codegen [--specs DIR] [--new-specs DIR] [--internal DIR] [--check]`: Kafka's
+//! message schemas -> Rust modules in `kafka-protocol/src/messages/` (Kafka 3.9's and 4.4's
+//! schemas merged into one module per message, covering every version of both: [`merge`]),
+//! and Kafka's internal record schemas -> Rust modules in `kafka-protocol/src/metadata/`
+//! (KRaft metadata records) and `kafka-protocol/src/coordinator/` (`__consumer_offsets` and
+//! `__transaction_state` keys and values), formatted with rustfmt. `--check` fails when the
+//! committed code differs from what the schemas give.
 
 mod emit;
+mod merge;
 mod records;
 mod schema;
 
@@ -17,8 +19,10 @@ use std::process::{Command, Stdio};
 use crate::Error;
 
 pub(crate) struct Options {
-    /// Kafka's message schemas.
+    /// Kafka 3.9's message schemas (the versions Kafka 4.0 removed, KIP-896).
     pub(crate) specs: PathBuf,
+    /// Kafka 4.4's message schemas, merged with `specs`.
+    pub(crate) new_specs: PathBuf,
     /// Kafka's internal record schemas (`metadata/`, `group-coordinator/`,
     /// `transaction-coordinator/`).
     pub(crate) internal: PathBuf,
@@ -69,7 +73,10 @@ fn modules<'a>(
 }
 
 pub(crate) fn run(root: &Path, opts: &Options) -> Result<(), Error> {
-    let messages = load_dir(&opts.specs)?;
+    let older = load_dir(&opts.specs)?;
+    let newer = load_dir(&opts.new_specs)?;
+    let schemas_read = older.len() + newer.len();
+    let messages = merge::merge(older, newer)?;
     let mut files = modules(&messages)?;
     files.insert("mod.rs".into(), emit::mod_rs(&messages)?);
     let mut outputs = vec![Output {
@@ -109,7 +116,7 @@ pub(crate) fn run(root: &Path, opts: &Options) -> Result<(), Error> {
         files: BTreeMap::from([("records.rs".into(), index)]),
         hand_written: &["mod.rs"],
     });
-    let schemas = messages.len() + metadata.len() + group.len() + txn.len();
+    let schemas = schemas_read + metadata.len() + group.len() + txn.len();
 
     let mut stale = Vec::new();
     let mut count = 0;

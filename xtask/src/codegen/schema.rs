@@ -84,7 +84,8 @@ struct RawSpec {
     kind: String,
     name: String,
     valid_versions: String,
-    flexible_versions: String,
+    /// Absent where `validVersions` is `none` (the APIs Kafka 4.0 removed): then `none`.
+    flexible_versions: Option<String>,
     #[serde(default)]
     latest_version_unstable: bool,
     #[serde(default)]
@@ -121,7 +122,7 @@ struct RawField {
 }
 
 /// One schema file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Spec {
     pub(crate) api_key: Option<i16>,
     pub(crate) kind: String,
@@ -133,7 +134,7 @@ pub(crate) struct Spec {
     pub(crate) common_structs: Vec<StructDef>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct StructDef {
     pub(crate) name: String,
     pub(crate) versions: Versions,
@@ -182,7 +183,7 @@ impl Ty {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Field {
     pub(crate) name: String,
     pub(crate) ty: Ty,
@@ -317,7 +318,11 @@ pub(crate) fn load(path: &Path) -> Result<Spec, Error> {
         kind: raw.kind,
         name: raw.name,
         valid: Versions::parse(&raw.valid_versions)?,
-        flexible: Versions::parse(&raw.flexible_versions)?,
+        flexible: match &raw.flexible_versions {
+            Some(f) => Versions::parse(f)?,
+            None if Versions::parse(&raw.valid_versions)?.is_none() => Versions::NONE,
+            None => return Err(format!("{}: no flexibleVersions", path.display()).into()),
+        },
         latest_unstable: raw.latest_version_unstable,
         fields,
         common_structs,

@@ -225,7 +225,11 @@ pub(crate) fn txn_offset_commit(
             group_id: text(&req.group_id),
             producer_id: req.producer_id,
             producer_epoch: req.producer_epoch,
-            generation_id: if v3 { req.generation_id } else { -1 },
+            generation_id: if v3 {
+                req.generation_id_or_member_epoch
+            } else {
+                -1
+            },
             member_id: if v3 {
                 text(&req.member_id)
             } else {
