@@ -312,8 +312,12 @@ fn java_admin() {
         ("replicalogdirs.dir", &dir),
         ("call.describeFeatures", "served"),
         ("call.listShareGroups", "served"),
-        // Known gap (FINDINGS.md): no features advertised in ApiVersions.
-        ("features.finalized", "[]"),
+        // ApiVersions' features: those implemented are finalized.
+        ("features.finalized", "[metadata.version]"),
+        (
+            "features.supported",
+            "[group.version, kraft.version, metadata.version, transaction.version]",
+        ),
     ];
     for call in KNOWN_GAPS.iter().chain(NOT_SERVED) {
         expected.push((
