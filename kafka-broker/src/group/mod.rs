@@ -42,6 +42,7 @@ pub(crate) mod config;
 pub mod consumer;
 pub mod coordinator;
 mod join;
+pub mod kip848;
 mod machine;
 mod manager;
 mod member;
@@ -60,6 +61,7 @@ mod types;
 mod tests;
 
 pub use config::GroupConfig;
+pub use kip848::{CONSUMER_GROUP_TYPE, ListedGroup, Refusal};
 pub use coordinator::{GroupCoordinator, OFFSETS_COMMIT_TIMEOUT, run_timers};
 pub use machine::{GroupAnswer, GroupMachine, GroupWrite};
 pub use manager::GroupManager;
