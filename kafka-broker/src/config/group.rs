@@ -113,8 +113,14 @@ impl GroupConfig {
             self.consumer_max_session_timeout_ms,
         );
         let checks = [
-            (min_hb >= 1, "group.consumer.min.heartbeat.interval.ms must be at least 1"),
-            (min_st >= 1, "group.consumer.min.session.timeout.ms must be at least 1"),
+            (
+                min_hb >= 1,
+                "group.consumer.min.heartbeat.interval.ms must be at least 1",
+            ),
+            (
+                min_st >= 1,
+                "group.consumer.min.session.timeout.ms must be at least 1",
+            ),
             (
                 max_hb >= min_hb,
                 "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
@@ -143,7 +149,10 @@ impl GroupConfig {
                 hb < st,
                 "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
             ),
-            (self.consumer_max_size >= 1, "group.consumer.max.size must be at least 1"),
+            (
+                self.consumer_max_size >= 1,
+                "group.consumer.max.size must be at least 1",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, why)) => Err((*why).to_owned()),

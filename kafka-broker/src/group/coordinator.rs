@@ -150,8 +150,10 @@ impl GroupCoordinator {
         member_id: Option<&str>,
         member_epoch: i32,
     ) -> Result<(), ErrorCode> {
-        self.shell
-            .inspect(|m| m.manager.check_consumer_fetch(group_id, member_id, member_epoch))
+        self.shell.inspect(|m| {
+            m.manager
+                .check_consumer_fetch(group_id, member_id, member_epoch)
+        })
     }
 
     /// Topics were created, deleted or changed their partitions: the consumer groups

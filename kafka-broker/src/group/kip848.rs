@@ -151,13 +151,15 @@ impl GroupManager {
         if self.groups.contains_key(group_id) {
             return Err(Refusal::not_consumer(group_id));
         }
-        self.consumer.describe(group_id, image).map_err(|e| match e {
-            ConsumerGroupError::GroupIdNotFound(_) => Refusal {
-                code: ErrorCode::GROUP_ID_NOT_FOUND,
-                message: Some(format!("Group {group_id} not found.")),
-            },
-            e => e.into(),
-        })
+        self.consumer
+            .describe(group_id, image)
+            .map_err(|e| match e {
+                ConsumerGroupError::GroupIdNotFound(_) => Refusal {
+                    code: ErrorCode::GROUP_ID_NOT_FOUND,
+                    message: Some(format!("Group {group_id} not found.")),
+                },
+                e => e.into(),
+            })
     }
 
     /// DescribeGroups of either type. A consumer group is shown as Kafka 4 shows it to the

@@ -61,8 +61,8 @@ mod types;
 mod tests;
 
 pub use config::GroupConfig;
-pub use kip848::{CONSUMER_GROUP_TYPE, ListedGroup, Refusal};
 pub use coordinator::{GroupCoordinator, OFFSETS_COMMIT_TIMEOUT, run_timers};
+pub use kip848::{CONSUMER_GROUP_TYPE, ListedGroup, Refusal};
 pub use machine::{GroupAnswer, GroupMachine, GroupWrite};
 pub use manager::GroupManager;
 pub use member::Member;

@@ -785,12 +785,13 @@ mod tests {
         }
 
         // A consumer group's key (version 3) is read as the consumer group's record.
-        let consumer = Key::ConsumerGroupMetadata(kafka_protocol::coordinator::ConsumerGroupMetadataKey {
-            group_id: "cg".into(),
-            ..Default::default()
-        })
-        .encode(3)
-        .unwrap();
+        let consumer =
+            Key::ConsumerGroupMetadata(kafka_protocol::coordinator::ConsumerGroupMetadataKey {
+                group_id: "cg".into(),
+                ..Default::default()
+            })
+            .encode(3)
+            .unwrap();
         assert_eq!(
             OffsetsRecord::decode(&consumer, None).unwrap(),
             Some(OffsetsRecord {

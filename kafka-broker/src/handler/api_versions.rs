@@ -7,6 +7,21 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseBody};
 use super::SUPPORTED;
 use crate::features::Finalized;
 
+/// The apis of KIP-848 consumer groups: served (and listed) only while `group.version` >= 1
+/// is finalized, as Kafka filters them.
+const CONSUMER_GROUP_APIS: [ApiKey; 2] = [
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
+];
+
+/// Whether `group.version` >= 1 is finalized: KIP-848 consumer groups are served.
+pub(super) fn consumer_groups_enabled(finalized: &Finalized) -> bool {
+    finalized
+        .levels
+        .get("group.version")
+        .is_some_and(|level| *level >= 1)
+}
+
 fn table() -> Vec<ApiVersion> {
     SUPPORTED
         .iter()
@@ -23,6 +38,9 @@ fn table() -> Vec<ApiVersion> {
 /// (forwarded).
 pub(super) fn handle(version: i16, clustered: bool, finalized: &Finalized) -> ResponseBody {
     let mut api_keys = table();
+    if !consumer_groups_enabled(finalized) {
+        api_keys.retain(|k| !CONSUMER_GROUP_APIS.iter().any(|c| *c as i16 == k.api_key));
+    }
     if clustered {
         let (lo, hi) = super::CLUSTER_DESCRIBE_QUORUM;
         api_keys.push(ApiVersion {
