@@ -192,6 +192,11 @@ impl Broker {
         };
         let offsets_log = internal_topic(OFFSETS_TOPIC, crate::group::OFFSETS_COMMIT_TIMEOUT);
         let txn_log = internal_topic(TRANSACTION_STATE_TOPIC, crate::txn::TXN_LOG_WRITE_TIMEOUT);
+        // group.consumer.* (assignor names included) checked before anything is served.
+        config
+            .group
+            .consumer_config()
+            .map_err(BrokerError::Config)?;
         let groups = crate::group::GroupCoordinator::new(
             crate::group::GroupConfig {
                 offsets_topic_num_partitions: offsets_partitions,
