@@ -98,9 +98,14 @@ pub fn bootstrap_levels() -> BTreeMap<String, i16> {
         .collect()
 }
 
-/// The FeatureLevelRecords of [`bootstrap_levels`] missing from `finalized` (what the active
-/// controller writes when the metadata log has none yet: a new cluster).
+/// The FeatureLevelRecords of [`bootstrap_levels`] when `finalized` is empty (what the active
+/// controller writes when the metadata log has none yet: a new cluster). A log with any
+/// level is an existing cluster: a feature this build bootstraps (`group.version`) stays
+/// off there until `kafka-features upgrade` finalizes it, as in Kafka.
 pub fn bootstrap_records(finalized: &BTreeMap<String, i16>) -> Vec<MetadataRecord> {
+    if !finalized.is_empty() {
+        return Vec::new();
+    }
     bootstrap_levels()
         .into_iter()
         .filter(|(name, _)| !finalized.contains_key(name))

@@ -73,3 +73,38 @@ pub(super) fn unsupported() -> ResponseBody {
         ..Default::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn listed(finalized: &Finalized) -> Vec<i16> {
+        let ResponseBody::ApiVersions(r) = handle(4, false, finalized) else {
+            panic!("not an ApiVersions answer");
+        };
+        r.api_keys.iter().map(|k| k.api_key).collect()
+    }
+
+    #[test]
+    fn consumer_group_apis_are_listed_only_with_group_version_1() {
+        let cg = [
+            ApiKey::ConsumerGroupHeartbeat as i16,
+            ApiKey::ConsumerGroupDescribe as i16,
+        ];
+        let mut finalized = Finalized {
+            epoch: 3,
+            levels: BTreeMap::from([("metadata.version".to_owned(), 21)]),
+        };
+        let off = listed(&finalized);
+        assert!(cg.iter().all(|k| !off.contains(k)), "{off:?}");
+        assert!(off.contains(&(ApiKey::JoinGroup as i16)));
+        finalized.levels.insert("group.version".to_owned(), 1);
+        let on = listed(&finalized);
+        assert!(cg.iter().all(|k| on.contains(k)), "{on:?}");
+        assert_eq!(on.len(), off.len() + 2);
+        finalized.levels.insert("group.version".to_owned(), 0);
+        assert_eq!(listed(&finalized), off);
+    }
+}
