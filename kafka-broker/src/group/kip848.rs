@@ -12,11 +12,13 @@
 //!   are checked with the member epoch (`ConsumerGroups::validate_offset_commit`/`_fetch`).
 
 use bytes::Bytes;
+use kafka_protocol::KStr;
+use kafka_protocol::codec::Message;
 use kafka_protocol::error_code::ErrorCode;
+use kafka_protocol::frame::encode_versioned;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, ConsumerProtocolSubscription, consumer_protocol_assignment,
 };
-use kafka_protocol::{Codec, KStr, Writer};
 
 use super::consumer::{
     ConsumerGroupDescription, ConsumerGroupError, ConsumerGroupRecord, ConsumerGroups,
@@ -316,14 +318,9 @@ fn assignment_bytes(partitions: &[super::consumer::DescribedTopicPartitions]) ->
 
 /// `msg` at `version`, after its version (empty if it cannot be written, which the
 /// consumer protocol's version 0 always can).
-fn versioned<T: Codec>(msg: &T, version: i16) -> Bytes {
-    let mut w = Writer::new();
-    w.i16(version);
-    match msg.encode(&mut w, version) {
-        Ok(()) => w.into_bytes(),
-        Err(e) => {
-            tracing::warn!(error = %e, "consumer protocol metadata not encodable");
-            Bytes::new()
-        }
-    }
+fn versioned<T: Message>(msg: &T, version: i16) -> Bytes {
+    encode_versioned(msg, version).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "consumer protocol metadata not encodable");
+        Bytes::new()
+    })
 }
