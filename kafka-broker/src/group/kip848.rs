@@ -308,7 +308,6 @@ fn assignment_bytes(partitions: &[super::consumer::DescribedTopicPartitions]) ->
             .map(|t| consumer_protocol_assignment::TopicPartition {
                 topic: KStr::from(t.topic_name.clone()),
                 partitions: t.partitions.clone(),
-                ..Default::default()
             })
             .collect(),
         ..Default::default()

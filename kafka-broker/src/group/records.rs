@@ -788,7 +788,6 @@ mod tests {
         let consumer =
             Key::ConsumerGroupMetadata(kafka_protocol::coordinator::ConsumerGroupMetadataKey {
                 group_id: "cg".into(),
-                ..Default::default()
             })
             .encode(3)
             .unwrap();

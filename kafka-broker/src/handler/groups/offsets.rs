@@ -352,7 +352,7 @@ pub(crate) fn offset_fetch(
                     g.group_id.as_str(),
                     topics,
                     req.require_stable,
-                    (version >= 9).then(|| (g.member_id.as_deref(), g.member_epoch)),
+                    (version >= 9).then_some((g.member_id.as_deref(), g.member_epoch)),
                 ) {
                     Ok(fetched) => fetched,
                     Err(e) => {
