@@ -3,9 +3,9 @@
 //!
 //! A feature is finalized only once its implementation is complete: `metadata.version` at
 //! 3.9-IV0 (21, the metadata records this broker reads and writes are Kafka 3.9's), and
-//! `kraft.version`, `group.version` and `transaction.version` supported at level 0 only until
-//! KIP-853 (dynamic quorum), KIP-848 (consumer groups) and KIP-890 part 2 (transactions v2)
-//! are done here. Features a Kafka 4 broker has that this one does not implement at all
+//! `group.version` at 1 (KIP-848 consumer groups), and `kraft.version` and
+//! `transaction.version` supported at level 0 only until KIP-853 (dynamic quorum) and KIP-890
+//! part 2 (transactions v2) are done here. Features a Kafka 4 broker has that this one does not implement at all
 //! (`eligible.leader.replicas.version`, `share.version`, `streams.version`) are not listed:
 //! a client reads them as level 0.
 //!
@@ -72,12 +72,12 @@ pub const KNOWN: &[Known] = &[
         max: 0,
         bootstrap: 0,
     },
-    // KIP-848 consumer groups (level 1) are not served yet.
+    // KIP-848 consumer groups (level 1): ConsumerGroupHeartbeat and ConsumerGroupDescribe.
     Known {
         name: "group.version",
         min: 0,
-        max: 0,
-        bootstrap: 0,
+        max: 1,
+        bootstrap: 1,
     },
 ];
 
@@ -98,9 +98,14 @@ pub fn bootstrap_levels() -> BTreeMap<String, i16> {
         .collect()
 }
 
-/// The FeatureLevelRecords of [`bootstrap_levels`] missing from `finalized` (what the active
-/// controller writes when the metadata log has none yet: a new cluster).
+/// The FeatureLevelRecords of [`bootstrap_levels`] when `finalized` is empty (what the active
+/// controller writes when the metadata log has none yet: a new cluster). A log with any
+/// level is an existing cluster: a feature this build bootstraps (`group.version`) stays
+/// off there until `kafka-features upgrade` finalizes it, as in Kafka.
 pub fn bootstrap_records(finalized: &BTreeMap<String, i16>) -> Vec<MetadataRecord> {
+    if !finalized.is_empty() {
+        return Vec::new();
+    }
     bootstrap_levels()
         .into_iter()
         .filter(|(name, _)| !finalized.contains_key(name))

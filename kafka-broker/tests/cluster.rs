@@ -1113,9 +1113,13 @@ async fn features_through_every_broker(c: &Cluster) {
     };
     for id in 1..=3 {
         let (levels, epoch, supported) = finalized(c.addr(id)).await;
+        // group.version 1 (KIP-848) is bootstrapped with metadata.version in a new cluster.
         assert_eq!(
             levels,
-            [("metadata.version".to_owned(), 21, 21)],
+            [
+                ("group.version".to_owned(), 1, 1),
+                ("metadata.version".to_owned(), 21, 21)
+            ],
             "broker {id}"
         );
         assert!(epoch > 0, "broker {id}: epoch {epoch}");
@@ -1150,7 +1154,7 @@ async fn features_through_every_broker(c: &Cluster) {
             other => panic!("UpdateFeatures: {other:?}"),
         }
     };
-    let (code, message) = ask(update("group.version", 1, 1, false)).await;
+    let (code, message) = ask(update("kraft.version", 1, 1, false)).await;
     assert_eq!(code, ErrorCode::INVALID_UPDATE_VERSION.0, "{message}");
     assert!(
         message.contains("does not support this feature"),

@@ -373,7 +373,8 @@ fn topics_configs_offsets() {
     assert!(out.contains(&format!("(id: {node} rack: null")), "{out}");
 
     // kafka-features: ApiVersions v3+ lists the features this build supports and the levels
-    // finalized (metadata.version 3.9-IV0; the others at 0 until they are implemented);
+    // finalized (metadata.version 3.9-IV0, group.version 1; the others at 0 until they are
+    // implemented);
     // UpdateFeatures takes what Kafka's controller takes and refuses the rest with its
     // messages.
     let features = |args: &[&str]| {
@@ -396,16 +397,18 @@ fn topics_configs_offsets() {
         level("metadata.version", "FinalizedVersionLevel"),
         "3.9-IV0"
     );
-    for name in ["kraft.version", "transaction.version", "group.version"] {
+    for name in ["kraft.version", "transaction.version"] {
         assert_eq!(level(name, "SupportedMaxVersion"), "0", "{name}");
         assert_eq!(level(name, "FinalizedVersionLevel"), "0", "{name}");
     }
+    assert_eq!(level("group.version", "SupportedMaxVersion"), "1");
+    assert_eq!(level("group.version", "FinalizedVersionLevel"), "1");
     let epoch: i64 = level("metadata.version", "Epoch").parse().unwrap();
-    let run = features(&["upgrade", "--feature", "group.version=1"]);
+    let run = features(&["upgrade", "--feature", "kraft.version=1"]);
     assert!(!run.success());
     assert!(
         run.stdout.contains(
-            "Invalid update version 1 for feature group.version. Local controller \
+            "Invalid update version 1 for feature kraft.version. Local controller \
              ${node} does not support this feature."
                 .replace("${node}", &node)
                 .as_str()

@@ -34,6 +34,25 @@ pub struct GroupConfig {
     /// How long a new member's JoinGroup may wait for the rebalance before the member is
     /// dropped (Kafka's fixed 5 minutes; a live client retries).
     pub new_member_join_timeout_ms: i64,
+    /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups): the interval every
+    /// ConsumerGroupHeartbeat answer asks for.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`.
+    pub consumer_min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`.
+    pub consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.session.timeout.ms`: a KIP-848 member not heard from for this long is
+    /// removed from its group.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`.
+    pub consumer_min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms`.
+    pub consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.max.size`: members a KIP-848 group may have.
+    pub consumer_max_size: i32,
+    /// `group.consumer.assignors`: the server-side assignors by name (or Kafka's class
+    /// names), comma-separated; the first is the default.
+    pub consumer_assignors: String,
 }
 
 impl Default for GroupConfig {
@@ -50,6 +69,14 @@ impl Default for GroupConfig {
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             new_member_join_timeout_ms: 300_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_min_heartbeat_interval_ms: 5_000,
+            consumer_max_heartbeat_interval_ms: 15_000,
+            consumer_session_timeout_ms: 45_000,
+            consumer_min_session_timeout_ms: 45_000,
+            consumer_max_session_timeout_ms: 60_000,
+            consumer_max_size: i32::MAX,
+            consumer_assignors: "uniform,range".to_owned(),
         }
     }
 }
@@ -69,6 +96,67 @@ impl GroupConfig {
                 self.min_session_timeout_ms, self.max_session_timeout_ms
             ));
         }
-        Ok(())
+        self.validate_consumer()
+    }
+
+    /// Kafka's checks of the `group.consumer.*` settings against each other (the assignor
+    /// names are checked by the group coordinator, which knows the assignors).
+    fn validate_consumer(&self) -> Result<(), String> {
+        let (hb, min_hb, max_hb) = (
+            self.consumer_heartbeat_interval_ms,
+            self.consumer_min_heartbeat_interval_ms,
+            self.consumer_max_heartbeat_interval_ms,
+        );
+        let (st, min_st, max_st) = (
+            self.consumer_session_timeout_ms,
+            self.consumer_min_session_timeout_ms,
+            self.consumer_max_session_timeout_ms,
+        );
+        let checks = [
+            (
+                min_hb >= 1,
+                "group.consumer.min.heartbeat.interval.ms must be at least 1",
+            ),
+            (
+                min_st >= 1,
+                "group.consumer.min.session.timeout.ms must be at least 1",
+            ),
+            (
+                max_hb >= min_hb,
+                "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                hb >= min_hb,
+                "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+            ),
+            (
+                hb <= max_hb,
+                "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+            ),
+            (
+                max_st >= min_st,
+                "group.consumer.max.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                st >= min_st,
+                "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+            ),
+            (
+                st <= max_st,
+                "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms",
+            ),
+            (
+                hb < st,
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+            ),
+            (
+                self.consumer_max_size >= 1,
+                "group.consumer.max.size must be at least 1",
+            ),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, why)) => Err((*why).to_owned()),
+            None => Ok(()),
+        }
     }
 }

@@ -770,6 +770,54 @@ pub static BROKER_KEYS: &[BrokerKey] = &[
         |v| parse::at_least(v, 1)
     ),
     field!(
+        "group.consumer.heartbeat.interval.ms",
+        Int,
+        c.group.consumer_heartbeat_interval_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.min.heartbeat.interval.ms",
+        Int,
+        c.group.consumer_min_heartbeat_interval_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.max.heartbeat.interval.ms",
+        Int,
+        c.group.consumer_max_heartbeat_interval_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.session.timeout.ms",
+        Int,
+        c.group.consumer_session_timeout_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.min.session.timeout.ms",
+        Int,
+        c.group.consumer_min_session_timeout_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.max.session.timeout.ms",
+        Int,
+        c.group.consumer_max_session_timeout_ms,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.max.size",
+        Int,
+        c.group.consumer_max_size,
+        |v| parse::at_least(v, 1)
+    ),
+    field!(
+        "group.consumer.assignors",
+        List,
+        c.group.consumer_assignors,
+        parse::text
+    ),
+    field!(
         "offset.metadata.max.bytes",
         Int,
         c.group.offset_metadata_max_bytes,

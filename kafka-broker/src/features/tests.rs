@@ -73,8 +73,8 @@ fn decide_follows_kafkas_controller() {
         BTreeMap::from([(METADATA_VERSION.to_owned(), 21)])
     );
     assert_eq!(
-        err(update("group.version", 1, UpgradeType::Upgrade)),
-        "Invalid update version 1 for feature group.version. Local controller 1 does not \
+        err(update("kraft.version", 1, UpgradeType::Upgrade)),
+        "Invalid update version 1 for feature kraft.version. Local controller 1 does not \
          support this feature."
     );
     assert_eq!(
@@ -97,8 +97,8 @@ fn decide_follows_kafkas_controller() {
     assert!(err(update("kraft.version", 0, UpgradeType::Unknown)).contains("upgrade type"));
     // Disabling a feature nothing finalized: level 0 is supported by everyone.
     assert_eq!(
-        ok(update("group.version", 0, UpgradeType::SafeDowngrade)).unwrap(),
-        BTreeMap::from([("group.version".to_owned(), 0)])
+        ok(update("kraft.version", 0, UpgradeType::SafeDowngrade)).unwrap(),
+        BTreeMap::from([("kraft.version".to_owned(), 0)])
     );
     // A registered broker that supports less refuses the level for the cluster.
     let refused = decide(
@@ -129,9 +129,13 @@ fn a_single_nodes_levels_survive_a_restart_and_validate_only_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let node = Features::open(dir.path()).unwrap();
     assert_eq!(node.finalized().levels, bootstrap_levels());
-    assert_eq!(node.finalized().epoch, 0);
+    assert_eq!(
+        node.finalized().epoch,
+        1,
+        "two bootstrap records: metadata.version, group.version"
+    );
     // Refused whole: nothing written.
-    let r = node.update(&request(&[("group.version", 1, 1)], false), 1, 1);
+    let r = node.update(&request(&[("kraft.version", 1, 1)], false), 1, 1);
     assert_eq!(r.error_code, ErrorCode::INVALID_UPDATE_VERSION.0);
     assert!(r.results.is_empty());
     assert!(
@@ -144,7 +148,7 @@ fn a_single_nodes_levels_survive_a_restart_and_validate_only_changes_nothing() {
     let r = node.update(&request(&[(METADATA_VERSION, 21, 1)], true), 1, 1);
     assert_eq!(r.error_code, 0);
     assert_eq!(r.results.len(), 1);
-    assert_eq!(node.finalized().epoch, 0);
+    assert_eq!(node.finalized().epoch, 1);
     // Accepted: kept in the file, read back with the same epoch.
     let r = node.update(
         &request(&[(METADATA_VERSION, 21, 1), ("kraft.version", 0, 2)], false),
@@ -154,7 +158,7 @@ fn a_single_nodes_levels_survive_a_restart_and_validate_only_changes_nothing() {
     assert_eq!(r.error_code, 0);
     assert!(r.results.is_empty(), "v2 has no per-feature results");
     let epoch = node.finalized().epoch;
-    assert_eq!(epoch, 2);
+    assert_eq!(epoch, 3);
     let again = Features::open(dir.path()).unwrap();
     assert_eq!(again.finalized(), node.finalized());
 }
@@ -163,7 +167,14 @@ fn a_single_nodes_levels_survive_a_restart_and_validate_only_changes_nothing() {
 fn a_cluster_node_follows_the_newest_image_only() {
     let node = Features::clustered();
     assert_eq!(node.finalized(), Finalized::default());
-    node.follow_image(10, [(METADATA_VERSION, 21), ("group.version", 0)]);
+    node.follow_image(
+        10,
+        [
+            (METADATA_VERSION, 21),
+            ("group.version", 1),
+            ("kraft.version", 0),
+        ],
+    );
     assert_eq!(node.finalized().epoch, 10);
     assert_eq!(node.finalized().levels, bootstrap_levels());
     node.follow_image(5, [(METADATA_VERSION, 7)]);
@@ -172,6 +183,18 @@ fn a_cluster_node_follows_the_newest_image_only() {
 
 #[test]
 fn bootstrap_records_fill_in_only_what_is_missing() {
-    assert_eq!(bootstrap_records(&BTreeMap::new()).len(), 1);
+    // metadata.version and group.version (KIP-848 consumer groups) for a new cluster.
+    assert_eq!(bootstrap_records(&BTreeMap::new()).len(), 2);
+    assert_eq!(
+        bootstrap_levels(),
+        BTreeMap::from([
+            (METADATA_VERSION.to_owned(), 21),
+            ("group.version".to_owned(), 1)
+        ])
+    );
     assert!(bootstrap_records(&bootstrap_levels()).is_empty());
+    // A cluster whose log has levels already (created by an older build) is not given
+    // group.version: it stays off until an upgrade.
+    let older = BTreeMap::from([(METADATA_VERSION.to_owned(), 21)]);
+    assert!(bootstrap_records(&older).is_empty());
 }

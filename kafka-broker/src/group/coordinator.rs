@@ -5,13 +5,18 @@
 //! fires its timers. Nothing here decides anything about groups.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kafka_protocol::error_code::ErrorCode;
 use kafka_protocol::record::RecordBatch;
 
 use super::MemberIdGen;
 use super::config::GroupConfig;
+use super::consumer::{
+    ConsumerGroupDescription, HeartbeatRequest as ConsumerHeartbeat, HeartbeatResponse,
+    TopicsImage, TopicsSnapshot,
+};
+use super::kip848::{ListedGroup, Refusal};
 use super::machine::{GroupAnswer, GroupMachine};
 use super::manager::GroupManager;
 use super::records::{LogEntry, decode_batch};
@@ -27,11 +32,24 @@ use crate::coordinator::{DiscardRecords, PartitionOwner, RecordLog, Shell};
 /// COORDINATOR_NOT_AVAILABLE.
 pub const OFFSETS_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5_000);
 
+/// Where the coordinator reads the broker's topics when nobody hands it an image (loading
+/// a partition's consumer groups): the broker sets it once it is built.
+pub type TopicsSource = Arc<dyn Fn() -> TopicsSnapshot + Send + Sync>;
+
 /// The group coordinator shared by every connection.
-#[derive(Debug)]
 pub struct GroupCoordinator {
     shell: Shell<GroupMachine>,
     config: GroupConfig,
+    topics: OnceLock<TopicsSource>,
+}
+
+impl std::fmt::Debug for GroupCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCoordinator")
+            .field("shell", &self.shell)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GroupCoordinator {
@@ -61,7 +79,88 @@ impl GroupCoordinator {
         Self {
             shell: Shell::new(machine, clock, log),
             config,
+            topics: OnceLock::new(),
         }
+    }
+
+    /// Where the broker's topics are read from when loading consumer groups (set once; a
+    /// coordinator without it loads them against no topics).
+    pub fn set_topics_source(&self, source: TopicsSource) {
+        if self.topics.set(source).is_err() {
+            tracing::warn!("group coordinator topics source set twice; the first kept");
+        }
+    }
+
+    fn topics_now(&self) -> TopicsSnapshot {
+        self.topics.get().map(|f| f()).unwrap_or_default()
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848) against the topics of `image`: resolves once its
+    /// records are acknowledged (see [`GroupMachine`]), or at once when refused.
+    pub fn consumer_heartbeat(
+        &self,
+        req: ConsumerHeartbeat,
+        image: &dyn TopicsImage,
+    ) -> impl Future<Output = Result<HeartbeatResponse, Refusal>> + Send + 'static {
+        let partition = self.partition_for(&req.group_id);
+        let asked = self.shell.ask(Some(partition), |m, id, now| {
+            m.consumer_heartbeat(id, &req, image, now);
+        });
+        async move {
+            match asked.answer().await {
+                Ok(GroupAnswer::ConsumerHeartbeat(r)) => r,
+                Ok(_) => Err(Refusal {
+                    code: ErrorCode::UNKNOWN_SERVER_ERROR,
+                    message: None,
+                }),
+                Err(code) => Err(Refusal {
+                    code,
+                    message: None,
+                }),
+            }
+        }
+    }
+
+    /// ConsumerGroupDescribe of one group.
+    pub fn consumer_describe(
+        &self,
+        group_id: &str,
+        image: &dyn TopicsImage,
+    ) -> Result<ConsumerGroupDescription, Refusal> {
+        self.shell
+            .inspect(|m| m.manager.consumer_describe(group_id, image))
+    }
+
+    /// DescribeGroups of a group of either type (a consumer group as Kafka 4 shows it).
+    pub fn describe_group(&self, group_id: &str, image: &dyn TopicsImage) -> GroupDescription {
+        self.shell
+            .inspect(|m| m.manager.describe_group(group_id, image))
+    }
+
+    /// ListGroups of both types.
+    pub fn list_groups(&self, states: &[&str], types: &[&str]) -> Vec<ListedGroup> {
+        self.shell.inspect(|m| m.manager.list_groups(states, types))
+    }
+
+    /// OffsetFetch v9+ of a consumer group: the member and its epoch (see
+    /// [`GroupManager::check_consumer_fetch`]).
+    pub fn check_consumer_fetch(
+        &self,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), ErrorCode> {
+        self.shell.inspect(|m| {
+            m.manager
+                .check_consumer_fetch(group_id, member_id, member_epoch)
+        })
+    }
+
+    /// Topics were created, deleted or changed their partitions: the consumer groups
+    /// subscribed to them get new target assignments (their records written detached).
+    pub fn on_metadata(&self, image: &dyn TopicsImage) {
+        self.shell
+            .call(|m, now| m.manager.consumer.on_metadata(image, now));
     }
 
     /// A coordinator keeping nothing, on a manual clock at `start_ms` (moved with
@@ -163,6 +262,21 @@ impl GroupCoordinator {
         commit_answer(asked.answer(), count)
     }
 
+    /// [`GroupCoordinator::commit_offsets`] of OffsetCommit `api_version` (a consumer
+    /// group's member must commit with v9 or above).
+    pub fn commit_offsets_at(
+        &self,
+        req: &CommitRequest,
+        api_version: i16,
+    ) -> impl Future<Output = Vec<ErrorCode>> + Send + use<> {
+        let count = req.partitions.len();
+        let partition = self.partition_for(&req.group_id);
+        let asked = self.shell.ask(Some(partition), |m, id, now| {
+            m.commit_at(id, req, api_version, now);
+        });
+        commit_answer(asked.answer(), count)
+    }
+
     /// TxnOffsetCommit. The offsets are pending for (group, producer) as soon as they are
     /// accepted (OffsetFetch with `require_stable` sees that), their records are written as
     /// one transactional batch of the producer, and the answer waits for the batch's
@@ -220,7 +334,11 @@ impl GroupCoordinator {
     /// Rebuilds state from `__consumer_offsets` entries (start-up, or a partition this broker
     /// now leads).
     pub fn replay<R: Into<LogEntry>>(&self, entries: impl IntoIterator<Item = R>) {
-        self.shell.call(|m, now| m.manager.replay(entries, now));
+        let image = self.topics_now();
+        self.shell.call(|m, now| {
+            m.manager.replay(entries, now);
+            m.manager.consumer.on_loaded(None, &image, now);
+        });
     }
 
     /// The end of producer `producer_id`'s transaction in `__consumer_offsets` partition
@@ -297,8 +415,10 @@ impl PartitionOwner for GroupCoordinator {
     }
 
     fn load(&self, partition: i32, _epoch: i32, entries: Vec<LogEntry>) {
+        let image = self.topics_now();
         self.shell.call(|m, now| {
             m.manager.replay(entries, now);
+            m.manager.consumer.on_loaded(Some(partition), &image, now);
             m.manager.finish_load(partition);
         });
     }

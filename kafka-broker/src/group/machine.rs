@@ -15,11 +15,22 @@
 //! and the state stays in memory. An acknowledgement that arrives after the group's
 //! partition was unloaded answers its commit but changes nothing here (the new coordinator
 //! replays the records).
+//!
+//! A ConsumerGroupHeartbeat (KIP-848) is answered once its records are acknowledged, as an
+//! OffsetCommit. The consumer groups change as the request is worked out (their records are
+//! replayed on them at once), so the group as it was before is kept with the pending write:
+//! if the write fails, the group is put back as it was (timers armed anew) and the heartbeat
+//! answered with Kafka's mapping of the error; heartbeats of the same group written after it
+//! (built on the failed state) are answered with that error too and do not put anything back
+//! themselves. The consumer groups' other records (session expiry, topic changes) go out with
+//! nobody waiting, like classic group metadata.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use kafka_protocol::error_code::ErrorCode;
 
+use super::consumer::{ConsumerGroup, HeartbeatRequest, HeartbeatResponse, TopicsImage};
+use super::kip848::Refusal;
 use super::manager::GroupManager;
 use super::offset_store::OffsetAndMetadata;
 use super::records::OffsetsRecord;
@@ -37,6 +48,8 @@ pub enum GroupAnswer {
     Sync(SyncResponse),
     /// An OffsetCommit's or TxnOffsetCommit's errors, one per partition.
     Commit(Vec<ErrorCode>),
+    /// A ConsumerGroupHeartbeat's answer.
+    ConsumerHeartbeat(Result<HeartbeatResponse, Refusal>),
 }
 
 /// What an append of the group coordinator was for.
@@ -48,6 +61,8 @@ pub enum GroupWrite {
     Commit(u64),
     /// The batch of pending TxnOffsetCommit `n`.
     TxnCommit(u64),
+    /// The records of pending ConsumerGroupHeartbeat `n`.
+    Heartbeat(u64),
 }
 
 /// One committed offset's key: group, topic, partition.
@@ -61,6 +76,18 @@ struct PendingCommit {
     /// The value each accepted partition gets once the records are acknowledged.
     values: Vec<(OffsetKey, Option<OffsetAndMetadata>)>,
     /// The group's partition was unloaded meanwhile: answer, change nothing.
+    orphaned: bool,
+}
+
+#[derive(Debug)]
+struct PendingHeartbeat {
+    request: RequestId,
+    group: String,
+    answer: HeartbeatResponse,
+    /// The consumer group before this heartbeat (`None`: it did not exist).
+    before: Option<ConsumerGroup>,
+    /// An earlier write of the group failed: answer this, put nothing back.
+    failed: Option<ErrorCode>,
     orphaned: bool,
 }
 
@@ -88,6 +115,7 @@ pub struct GroupMachine {
     next_write: u64,
     commits: BTreeMap<u64, PendingCommit>,
     txn_commits: BTreeMap<u64, PendingTxnCommit>,
+    heartbeats: BTreeMap<u64, PendingHeartbeat>,
     /// The pending commit whose value each offset has (a later one never goes back to an
     /// earlier one acknowledged after it).
     applied_commit: HashMap<OffsetKey, u64>,
@@ -106,6 +134,7 @@ impl GroupMachine {
             next_write: 0,
             commits: BTreeMap::new(),
             txn_commits: BTreeMap::new(),
+            heartbeats: BTreeMap::new(),
             applied_commit: HashMap::new(),
             next_expiry,
         }
@@ -127,6 +156,17 @@ impl GroupMachine {
     /// OffsetCommit; answered with [`GroupAnswer::Commit`] once its records are acknowledged
     /// (at once if there is nothing to write).
     pub fn commit(&mut self, request: RequestId, req: &CommitRequest, now: i64) {
+        self.commit_at(request, req, i16::MAX, now);
+    }
+
+    /// [`GroupMachine::commit`] of OffsetCommit `api_version`.
+    pub fn commit_at(
+        &mut self,
+        request: RequestId,
+        req: &CommitRequest,
+        api_version: i16,
+        now: i64,
+    ) {
         let keys: Vec<OffsetKey> = req
             .partitions
             .iter()
@@ -134,7 +174,7 @@ impl GroupMachine {
             .collect();
         let before: Vec<Option<OffsetAndMetadata>> =
             keys.iter().map(|k| self.committed(k)).collect();
-        let codes = self.manager.commit_offsets(req, now);
+        let codes = self.manager.commit_offsets_at(req, api_version, now);
         let records = self.manager.take_records();
         if records.is_empty() {
             self.answers
@@ -162,6 +202,47 @@ impl GroupMachine {
         );
         let partition = self.partition_for(&req.group_id);
         self.append(GroupWrite::Commit(n), partition, &records, None, now);
+    }
+
+    /// ConsumerGroupHeartbeat; answered with [`GroupAnswer::ConsumerHeartbeat`] once its
+    /// records are acknowledged (at once if refused or if nothing changed).
+    pub fn consumer_heartbeat(
+        &mut self,
+        request: RequestId,
+        req: &HeartbeatRequest,
+        image: &dyn TopicsImage,
+        now: i64,
+    ) {
+        let before = self.manager.consumer_groups().group(&req.group_id).cloned();
+        let result = self.manager.consumer_heartbeat(req, image, now);
+        let mut records = self.manager.take_records();
+        records.extend(self.manager.take_consumer_records());
+        let answer = match result {
+            Ok(answer) if !records.is_empty() => answer,
+            other => {
+                // A refusal changes nothing (records, if any, would be a bug: written
+                // detached so that the log follows the state).
+                let partition = self.partition_for(&req.group_id);
+                self.append(GroupWrite::Detached, partition, &records, None, now);
+                self.answers
+                    .push_back((request, GroupAnswer::ConsumerHeartbeat(other)));
+                return;
+            }
+        };
+        let n = self.next_write();
+        self.heartbeats.insert(
+            n,
+            PendingHeartbeat {
+                request,
+                group: req.group_id.clone(),
+                answer,
+                before,
+                failed: None,
+                orphaned: false,
+            },
+        );
+        let partition = self.partition_for(&req.group_id);
+        self.append(GroupWrite::Heartbeat(n), partition, &records, None, now);
     }
 
     /// TxnOffsetCommit; answered with [`GroupAnswer::Commit`] once its batch is acknowledged
@@ -244,6 +325,9 @@ impl GroupMachine {
         for c in self.txn_commits.values_mut() {
             c.orphaned |= config.partition_for(&c.group) == partition;
         }
+        for h in self.heartbeats.values_mut() {
+            h.orphaned |= config.partition_for(&h.group) == partition;
+        }
         self.applied_commit
             .retain(|k, _| config.partition_for(&k.0) != partition);
         gone
@@ -300,7 +384,8 @@ impl GroupMachine {
     /// Whatever the manager recorded outside a commit goes out with nobody waiting, one
     /// append per partition (records in their order). Whether anything was queued.
     fn queue_detached(&mut self, now: i64) -> bool {
-        let records = self.manager.take_records();
+        let mut records = self.manager.take_records();
+        records.extend(self.manager.take_consumer_records());
         let stray = self.manager.take_txn_batches();
         if records.is_empty() && stray.is_empty() {
             return false;
@@ -360,6 +445,38 @@ impl GroupMachine {
         }
         self.answers
             .push_back((c.request, GroupAnswer::Commit(c.codes)));
+    }
+
+    fn heartbeat_done(&mut self, n: u64, result: Result<(), ErrorCode>, now: i64) {
+        let Some(h) = self.heartbeats.remove(&n) else {
+            return;
+        };
+        let answer = match (result, h.failed) {
+            (_, Some(code)) => Err(Refusal {
+                code,
+                message: None,
+            }),
+            (Ok(()), None) => Ok(h.answer),
+            (Err(error), None) => {
+                let code = answer_for_append_error(error, Written::State);
+                tracing::debug!(group = %h.group, %error, %code,
+                    "consumer group heartbeat not written; the group is put back");
+                if !h.orphaned {
+                    self.manager.consumer.restore(&h.group, h.before, now);
+                    for later in self.heartbeats.range_mut(n..).map(|(_, l)| l) {
+                        if later.group == h.group {
+                            later.failed.get_or_insert(code);
+                        }
+                    }
+                }
+                Err(Refusal {
+                    code,
+                    message: None,
+                })
+            }
+        };
+        self.answers
+            .push_back((h.request, GroupAnswer::ConsumerHeartbeat(answer)));
     }
 
     fn txn_commit_done(&mut self, n: u64, result: Result<(), ErrorCode>) {
@@ -452,7 +569,7 @@ impl Machine for GroupMachine {
         }
     }
 
-    fn append_done(&mut self, tag: GroupWrite, result: Result<(), ErrorCode>, _now: i64) {
+    fn append_done(&mut self, tag: GroupWrite, result: Result<(), ErrorCode>, now: i64) {
         match tag {
             GroupWrite::Detached => {
                 if let Err(error) = result {
@@ -462,6 +579,7 @@ impl Machine for GroupMachine {
             }
             GroupWrite::Commit(n) => self.commit_done(n, result),
             GroupWrite::TxnCommit(n) => self.txn_commit_done(n, result),
+            GroupWrite::Heartbeat(n) => self.heartbeat_done(n, result, now),
         }
     }
 }

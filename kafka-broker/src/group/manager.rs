@@ -9,6 +9,7 @@ use kafka_protocol::error_code::ErrorCode;
 
 use super::MemberIdGen;
 use super::config::GroupConfig;
+use super::consumer::{ConsumerGroupConfig, ConsumerGroups, assignor};
 use super::offset_store::{MemoryOffsetStore, OffsetStore, PendingTxnOffsets};
 use super::records::OffsetsRecord;
 use super::state::{Cx, Effects, Group};
@@ -40,6 +41,8 @@ pub struct GroupManager {
     owned: BTreeSet<i32>,
     /// Those being read back: their groups answer COORDINATOR_LOAD_IN_PROGRESS.
     loading: BTreeSet<i32>,
+    /// The KIP-848 consumer groups (see `kip848.rs`): their ids are not classic groups'.
+    pub(super) consumer: ConsumerGroups,
 }
 
 impl GroupManager {
@@ -54,6 +57,15 @@ impl GroupManager {
         ids: MemberIdGen,
         offsets: Box<dyn OffsetStore>,
     ) -> Self {
+        let mut ids = ids;
+        let consumer_config = config.consumer_config().unwrap_or_else(|e| {
+            // Checked when the broker starts: only a coordinator built by hand gets here.
+            tracing::warn!(error = %e, "group.consumer settings refused; Kafka's defaults used");
+            let mut c = ConsumerGroupConfig::new(assignor::default_assignors());
+            c.offsets_topic_num_partitions = config.offsets_topic_num_partitions;
+            c
+        });
+        let consumer = ConsumerGroups::new(consumer_config, MemberIdGen::new(ids.next_u64()));
         Self {
             config,
             groups: BTreeMap::new(),
@@ -64,6 +76,7 @@ impl GroupManager {
             log_order: 0,
             owned: BTreeSet::new(),
             loading: BTreeSet::new(),
+            consumer,
         }
     }
 
@@ -143,12 +156,19 @@ impl GroupManager {
     /// When [`GroupManager::handle_timeout`] should next be called.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<i64> {
-        self.groups.values().filter_map(Group::next_deadline).min()
+        let classic = self.groups.values().filter_map(Group::next_deadline).min();
+        match (classic, self.consumer.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Fires the timers due at `now`: lapsed member ids, expired sessions (a rebalance),
     /// rebalance and sync timeouts.
     pub fn handle_timeout(&mut self, now: i64) {
+        if self.consumer.poll_timeout().is_some_and(|d| d <= now) {
+            self.consumer.handle_timeout(now);
+        }
         let mut cx = Cx {
             now,
             config: &self.config,
@@ -179,6 +199,12 @@ impl GroupManager {
             return;
         }
         if let Err(e) = served {
+            cx.reply_join(request, JoinResponse::error(req.member_id, e));
+            return;
+        }
+        if self.consumer.contains(&req.group_id) {
+            // A KIP-848 group: its members speak ConsumerGroupHeartbeat (no online migration).
+            let e = ErrorCode::INCONSISTENT_GROUP_PROTOCOL;
             cx.reply_join(request, JoinResponse::error(req.member_id, e));
             return;
         }
@@ -288,6 +314,7 @@ impl GroupManager {
             return GroupDescription {
                 group_id: group_id.to_owned(),
                 state: GroupState::Dead,
+                state_name: None,
                 protocol_type: String::new(),
                 protocol_data: String::new(),
                 members: Vec::new(),
@@ -298,6 +325,7 @@ impl GroupManager {
         GroupDescription {
             group_id: group_id.to_owned(),
             state: group.state,
+            state_name: None,
             protocol_type: group.protocol_type.clone().unwrap_or_default(),
             protocol_data: if stable {
                 protocol.clone()
@@ -361,6 +389,9 @@ impl GroupManager {
                 if let Err(e) = self.check_group(id) {
                     return e;
                 }
+                if let Some(code) = self.delete_consumer_group(id) {
+                    return code;
+                }
                 let state = self.groups.get(id).map(|g| g.state);
                 match state {
                     None | Some(GroupState::Dead) => ErrorCode::GROUP_ID_NOT_FOUND,
@@ -408,6 +439,8 @@ impl GroupManager {
         }
         self.pending_txn
             .retain_groups(|group| config.partition_for(group) != partition);
-        gone
+        let consumer_before = self.consumer.groups().count();
+        self.consumer.unload(partition);
+        gone + (consumer_before - self.consumer.groups().count())
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod config;
 pub mod consumer;
 pub mod coordinator;
 mod join;
+pub mod kip848;
 mod machine;
 mod manager;
 mod member;
@@ -61,6 +62,7 @@ mod tests;
 
 pub use config::GroupConfig;
 pub use coordinator::{GroupCoordinator, OFFSETS_COMMIT_TIMEOUT, run_timers};
+pub use kip848::{CONSUMER_GROUP_TYPE, ListedGroup, Refusal};
 pub use machine::{GroupAnswer, GroupMachine, GroupWrite};
 pub use manager::GroupManager;
 pub use member::Member;

@@ -36,9 +36,32 @@ impl GroupManager {
     /// OffsetCommit: one error per partition, in request order. Topic existence is the
     /// caller's to check; `now` is the commit timestamp unless the request (v1) gives one.
     pub fn commit_offsets(&mut self, req: &CommitRequest, now: i64) -> Vec<ErrorCode> {
+        self.commit_offsets_at(req, i16::MAX, now)
+    }
+
+    /// [`GroupManager::commit_offsets`] by OffsetCommit `api_version` (a consumer group's
+    /// member must use v9 or above).
+    pub fn commit_offsets_at(
+        &mut self,
+        req: &CommitRequest,
+        api_version: i16,
+        now: i64,
+    ) -> Vec<ErrorCode> {
         let all = |e: ErrorCode| vec![e; req.partitions.len()];
         if let Err(e) = self.check_group(&req.group_id) {
             return all(e);
+        }
+        let consumer = self.check_consumer_commit(
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+            false,
+            api_version,
+        );
+        match consumer {
+            Some(Err(e)) => return all(e),
+            Some(Ok(())) => return self.store_commit(req, now),
+            None => {}
         }
         if !self.groups.contains_key(&req.group_id) {
             if req.generation_id >= 0 {
@@ -67,6 +90,12 @@ impl GroupManager {
             GroupState::CompletingRebalance => return all(ErrorCode::REBALANCE_IN_PROGRESS),
             GroupState::Dead => return all(ErrorCode::COORDINATOR_NOT_AVAILABLE),
         }
+        self.store_commit(req, now)
+    }
+
+    /// The offsets of an accepted OffsetCommit, stored and recorded; one error per
+    /// partition.
+    fn store_commit(&mut self, req: &CommitRequest, now: i64) -> Vec<ErrorCode> {
         let max_metadata = self.config.offset_metadata_max_bytes;
         req.partitions
             .iter()

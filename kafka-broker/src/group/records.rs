@@ -11,12 +11,16 @@
 //! Values from v4 on are flexible (compact strings, tagged fields). A record without a value
 //! (a tombstone) deletes its key. Written versions are what current Kafka writes: key 1 and
 //! value 3 for offsets (value 1 when the commit carried an expire timestamp), key 2 and value
-//! 3 for groups. Keys with other versions belong to newer group types and are skipped.
+//! 3 for groups. Keys 3-8 are the KIP-848 consumer groups' records
+//! ([`crate::group::consumer::records`], carried here as [`RecordKey::Consumer`]); keys of
+//! other versions belong to group types this broker does not serve (share, streams groups)
+//! and are skipped.
 
 use bytes::Bytes;
 use kafka_protocol::record::{ControlRecordType, RecordBatch, parse_end_txn_marker};
 use kafka_protocol::{DecodeError, EncodeError, Reader, UnknownTags, Writer};
 
+use super::consumer::{self, ConsumerGroupRecord};
 use super::offset_store::OffsetAndMetadata;
 use crate::coordinator::{OFFSETS_TOPIC, for_each_keyed_record};
 
@@ -36,6 +40,8 @@ pub enum RecordError {
     Malformed(#[from] DecodeError),
     #[error("unknown {what} version {version}")]
     UnknownVersion { what: &'static str, version: i16 },
+    #[error(transparent)]
+    Consumer(#[from] consumer::RecordError),
 }
 
 /// A `__consumer_offsets` key.
@@ -49,6 +55,8 @@ pub enum RecordKey {
     GroupMetadata {
         group: String,
     },
+    /// A KIP-848 consumer group's record (key versions 3-8).
+    Consumer(consumer::RecordKey),
 }
 
 /// A member in a group metadata value.
@@ -83,6 +91,8 @@ pub struct GroupMetadataValue {
 pub enum RecordValue {
     OffsetCommit(OffsetAndMetadata),
     GroupMetadata(GroupMetadataValue),
+    /// The value of a [`RecordKey::Consumer`] key.
+    Consumer(consumer::RecordValue),
 }
 
 /// One record: a key and its value, or a tombstone.
@@ -162,6 +172,7 @@ impl RecordKey {
     pub fn group(&self) -> &str {
         match self {
             Self::OffsetCommit { group, .. } | Self::GroupMetadata { group } => group,
+            Self::Consumer(k) => k.group_id(),
         }
     }
 
@@ -183,11 +194,19 @@ impl RecordKey {
                 w.i16(GROUP_METADATA_KEY_VERSION);
                 w.string("GroupMetadataKey.group", false, &group.clone().into())?;
             }
+            Self::Consumer(k) => {
+                let record = ConsumerGroupRecord {
+                    key: k.clone(),
+                    value: None,
+                };
+                return consumer_encoded(&record).map(|(key, _)| key);
+            }
         }
         Ok(w.into_bytes())
     }
 
-    /// Reads a key; `None` for key versions of other group types.
+    /// Reads a classic key; `None` for key versions of other group types (the consumer
+    /// groups' keys are read by [`OffsetsRecord::decode`]).
     pub fn decode(bytes: &Bytes) -> Result<Option<Self>, RecordError> {
         let mut r = Reader::new(bytes);
         let version = r.i16("key version")?;
@@ -457,18 +476,45 @@ impl OffsetsRecord {
 
     /// The key and value bytes (no value for a tombstone).
     pub fn encode(&self) -> Result<(Bytes, Option<Bytes>), EncodeError> {
+        if let RecordKey::Consumer(key) = &self.key {
+            let value = match &self.value {
+                None => None,
+                Some(RecordValue::Consumer(v)) => Some(v.clone()),
+                Some(_) => return Err(mismatched()),
+            };
+            return consumer_encoded(&ConsumerGroupRecord {
+                key: key.clone(),
+                value,
+            });
+        }
         let key = self.key.encode()?;
         let value = match &self.value {
             None => None,
             Some(RecordValue::OffsetCommit(v)) => Some(v.encode_value()?),
             Some(RecordValue::GroupMetadata(v)) => Some(v.encode_value()?),
+            Some(RecordValue::Consumer(_)) => return Err(mismatched()),
         };
         Ok((key, value))
+    }
+
+    /// A consumer group's record, as one of `__consumer_offsets`.
+    pub fn consumer(record: ConsumerGroupRecord) -> Self {
+        Self {
+            key: RecordKey::Consumer(record.key),
+            value: record.value.map(RecordValue::Consumer),
+        }
     }
 
     /// Reads a record from its key and value bytes. `Ok(None)` for keys of other group types,
     /// which a loader skips.
     pub fn decode(key: &Bytes, value: Option<&Bytes>) -> Result<Option<Self>, RecordError> {
+        let version = match key.as_ref() {
+            [a, b, ..] => i16::from_be_bytes([*a, *b]),
+            _ => -1,
+        };
+        if (3..=8).contains(&version) {
+            return Ok(ConsumerGroupRecord::decode(key, value)?.map(Self::consumer));
+        }
         let Some(key) = RecordKey::decode(key)? else {
             return Ok(None);
         };
@@ -480,8 +526,26 @@ impl OffsetsRecord {
             (RecordKey::GroupMetadata { .. }, Some(v)) => Some(RecordValue::GroupMetadata(
                 GroupMetadataValue::decode_value(v)?,
             )),
+            // Read above.
+            (RecordKey::Consumer(_), Some(_)) => return Ok(None),
         };
         Ok(Some(Self { key, value }))
+    }
+}
+
+/// The bytes of a consumer group's record; its errors as the encoder's.
+fn consumer_encoded(record: &ConsumerGroupRecord) -> Result<(Bytes, Option<Bytes>), EncodeError> {
+    record.encode().map_err(|e| match e {
+        consumer::RecordError::Encode(e) => e,
+        _ => mismatched(),
+    })
+}
+
+/// A record whose value is not of its key's type: never built here.
+fn mismatched() -> EncodeError {
+    EncodeError::FieldNotAvailable {
+        field: "__consumer_offsets value of another type than its key",
+        version: 0,
     }
 }
 
@@ -720,11 +784,28 @@ mod tests {
             );
         }
 
-        // Keys of the newer group types (here a ConsumerGroupMetadataKey, version 3) are
-        // skipped by ours.
-        let newer = Key::ConsumerGroupMetadata(Default::default())
+        // A consumer group's key (version 3) is read as the consumer group's record.
+        let consumer =
+            Key::ConsumerGroupMetadata(kafka_protocol::coordinator::ConsumerGroupMetadataKey {
+                group_id: "cg".into(),
+            })
             .encode(3)
             .unwrap();
-        assert_eq!(OffsetsRecord::decode(&newer, None).unwrap(), None);
+        assert_eq!(
+            OffsetsRecord::decode(&consumer, None).unwrap(),
+            Some(OffsetsRecord {
+                key: RecordKey::Consumer(consumer::RecordKey::GroupMetadata {
+                    group_id: "cg".into()
+                }),
+                value: None
+            })
+        );
+        // Keys of group types not served here (key version 9 and up) are skipped.
+        let mut newer = consumer.to_vec();
+        newer[..2].copy_from_slice(&11i16.to_be_bytes());
+        assert_eq!(
+            OffsetsRecord::decode(&Bytes::from(newer), None).unwrap(),
+            None
+        );
     }
 }

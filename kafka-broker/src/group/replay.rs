@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::consumer::ConsumerGroupRecord;
 use super::manager::GroupManager;
 use super::records::{GroupMetadataValue, LogEntry, RecordKey, RecordValue};
 use super::state::Group;
@@ -68,6 +69,15 @@ impl GroupManager {
                 (RecordKey::GroupMetadata { group }, None) => {
                     metadata.insert(group, None);
                 }
+                (RecordKey::Consumer(key), Some(RecordValue::Consumer(value))) => {
+                    self.replay_consumer(ConsumerGroupRecord {
+                        key,
+                        value: Some(value),
+                    });
+                }
+                (RecordKey::Consumer(key), None) => {
+                    self.replay_consumer(ConsumerGroupRecord { key, value: None });
+                }
                 (key, Some(_)) => {
                     tracing::warn!(
                         ?key,
@@ -91,7 +101,7 @@ impl GroupManager {
         // exist as empty groups.
         let pending: Vec<String> = self.pending_txn.groups().cloned().collect();
         for id in self.offsets.groups().into_iter().chain(pending) {
-            if !self.groups.contains_key(&id) {
+            if !self.groups.contains_key(&id) && !self.consumer.contains(&id) {
                 self.groups.insert(id.clone(), Group::new(id, now));
             }
         }

@@ -56,18 +56,30 @@ impl GroupManager {
         if let Err(e) = self.check_group(&req.group_id) {
             return all(e);
         }
-        if !self.groups.contains_key(&req.group_id) {
+        let consumer = self.check_consumer_commit(
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+            true,
+            i16::MAX,
+        );
+        if let Some(Err(e)) = consumer {
+            return all(e);
+        }
+        if consumer.is_none() && !self.groups.contains_key(&req.group_id) {
             if req.generation_id >= 0 {
                 return all(ErrorCode::ILLEGAL_GENERATION);
             }
             self.groups
                 .insert(req.group_id.clone(), Group::new(req.group_id.clone(), now));
         }
-        let Some(group) = self.groups.get(&req.group_id) else {
-            return all(ErrorCode::COORDINATOR_NOT_AVAILABLE);
-        };
-        if let Err(e) = validate_txn_commit(group, req) {
-            return all(e);
+        if consumer.is_none() {
+            let Some(group) = self.groups.get(&req.group_id) else {
+                return all(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+            };
+            if let Err(e) = validate_txn_commit(group, req) {
+                return all(e);
+            }
         }
         let max_metadata = self.config.offset_metadata_max_bytes;
         let mut records = Vec::new();

@@ -283,6 +283,9 @@ pub struct DescribedMember {
 pub struct GroupDescription {
     pub group_id: String,
     pub state: GroupState,
+    /// The state's name when the group is a KIP-848 consumer group (`state` is then
+    /// meaningless), `None` for a classic group.
+    pub state_name: Option<String>,
     pub protocol_type: String,
     /// The selected protocol when Stable, else empty.
     pub protocol_data: String,

@@ -118,6 +118,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 0, 3),
     (ApiKey::CreateAcls, 0, 3),
     (ApiKey::DeleteAcls, 0, 3),
+    // KIP-848: listed only while group.version >= 1 is finalized (`api_versions.rs`).
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// DescribeQuorum's versions on a broker of a cluster (forwarded to the controllers).
@@ -343,7 +346,27 @@ pub async fn answer(
         }
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, &authz, r, version),
         RequestBody::DescribeGroups(r) => {
-            groups::describe_groups(&broker.groups, &authz, r, version)
+            let image = broker.topics_image();
+            groups::describe_groups(&broker.groups, &image, &authz, r, version)
+        }
+        RequestBody::ConsumerGroupHeartbeat(r) => {
+            let image = broker.topics_image();
+            let enabled = api_versions::consumer_groups_enabled(&broker.features.finalized());
+            groups::consumer_group_heartbeat(
+                &broker.groups,
+                &authz,
+                &ctx,
+                &image,
+                enabled,
+                *r,
+                version,
+            )
+            .await
+        }
+        RequestBody::ConsumerGroupDescribe(r) => {
+            let image = broker.topics_image();
+            let enabled = api_versions::consumer_groups_enabled(&broker.features.finalized());
+            groups::consumer_group_describe(&broker.groups, &authz, &image, enabled, r, version)
         }
         RequestBody::ListGroups(r) => groups::list_groups(&broker.groups, &authz, r, version),
         RequestBody::DeleteGroups(r) => groups::delete_groups(&broker.groups, &authz, r, version),

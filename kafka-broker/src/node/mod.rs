@@ -3,6 +3,7 @@
 //! metadata images ([`publish`]) and running the background tasks under one shutdown
 //! ([`tasks`], started and stopped by [`crate::run`]). It owns no storage: the partition layer does.
 
+mod group_topics;
 pub mod markers;
 pub mod publish;
 pub mod tasks;
@@ -35,7 +36,7 @@ pub struct Broker {
     /// The node's one clock.
     pub clock: crate::clock::Clock,
     pub cluster_id: String,
-    topics: Mutex<TopicRegistry>,
+    topics: Arc<Mutex<TopicRegistry>>,
     /// Every topic's typed config; changed only under the `topics` lock.
     topic_configs: Arc<TopicConfigs>,
     /// The partition layer: every hosted partition, every append.
@@ -191,6 +192,11 @@ impl Broker {
         };
         let offsets_log = internal_topic(OFFSETS_TOPIC, crate::group::OFFSETS_COMMIT_TIMEOUT);
         let txn_log = internal_topic(TRANSACTION_STATE_TOPIC, crate::txn::TXN_LOG_WRITE_TIMEOUT);
+        // group.consumer.* (assignor names included) checked before anything is served.
+        config
+            .group
+            .consumer_config()
+            .map_err(BrokerError::Config)?;
         let groups = crate::group::GroupCoordinator::new(
             crate::group::GroupConfig {
                 offsets_topic_num_partitions: offsets_partitions,
@@ -227,7 +233,7 @@ impl Broker {
             fetchers,
             peers,
             cluster: std::sync::OnceLock::new(),
-            topics: Mutex::new(topics),
+            topics: Arc::new(Mutex::new(topics)),
             scram_credentials,
             acls,
             quotas,
@@ -236,6 +242,7 @@ impl Broker {
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),
         };
+        group_topics::connect(&broker.groups, &broker.topics);
         if clustered {
             return Ok(broker);
         }
@@ -570,6 +577,7 @@ impl Broker {
         // An alter may have come in between the registration and the hosting.
         self.push_log_configs(name);
         tracing::info!(topic = name, partitions, "created topic");
+        self.topics_changed();
         Ok(meta)
     }
 
@@ -595,6 +603,7 @@ impl Broker {
         };
         self.replicas.remove_topic(name);
         tracing::info!(topic = name, "deleted topic");
+        self.topics_changed();
         Ok(meta)
     }
 
@@ -634,6 +643,7 @@ impl Broker {
                 return Err(e);
             }
             self.push_log_configs(name);
+            self.topics_changed();
         }
         Ok(())
     }

@@ -43,6 +43,13 @@ pub fn apply(
     broker
         .features
         .follow_image(image.offset(), image.features());
+    let topics_changed = previous.is_none_or(|p| {
+        p.topics().count() != image.topics().count()
+            || image.topics().any(|t| {
+                p.topic(&t.name)
+                    .is_none_or(|b| b.id != t.id || b.partitions.len() != t.partitions.len())
+            })
+    });
     for topic in image.topics() {
         let before = previous.and_then(|p| p.topic(&topic.name));
         let configs: BTreeMap<String, String> = image
@@ -98,6 +105,9 @@ pub fn apply(
         {
             broker.forget_topic(&gone.name);
         }
+    }
+    if topics_changed {
+        broker.topics_changed();
     }
 }
 

@@ -177,18 +177,24 @@ impl ConsumerGroups {
                 continue;
             }
             group.resolved_regexes = resolve_all(group, image, limit);
-            for m in group.members.values() {
-                let key = |kind| (group_id.clone(), m.member_id.clone(), kind);
-                self.timers.arm(
-                    key(TimerKind::Session),
-                    now.saturating_add(session),
-                    m.member_epoch,
-                );
-                if m.state == MemberState::UnrevokedPartitions {
-                    let deadline = now.saturating_add(i64::from(m.rebalance_timeout_ms.max(0)));
-                    self.timers
-                        .arm(key(TimerKind::Rebalance), deadline, m.member_epoch);
-                }
+            arm_members(&mut self.timers, group, session, now);
+        }
+    }
+
+    /// Puts group `group_id` back as it was (`None`: it did not exist), its timers armed
+    /// anew from `now` as at load: a write of its records failed, and the state must be what
+    /// the log holds. Records not yet taken are dropped.
+    pub fn restore(&mut self, group_id: &str, group: Option<ConsumerGroup>, now: i64) {
+        self.timers.cancel_group(group_id);
+        self.records.retain(|r| r.key.group_id() != group_id);
+        match group {
+            Some(group) => {
+                let session = i64::from(self.config.session_timeout_ms);
+                arm_members(&mut self.timers, &group, session, now);
+                self.groups.insert(group_id.to_owned(), group);
+            }
+            None => {
+                self.groups.remove(group_id);
             }
         }
     }
@@ -587,6 +593,23 @@ impl ConsumerGroups {
             self.emit(ConsumerGroupRecord { key, value: None });
         }
         Ok(())
+    }
+}
+
+/// Arms every member's session timer (and the rebalance timer of those asked to revoke)
+/// from `now`.
+fn arm_members(timers: &mut Timers, group: &ConsumerGroup, session: i64, now: i64) {
+    for m in group.members.values() {
+        let key = |kind| (group.group_id.clone(), m.member_id.clone(), kind);
+        timers.arm(
+            key(TimerKind::Session),
+            now.saturating_add(session),
+            m.member_epoch,
+        );
+        if m.state == MemberState::UnrevokedPartitions {
+            let deadline = now.saturating_add(i64::from(m.rebalance_timeout_ms.max(0)));
+            timers.arm(key(TimerKind::Rebalance), deadline, m.member_epoch);
+        }
     }
 }
 

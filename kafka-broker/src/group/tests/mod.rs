@@ -5,6 +5,7 @@
 
 mod coordinator;
 mod hashing;
+mod kip848;
 mod machine;
 mod offsets;
 mod rebalance;

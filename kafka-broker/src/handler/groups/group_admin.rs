@@ -20,10 +20,12 @@ use kafka_protocol::messages::{
 
 use super::super::authorized::NOT_ASKED;
 use super::{Permits, s, text};
-use crate::group::{CLASSIC_GROUP_TYPE, GroupCoordinator};
+use crate::group::GroupCoordinator;
+use crate::group::consumer::TopicsImage;
 
 pub(crate) fn describe_groups(
     coordinator: &GroupCoordinator,
+    image: &dyn TopicsImage,
     authz: &dyn Permits,
     req: DescribeGroupsRequest,
     version: i16,
@@ -49,11 +51,14 @@ pub(crate) fn describe_groups(
             // Not coordinated here (or loading): the client asks the coordinator again.
             return failed(id, e);
         }
-        let d = coordinator.describe(id.as_str());
+        let d = coordinator.describe_group(id.as_str(), image);
         DescribedGroup {
             error_code: ErrorCode::NONE.0,
             group_id: id.clone(),
-            group_state: KStr::from_static(d.state.as_str()),
+            group_state: match d.state_name {
+                Some(name) => s(name),
+                None => KStr::from_static(d.state.as_str()),
+            },
             protocol_type: s(d.protocol_type),
             protocol_data: s(d.protocol_data),
             members: d
@@ -106,19 +111,19 @@ pub(crate) fn list_groups(
         Vec::new()
     };
     let groups = coordinator
-        .list(&states, &types)
+        .list_groups(&states, &types)
         .into_iter()
         .filter(|g| every_group || authz.group(AclOperation::Describe, &g.group_id))
         .map(|g| ListedGroup {
             group_id: s(g.group_id),
             protocol_type: s(g.protocol_type),
             group_state: if version >= 4 {
-                KStr::from_static(g.state.as_str())
+                s(g.state)
             } else {
                 KStr::default()
             },
             group_type: if version >= 5 {
-                KStr::from_static(CLASSIC_GROUP_TYPE)
+                KStr::from_static(g.group_type)
             } else {
                 KStr::default()
             },
@@ -227,9 +232,16 @@ mod tests {
                 include_authorized_operations: v >= 3,
                 ..Default::default()
             };
-            let ResponseBody::DescribeGroups(r) =
-                roundtrip(&describe_groups(&c, &AllowAll, req, v), v)
-            else {
+            let ResponseBody::DescribeGroups(r) = roundtrip(
+                &describe_groups(
+                    &c,
+                    &crate::group::consumer::TopicsSnapshot::default(),
+                    &AllowAll,
+                    req,
+                    v,
+                ),
+                v,
+            ) else {
                 panic!()
             };
             let states: Vec<&str> = r.groups.iter().map(|g| g.group_state.as_str()).collect();
@@ -386,8 +398,16 @@ mod tests {
             include_authorized_operations: true,
             ..Default::default()
         };
-        let ResponseBody::DescribeGroups(r) = roundtrip(&describe_groups(&c, &authz, req, 5), 5)
-        else {
+        let ResponseBody::DescribeGroups(r) = roundtrip(
+            &describe_groups(
+                &c,
+                &crate::group::consumer::TopicsSnapshot::default(),
+                &authz,
+                req,
+                5,
+            ),
+            5,
+        ) else {
             panic!()
         };
         let got: Vec<(&str, i16, &str, i32)> = r

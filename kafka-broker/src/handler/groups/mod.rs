@@ -8,6 +8,7 @@
 //! | `membership.rs` | JoinGroup, SyncGroup, Heartbeat, LeaveGroup |
 //! | `offsets.rs` | OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete |
 //! | `group_admin.rs` | DescribeGroups, ListGroups, DeleteGroups |
+//! | `consumer_group.rs` | ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848) |
 //!
 //! They import the group coordinator, the request context, and (TxnOffsetCommit) the
 //! transaction errors by version; never the broker, except FindCoordinator's address of this
@@ -18,6 +19,7 @@
 //! does (GROUP_AUTHORIZATION_FAILED for the group, TOPIC_AUTHORIZATION_FAILED per topic ahead
 //! of UNKNOWN_TOPIC_OR_PARTITION, so that nobody learns which topics exist).
 
+mod consumer_group;
 mod find_coordinator;
 mod group_admin;
 mod membership;
@@ -30,6 +32,7 @@ use kafka_protocol::KStr;
 
 use super::authz::Authz;
 
+pub(crate) use consumer_group::{consumer_group_describe, consumer_group_heartbeat};
 pub(crate) use find_coordinator::{
     CoordinatorNode, KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, find_coordinator, find_coordinator_with,
     group_key,

@@ -144,7 +144,7 @@ pub(crate) fn offset_commit(
                 .then_some(req.retention_time_ms),
             partitions,
         };
-        coordinator.commit_offsets(&request)
+        coordinator.commit_offsets_at(&request, version)
     });
     async move {
         if let Some(committed) = committed {
@@ -292,11 +292,16 @@ fn fetch_group(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
+    member: Option<(Option<&str>, i32)>,
 ) -> Result<Vec<FetchedOffset>, ErrorCode> {
     if !authz.group(AclOperation::Describe, group_id) {
         return Err(ErrorCode::GROUP_AUTHORIZATION_FAILED);
     }
     coordinator.check_group(group_id)?;
+    if let Some((member_id, member_epoch)) = member {
+        // v9+: a consumer group's member fetches at its epoch (STALE_MEMBER_EPOCH).
+        coordinator.check_consumer_fetch(group_id, member_id, member_epoch)?;
+    }
     let may_describe = |topic: &str| authz.topic(AclOperation::Describe, topic);
     let Some(topics) = topics else {
         let mut all = coordinator.fetch_offsets(group_id, None, require_stable);
@@ -347,6 +352,7 @@ pub(crate) fn offset_fetch(
                     g.group_id.as_str(),
                     topics,
                     req.require_stable,
+                    (version >= 9).then_some((g.member_id.as_deref(), g.member_epoch)),
                 ) {
                     Ok(fetched) => fetched,
                     Err(e) => {
@@ -402,6 +408,7 @@ pub(crate) fn offset_fetch(
             req.group_id.as_str(),
             topics.clone(),
             req.require_stable,
+            None,
         ) {
             Ok(fetched) => (ErrorCode::NONE, fetched),
             // Before v2 there is no group error: each partition asked for carries it, as

@@ -1,0 +1,93 @@
+//! KIP-848 consumer groups with a real peer: confluent-kafka (librdkafka 2.16) consumers with
+//! `group.protocol=consumer` against a broker started in this process (the script and its
+//! checks: `tests/consumer_protocol/confluent_consumer_protocol.py`).
+//!
+//! A missing peer (python3, confluent-kafka) skips the test with a notice, unless
+//! `KAFKA_RS_REQUIRE_PEERS=1`, where it fails.
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/in_process.rs"]
+#[allow(dead_code)]
+mod in_process;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use in_process::InProcessBroker;
+
+/// Exit code of a script whose peer is missing.
+const EXIT_MISSING_PEER: i32 = 3;
+/// The script's own deadline, and ours a little later.
+const SCRIPT_TIMEOUT_SECS: u64 = 120;
+
+fn peers_required() -> bool {
+    std::env::var("KAFKA_RS_REQUIRE_PEERS").is_ok_and(|v| v == "1")
+}
+
+fn skip(why: &str) {
+    assert!(
+        !peers_required(),
+        "peer missing and KAFKA_RS_REQUIRE_PEERS=1: {why}"
+    );
+    eprintln!("SKIPPED: {why}");
+}
+
+#[test]
+fn confluent_consumers_share_partitions_with_the_consumer_protocol() {
+    // Heartbeats every 500 ms so that the reconciliation steps follow each other quickly.
+    let broker = InProcessBroker::start(&[
+        ("group.consumer.min.heartbeat.interval.ms", "100"),
+        ("group.consumer.heartbeat.interval.ms", "500"),
+    ]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/consumer_protocol/confluent_consumer_protocol.py");
+    let child = Command::new("python3")
+        .arg(&script)
+        .args(["--bootstrap", &broker.bootstrap()])
+        .args(["--timeout", &SCRIPT_TIMEOUT_SECS.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return skip(&format!("python3 cannot be run: {e}")),
+    };
+    let limit = Duration::from_secs(SCRIPT_TIMEOUT_SECS + 30);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the script ran past {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    if status.code() == Some(EXIT_MISSING_PEER) {
+        return skip(out.trim());
+    }
+    assert!(
+        status.success(),
+        "script failed ({status}):\n{out}\n--- stderr ---\n{err}"
+    );
+    assert!(out.contains("OK"), "{out}");
+    eprintln!("{out}");
+}
