@@ -313,7 +313,7 @@ fn java_admin() {
         ("call.describeFeatures", "served"),
         ("call.listShareGroups", "served"),
         // ApiVersions' features: those implemented are finalized.
-        ("features.finalized", "[metadata.version]"),
+        ("features.finalized", "[group.version, metadata.version]"),
         (
             "features.supported",
             "[group.version, kraft.version, metadata.version, transaction.version]",

@@ -109,6 +109,7 @@ pub(super) async fn handle(
             if let Some(refused) = super::features::refuse_update(&authz) {
                 return Some(refused);
             }
+            let before = link.current().state.image.offset();
             let answer = forward(link, body.clone(), version).await;
             let changed = matches!(&answer, ResponseBody::UpdateFeatures(a) if a.error_code == 0);
             if changed && !r.validate_only {
@@ -118,11 +119,14 @@ pub(super) async fn handle(
                     .iter()
                     .map(|u| (u.feature.to_string(), u.max_version_level.max(0)))
                     .collect();
+                // Every accepted update is a record (the same level too): the image moves past
+                // the offset seen before forwarding.
                 link.wait_for(CATCH_UP, |s| {
-                    want.iter().all(|(name, level)| {
-                        let now = s.image.features().find(|(n, _)| n == name);
-                        now.map_or(0, |(_, l)| l) == *level
-                    })
+                    s.image.offset() > before
+                        && want.iter().all(|(name, level)| {
+                            let now = s.image.features().find(|(n, _)| n == name);
+                            now.map_or(0, |(_, l)| l) == *level
+                        })
                 })
                 .await;
                 let image = &link.current().state.image;
