@@ -1,6 +1,8 @@
 //! KIP-848 consumer groups with a real peer: confluent-kafka (librdkafka 2.16) consumers with
 //! `group.protocol=consumer` against a broker started in this process (the script and its
-//! checks: `tests/consumer_protocol/confluent_consumer_protocol.py`).
+//! checks: `tests/consumer_protocol/confluent_consumer_protocol.py`, one scenario and one
+//! broker per test: `share`, three members sharing a topic; `regex`, a subscription by regular
+//! expression that picks up a topic created later).
 //!
 //! A missing peer (python3, confluent-kafka) skips the test with a notice, unless
 //! `KAFKA_RS_REQUIRE_PEERS=1`, where it fails.
@@ -36,6 +38,16 @@ fn skip(why: &str) {
 
 #[test]
 fn confluent_consumers_share_partitions_with_the_consumer_protocol() {
+    run_scenario("share");
+}
+
+#[test]
+fn confluent_regex_subscription_picks_up_a_topic_created_later() {
+    run_scenario("regex");
+}
+
+/// Starts a broker and runs the script's `scenario` against it.
+fn run_scenario(scenario: &str) {
     // Heartbeats every 500 ms so that the reconciliation steps follow each other quickly.
     let broker = InProcessBroker::start(&[
         ("group.consumer.min.heartbeat.interval.ms", "100"),
@@ -47,6 +59,7 @@ fn confluent_consumers_share_partitions_with_the_consumer_protocol() {
         .arg(&script)
         .args(["--bootstrap", &broker.bootstrap()])
         .args(["--timeout", &SCRIPT_TIMEOUT_SECS.to_string()])
+        .args(["--scenario", scenario])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();

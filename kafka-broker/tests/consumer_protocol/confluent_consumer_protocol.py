@@ -1,8 +1,9 @@
 """KIP-848 consumer groups (group.protocol=consumer) with confluent-kafka (librdkafka)
 against the broker: run by tests/consumer_protocol.rs.
 
-    python3 confluent_consumer_protocol.py --bootstrap HOST:PORT [--timeout S]
+    python3 confluent_consumer_protocol.py --bootstrap HOST:PORT [--timeout S] [--scenario S]
 
+Scenario `share` (the default):
 1. A 6-partition topic; three consumers of one group (group.protocol=consumer) poll until
    each owns 2 partitions, as the broker's uniform assignor gives them.
 2. Records produced to every partition are consumed once each (offsets committed per
@@ -11,6 +12,16 @@ against the broker: run by tests/consumer_protocol.rs.
    listing groups of type CONSUMER shows it, of type CLASSIC does not.
 4. One consumer closes (it leaves the group); the other two take its partitions over (3
    each) and read the records produced after, without re-reading any committed record.
+
+Scenario `regex`:
+1. Two consumers subscribe to `^orders-.*` (resolved on the broker); `orders-a` (2 partitions)
+   and `payments` (2 partitions, not matching) exist: each consumer owns one partition of
+   `orders-a` and none of `payments`.
+2. `orders-b` (4 partitions) is created while they stay in the group: its partitions are
+   assigned to them without a rejoin (same member ids as described before), 3 partitions each,
+   never one of `payments`.
+3. Records produced to `orders-b` (and to `payments`) are consumed once each, from
+   `orders-b` only.
 
 Exit 0 on success, 1 on a failed check (the reason printed), 3 when confluent-kafka is
 missing.
@@ -58,13 +69,13 @@ def create_topic(admin):
         f.result(timeout=20)
 
 
-def produce(bootstrap, start, count):
-    """Records start..start+count, record i to partition i % PARTITIONS; returns their values."""
+def produce(bootstrap, start, count, topic=TOPIC, partitions=PARTITIONS):
+    """Records start..start+count, record i to partition i % partitions; returns their values."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     values = []
     for i in range(start, start + count):
-        v = f"record-{i}".encode()
-        p.produce(TOPIC, value=v, partition=i % PARTITIONS)
+        v = f"{topic}-record-{i}".encode()
+        p.produce(topic, value=v, partition=i % partitions)
         values.append(v)
     left = p.flush(20)
     if left:
@@ -98,7 +109,7 @@ def poll_round(consumers, seen):
         if m.error():
             log(f"{name}: poll error {m.error()}")
             continue
-        key = (m.partition(), m.offset())
+        key = (m.topic(), m.partition(), m.offset())
         seen.setdefault(key, []).append((name, m.value()))
         c.commit(message=m, asynchronous=False)
 
@@ -153,12 +164,114 @@ def listed(admin, types):
     return {g.group_id: g for g in result.valid}
 
 
+REGEX_GROUP = "kip848-regex-group"
+REGEX = "^orders-.*"
+
+
+def create_topics(admin, topics):
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()])
+    for f in futures.values():
+        f.result(timeout=20)
+
+
+def owned_all(c):
+    return sorted((tp.topic, tp.partition) for tp in c.assignment())
+
+
+def described_members(admin, group):
+    d = admin.describe_consumer_groups([group])[group].result(timeout=20)
+    if getattr(d, "type", None) != ConsumerGroupType.CONSUMER:
+        fail(f"group type {getattr(d, 'type', None)}, expected CONSUMER")
+    return {
+        m.member_id: sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+        for m in d.members
+    }
+
+
+def wait_for_owned(consumers, want, each, deadline, seen):
+    """Polls until the consumers together own exactly `want` (a list of (topic, partition)),
+    `each` apiece."""
+    while True:
+        poll_round(consumers, seen)
+        counts = {n: owned_all(c) for n, c in consumers.items()}
+        got = sorted(tp for tps in counts.values() for tp in tps)
+        if got == sorted(want) and all(len(tps) == each for tps in counts.values()):
+            log(f"assignment: {counts}")
+            return counts
+        if any(t == "payments" for tps in counts.values() for (t, _) in tps):
+            fail(f"a topic not matching {REGEX} assigned: {counts}")
+        if deadline.left() <= 0:
+            fail(f"the consumers should own {sorted(want)}, {each} each; they own {counts}")
+
+
+def scenario_regex(args, deadline):
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    create_topics(admin, {"orders-a": 2, "payments": 2})
+    consumers = {}
+    for name in ("r1", "r2"):
+        c = Consumer({
+            "bootstrap.servers": args.bootstrap,
+            "group.id": REGEX_GROUP,
+            "group.protocol": "consumer",
+            "client.id": name,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        })
+        c.subscribe([REGEX])
+        consumers[name] = c
+    seen = {}
+    wait_for_owned(consumers, [("orders-a", 0), ("orders-a", 1)], 1, deadline, seen)
+    ids_before = {n: c.memberid() for n, c in consumers.items()}
+    described_before = described_members(admin, REGEX_GROUP)
+    if sorted(described_before) != sorted(ids_before.values()):
+        fail(f"described members {sorted(described_before)}, the consumers are {ids_before}")
+
+    create_topics(admin, {"orders-b": 4})
+    log("orders-b created")
+    want = [("orders-a", p) for p in range(2)] + [("orders-b", p) for p in range(4)]
+    wait_for_owned(consumers, want, 3, deadline, seen)
+    ids_after = {n: c.memberid() for n, c in consumers.items()}
+    if ids_after != ids_before:
+        fail(f"member ids changed (a rejoin): {ids_before} -> {ids_after}")
+    while True:
+        described_after = described_members(admin, REGEX_GROUP)
+        if sorted(tp for tps in described_after.values() for tp in tps) == sorted(want):
+            break
+        if deadline.left() <= 0:
+            fail(f"described assignment {described_after}, expected {sorted(want)}")
+        poll_round(consumers, seen)
+    if sorted(described_after) != sorted(described_before):
+        fail(f"described members changed: {sorted(described_before)} -> {sorted(described_after)}")
+    log(f"orders-b assigned without a rejoin: members {sorted(ids_after.values())}")
+
+    orders = produce(args.bootstrap, 0, 200, topic="orders-b", partitions=4)
+    payments = produce(args.bootstrap, 0, 20, topic="payments", partitions=2)
+    consume_all(consumers, orders, deadline, seen)
+    check_once(seen)
+    foreign = [k for k in seen if k[0] != "orders-b" and k[0] != "orders-a"]
+    if foreign or any(v in payments for entries in seen.values() for (_, v) in entries):
+        fail(f"records of a topic not matching {REGEX} consumed: {foreign[:5]}")
+    log(f"consumed {len(orders)} records of orders-b once each")
+    for c in consumers.values():
+        c.close()
+    log("OK")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--timeout", type=float, default=90.0)
+    p.add_argument("--scenario", choices=("share", "regex"), default="share")
     args = p.parse_args()
     deadline = Deadline(args.timeout)
+    if args.scenario == "regex":
+        scenario_regex(args, deadline)
+    else:
+        scenario_share(args, deadline)
+
+
+def scenario_share(args, deadline):
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     create_topic(admin)
 
