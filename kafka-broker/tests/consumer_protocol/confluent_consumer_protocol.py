@@ -23,6 +23,15 @@ Scenario `regex`:
 3. Records produced to `orders-b` (and to `payments`) are consumed once each, from
    `orders-b` only.
 
+Scenario `failover` (a cluster of 3; run by the test that kills the coordinator):
+1. A 4-partition topic replicated 3 times; two consumers own 2 partitions each and read 200
+   records, each committed synchronously.
+2. The script prints `KILL <coordinator id>` (FindCoordinator's answer, through the admin
+   client) and waits for a line on its standard input: the test SIGKILLs that broker and
+   checks the group's epochs and assignment on the new coordinator before it answers.
+3. 200 more records are produced; the same two members (same member ids, same partitions)
+   read them, and no record read before the kill is read again.
+
 Exit 0 on success, 1 on a failed check (the reason printed), 3 when confluent-kafka is
 missing.
 """
@@ -168,9 +177,11 @@ REGEX_GROUP = "kip848-regex-group"
 REGEX = "^orders-.*"
 
 
-def create_topics(admin, topics):
-    futures = admin.create_topics(
-        [NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()])
+def create_topics(admin, topics, replication_factor=1):
+    futures = admin.create_topics([
+        NewTopic(t, num_partitions=n, replication_factor=replication_factor)
+        for t, n in topics.items()
+    ])
     for f in futures.values():
         f.result(timeout=20)
 
@@ -258,15 +269,67 @@ def scenario_regex(args, deadline):
     log("OK")
 
 
+FAILOVER_GROUP = "kip848-failover"
+FAILOVER_TOPIC = "kip848-failover"
+
+
+def scenario_failover(args, deadline):
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    create_topics(admin, {FAILOVER_TOPIC: 4}, replication_factor=3)
+    consumers = {}
+    for name in ("f1", "f2"):
+        c = Consumer({
+            "bootstrap.servers": args.bootstrap,
+            "group.id": FAILOVER_GROUP,
+            "group.protocol": "consumer",
+            "client.id": name,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        })
+        c.subscribe([FAILOVER_TOPIC])
+        consumers[name] = c
+    seen = {}
+    want = [(FAILOVER_TOPIC, p) for p in range(4)]
+    before = wait_for_owned(consumers, want, 2, deadline, seen)
+    ids = {n: c.memberid() for n, c in consumers.items()}
+    first = produce(args.bootstrap, 0, 200, topic=FAILOVER_TOPIC, partitions=4)
+    consume_all(consumers, first, deadline, seen)
+    check_once(seen)
+    log(f"consumed {len(first)} records once each")
+
+    d = admin.describe_consumer_groups([FAILOVER_GROUP])[FAILOVER_GROUP].result(timeout=20)
+    log(f"KILL {d.coordinator.id}")
+    answer = sys.stdin.readline().strip()
+    if answer != "killed":
+        fail(f"the test answered {answer!r} to the kill")
+    log(f"coordinator {d.coordinator.id} killed")
+
+    second = produce(args.bootstrap, 200, 200, topic=FAILOVER_TOPIC, partitions=4)
+    consume_all(consumers, second, deadline, seen)
+    check_once(seen)
+    after = {n: owned_all(c) for n, c in consumers.items()}
+    if after != before:
+        fail(f"assignment changed across the failover: {before} -> {after}")
+    ids_after = {n: c.memberid() for n, c in consumers.items()}
+    if ids_after != ids:
+        fail(f"member ids changed across the failover: {ids} -> {ids_after}")
+    log(f"consumed {len(second)} more records once each on the new coordinator")
+    for c in consumers.values():
+        c.close()
+    log("OK")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--timeout", type=float, default=90.0)
-    p.add_argument("--scenario", choices=("share", "regex"), default="share")
+    p.add_argument("--scenario", choices=("share", "regex", "failover"), default="share")
     args = p.parse_args()
     deadline = Deadline(args.timeout)
     if args.scenario == "regex":
         scenario_regex(args, deadline)
+    elif args.scenario == "failover":
+        scenario_failover(args, deadline)
     else:
         scenario_share(args, deadline)
 
