@@ -358,9 +358,11 @@ pub fn kstr(s: &str) -> KStr {
     KStr::from(s.to_owned())
 }
 
-/// Every version of `api` this codec knows.
+/// Every version of `api` our clients send (the codec knows more:
+/// [`kafka_net::versions::client_max`]).
 pub fn versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
-    api.versions().min..=api.versions().max
+    let range = kafka_net::versions::client_versions(api);
+    range.min..=range.max
 }
 
 /// An admin client bootstrapped from every broker of `fake`.
