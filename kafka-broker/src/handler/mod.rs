@@ -347,7 +347,7 @@ pub async fn answer(
         RequestBody::OffsetFetch(r) => groups::offset_fetch(&broker.groups, &authz, r, version),
         RequestBody::DescribeGroups(r) => {
             let image = broker.topics_image();
-            groups::describe_groups(&broker.groups, &image, &authz, r, version)
+            groups::describe_groups(&broker.groups, &*image, &authz, r, version)
         }
         RequestBody::ConsumerGroupHeartbeat(r) => {
             let image = broker.topics_image();

@@ -4,11 +4,11 @@
 //! metadata image's topics change, `publish.rs`). Racks are not given: the assignors see
 //! none (a single node has one rack at most).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::group::GroupCoordinator;
 use crate::group::consumer::TopicsSnapshot;
-use crate::sync::lock;
+use crate::sync::{lock, read, write};
 use crate::topics::TopicRegistry;
 
 use super::Broker;
@@ -28,15 +28,30 @@ pub(super) fn connect(groups: &GroupCoordinator, registry: &Arc<Mutex<TopicRegis
     groups.set_topics_source(Arc::new(move || snapshot(&registry)));
 }
 
+/// The topics snapshot the group requests read, rebuilt only when topics change (not copied
+/// per heartbeat).
+#[derive(Debug, Default)]
+pub(crate) struct SharedTopics(RwLock<Arc<TopicsSnapshot>>);
+
 impl Broker {
-    /// The topics as the KIP-848 group coordinator sees them now.
-    pub fn topics_image(&self) -> TopicsSnapshot {
-        snapshot(&self.topics)
+    /// The topics as the KIP-848 group coordinator sees them now (shared, not copied).
+    pub fn topics_image(&self) -> Arc<TopicsSnapshot> {
+        Arc::clone(&read(&self.group_topics.0))
+    }
+
+    /// Rebuilds the shared snapshot from the registry. Built and stored under the snapshot's
+    /// lock, so that two changes at once cannot leave the older snapshot stored.
+    pub(super) fn refresh_topics_image(&self) -> Arc<TopicsSnapshot> {
+        let mut slot = write(&self.group_topics.0);
+        let image = Arc::new(snapshot(&self.topics));
+        *slot = Arc::clone(&image);
+        image
     }
 
     /// Topics were created, deleted or changed their partition count: the consumer groups
     /// subscribed to them get their new assignments without rejoining.
     pub fn topics_changed(&self) {
-        self.groups.on_metadata(&self.topics_image());
+        let image = self.refresh_topics_image();
+        self.groups.on_metadata(&*image);
     }
 }

@@ -75,6 +75,8 @@ pub struct Broker {
     pub quotas: crate::quotas::Quotas,
     /// The finalized feature levels (`features.records`; in a cluster the metadata image's).
     pub features: crate::features::Features,
+    /// The topics as the KIP-848 groups see them (`group_topics.rs`).
+    group_topics: group_topics::SharedTopics,
 }
 
 impl Broker {
@@ -238,11 +240,13 @@ impl Broker {
             acls,
             quotas,
             features,
+            group_topics: Default::default(),
             topic_configs,
             next_producer_id: AtomicI64::new(next_producer_id),
             producer_ids: Default::default(),
         };
         group_topics::connect(&broker.groups, &broker.topics);
+        broker.refresh_topics_image();
         if clustered {
             return Ok(broker);
         }
