@@ -66,27 +66,38 @@ fn build_config(args: &Args) -> Result<BrokerConfig, String> {
     Ok(cfg)
 }
 
-async fn shutdown_signal() {
+/// Registers the SIGTERM and SIGINT handlers now and returns the future that completes on
+/// either. Called before the listener is bound: a signal that comes while the broker is still
+/// starting (clients may already connect to the bound port) is then a clean shutdown once it
+/// has started, not the default action that kills the process.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
+    let signals = {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
+        (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        match signals {
+            (Some(mut term), Some(mut int)) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
                     _ = term.recv() => {}
+                    _ = int.recv() => {}
                 }
             }
-            Err(_) => {
+            _ => {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("shutdown signal received");
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutdown signal received");
 }
 
 fn main() -> ExitCode {
@@ -113,8 +124,9 @@ fn main() -> ExitCode {
     };
     let controller_only = cfg.quorum.roles.is_some_and(|r| r.controller && !r.broker);
     let result = rt.block_on(async {
+        let shutdown = shutdown_signal();
         if controller_only {
-            return kafka_broker::run_controller(cfg, shutdown_signal()).await;
+            return kafka_broker::run_controller(cfg, shutdown).await;
         }
         let listener = tokio::net::TcpListener::bind(&cfg.network.listen)
             .await
@@ -124,7 +136,7 @@ fn main() -> ExitCode {
                     cfg.network.listen
                 ))
             })?;
-        kafka_broker::run(listener, cfg, shutdown_signal()).await
+        kafka_broker::run(listener, cfg, shutdown).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
